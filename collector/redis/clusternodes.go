@@ -1,0 +1,276 @@
+package redis
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+)
+
+// SlotCount is the number of hash slots in a Redis Cluster.
+const SlotCount = 16384
+
+// nodeFlags are the flags of one CLUSTER NODES line.
+type nodeFlags struct {
+	Myself      bool
+	Master      bool
+	Replica     bool
+	PFail       bool // "fail?": this observer cannot reach the node
+	Fail        bool // the cluster agreed the node is down
+	Handshake   bool
+	NoAddr      bool
+	NoFailover  bool
+	Unsupported []string // flags this parser does not know, kept for debugging
+}
+
+// slotRange is an inclusive range of hash slots.
+type slotRange struct{ First, Last int }
+
+// slotMove is one `[slot->-id]` (migrating) or `[slot-<-id]` (importing)
+// entry: the slot and the node on the other side of the move.
+type slotMove struct {
+	Slot   int
+	NodeID string
+}
+
+// clusterNodeLine is one line of CLUSTER NODES, as seen by the node that
+// answered.
+type clusterNodeLine struct {
+	ID string
+	// Addr is "ip:port" (bracketed for IPv6), empty for noaddr nodes.
+	Addr     string
+	BusPort  int
+	Hostname string
+	Flags    nodeFlags
+	// MasterID is the id of the master this node replicates, empty for masters.
+	MasterID      string
+	PingSent      int64
+	PongReceived  int64
+	ConfigEpoch   uint64
+	LinkConnected bool
+	Slots         []slotRange
+	// Migrating and Importing only appear on the myself line.
+	Migrating []slotMove
+	Importing []slotMove
+}
+
+// SlotCount is how many slots the line lists for the node.
+func (l *clusterNodeLine) SlotCount() int {
+	n := 0
+	for _, r := range l.Slots {
+		n += r.Last - r.First + 1
+	}
+	return n
+}
+
+// parseClusterNodes parses the reply of CLUSTER NODES. Any malformed line
+// fails the whole reply: a half-read topology would report slots as
+// unassigned that are not.
+func parseClusterNodes(reply string) ([]clusterNodeLine, error) {
+	reply = stripVerbatimPrefix(reply)
+	var lines []clusterNodeLine
+	seen := map[string]bool{}
+	for i, raw := range strings.Split(reply, "\n") {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
+			continue
+		}
+		line, err := parseClusterNodesLine(raw)
+		if err != nil {
+			return nil, fmt.Errorf("CLUSTER NODES line %d: %w", i+1, err)
+		}
+		if seen[line.ID] {
+			return nil, fmt.Errorf("CLUSTER NODES line %d: node %s listed twice", i+1, line.ID)
+		}
+		seen[line.ID] = true
+		lines = append(lines, line)
+	}
+	if len(lines) == 0 {
+		return nil, errors.New("CLUSTER NODES reply lists no nodes")
+	}
+	return lines, nil
+}
+
+func parseClusterNodesLine(raw string) (clusterNodeLine, error) {
+	fields := strings.Fields(raw)
+	if len(fields) < 8 {
+		return clusterNodeLine{}, fmt.Errorf("want at least 8 fields, got %d", len(fields))
+	}
+	var (
+		line clusterNodeLine
+		err  error
+	)
+	line.ID = fields[0]
+	if !validNodeID(line.ID) {
+		return line, fmt.Errorf("invalid node id %q", line.ID)
+	}
+	if line.Addr, line.BusPort, line.Hostname, err = parseNodeAddress(fields[1]); err != nil {
+		return line, err
+	}
+	line.Flags = parseNodeFlags(fields[2])
+	if fields[3] != "-" {
+		if !validNodeID(fields[3]) {
+			return line, fmt.Errorf("invalid master id %q", fields[3])
+		}
+		line.MasterID = fields[3]
+	}
+	if line.PingSent, err = strconv.ParseInt(fields[4], 10, 64); err != nil {
+		return line, fmt.Errorf("ping-sent: %w", err)
+	}
+	if line.PongReceived, err = strconv.ParseInt(fields[5], 10, 64); err != nil {
+		return line, fmt.Errorf("pong-recv: %w", err)
+	}
+	if line.ConfigEpoch, err = strconv.ParseUint(fields[6], 10, 64); err != nil {
+		return line, fmt.Errorf("config-epoch: %w", err)
+	}
+	switch fields[7] {
+	case "connected":
+		line.LinkConnected = true
+	case "disconnected":
+	default:
+		return line, fmt.Errorf("unknown link state %q", fields[7])
+	}
+	for _, f := range fields[8:] {
+		if err := line.addSlotField(f); err != nil {
+			return line, err
+		}
+	}
+	return line, nil
+}
+
+// validNodeID accepts the 40 hex characters Redis uses. Handshake nodes get a
+// random id of the same shape, so nothing else is valid.
+func validNodeID(id string) bool {
+	if len(id) != 40 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// parseNodeAddress splits "ip:port@cport[,hostname[,aux...]]". noaddr nodes
+// show ":0@0", which gives an empty address.
+func parseNodeAddress(s string) (addr string, busPort int, hostname string, err error) {
+	parts := strings.Split(s, ",")
+	if len(parts) > 1 {
+		hostname = parts[1]
+	}
+	hostPort, bus, ok := strings.Cut(parts[0], "@")
+	if !ok {
+		return "", 0, "", fmt.Errorf("address %q has no @cport", s)
+	}
+	if busPort, err = strconv.Atoi(bus); err != nil || busPort < 0 || busPort > 65535 {
+		return "", 0, "", fmt.Errorf("address %q: invalid cluster bus port", s)
+	}
+	i := strings.LastIndexByte(hostPort, ':')
+	if i < 0 {
+		return "", 0, "", fmt.Errorf("address %q has no port", s)
+	}
+	ip, portText := strings.Trim(hostPort[:i], "[]"), hostPort[i+1:]
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, "", fmt.Errorf("address %q: invalid port", s)
+	}
+	if ip == "" || port == 0 {
+		return "", busPort, hostname, nil
+	}
+	return net.JoinHostPort(ip, portText), busPort, hostname, nil
+}
+
+func parseNodeFlags(s string) nodeFlags {
+	var f nodeFlags
+	for _, flag := range strings.Split(s, ",") {
+		switch flag {
+		case "myself":
+			f.Myself = true
+		case "master":
+			f.Master = true
+		case "slave", "replica":
+			f.Replica = true
+		case "fail?":
+			f.PFail = true
+		case "fail":
+			f.Fail = true
+		case "handshake":
+			f.Handshake = true
+		case "noaddr":
+			f.NoAddr = true
+		case "nofailover":
+			f.NoFailover = true
+		case "noflags", "":
+		default:
+			f.Unsupported = append(f.Unsupported, flag)
+		}
+	}
+	return f
+}
+
+// addSlotField parses "N", "N-M", "[N->-id]" or "[N-<-id]".
+func (l *clusterNodeLine) addSlotField(f string) error {
+	if strings.HasPrefix(f, "[") {
+		body, ok := strings.CutSuffix(f[1:], "]")
+		if !ok {
+			return fmt.Errorf("slot move %q: missing ]", f)
+		}
+		if slot, id, ok := strings.Cut(body, "->-"); ok {
+			move, err := parseSlotMove(slot, id)
+			if err != nil {
+				return fmt.Errorf("migrating slot %q: %w", f, err)
+			}
+			l.Migrating = append(l.Migrating, move)
+			return nil
+		}
+		if slot, id, ok := strings.Cut(body, "-<-"); ok {
+			move, err := parseSlotMove(slot, id)
+			if err != nil {
+				return fmt.Errorf("importing slot %q: %w", f, err)
+			}
+			l.Importing = append(l.Importing, move)
+			return nil
+		}
+		return fmt.Errorf("unknown slot move %q", f)
+	}
+	first, last, isRange := strings.Cut(f, "-")
+	start, err := parseSlot(first)
+	if err != nil {
+		return fmt.Errorf("slot %q: %w", f, err)
+	}
+	end := start
+	if isRange {
+		if end, err = parseSlot(last); err != nil {
+			return fmt.Errorf("slot range %q: %w", f, err)
+		}
+		if end < start {
+			return fmt.Errorf("slot range %q runs backwards", f)
+		}
+	}
+	l.Slots = append(l.Slots, slotRange{First: start, Last: end})
+	return nil
+}
+
+func parseSlotMove(slot, id string) (slotMove, error) {
+	n, err := parseSlot(slot)
+	if err != nil {
+		return slotMove{}, err
+	}
+	if !validNodeID(id) {
+		return slotMove{}, fmt.Errorf("invalid node id %q", id)
+	}
+	return slotMove{Slot: n, NodeID: id}, nil
+}
+
+func parseSlot(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("not a slot number: %q", s)
+	}
+	if n < 0 || n >= SlotCount {
+		return 0, fmt.Errorf("slot %d out of range", n)
+	}
+	return n, nil
+}

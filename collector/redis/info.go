@@ -1,0 +1,209 @@
+package redis
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+)
+
+// stripVerbatimPrefix removes the three-letter format and colon that RESP3
+// verbatim strings start with ("txt:" for CLUSTER NODES, CLUSTER INFO and
+// INFO). rueidis hands the payload back with the prefix still on. RESP2
+// replies have no prefix, and no CLUSTER NODES or INFO reply can start with
+// three lowercase letters and a colon, so stripping only "xxx:" is safe.
+func stripVerbatimPrefix(s string) string {
+	if len(s) >= 4 && s[3] == ':' && isLowerASCII(s[:3]) {
+		return s[4:]
+	}
+	return s
+}
+
+func isLowerASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 'a' || s[i] > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseInfoFields parses "key:value" lines as in INFO and CLUSTER INFO.
+// Section headers ("# Replication") and blank lines are skipped. A line with
+// no colon is an error: it means the reply is not what we asked for.
+func parseInfoFields(reply string) (map[string]string, error) {
+	reply = stripVerbatimPrefix(reply)
+	fields := map[string]string{}
+	for i, line := range strings.Split(reply, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		key, value, ok := strings.Cut(line, ":")
+		if !ok || key == "" {
+			return nil, fmt.Errorf("line %d %q is not key:value", i+1, truncate(line, 64))
+		}
+		fields[key] = value
+	}
+	return fields, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// clusterInfo is the part of CLUSTER INFO the exporter uses, as the
+// answering node sees the cluster.
+type clusterInfo struct {
+	StateOK       bool
+	SlotsAssigned int
+	SlotsOK       int
+	SlotsPFail    int
+	SlotsFail     int
+	KnownNodes    int
+	Size          int
+	CurrentEpoch  uint64
+	MyEpoch       uint64
+}
+
+func parseClusterInfo(reply string) (clusterInfo, error) {
+	fields, err := parseInfoFields(reply)
+	if err != nil {
+		return clusterInfo{}, fmt.Errorf("CLUSTER INFO: %w", err)
+	}
+	var ci clusterInfo
+	switch state := fields["cluster_state"]; state {
+	case "ok":
+		ci.StateOK = true
+	case "fail":
+	default:
+		return ci, fmt.Errorf("CLUSTER INFO: cluster_state %q is neither ok nor fail", state)
+	}
+	ints := []struct {
+		key string
+		dst *int
+	}{
+		{"cluster_slots_assigned", &ci.SlotsAssigned},
+		{"cluster_slots_ok", &ci.SlotsOK},
+		{"cluster_slots_pfail", &ci.SlotsPFail},
+		{"cluster_slots_fail", &ci.SlotsFail},
+		{"cluster_known_nodes", &ci.KnownNodes},
+		{"cluster_size", &ci.Size},
+	}
+	for _, f := range ints {
+		if *f.dst, err = strconv.Atoi(fields[f.key]); err != nil {
+			return ci, fmt.Errorf("CLUSTER INFO: %s: %w", f.key, err)
+		}
+	}
+	if ci.CurrentEpoch, err = strconv.ParseUint(fields["cluster_current_epoch"], 10, 64); err != nil {
+		return ci, fmt.Errorf("CLUSTER INFO: cluster_current_epoch: %w", err)
+	}
+	if ci.MyEpoch, err = strconv.ParseUint(fields["cluster_my_epoch"], 10, 64); err != nil {
+		return ci, fmt.Errorf("CLUSTER INFO: cluster_my_epoch: %w", err)
+	}
+	return ci, nil
+}
+
+// replicaOffset is one slaveN line of a master's INFO replication.
+type replicaOffset struct {
+	Addr   string // ip:port the replica announced
+	State  string // online, wait_bgsave, send_bulk...
+	Offset int64  // replication offset the replica acknowledged
+	Lag    int64  // seconds since the last acknowledgement
+}
+
+// replicationInfo is the part of INFO replication the exporter uses.
+type replicationInfo struct {
+	IsMaster bool
+	// On a master: its offset and its replicas' acknowledged offsets.
+	MasterReplOffset int64
+	Replicas         []replicaOffset
+	// On a replica: whether its link to the master is up.
+	MasterLinkUp bool
+}
+
+func parseReplicationInfo(fields map[string]string) (replicationInfo, error) {
+	var ri replicationInfo
+	switch role := fields["role"]; role {
+	case "master":
+		ri.IsMaster = true
+	case "slave", "replica":
+		ri.MasterLinkUp = fields["master_link_status"] == "up"
+	default:
+		return ri, fmt.Errorf("INFO replication: unknown role %q", role)
+	}
+	var err error
+	if ri.MasterReplOffset, err = strconv.ParseInt(fields["master_repl_offset"], 10, 64); err != nil {
+		return ri, fmt.Errorf("INFO replication: master_repl_offset: %w", err)
+	}
+	if !ri.IsMaster {
+		return ri, nil
+	}
+	connected, err := strconv.Atoi(fields["connected_slaves"])
+	if err != nil {
+		return ri, fmt.Errorf("INFO replication: connected_slaves: %w", err)
+	}
+	for i := 0; i < connected; i++ {
+		key := "slave" + strconv.Itoa(i)
+		value, ok := fields[key]
+		if !ok {
+			// connected_slaves and the slaveN lines come from one snapshot;
+			// a gap means a reply we do not understand.
+			return ri, fmt.Errorf("INFO replication: connected_slaves is %d but %s is missing", connected, key)
+		}
+		r, err := parseReplicaOffset(value)
+		if err != nil {
+			return ri, fmt.Errorf("INFO replication: %s: %w", key, err)
+		}
+		ri.Replicas = append(ri.Replicas, r)
+	}
+	return ri, nil
+}
+
+// parseReplicaOffset parses "ip=127.0.0.1,port=7003,state=online,offset=42,lag=0".
+func parseReplicaOffset(s string) (replicaOffset, error) {
+	var (
+		r        replicaOffset
+		ip, port string
+		err      error
+	)
+	for _, kv := range strings.Split(s, ",") {
+		key, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			return r, fmt.Errorf("%q is not key=value", kv)
+		}
+		switch key {
+		case "ip":
+			ip = value
+		case "port":
+			port = value
+		case "state":
+			r.State = value
+		case "offset":
+			if r.Offset, err = strconv.ParseInt(value, 10, 64); err != nil {
+				return r, fmt.Errorf("offset: %w", err)
+			}
+		case "lag":
+			if r.Lag, err = strconv.ParseInt(value, 10, 64); err != nil {
+				return r, fmt.Errorf("lag: %w", err)
+			}
+		}
+	}
+	if ip == "" || port == "" {
+		return r, fmt.Errorf("%q has no ip or port", s)
+	}
+	r.Addr = net.JoinHostPort(ip, port)
+	return r, nil
+}
+
+// parseUsedMemory reads used_memory from INFO memory.
+func parseUsedMemory(fields map[string]string) (uint64, error) {
+	used, err := strconv.ParseUint(fields["used_memory"], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("INFO memory: used_memory: %w", err)
+	}
+	return used, nil
+}

@@ -1,0 +1,95 @@
+// Package redis watches a Redis Cluster: how its 16384 hash slots are split
+// across masters, which node replicates which, which nodes are failing, how
+// far replicas lag, and how often shards fail over.
+//
+// Data flows one way: source.go reads every node with rueidis, the pure
+// parsers (clusternodes.go, info.go) decode the replies, topology.go merges
+// the nodes' views into a Snapshot, diff.go counts transitions against the
+// previous Snapshot, and collector.go turns the current Snapshot into
+// metrics without talking to the cluster.
+package redis
+
+// NodeState is a node's health in the cluster's view.
+type NodeState string
+
+// Node states, most severe first where a node carries several flags.
+const (
+	NodeStateOK        NodeState = "ok"
+	NodeStatePFail     NodeState = "pfail"
+	NodeStateFail      NodeState = "fail"
+	NodeStateHandshake NodeState = "handshake"
+	NodeStateNoAddr    NodeState = "noaddr"
+)
+
+// nodeStates is every state, in the order the node_state series are sent.
+var nodeStates = []NodeState{NodeStateOK, NodeStatePFail, NodeStateFail, NodeStateHandshake, NodeStateNoAddr}
+
+// Role is what a node does for its shard.
+type Role string
+
+// Roles.
+const (
+	RoleMaster  Role = "master"
+	RoleReplica Role = "replica"
+)
+
+// Snapshot is one Redis Cluster as read by one refresh. It is immutable once
+// published; the counters (Failovers, Node.RoleChanges) are carried forward
+// from the previous snapshot by applyTransitions.
+type Snapshot struct {
+	// StateOK is true when every reachable master says cluster_state:ok.
+	StateOK bool
+	// Slots by the state of their owner; the four add up to SlotCount.
+	SlotsOK, SlotsPFail, SlotsFail, SlotsUnassigned int
+	// SlotsWithoutReplica are slots whose master has no healthy replica.
+	SlotsWithoutReplica int
+	// Masters is the number of masters owning at least one slot.
+	Masters int
+	// KnownNodes is the number of nodes in the merged topology.
+	KnownNodes int
+	// CurrentEpoch is the highest cluster_current_epoch of any reachable node.
+	CurrentEpoch uint64
+	// ViewsConsistent is false when reachable nodes disagree about which
+	// master owns some slot.
+	ViewsConsistent bool
+	// Failovers counts shards whose master changed to one of its replicas.
+	Failovers uint64
+	// Nodes is sorted by address, then id.
+	Nodes []Node
+}
+
+// Node is one node of the merged topology.
+type Node struct {
+	ID string
+	// Addr is "ip:port", empty for a node without an address (noaddr).
+	Addr     string
+	Role     Role
+	MasterID string // for a replica, the id of its master
+	State    NodeState
+	// LinkConnected is whether the cluster bus link to the node is up, as
+	// another node sees it.
+	LinkConnected bool
+	ConfigEpoch   uint64
+	// Slots is how many slots the node owns in the merged slot map.
+	Slots int
+	// HealthyReplicas, for a master, counts replicas in state ok whose link to
+	// it is up (or unknown because the exporter could not reach them).
+	HealthyReplicas int
+
+	// Reachable is whether the exporter read the node itself in this refresh.
+	// The fields up to the next blank line are only meaningful when it is.
+	Reachable      bool
+	MigratingSlots int
+	ImportingSlots int
+	MasterLinkUp   bool // replicas only
+	Keys           int64
+	MemoryUsed     uint64
+
+	// HasReplicationLag is set for a replica whose master was reachable and
+	// lists it in INFO replication.
+	HasReplicationLag   bool
+	ReplicationLagBytes int64
+
+	// RoleChanges counts role changes this exporter observed.
+	RoleChanges uint64
+}

@@ -1,0 +1,286 @@
+package redis
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+)
+
+// nodeView is what one reachable node told the exporter in one refresh.
+type nodeView struct {
+	// Addr is the address the exporter dialled.
+	Addr        string
+	Nodes       []clusterNodeLine
+	Info        clusterInfo
+	Replication replicationInfo
+	UsedMemory  uint64
+	Keys        int64
+}
+
+// self returns the view's myself line.
+func (v *nodeView) self() *clusterNodeLine {
+	for i := range v.Nodes {
+		if v.Nodes[i].Flags.Myself {
+			return &v.Nodes[i]
+		}
+	}
+	return nil
+}
+
+// mergedNode gathers what the views say about one node.
+type mergedNode struct {
+	own   *clusterNodeLine // the node's own myself line, if it was reached
+	other *clusterNodeLine // the line from the most authoritative other view
+	view  *nodeView        // the node's own view, if it was reached
+
+	failSeen, pfailSeen, noaddrSeen, handshakeSeen bool
+}
+
+// buildSnapshot merges the views of the reachable nodes into one snapshot.
+// Views are ranked by cluster_current_epoch (highest first), so that the
+// node that has seen the latest configuration speaks first wherever one view
+// must be picked. Counters are left at zero; applyTransitions fills them.
+func buildSnapshot(views []nodeView) (*Snapshot, error) {
+	views = dedupeViews(views)
+	if len(views) == 0 {
+		return nil, errors.New("no node answered")
+	}
+	slices.SortStableFunc(views, func(a, b nodeView) int {
+		if c := cmp.Compare(b.Info.CurrentEpoch, a.Info.CurrentEpoch); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Addr, b.Addr)
+	})
+
+	merged := map[string]*mergedNode{}
+	var ids []string
+	get := func(id string) *mergedNode {
+		m, ok := merged[id]
+		if !ok {
+			m = &mergedNode{}
+			merged[id] = m
+			ids = append(ids, id)
+		}
+		return m
+	}
+	for vi := range views {
+		v := &views[vi]
+		for li := range v.Nodes {
+			line := &v.Nodes[li]
+			m := get(line.ID)
+			if line.Flags.Myself {
+				m.own, m.view = line, v
+				continue
+			}
+			if m.other == nil {
+				m.other = line
+			}
+			// FAIL is agreed by a majority of masters and spread to every
+			// node, so one view saying it is enough; PFAIL is one observer's
+			// suspicion, reported as such.
+			m.failSeen = m.failSeen || line.Flags.Fail
+			m.pfailSeen = m.pfailSeen || line.Flags.PFail
+			m.noaddrSeen = m.noaddrSeen || line.Flags.NoAddr
+			m.handshakeSeen = m.handshakeSeen || line.Flags.Handshake
+		}
+	}
+
+	owners, consistent := mergeSlotOwners(views)
+
+	snap := &Snapshot{ViewsConsistent: consistent}
+	index := map[string]int{}
+	for _, id := range ids {
+		m := merged[id]
+		// A node knows its own role best; the others learn it by gossip.
+		line := m.own
+		if line == nil {
+			line = m.other
+		}
+		n := Node{
+			ID:            id,
+			Addr:          line.Addr,
+			MasterID:      line.MasterID,
+			ConfigEpoch:   line.ConfigEpoch,
+			Role:          RoleMaster,
+			LinkConnected: true,
+		}
+		if line.Flags.Replica {
+			n.Role = RoleReplica
+		}
+		if m.other != nil {
+			// Link state is per observer; a node's own line always says connected.
+			n.LinkConnected = m.other.LinkConnected
+			if n.Addr == "" {
+				n.Addr = m.other.Addr
+			}
+		}
+		if m.own != nil && m.other != nil && m.other.Addr != "" {
+			// Others dial the node at the address they know, so report that one.
+			n.Addr = m.other.Addr
+		}
+		switch {
+		case m.failSeen:
+			n.State = NodeStateFail
+		case m.pfailSeen:
+			n.State = NodeStatePFail
+		case m.noaddrSeen || line.Flags.NoAddr:
+			n.State = NodeStateNoAddr
+		case m.handshakeSeen || line.Flags.Handshake:
+			n.State = NodeStateHandshake
+		default:
+			n.State = NodeStateOK
+		}
+		if v := m.view; v != nil {
+			n.Reachable = true
+			n.MigratingSlots = len(m.own.Migrating)
+			n.ImportingSlots = len(m.own.Importing)
+			n.MasterLinkUp = !v.Replication.IsMaster && v.Replication.MasterLinkUp
+			n.Keys = v.Keys
+			n.MemoryUsed = v.UsedMemory
+		}
+		index[id] = len(snap.Nodes)
+		snap.Nodes = append(snap.Nodes, n)
+	}
+
+	for _, owner := range owners {
+		if owner == "" {
+			continue
+		}
+		snap.Nodes[index[owner]].Slots++
+	}
+
+	// Replica health and replication lag need the master's entry.
+	for i := range snap.Nodes {
+		r := &snap.Nodes[i]
+		if r.Role != RoleReplica || r.MasterID == "" {
+			continue
+		}
+		mi, ok := index[r.MasterID]
+		if !ok {
+			continue
+		}
+		master := &snap.Nodes[mi]
+		if r.State == NodeStateOK && (!r.Reachable || r.MasterLinkUp) {
+			master.HealthyReplicas++
+		}
+		mv := merged[r.MasterID].view
+		if mv == nil || !mv.Replication.IsMaster || r.Addr == "" {
+			continue
+		}
+		for _, ro := range mv.Replication.Replicas {
+			if ro.Addr == r.Addr {
+				r.HasReplicationLag = true
+				r.ReplicationLagBytes = max(mv.Replication.MasterReplOffset-ro.Offset, 0)
+				break
+			}
+		}
+	}
+
+	for _, owner := range owners {
+		if owner == "" {
+			snap.SlotsUnassigned++
+			continue
+		}
+		master := &snap.Nodes[index[owner]]
+		switch master.State {
+		case NodeStateFail:
+			snap.SlotsFail++
+		case NodeStatePFail:
+			snap.SlotsPFail++
+		default:
+			snap.SlotsOK++
+		}
+		if master.HealthyReplicas == 0 {
+			snap.SlotsWithoutReplica++
+		}
+	}
+
+	snap.StateOK = clusterStateOK(snap, merged)
+	for _, v := range views {
+		snap.CurrentEpoch = max(snap.CurrentEpoch, v.Info.CurrentEpoch)
+	}
+	for _, n := range snap.Nodes {
+		if n.Slots > 0 {
+			snap.Masters++
+		}
+	}
+	snap.KnownNodes = len(snap.Nodes)
+	slices.SortFunc(snap.Nodes, func(a, b Node) int {
+		if c := cmp.Compare(a.Addr, b.Addr); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return snap, nil
+}
+
+// dedupeViews keeps one view per node: a node reached under two addresses
+// (a seed hostname and its IP) must not be counted twice. Views without a
+// myself line are dropped; they cannot be attributed to a node.
+func dedupeViews(views []nodeView) []nodeView {
+	seen := map[string]bool{}
+	out := make([]nodeView, 0, len(views))
+	for _, v := range views {
+		self := v.self()
+		if self == nil || seen[self.ID] {
+			continue
+		}
+		seen[self.ID] = true
+		out = append(out, v)
+	}
+	return out
+}
+
+// mergeSlotOwners returns the owner of every slot and whether all views
+// agree. Where they disagree the claim with the highest config epoch wins,
+// which is the rule Redis Cluster itself uses to settle conflicts; views are
+// ranked so that equal epochs go to the most up-to-date view.
+func mergeSlotOwners(views []nodeView) (owners [SlotCount]string, consistent bool) {
+	var epochs [SlotCount]uint64
+	var claimed [SlotCount]bool
+	var first, current [SlotCount]string
+	consistent = true
+	for vi := range views {
+		current = [SlotCount]string{}
+		for _, line := range views[vi].Nodes {
+			for _, r := range line.Slots {
+				for slot := r.First; slot <= r.Last; slot++ {
+					current[slot] = line.ID
+					if !claimed[slot] || line.ConfigEpoch > epochs[slot] {
+						owners[slot], epochs[slot], claimed[slot] = line.ID, line.ConfigEpoch, true
+					}
+				}
+			}
+		}
+		if vi == 0 {
+			first = current
+		} else if consistent && current != first {
+			consistent = false
+		}
+	}
+	return owners, consistent
+}
+
+// clusterStateOK is false as soon as one reachable master reports
+// cluster_state:fail. Replicas only decide when no master was reached.
+func clusterStateOK(snap *Snapshot, merged map[string]*mergedNode) bool {
+	reachedMaster := false
+	for _, n := range snap.Nodes {
+		if n.Role != RoleMaster || !n.Reachable {
+			continue
+		}
+		reachedMaster = true
+		if !merged[n.ID].view.Info.StateOK {
+			return false
+		}
+	}
+	if reachedMaster {
+		return true
+	}
+	for _, n := range snap.Nodes {
+		if n.Reachable && !merged[n.ID].view.Info.StateOK {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,153 @@
+// Package watch refreshes a snapshot of a cluster on an interval and
+// publishes it atomically, so that a scrape reads the latest state without
+// ever waiting on the cluster.
+package watch
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+)
+
+// RefreshFunc reads the cluster once. prev is the last snapshot that was
+// read successfully (nil before the first success); implementations use it
+// to carry transition counters forward. The context carries the refresh
+// deadline.
+type RefreshFunc[S any] func(ctx context.Context, prev *S) (*S, error)
+
+// State is what a scrape sees: the outcome of the last refresh and the last
+// snapshot that was read successfully. It is immutable once published.
+type State[S any] struct {
+	// Snapshot is the last successfully read snapshot, nil if none yet.
+	// It is stale when Up is false; collectors must not serve it as current.
+	Snapshot *S
+	// Up is true when the most recent refresh succeeded.
+	Up bool
+	// LastError is the error of the most recent refresh, nil when Up.
+	LastError error
+	// LastSuccess is when the most recent successful refresh finished.
+	LastSuccess time.Time
+	// LastDuration is how long the most recent refresh took.
+	LastDuration time.Duration
+	// Refreshes and Failures count refresh attempts and failed ones.
+	Refreshes uint64
+	Failures  uint64
+}
+
+// Watcher owns one goroutine that refreshes a snapshot on an interval.
+type Watcher[S any] struct {
+	name     string
+	interval time.Duration
+	timeout  time.Duration
+	refresh  RefreshFunc[S]
+	logger   log.Logger
+
+	onStop    []func()
+	state     atomic.Pointer[State[S]]
+	ready     chan struct{}
+	readyOnce sync.Once
+	trigger   chan struct{}
+}
+
+// New returns a watcher that calls refresh every interval, each call bounded
+// by timeout. It does nothing until Run is called.
+func New[S any](name string, interval, timeout time.Duration, refresh RefreshFunc[S], logger log.Logger) *Watcher[S] {
+	if timeout <= 0 || timeout > interval {
+		timeout = interval
+	}
+	w := &Watcher[S]{
+		name:     name,
+		interval: interval,
+		timeout:  timeout,
+		refresh:  refresh,
+		logger:   logger,
+		ready:    make(chan struct{}),
+		trigger:  make(chan struct{}, 1),
+	}
+	w.state.Store(&State[S]{})
+	return w
+}
+
+// Name is the cluster name this watcher was created for.
+func (w *Watcher[S]) Name() string { return w.name }
+
+// Current returns the latest published state. It never blocks.
+func (w *Watcher[S]) Current() *State[S] { return w.state.Load() }
+
+// Ready is closed once the first refresh has finished, successfully or not.
+func (w *Watcher[S]) Ready() <-chan struct{} { return w.ready }
+
+// Trigger asks for a refresh now instead of at the next tick. It never blocks.
+func (w *Watcher[S]) Trigger() {
+	select {
+	case w.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// OnStop registers a function that Run calls when it returns, typically to
+// close the connections the refresh function uses. Call it before Run.
+func (w *Watcher[S]) OnStop(f func()) { w.onStop = append(w.onStop, f) }
+
+// Run refreshes immediately and then on every tick until ctx is cancelled.
+func (w *Watcher[S]) Run(ctx context.Context) {
+	defer func() {
+		for _, f := range w.onStop {
+			f()
+		}
+	}()
+	ticker := time.NewTicker(w.interval)
+	defer ticker.Stop()
+	for {
+		w.RefreshOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-w.trigger:
+		}
+	}
+}
+
+// RefreshOnce performs one refresh and publishes its outcome. Run calls it;
+// tests and benchmarks may call it directly.
+func (w *Watcher[S]) RefreshOnce(ctx context.Context) {
+	prev := w.state.Load()
+	start := time.Now()
+	refreshCtx, cancel := context.WithTimeout(ctx, w.timeout)
+	snapshot, err := w.refresh(refreshCtx, prev.Snapshot)
+	cancel()
+	if ctx.Err() != nil && err != nil {
+		// Shutting down: do not publish a failure caused by our own cancellation.
+		return
+	}
+	next := &State[S]{
+		Snapshot:     prev.Snapshot,
+		LastSuccess:  prev.LastSuccess,
+		LastDuration: time.Since(start),
+		Refreshes:    prev.Refreshes + 1,
+		Failures:     prev.Failures,
+	}
+	if err != nil {
+		next.Failures++
+		next.LastError = err
+		if prev.Up || prev.Refreshes == 0 {
+			level.Warn(w.logger).Log("msg", "refresh failed", "cluster", w.name, "err", err)
+		} else {
+			level.Debug(w.logger).Log("msg", "refresh still failing", "cluster", w.name, "err", err)
+		}
+	} else {
+		if !prev.Up && prev.Refreshes > 0 {
+			level.Info(w.logger).Log("msg", "refresh recovered", "cluster", w.name)
+		}
+		next.Snapshot = snapshot
+		next.Up = true
+		next.LastSuccess = time.Now()
+	}
+	w.state.Store(next)
+	w.readyOnce.Do(func() { close(w.ready) })
+}

@@ -1,0 +1,428 @@
+// Package config holds the exporter's configuration file format, its
+// defaults and validation, and a reloadable holder for the active config.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Defaults applied to every cluster that does not set its own.
+const (
+	DefaultRefreshInterval       = 5 * time.Second
+	DefaultKafkaClusterName      = "kafka"
+	DefaultRedisClusterName      = "redis"
+	DefaultKafkaVersion          = "3.7.0"
+	DefaultDialTimeout           = 3 * time.Second
+	DefaultRequestTimeout        = 3 * time.Second
+	DefaultTopicConfigRefresh    = time.Minute
+	DefaultKafkaClientID         = "failover_exporter"
+	DefaultRedisCommandTimeout   = 2 * time.Second
+	minRefreshInterval           = 100 * time.Millisecond
+	defaultRefreshTimeoutPercent = 80
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Kafka []KafkaCluster `yaml:"kafka"`
+	Redis []RedisCluster `yaml:"redis"`
+}
+
+// KafkaCluster describes one Kafka cluster to watch.
+type KafkaCluster struct {
+	// Name is the value of the kafka_cluster label.
+	Name             string   `yaml:"name"`
+	BootstrapServers []string `yaml:"bootstrap_servers"`
+	// Version is the Kafka protocol version sarama speaks, e.g. "3.7.0".
+	Version  string `yaml:"version"`
+	ClientID string `yaml:"client_id"`
+	// RefreshInterval is how often metadata is read.
+	RefreshInterval time.Duration `yaml:"refresh_interval"`
+	// RefreshTimeout bounds one whole refresh; defaults to 80% of the interval.
+	RefreshTimeout time.Duration `yaml:"refresh_timeout"`
+	DialTimeout    time.Duration `yaml:"dial_timeout"`
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// TopicConfigRefreshInterval is how often min.insync.replicas is re-read
+	// for known topics; new topics are always read on the next refresh.
+	TopicConfigRefreshInterval time.Duration `yaml:"topic_config_refresh_interval"`
+	Topics                     TopicFilter   `yaml:"topics"`
+	// PartitionMetrics turns per-partition series on (default) or off for
+	// clusters with very many partitions; topic and broker series remain.
+	PartitionMetrics *bool `yaml:"partition_metrics"`
+	TLS              TLS   `yaml:"tls"`
+	SASL             SASL  `yaml:"sasl"`
+}
+
+// PartitionMetricsEnabled reports whether per-partition series are exported.
+func (k KafkaCluster) PartitionMetricsEnabled() bool {
+	return k.PartitionMetrics == nil || *k.PartitionMetrics
+}
+
+// TopicFilter selects topics by regular expression. A topic is watched when
+// it matches Include (all topics if empty) and does not match Exclude.
+type TopicFilter struct {
+	Include *Regexp `yaml:"include"`
+	Exclude *Regexp `yaml:"exclude"`
+}
+
+// Match reports whether topic passes the filter.
+func (f TopicFilter) Match(topic string) bool {
+	if f.Include != nil && !f.Include.MatchString(topic) {
+		return false
+	}
+	if f.Exclude != nil && f.Exclude.MatchString(topic) {
+		return false
+	}
+	return true
+}
+
+// RedisCluster describes one Redis Cluster to watch.
+type RedisCluster struct {
+	// Name is the value of the redis_cluster label.
+	Name string `yaml:"name"`
+	// Addrs are seed nodes; any reachable one is enough.
+	Addrs           []string      `yaml:"addrs"`
+	Username        string        `yaml:"username"`
+	Password        Secret        `yaml:"password"`
+	RefreshInterval time.Duration `yaml:"refresh_interval"`
+	RefreshTimeout  time.Duration `yaml:"refresh_timeout"`
+	DialTimeout     time.Duration `yaml:"dial_timeout"`
+	// CommandTimeout bounds each command sent to one node.
+	CommandTimeout time.Duration `yaml:"command_timeout"`
+	TLS            TLS           `yaml:"tls"`
+}
+
+// TLS configures a client TLS connection.
+type TLS struct {
+	Enabled            bool   `yaml:"enabled"`
+	CAFile             string `yaml:"ca_file"`
+	CertFile           string `yaml:"cert_file"`
+	KeyFile            string `yaml:"key_file"`
+	ServerName         string `yaml:"server_name"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
+}
+
+// SASL configures Kafka SASL authentication.
+type SASL struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty disables SASL.
+	Mechanism string `yaml:"mechanism"`
+	Username  string `yaml:"username"`
+	Password  Secret `yaml:"password"`
+}
+
+// Secret is read from a file or an environment variable, never written in
+// the configuration file itself, so it cannot leak through the file, the
+// command line or a config dump.
+type Secret struct {
+	File string `yaml:"file"`
+	Env  string `yaml:"env"`
+}
+
+// IsSet reports whether a source for the secret is configured.
+func (s Secret) IsSet() bool { return s.File != "" || s.Env != "" }
+
+// Value reads the secret. Trailing newlines in files are trimmed.
+func (s Secret) Value() (string, error) {
+	switch {
+	case s.File != "":
+		b, err := os.ReadFile(s.File)
+		if err != nil {
+			return "", fmt.Errorf("read secret file: %w", err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	case s.Env != "":
+		v, ok := os.LookupEnv(s.Env)
+		if !ok {
+			return "", fmt.Errorf("secret environment variable %s is not set", s.Env)
+		}
+		return v, nil
+	}
+	return "", nil
+}
+
+// String never prints the secret itself.
+func (s Secret) String() string {
+	switch {
+	case s.File != "":
+		return "file:" + s.File
+	case s.Env != "":
+		return "env:" + s.Env
+	}
+	return ""
+}
+
+// Regexp is a regular expression anchored at both ends, as in Prometheus.
+type Regexp struct {
+	*regexp.Regexp
+	original string
+}
+
+// NewRegexp compiles an anchored regular expression.
+func NewRegexp(s string) (*Regexp, error) {
+	re, err := regexp.Compile("^(?:" + s + ")$")
+	if err != nil {
+		return nil, err
+	}
+	return &Regexp{Regexp: re, original: s}, nil
+}
+
+// UnmarshalYAML compiles the expression at load time.
+func (r *Regexp) UnmarshalYAML(value *yaml.Node) error {
+	var s string
+	if err := value.Decode(&s); err != nil {
+		return err
+	}
+	re, err := NewRegexp(s)
+	if err != nil {
+		return fmt.Errorf("line %d: invalid regular expression %q: %w", value.Line, s, err)
+	}
+	*r = *re
+	return nil
+}
+
+// MarshalText returns the expression as written, so that configs compare
+// and print by their text.
+func (r *Regexp) MarshalText() ([]byte, error) { return []byte(r.original), nil }
+
+// String returns the expression as written.
+func (r *Regexp) String() string { return r.original }
+
+// Load reads and validates a configuration file.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config file: %w", err)
+	}
+	cfg, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Parse decodes a configuration strictly (unknown keys are errors), applies
+// defaults and validates the result.
+func Parse(b []byte) (*Config, error) {
+	cfg := &Config{}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, errors.New("more than one YAML document; put all clusters in one")
+	}
+	if err := cfg.Complete(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// Complete applies defaults and validates. It is called by Parse and must be
+// called on configs built in code (for example from flags).
+func (c *Config) Complete() error {
+	var errs []error
+	names := map[string]bool{}
+	for i := range c.Kafka {
+		k := &c.Kafka[i]
+		k.applyDefaults()
+		if err := k.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("kafka cluster %d (%q): %w", i+1, k.Name, err))
+		}
+		if names["kafka/"+k.Name] {
+			errs = append(errs, fmt.Errorf("kafka cluster %q is defined twice", k.Name))
+		}
+		names["kafka/"+k.Name] = true
+	}
+	for i := range c.Redis {
+		r := &c.Redis[i]
+		r.applyDefaults()
+		if err := r.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("redis cluster %d (%q): %w", i+1, r.Name, err))
+		}
+		if names["redis/"+r.Name] {
+			errs = append(errs, fmt.Errorf("redis cluster %q is defined twice", r.Name))
+		}
+		names["redis/"+r.Name] = true
+	}
+	return errors.Join(errs...)
+}
+
+func refreshTimeoutFor(interval time.Duration) time.Duration {
+	return interval * defaultRefreshTimeoutPercent / 100
+}
+
+func (k *KafkaCluster) applyDefaults() {
+	if k.Name == "" {
+		k.Name = DefaultKafkaClusterName
+	}
+	if k.Version == "" {
+		k.Version = DefaultKafkaVersion
+	}
+	if k.ClientID == "" {
+		k.ClientID = DefaultKafkaClientID
+	}
+	if k.RefreshInterval == 0 {
+		k.RefreshInterval = DefaultRefreshInterval
+	}
+	if k.RefreshTimeout == 0 {
+		k.RefreshTimeout = refreshTimeoutFor(k.RefreshInterval)
+	}
+	if k.DialTimeout == 0 {
+		k.DialTimeout = DefaultDialTimeout
+	}
+	if k.RequestTimeout == 0 {
+		k.RequestTimeout = DefaultRequestTimeout
+	}
+	if k.TopicConfigRefreshInterval == 0 {
+		k.TopicConfigRefreshInterval = DefaultTopicConfigRefresh
+	}
+}
+
+func (k *KafkaCluster) validate() error {
+	var errs []error
+	if len(k.BootstrapServers) == 0 {
+		errs = append(errs, errors.New("bootstrap_servers is empty"))
+	}
+	for _, s := range k.BootstrapServers {
+		if err := validateHostPort(s); err != nil {
+			errs = append(errs, fmt.Errorf("bootstrap server %q: %w", s, err))
+		}
+	}
+	errs = append(errs, validateTimings(k.RefreshInterval, k.RefreshTimeout, k.DialTimeout, k.RequestTimeout)...)
+	if k.TopicConfigRefreshInterval < 0 {
+		errs = append(errs, errors.New("topic_config_refresh_interval must be positive"))
+	}
+	if err := k.TLS.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	switch k.SASL.Mechanism {
+	case "":
+		if k.SASL.Username != "" || k.SASL.Password.IsSet() {
+			errs = append(errs, errors.New("sasl.username or sasl.password set without sasl.mechanism"))
+		}
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		if k.SASL.Username == "" {
+			errs = append(errs, errors.New("sasl.username is required with sasl.mechanism"))
+		}
+		if err := k.SASL.Password.validate("sasl.password"); err != nil {
+			errs = append(errs, err)
+		}
+	default:
+		errs = append(errs, fmt.Errorf("sasl.mechanism %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", k.SASL.Mechanism))
+	}
+	return errors.Join(errs...)
+}
+
+func (r *RedisCluster) applyDefaults() {
+	if r.Name == "" {
+		r.Name = DefaultRedisClusterName
+	}
+	if r.RefreshInterval == 0 {
+		r.RefreshInterval = DefaultRefreshInterval
+	}
+	if r.RefreshTimeout == 0 {
+		r.RefreshTimeout = refreshTimeoutFor(r.RefreshInterval)
+	}
+	if r.DialTimeout == 0 {
+		r.DialTimeout = DefaultDialTimeout
+	}
+	if r.CommandTimeout == 0 {
+		r.CommandTimeout = DefaultRedisCommandTimeout
+	}
+}
+
+func (r *RedisCluster) validate() error {
+	var errs []error
+	if len(r.Addrs) == 0 {
+		errs = append(errs, errors.New("addrs is empty"))
+	}
+	for _, s := range r.Addrs {
+		if err := validateHostPort(s); err != nil {
+			errs = append(errs, fmt.Errorf("addr %q: %w", s, err))
+		}
+	}
+	errs = append(errs, validateTimings(r.RefreshInterval, r.RefreshTimeout, r.DialTimeout, r.CommandTimeout)...)
+	if r.Password.IsSet() {
+		if err := r.Password.validate("password"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := r.TLS.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func validateTimings(interval, timeout, dial, request time.Duration) []error {
+	var errs []error
+	if interval < minRefreshInterval {
+		errs = append(errs, fmt.Errorf("refresh_interval %s is shorter than %s", interval, minRefreshInterval))
+	}
+	if timeout <= 0 || timeout > interval {
+		errs = append(errs, fmt.Errorf("refresh_timeout %s must be positive and at most refresh_interval %s", timeout, interval))
+	}
+	if dial <= 0 {
+		errs = append(errs, errors.New("dial_timeout must be positive"))
+	}
+	if request <= 0 {
+		errs = append(errs, errors.New("request/command timeout must be positive"))
+	}
+	return errs
+}
+
+func validateHostPort(s string) error {
+	i := strings.LastIndex(s, ":")
+	if i <= 0 || i == len(s)-1 {
+		return errors.New("want HOST:PORT")
+	}
+	for _, c := range s[i+1:] {
+		if c < '0' || c > '9' {
+			return errors.New("port is not a number")
+		}
+	}
+	return nil
+}
+
+func (t TLS) validate() error {
+	if !t.Enabled {
+		if t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.ServerName != "" || t.InsecureSkipVerify {
+			return errors.New("tls settings given but tls.enabled is false")
+		}
+		return nil
+	}
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		return errors.New("tls.cert_file and tls.key_file must be set together")
+	}
+	for _, f := range []string{t.CAFile, t.CertFile, t.KeyFile} {
+		if f == "" {
+			continue
+		}
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("tls: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s Secret) validate(field string) error {
+	if s.File != "" && s.Env != "" {
+		return fmt.Errorf("%s: set either file or env, not both", field)
+	}
+	if !s.IsSet() {
+		return fmt.Errorf("%s: set file or env", field)
+	}
+	if _, err := s.Value(); err != nil {
+		return fmt.Errorf("%s: %w", field, err)
+	}
+	return nil
+}

@@ -1,0 +1,571 @@
+#!/usr/bin/env bash
+# A real Apache Kafka 4.1 cluster in KRaft mode on 127.0.0.1, for the Go
+# integration tests (internal/lab) and the demo.
+#
+# Every node is broker and controller at once (process.roles=broker,controller),
+# node ids 1..N. Node i (1-based) listens on
+#   broker     127.0.0.1:$((KAFKA_LAB_BASE_PORT + i - 1))
+#   controller 127.0.0.1:$((KAFKA_LAB_BASE_PORT + 100 + i - 1))
+# and keeps everything under $KAFKA_LAB_DIR/node-i/ (server.properties, data/,
+# server.log, pid).
+#
+# Usage: scripts/kafka/cluster.sh COMMAND [ARGS]
+#   install          fetch the Kafka jars from Maven Central (no-op when cached)
+#   start            format storage if needed, start all nodes, wait until every
+#                    broker is registered and metadata requests work; prints the
+#                    bootstrap list on stdout
+#   stop             stop all nodes (SIGTERM, wait, SIGKILL), leave nothing behind
+#   kill ID          kill -9 node ID
+#   stop-node ID     SIGTERM node ID and wait until it is gone
+#   start-node ID    start node ID again on its existing storage and wait until
+#                    it serves (registered and unfenced)
+#   pid ID           print node ID's PID (exit 1 if it is not running)
+#   status           one line per node: running or stopped
+#   bootstrap        comma-separated broker list
+#   logs ID          path of node ID's log file
+#   topics ARGS...   Kafka's TopicCommand with --bootstrap-server filled in,
+#                    e.g. `cluster.sh topics --describe --topic demo`
+#   clean            stop and delete $KAFKA_LAB_DIR
+#
+# Environment:
+#   KAFKA_LAB_DIR        state dir (default <repo>/.lab/kafka)
+#   KAFKA_LAB_BASE_PORT  first broker port (default 19092)
+#   KAFKA_LAB_NODES      number of nodes (default 3)
+#   KAFKA_LAB_HEAP       server heap flags (default "-Xms256m -Xmx512m")
+#   KAFKA_LAB_ELR        eligible.leader.replicas.version at format time,
+#                        1 (Kafka 4.1 default) or 0; see the ELR note below
+#   KAFKA_LAB_START_TIMEOUT / KAFKA_LAB_STOP_TIMEOUT  seconds (90 / 20)
+#   FAILOVER_LAB_CACHE   jar cache root (default ~/.cache/failover_exporter)
+#
+# Port/node settings are recorded in $KAFKA_LAB_DIR/lab.env when the storage is
+# formatted; later commands on the same dir use the recorded values, so
+# `KAFKA_LAB_DIR=x cluster.sh kill 2` works without repeating the ports.
+#
+# About Eligible Leader Replicas (ELR, KIP-966), on by default for clusters
+# formatted by Kafka 4.1 (feature eligible.leader.replicas.version=1):
+#   * "Strict min ISR": the high watermark only advances while the ISR has at
+#     least min.insync.replicas members, so acks=1/acks=0 records written while
+#     a partition is under min ISR are not visible to consumers until the ISR
+#     grows back (acks=all produce fails with NOT_ENOUGH_REPLICAS as before).
+#   * Replicas dropped from an ISR that is already below min ISR are moved to
+#     the ELR (they still hold everything up to the HWM, so they may be elected
+#     cleanly). The ISR can then shrink all the way to EMPTY: when the last ISR
+#     member dies, a client sees leader -1 and ISR [] (without ELR the dead
+#     last leader stayed in the ISR, e.g. leader -1 ISR [3]). When such a
+#     replica comes back the controller elects it from the ELR, not an unclean
+#     election.
+#   * The ELR itself is only in DescribeTopicPartitions (admin API); the
+#     Metadata response that sarama uses shows leader/replicas/ISR/offline only.
+#     A client therefore sees ISR sizes below min ISR, down to 0, and must not
+#     assume "ISR contains the leader" or "ISR is never empty".
+#   * With ELR on, min.insync.replicas must be set cluster-wide (here: in every
+#     node's server.properties, which the controllers read); per-broker dynamic
+#     overrides are rejected.
+#   A single failure (the tests' kill -9 of one node) leaves ISR size 2 =
+#   min ISR, where ELR changes nothing, so we keep Kafka's default (on).
+#   KAFKA_LAB_ELR=0 formats a cluster with ELR off for comparisons.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
+
+# Keep in step with kafka.version in pom.xml.
+KAFKA_VERSION=4.1.2
+CACHE_ROOT=${FAILOVER_LAB_CACHE:-${HOME:-/tmp}/.cache/failover_exporter}
+KAFKA_HOME=$CACHE_ROOT/kafka-$KAFKA_VERSION
+KAFKA_LIBS=$KAFKA_HOME/libs
+
+LAB_DIR=${KAFKA_LAB_DIR:-$REPO_ROOT/.lab/kafka}
+BASE_PORT=${KAFKA_LAB_BASE_PORT:-19092}
+NODES=${KAFKA_LAB_NODES:-3}
+ELR=${KAFKA_LAB_ELR:-1}
+HEAP=${KAFKA_LAB_HEAP:--Xms256m -Xmx512m}
+START_TIMEOUT=${KAFKA_LAB_START_TIMEOUT:-90}
+STOP_TIMEOUT=${KAFKA_LAB_STOP_TIMEOUT:-20}
+
+LOG4J_CONF=$SCRIPT_DIR/log4j2.properties
+
+# Server JVMs. Three of them share 2 cores, so: small heaps, G1 with short
+# pauses (long GC pauses would look like failures with the short session
+# timeouts below), and no hsperfdata files in /tmp.
+SERVER_JVM_OPTS=(
+  $HEAP
+  -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35
+  -XX:+ExitOnOutOfMemoryError -XX:-UsePerfData
+  -Djava.awt.headless=true
+  "-Dlog4j2.configurationFile=$LOG4J_CONF"
+)
+# Short-lived tool JVMs (storage format, TopicCommand, readiness probe): start
+# fast (C1 only, serial GC) and log warnings to stderr so stdout stays clean.
+TOOL_JVM_OPTS=(
+  -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData
+  -Djava.awt.headless=true
+  "-Dlog4j2.configurationFile=$LOG4J_CONF"
+  -Dkafka.lab.loglevel=WARN -Dkafka.lab.logtarget=SYSTEM_ERR
+)
+
+log() { printf 'cluster.sh: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+need_java() {
+  command -v java >/dev/null 2>&1 || die "java not found: run scripts/install-deps.sh kafka"
+}
+
+# ---------------------------------------------------------------- install ---
+
+pom_hash() { sha256sum "$SCRIPT_DIR/pom.xml" | cut -d' ' -f1; }
+
+# The cache is valid when it was filled from the current pom.xml.
+libs_cached() {
+  [[ -f $KAFKA_LIBS/.pom.sha256 && $(cat "$KAFKA_LIBS/.pom.sha256") == "$(pom_hash)" ]]
+}
+
+cmd_install() {
+  libs_cached && return 0
+  mkdir -p "$KAFKA_HOME"
+  # Several test packages may start clusters at the same time on a fresh
+  # machine: serialise the download so nobody sees a half-filled libs dir.
+  exec 9>"$KAFKA_HOME/.install.lock"
+  flock 9
+  if ! libs_cached; then
+    command -v mvn >/dev/null 2>&1 || die "mvn not found: run scripts/install-deps.sh kafka"
+    local tmp
+    tmp=$(mktemp -d "$KAFKA_HOME/libs.tmp.XXXXXX")
+    log "fetching Kafka $KAFKA_VERSION jars from Maven Central into $KAFKA_LIBS"
+    # mvn -q still prints ANSI noise on stdout; keep its output for errors only.
+    if ! mvn -q -B -f "$SCRIPT_DIR/pom.xml" dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$tmp" >"$tmp.log" 2>&1; then
+      cat "$tmp.log" >&2
+      rm -rf "$tmp" "$tmp.log"
+      die "maven could not fetch the Kafka jars"
+    fi
+    rm -f "$tmp.log"
+    pom_hash >"$tmp/.pom.sha256"
+    rm -rf "$KAFKA_LIBS"
+    mv "$tmp" "$KAFKA_LIBS"
+  fi
+  flock -u 9
+  exec 9>&-
+}
+
+# -------------------------------------------------------------- layout ---
+
+broker_port() { echo $((BASE_PORT + $1 - 1)); }
+controller_port() { echo $((BASE_PORT + 100 + $1 - 1)); }
+node_dir() { echo "$LAB_DIR/node-$1"; }
+node_conf() { echo "$LAB_DIR/node-$1/server.properties"; }
+node_log() { echo "$LAB_DIR/node-$1/server.log"; }
+node_pidfile() { echo "$LAB_DIR/node-$1/pid"; }
+
+bootstrap() {
+  local i out=()
+  for ((i = 1; i <= NODES; i++)); do out+=("127.0.0.1:$(broker_port "$i")"); done
+  (IFS=,; echo "${out[*]}")
+}
+
+controller_bootstrap() {
+  local i out=()
+  for ((i = 1; i <= NODES; i++)); do out+=("127.0.0.1:$(controller_port "$i")"); done
+  (IFS=,; echo "${out[*]}")
+}
+
+# lab.env pins the ports and node count of an existing state dir.
+load_lab_env() {
+  [[ -f $LAB_DIR/lab.env ]] || return 0
+  local base nodes
+  base=$(sed -n 's/^BASE_PORT=//p' "$LAB_DIR/lab.env")
+  nodes=$(sed -n 's/^NODES=//p' "$LAB_DIR/lab.env")
+  if [[ -n ${KAFKA_LAB_BASE_PORT:-} && $KAFKA_LAB_BASE_PORT != "$base" ]] ||
+    [[ -n ${KAFKA_LAB_NODES:-} && $KAFKA_LAB_NODES != "$nodes" ]]; then
+    log "warning: $LAB_DIR was formatted with BASE_PORT=$base NODES=$nodes; using those (run 'clean' to change)"
+  fi
+  BASE_PORT=$base
+  NODES=$nodes
+}
+
+check_id() {
+  [[ ${1:-} =~ ^[0-9]+$ ]] && (($1 >= 1 && $1 <= NODES)) || die "node id must be 1..$NODES, got '${1:-}'"
+}
+
+# ------------------------------------------------------------- processes ---
+
+# The PID in node i's pid file if that process is alive and really is node i
+# (its command line names this node's server.properties: guards against PID
+# reuse). A zombie counts as dead: whoever reaps orphans here may be slow.
+node_pid() {
+  local pidfile pid state
+  pidfile=$(node_pidfile "$1")
+  [[ -f $pidfile ]] || return 1
+  pid=$(<"$pidfile")
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
+  [[ -n $state && $state != Z ]] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$(node_conf "$1")" || return 1
+  echo "$pid"
+}
+
+pid_alive() {
+  local state
+  state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ -n $state && $state != Z ]]
+}
+
+# Wait up to $2 seconds for PID $1 to exit; return 1 if it is still alive.
+wait_exit() {
+  local deadline=$((SECONDS + $2))
+  while pid_alive "$1"; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.1
+  done
+}
+
+port_open() { (: </dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
+
+# Every server JVM of this state dir, found by its config path, including
+# ones whose pid file got lost. Used by stop so that nothing is left behind.
+lab_pids() {
+  local f pid
+  for f in /proc/[0-9]*/cmdline; do
+    pid=${f#/proc/}
+    pid=${pid%/cmdline}
+    tr '\0' ' ' <"$f" 2>/dev/null | grep -qF -- "kafka.Kafka $LAB_DIR/node-" || continue
+    pid_alive "$pid" && echo "$pid"
+  done
+  return 0
+}
+
+java_tool() { java "${TOOL_JVM_OPTS[@]}" -cp "$KAFKA_LIBS/*" "$@"; }
+
+# ---------------------------------------------------------- configuration ---
+
+write_config() {
+  local i=$1 rf=3 min_isr=2
+  # Fewer nodes (KAFKA_LAB_NODES=1 for a quick demo) cannot hold RF 3.
+  ((NODES < rf)) && rf=$NODES
+  ((rf < min_isr)) && min_isr=$rf
+  mkdir -p "$(node_dir "$i")/data"
+  cat >"$(node_conf "$i")" <<EOF
+# Generated by scripts/kafka/cluster.sh; rewritten on every start.
+process.roles=broker,controller
+node.id=$i
+listeners=PLAINTEXT://127.0.0.1:$(broker_port "$i"),CONTROLLER://127.0.0.1:$(controller_port "$i")
+advertised.listeners=PLAINTEXT://127.0.0.1:$(broker_port "$i"),CONTROLLER://127.0.0.1:$(controller_port "$i")
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+# Dynamic quorum (KIP-853): the voters are written into the storage at format
+# time (--initial-controllers); this list is only for finding them.
+controller.quorum.bootstrap.servers=$(controller_bootstrap)
+log.dirs=$(node_dir "$i")/data
+
+# Replication as in production: RF 3, acks=all needs 2 in-sync replicas.
+num.partitions=3
+default.replication.factor=$rf
+min.insync.replicas=$min_isr
+offsets.topic.replication.factor=$rf
+transaction.state.log.replication.factor=$rf
+transaction.state.log.min.isr=$min_isr
+share.coordinator.state.topic.replication.factor=$rf
+share.coordinator.state.topic.min.isr=$min_isr
+# Fewer internal partitions than the default 50: faster first group/txn use
+# and less noise in per-partition metrics.
+offsets.topic.num.partitions=6
+transaction.state.log.num.partitions=6
+unclean.leader.election.enable=false
+# Tests decide where leaders are; nothing may move them behind their back.
+auto.leader.rebalance.enable=false
+# Topics exist only when a test or the demo creates them.
+auto.create.topics.enable=false
+group.initial.rebalance.delay.ms=0
+
+# Failure detection in seconds, not the default tens of seconds: the
+# controller fences a broker (and moves its leaders) after 3 s without a
+# heartbeat; a follower that stops fetching leaves the ISR after 5 s.
+broker.session.timeout.ms=3000
+broker.heartbeat.interval.ms=500
+replica.lag.time.max.ms=5000
+# Raft: a follower starts an election after 2 s without hearing from the
+# active controller; elections time out after 1 s (Kafka's defaults, stated
+# here because the failover timings depend on them).
+controller.quorum.fetch.timeout.ms=2000
+controller.quorum.election.timeout.ms=1000
+controller.quorum.election.backoff.max.ms=1000
+
+# Small footprint: three JVMs on two cores. The log cleaner's dedupe buffer
+# defaults to 128 MiB, a quarter of our heap.
+num.network.threads=2
+num.io.threads=4
+num.recovery.threads.per.data.dir=1
+log.cleaner.dedupe.buffer.size=16777216
+EOF
+}
+
+# A Kafka Uuid as Uuid.randomUuid().toString() makes it: 16 random bytes,
+# URL-safe base64 without padding, never starting with '-' (it would read as
+# a command line flag). Saves a JVM start per id over `StorageTool random-uuid`.
+kafka_uuid() {
+  local u
+  while :; do
+    u=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
+    [[ $u != -* ]] && { echo "$u"; return; }
+  done
+}
+
+# Format every node's storage. Kafka 4.x has no ZooKeeper and no static
+# controller.quorum.voters here, so the storage tool insists on one of
+# --standalone (one voter), --initial-controllers or --no-initial-controllers.
+# For a 3-voter quorum from the start every node gets the same
+# --initial-controllers list "id@host:port:directoryId,...", where each
+# directoryId is a fresh Uuid that the tool writes into that node's metadata
+# log dir (meta.properties). The ELR feature level is pinned explicitly.
+format_storage() {
+  local cluster_id i voter_list=() voters pids=() rc=0
+  cluster_id=$(kafka_uuid)
+  for ((i = 1; i <= NODES; i++)); do
+    voter_list+=("$i@127.0.0.1:$(controller_port "$i"):$(kafka_uuid)")
+  done
+  voters=$(IFS=,; echo "${voter_list[*]}")
+  log "formatting $NODES nodes (cluster id $cluster_id, ELR version $ELR)"
+  # One JVM per node, in parallel: ~2 s instead of ~6 s.
+  for ((i = 1; i <= NODES; i++)); do
+    java_tool kafka.tools.StorageTool format \
+      --config "$(node_conf "$i")" --cluster-id "$cluster_id" \
+      --initial-controllers "$voters" \
+      --feature "eligible.leader.replicas.version=$ELR" \
+      >"$(node_dir "$i")/format.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    if ! wait "${pids[$i]}"; then
+      rc=1
+      log "formatting node $((i + 1)) failed:"
+      cat "$(node_dir $((i + 1)))/format.log" >&2
+    fi
+  done
+  ((rc == 0)) || die "storage format failed"
+  printf 'BASE_PORT=%s\nNODES=%s\nCLUSTER_ID=%s\nELR=%s\n' \
+    "$BASE_PORT" "$NODES" "$cluster_id" "$ELR" >"$LAB_DIR/lab.env"
+}
+
+formatted() { [[ -f $LAB_DIR/lab.env && -f $(node_dir "$1")/data/meta.properties ]]; }
+
+# ------------------------------------------------------------ start/stop ---
+
+# Start node i's JVM detached (own session, so it outlives this script and a
+# Ctrl-C in the caller's terminal), appending to its log. Echoes the log size
+# before the start, so the readiness check only reads this run's lines.
+spawn_node() {
+  local i=$1 logf off
+  logf=$(node_log "$i")
+  off=$(stat -c %s "$logf" 2>/dev/null || echo 0)
+  echo "=== cluster.sh: starting node $i at $(date '+%F %T') ===" >>"$logf"
+  # nohup and setsid exec in place, so $! is the JVM's PID.
+  nohup setsid java "${SERVER_JVM_OPTS[@]}" -cp "$KAFKA_LIBS/*" \
+    kafka.Kafka "$(node_conf "$i")" >>"$logf" 2>&1 </dev/null &
+  echo $! >"$(node_pidfile "$i")"
+  echo "$off"
+}
+
+# A node serves once its broker port accepts connections and it logged
+# "Kafka Server started": KafkaRaftServer logs that only after the broker has
+# registered with the controller quorum and been unfenced, so it can lead and
+# follow partitions. Returns 1 (after printing the log tail) if the JVM died.
+node_ready() {
+  local i=$1 off=$2 pid
+  pid=$(<"$(node_pidfile "$i")")
+  if ! pid_alive "$pid"; then
+    log "node $i (pid $pid) exited during startup; last lines of $(node_log "$i"):"
+    tail -n 30 "$(node_log "$i")" >&2
+    return 2
+  fi
+  port_open "$(broker_port "$i")" || return 1
+  tail -c +$((off + 1)) "$(node_log "$i")" | grep -q 'Kafka Server started'
+}
+
+# Wait for nodes given as "id:offset" pairs.
+wait_nodes() {
+  local deadline=$((SECONDS + START_TIMEOUT)) pending=("$@") next p rc
+  while ((${#pending[@]} > 0)); do
+    next=()
+    for p in "${pending[@]}"; do
+      rc=0
+      node_ready "${p%%:*}" "${p#*:}" || rc=$?
+      ((rc == 2)) && return 1
+      ((rc == 0)) || next+=("$p")
+    done
+    pending=("${next[@]+"${next[@]}"}")
+    ((${#pending[@]} == 0)) && break
+    if ((SECONDS >= deadline)); then
+      for p in "${pending[@]}"; do
+        log "node ${p%%:*} not ready after ${START_TIMEOUT}s; last lines of $(node_log "${p%%:*}"):"
+        tail -n 30 "$(node_log "${p%%:*}")" >&2
+      done
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+
+# Ask the cluster itself: a Metadata request must list all N brokers (only
+# registered, unfenced brokers are listed). One JVM start per try.
+wait_metadata() {
+  local deadline=$((SECONDS + START_TIMEOUT)) out n
+  while :; do
+    out=$(java_tool org.apache.kafka.tools.BrokerApiVersionsCommand \
+      --bootstrap-server "$(bootstrap)" 2>&1) || true
+    n=$(grep -c '(id: [0-9]* rack' <<<"$out" || true)
+    ((n == NODES)) && return 0
+    if ((SECONDS >= deadline)); then
+      log "metadata lists $n of $NODES brokers after ${START_TIMEOUT}s:"
+      printf '%s\n' "$out" | tail -n 20 >&2
+      return 1
+    fi
+    sleep 0.5
+  done
+}
+
+ports_free() {
+  local i p busy=()
+  for ((i = 1; i <= NODES; i++)); do
+    for p in "$(broker_port "$i")" "$(controller_port "$i")"; do
+      port_open "$p" && busy+=("$p")
+    done
+  done
+  ((${#busy[@]} == 0)) || die "ports already in use on 127.0.0.1: ${busy[*]} (set KAFKA_LAB_BASE_PORT)"
+}
+
+cmd_start() {
+  local t0=$SECONDS i waits=() running=()
+  need_java
+  [[ $NODES =~ ^[0-9]+$ ]] && ((NODES >= 1 && NODES <= 99)) || die "KAFKA_LAB_NODES must be 1..99"
+  [[ $ELR == 0 || $ELR == 1 ]] || die "KAFKA_LAB_ELR must be 0 or 1"
+  cmd_install
+  mkdir -p "$LAB_DIR"
+  load_lab_env
+  for ((i = 1; i <= NODES; i++)); do
+    node_pid "$i" >/dev/null && running+=("$i")
+  done
+  ((${#running[@]} == 0)) || die "nodes ${running[*]} already running in $LAB_DIR (use stop, or start-node for single nodes)"
+  ports_free
+  for ((i = 1; i <= NODES; i++)); do write_config "$i"; done
+  formatted 1 || format_storage
+  for ((i = 1; i <= NODES; i++)); do
+    formatted "$i" || die "node $i storage in $LAB_DIR is not formatted; run clean, then start"
+  done
+  for ((i = 1; i <= NODES; i++)); do
+    waits+=("$i:$(spawn_node "$i")")
+  done
+  log "started $NODES nodes, waiting until they serve"
+  if ! wait_nodes "${waits[@]}" || ! wait_metadata; then
+    cmd_stop
+    die "cluster did not come up (logs in $LAB_DIR/node-*/server.log)"
+  fi
+  log "cluster up in $((SECONDS - t0))s: $(bootstrap)"
+  bootstrap
+}
+
+# SIGTERM (controlled shutdown), wait, then SIGKILL whatever is left.
+terminate() {
+  local pid
+  for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "$@"; do
+    if ! wait_exit "$pid" "$STOP_TIMEOUT"; then
+      log "pid $pid ignored SIGTERM for ${STOP_TIMEOUT}s; sending SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      wait_exit "$pid" 10 || die "pid $pid survived SIGKILL"
+    fi
+  done
+}
+
+cmd_stop() {
+  local pids
+  [[ -d $LAB_DIR ]] || return 0
+  mapfile -t pids < <(lab_pids)
+  if ((${#pids[@]} > 0)); then
+    terminate "${pids[@]}"
+    log "stopped ${#pids[@]} node(s)"
+  fi
+  rm -f "$LAB_DIR"/node-*/pid
+}
+
+cmd_kill() {
+  local pid
+  check_id "${1:-}"
+  pid=$(node_pid "$1") || die "node $1 is not running"
+  kill -KILL "$pid"
+  wait_exit "$pid" 10 || die "node $1 (pid $pid) survived SIGKILL"
+  rm -f "$(node_pidfile "$1")"
+  log "killed node $1 (pid $pid) with SIGKILL"
+}
+
+cmd_stop_node() {
+  local pid
+  check_id "${1:-}"
+  pid=$(node_pid "$1") || { log "node $1 is not running"; return 0; }
+  terminate "$pid"
+  rm -f "$(node_pidfile "$1")"
+  log "stopped node $1 (pid $pid)"
+}
+
+cmd_start_node() {
+  local pid t0=$SECONDS off
+  check_id "${1:-}"
+  need_java
+  if pid=$(node_pid "$1"); then
+    log "node $1 already running (pid $pid)"
+    return 0
+  fi
+  formatted "$1" || die "node $1 has no storage in $LAB_DIR; run start first"
+  ! port_open "$(broker_port "$1")" || die "port $(broker_port "$1") is taken by another process"
+  off=$(spawn_node "$1")
+  wait_nodes "$1:$off" || die "node $1 did not come back (log: $(node_log "$1"))"
+  log "node $1 serving again after $((SECONDS - t0))s (pid $(<"$(node_pidfile "$1")"))"
+}
+
+cmd_status() {
+  local i pid
+  for ((i = 1; i <= NODES; i++)); do
+    if pid=$(node_pid "$i"); then
+      echo "node $i running pid $pid broker 127.0.0.1:$(broker_port "$i") controller 127.0.0.1:$(controller_port "$i")"
+    else
+      echo "node $i stopped"
+    fi
+  done
+}
+
+cmd_clean() {
+  cmd_stop
+  # Refuse to rm -rf anything that does not look like a lab dir.
+  if [[ -d $LAB_DIR ]]; then
+    [[ -f $LAB_DIR/lab.env || -d $LAB_DIR/node-1 ]] || die "$LAB_DIR does not look like a Kafka lab dir; not deleting"
+    rm -rf "$LAB_DIR"
+  fi
+}
+
+main() {
+  local cmd=${1:-}
+  (($# > 0)) && shift
+  case $cmd in
+  install) need_java; cmd_install ;;
+  start) cmd_start ;;
+  stop) cmd_stop ;;
+  kill) load_lab_env; cmd_kill "$@" ;;
+  stop-node) load_lab_env; cmd_stop_node "$@" ;;
+  start-node) load_lab_env; cmd_start_node "$@" ;;
+  pid) load_lab_env; check_id "${1:-}"; node_pid "$1" ;;
+  status) load_lab_env; cmd_status ;;
+  bootstrap) load_lab_env; bootstrap ;;
+  logs) load_lab_env; check_id "${1:-}"; node_log "$1" ;;
+  topics)
+    load_lab_env
+    need_java
+    cmd_install
+    java_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$(bootstrap)" "$@"
+    ;;
+  clean) cmd_clean ;;
+  -h | --help | help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' ;;
+  *) die "unknown command '${cmd}'; see $0 help" ;;
+  esac
+}
+
+main "$@"

@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# A throwaway Redis Cluster on 127.0.0.1 for tests and demos.
+#
+#   cluster.sh start [--masters M] [--replicas N]   create M masters with N replicas each (default 3, 1)
+#   cluster.sh stop                                 stop every node of the lab (resumes paused ones first)
+#   cluster.sh kill PORT                            kill -9 one node, as a crash would
+#   cluster.sh stop-node PORT                       stop one node cleanly (SIGTERM)
+#   cluster.sh start-node PORT                      start a stopped or killed node again; it keeps its
+#                                                   nodes.conf, so it rejoins the cluster as itself
+#   cluster.sh pause PORT | resume PORT             SIGSTOP / SIGCONT one node (a hung node)
+#   cluster.sh pid PORT                             print the PID of a running node
+#   cluster.sh ports                                print the lab's ports, one a line
+#
+# Environment:
+#   REDIS_LAB_DIR         where node directories go (default <repo>/.lab/redis)
+#   REDIS_LAB_BASE_PORT   first client port (default 17000); nodes use BASE..BASE+M*(N+1)-1 and
+#                         their cluster bus ports are those plus 10000
+#   REDIS_LAB_NODE_TIMEOUT  cluster-node-timeout in milliseconds (default 1000)
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+lab_dir="${REDIS_LAB_DIR:-$repo_root/.lab/redis}"
+base_port="${REDIS_LAB_BASE_PORT:-17000}"
+node_timeout="${REDIS_LAB_NODE_TIMEOUT:-1000}"
+
+die() {
+	echo "cluster.sh: $*" >&2
+	exit 1
+}
+
+need() {
+	command -v "$1" >/dev/null 2>&1 || die "$1 not found; run scripts/install-deps.sh (or apt-get install -y redis-server redis-tools)"
+}
+
+cli() {
+	local port="$1"
+	shift
+	redis-cli -h 127.0.0.1 -p "$port" "$@"
+}
+
+node_dir() { echo "$lab_dir/$1"; }
+
+check_port() {
+	[[ "$1" =~ ^[0-9]+$ ]] || die "not a port: $1"
+	[[ -f "$(node_dir "$1")/redis.conf" ]] || die "no lab node on port $1 (in $lab_dir)"
+}
+
+# pid_of prints the PID of a running node, or nothing when it is not running.
+pid_of() {
+	local pidfile pid
+	pidfile="$(node_dir "$1")/redis.pid"
+	[[ -f "$pidfile" ]] || return 0
+	pid="$(cat "$pidfile" 2>/dev/null || true)"
+	if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+		echo "$pid"
+	fi
+}
+
+wait_gone() {
+	local pid="$1" i
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+write_conf() {
+	local port="$1" dir
+	dir="$(node_dir "$port")"
+	mkdir -p "$dir"
+	cat >"$dir/redis.conf" <<EOF
+port $port
+bind 127.0.0.1
+protected-mode yes
+daemonize yes
+pidfile $dir/redis.pid
+logfile $dir/redis.log
+dir $dir
+cluster-enabled yes
+cluster-config-file nodes.conf
+cluster-node-timeout $node_timeout
+# A replica that was cut off for a while must still be allowed to take over:
+# the tests pause and kill nodes on purpose.
+cluster-replica-validity-factor 0
+# Keep the layout the tests set up; no replica wanders to another master.
+cluster-allow-replica-migration no
+appendonly no
+save ""
+repl-diskless-sync yes
+repl-diskless-sync-delay 0
+EOF
+}
+
+start_server() {
+	local port="$1" dir i
+	dir="$(node_dir "$port")"
+	[[ -z "$(pid_of "$port")" ]] || die "node $port is already running"
+	redis-server "$dir/redis.conf" || die "redis-server on port $port did not start; see $dir/redis.log"
+	for ((i = 0; i < 100; i++)); do
+		if [[ "$(cli "$port" ping 2>/dev/null || true)" == "PONG" ]]; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	die "node $port does not answer PING; see $dir/redis.log"
+}
+
+# wait_healthy waits until every node says cluster_state:ok and knows every
+# other node, and every replica's link to its master is up: a replica that
+# never finished its first sync refuses to fail over.
+wait_healthy() {
+	local total="$1" deadline port info repl
+	deadline=$((SECONDS + 60))
+	while ((SECONDS < deadline)); do
+		local healthy=1
+		for port in $(cat "$lab_dir/ports"); do
+			info="$(cli "$port" cluster info 2>/dev/null | tr -d '\r' || true)"
+			if ! grep -q '^cluster_state:ok$' <<<"$info" || ! grep -q "^cluster_known_nodes:$total\$" <<<"$info"; then
+				healthy=0
+				break
+			fi
+			repl="$(cli "$port" info replication 2>/dev/null | tr -d '\r' || true)"
+			if grep -q '^role:slave$' <<<"$repl" && ! grep -q '^master_link_status:up$' <<<"$repl"; then
+				healthy=0
+				break
+			fi
+		done
+		((healthy)) && return 0
+		sleep 0.2
+	done
+	die "cluster did not become healthy within 60s; see $lab_dir/*/redis.log"
+}
+
+cmd_start() {
+	local masters=3 replicas=1
+	while (($#)); do
+		case "$1" in
+		--masters) masters="${2:?--masters needs a number}"; shift 2 ;;
+		--replicas) replicas="${2:?--replicas needs a number}"; shift 2 ;;
+		*) die "start: unknown argument $1" ;;
+		esac
+	done
+	need redis-server
+	need redis-cli
+	((masters >= 3)) || die "Redis Cluster needs at least 3 masters"
+	if [[ -f "$lab_dir/ports" ]]; then
+		for port in $(cat "$lab_dir/ports"); do
+			[[ -z "$(pid_of "$port")" ]] || die "a lab is already running in $lab_dir; run cluster.sh stop first"
+		done
+	fi
+	rm -rf "$lab_dir"
+	mkdir -p "$lab_dir"
+	local total=$((masters * (replicas + 1))) addrs=() port
+	for ((port = base_port; port < base_port + total; port++)); do
+		echo "$port" >>"$lab_dir/ports"
+		write_conf "$port"
+		start_server "$port"
+		addrs+=("127.0.0.1:$port")
+	done
+	redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes >"$lab_dir/create.log" 2>&1 ||
+		die "redis-cli --cluster create failed; see $lab_dir/create.log"
+	wait_healthy "$total"
+	echo "redis cluster up: $masters masters, $replicas replicas each, ports $base_port-$((base_port + total - 1)), dir $lab_dir"
+}
+
+cmd_stop() {
+	[[ -f "$lab_dir/ports" ]] || return 0
+	local port pid
+	for port in $(cat "$lab_dir/ports"); do
+		pid="$(pid_of "$port")"
+		[[ -n "$pid" ]] || continue
+		# A paused node would never act on SIGTERM.
+		kill -CONT "$pid" 2>/dev/null || true
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	for port in $(cat "$lab_dir/ports"); do
+		pid="$(pid_of "$port")"
+		[[ -n "$pid" ]] || continue
+		wait_gone "$pid" || kill -KILL "$pid" 2>/dev/null || true
+	done
+}
+
+cmd_kill() {
+	local port="${1:?kill needs a PORT}" pid
+	check_port "$port"
+	pid="$(pid_of "$port")"
+	[[ -n "$pid" ]] || die "node $port is not running"
+	kill -KILL "$pid"
+	wait_gone "$pid" || die "node $port (pid $pid) survived kill -9"
+}
+
+cmd_stop_node() {
+	local port="${1:?stop-node needs a PORT}" pid
+	check_port "$port"
+	pid="$(pid_of "$port")"
+	[[ -n "$pid" ]] || die "node $port is not running"
+	kill -CONT "$pid" 2>/dev/null || true
+	kill -TERM "$pid"
+	wait_gone "$pid" || die "node $port (pid $pid) did not stop within 10s"
+}
+
+cmd_start_node() {
+	local port="${1:?start-node needs a PORT}"
+	check_port "$port"
+	start_server "$port"
+}
+
+cmd_signal() {
+	local signal="$1" port="${2:?needs a PORT}" pid
+	check_port "$port"
+	pid="$(pid_of "$port")"
+	[[ -n "$pid" ]] || die "node $port is not running"
+	kill "-$signal" "$pid"
+}
+
+cmd_pid() {
+	local port="${1:?pid needs a PORT}" pid
+	check_port "$port"
+	pid="$(pid_of "$port")"
+	[[ -n "$pid" ]] || die "node $port is not running"
+	echo "$pid"
+}
+
+cmd_ports() {
+	[[ -f "$lab_dir/ports" ]] || die "no lab in $lab_dir"
+	cat "$lab_dir/ports"
+}
+
+main() {
+	local cmd="${1:-}"
+	shift || true
+	case "$cmd" in
+	start) cmd_start "$@" ;;
+	stop) cmd_stop ;;
+	kill) cmd_kill "$@" ;;
+	stop-node) cmd_stop_node "$@" ;;
+	start-node) cmd_start_node "$@" ;;
+	pause) cmd_signal STOP "$@" ;;
+	resume) cmd_signal CONT "$@" ;;
+	pid) cmd_pid "$@" ;;
+	ports) cmd_ports ;;
+	*)
+		sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+		exit 2
+		;;
+	esac
+}
+
+main "$@"
