@@ -21,13 +21,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 	sloggokit "github.com/tjhop/slog-gokit"
 
 	"github.com/failover-exporter/failover_exporter/collector"
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/config"
 )
 
@@ -221,10 +221,8 @@ func runServe(f flags, logger log.Logger) error {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle(f.telemetryPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorHandling:     promhttp.ContinueOnError,
-		ErrorLog:          promhttpLogger{logger},
-		EnableOpenMetrics: true,
+	mux.Handle(f.telemetryPath, exposition.Handler(reg, manager.TextWriters(), func(msg string, err error) {
+		level.Error(logger).Log("msg", msg, "err", err)
 	}))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "Healthy")
@@ -295,11 +293,4 @@ func runServe(f flags, logger log.Logger) error {
 		defer cancel()
 		return server.Shutdown(shutdownCtx)
 	}
-}
-
-// promhttpLogger adapts go-kit/log to promhttp's error logger.
-type promhttpLogger struct{ logger log.Logger }
-
-func (l promhttpLogger) Println(v ...any) {
-	level.Error(l.logger).Log("msg", fmt.Sprint(v...))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/config"
 )
@@ -43,9 +44,16 @@ func NewManager(logger log.Logger) *Manager {
 	}
 }
 
-// Register adds the collectors to reg.
+// Register adds the collectors that are served through the registry.
+// The Kafka collector is not among them: it is served as pre-rendered text
+// by TextWriters, because its series are too many for the registry path.
 func (m *Manager) Register(reg prometheus.Registerer) error {
-	return reg.Register(m.kafka)
+	return nil
+}
+
+// TextWriters are the collectors served as text after the registry.
+func (m *Manager) TextWriters() []exposition.TextWriter {
+	return []exposition.TextWriter{m.kafka}
 }
 
 // starter builds a watcher for one cluster; it is called only after every

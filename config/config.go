@@ -126,6 +126,17 @@ type Secret struct {
 	Env  string `yaml:"env"`
 }
 
+// UnmarshalYAML accepts only {file: ...} or {env: ...}. An inline value is
+// refused without echoing it, so that a password typed into the file does
+// not end up in an error message or a log.
+func (s *Secret) UnmarshalYAML(value *yaml.Node) error {
+	if value.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: secrets are not accepted inline; use {file: PATH} or {env: VARIABLE}", value.Line)
+	}
+	type plain Secret
+	return value.Decode((*plain)(s))
+}
+
 // IsSet reports whether a source for the secret is configured.
 func (s Secret) IsSet() bool { return s.File != "" || s.Env != "" }
 

@@ -1,13 +1,15 @@
 package kafka
 
 import (
-	"slices"
+	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 )
 
@@ -20,43 +22,47 @@ const fromRefresh = " (as of the last successful refresh)."
 type descs struct {
 	health watch.HealthDescs
 
-	partitionLeader            *prometheus.Desc
-	partitionReplicas          *prometheus.Desc
-	partitionISR               *prometheus.Desc
-	partitionOfflineReplicas   *prometheus.Desc
-	partitionUnderReplicated   *prometheus.Desc
-	partitionUnderMinISR       *prometheus.Desc
-	partitionAtMinISR          *prometheus.Desc
-	partitionOffline           *prometheus.Desc
-	partitionLeaderIsPreferred *prometheus.Desc
-	partitionLeaderChanges     *prometheus.Desc
-	partitionISRShrinks        *prometheus.Desc
-	partitionISRExpands        *prometheus.Desc
+	partitionLeader            *exposition.Desc
+	partitionReplicas          *exposition.Desc
+	partitionISR               *exposition.Desc
+	partitionOfflineReplicas   *exposition.Desc
+	partitionUnderReplicated   *exposition.Desc
+	partitionUnderMinISR       *exposition.Desc
+	partitionAtMinISR          *exposition.Desc
+	partitionOffline           *exposition.Desc
+	partitionLeaderIsPreferred *exposition.Desc
+	partitionLeaderChanges     *exposition.Desc
+	partitionISRShrinks        *exposition.Desc
+	partitionISRExpands        *exposition.Desc
 
-	topicPartitions        *prometheus.Desc
-	topicReplicationFactor *prometheus.Desc
-	topicMinISR            *prometheus.Desc
-	topicUnderReplicated   *prometheus.Desc
-	topicUnderMinISR       *prometheus.Desc
-	topicAtMinISR          *prometheus.Desc
-	topicOffline           *prometheus.Desc
+	topicPartitions        *exposition.Desc
+	topicReplicationFactor *exposition.Desc
+	topicMinISR            *exposition.Desc
+	topicUnderReplicated   *exposition.Desc
+	topicUnderMinISR       *exposition.Desc
+	topicAtMinISR          *exposition.Desc
+	topicOffline           *exposition.Desc
 
-	brokerUp                *prometheus.Desc
-	brokerInfo              *prometheus.Desc
-	brokerLeaderPartitions  *prometheus.Desc
-	brokerReplicaPartitions *prometheus.Desc
-	brokerOutOfSync         *prometheus.Desc
+	brokerUp                *exposition.Desc
+	brokerInfo              *exposition.Desc
+	brokerLeaderPartitions  *exposition.Desc
+	brokerReplicaPartitions *exposition.Desc
+	brokerOutOfSync         *exposition.Desc
 
-	clusterBrokers         *prometheus.Desc
-	clusterExpectedBrokers *prometheus.Desc
+	clusterBrokers         *exposition.Desc
+	clusterExpectedBrokers *exposition.Desc
 }
 
-// metricNames lists every metric name, filled as descriptors are built.
-var metricNames []string
+// series is the set of every family except the refresh health ones, in
+// exposition order.
+var series = &exposition.Set{}
 
-func newDesc(name, help string, labels ...string) *prometheus.Desc {
-	metricNames = append(metricNames, name)
-	return prometheus.NewDesc(name, help, append([]string{clusterLabel}, labels...), nil)
+func newDesc(name, help string, labels ...string) *exposition.Desc {
+	labels = append([]string{clusterLabel}, labels...)
+	if strings.HasSuffix(name, "_total") {
+		return series.Counter(name, help, labels...)
+	}
+	return series.Gauge(name, help, labels...)
 }
 
 var d = func() descs {
@@ -125,15 +131,15 @@ var d = func() descs {
 		clusterExpectedBrokers: newDesc("kafka_cluster_expected_brokers",
 			"Brokers that are live or hold replica assignments; fewer live than expected means brokers are down"+fromRefresh),
 	}
-	metricNames = append(metricNames, "kafka_up", "kafka_exporter_refresh_duration_seconds",
-		"kafka_exporter_last_refresh_success_timestamp_seconds", "kafka_exporter_refreshes_total",
-		"kafka_exporter_refresh_failures_total")
-	sort.Strings(metricNames)
 	return x
 }()
 
 // MetricNames returns every metric name the Kafka collector can emit.
-func MetricNames() []string { return slices.Clone(metricNames) }
+func MetricNames() []string {
+	names := append(d.health.Set().Names(), series.Names()...)
+	sort.Strings(names)
+	return names
+}
 
 type watchedCluster struct {
 	watcher          *watch.Watcher[Snapshot]
@@ -145,74 +151,127 @@ type watchedCluster struct {
 type Collector struct {
 	mu       sync.RWMutex
 	clusters map[string]watchedCluster
+
+	renderMu sync.Mutex
+	rendered map[string]*renderedPage
 }
 
 // NewCollector returns a collector with no clusters.
 func NewCollector() *Collector {
-	return &Collector{clusters: map[string]watchedCluster{}}
+	return &Collector{clusters: map[string]watchedCluster{}, rendered: map[string]*renderedPage{}}
 }
 
-// Set adds or replaces the watcher of the cluster called name.
+// Set adds or replaces the watcher of the cluster called name. Call it
+// before the watcher runs: each refresh then renders the cluster's text
+// right away, so that no scrape pays for it.
 func (c *Collector) Set(name string, w *watch.Watcher[Snapshot], partitionMetrics bool) {
+	wc := watchedCluster{watcher: w, partitionMetrics: partitionMetrics}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.clusters[name] = watchedCluster{watcher: w, partitionMetrics: partitionMetrics}
+	c.clusters[name] = wc
+	c.mu.Unlock()
+	w.OnPublish(func() { c.page(name, wc) })
 }
 
 // Remove stops serving the cluster called name.
 func (c *Collector) Remove(name string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	delete(c.clusters, name)
+	c.mu.Unlock()
+	c.renderMu.Lock()
+	delete(c.rendered, name)
+	c.renderMu.Unlock()
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	d.health.Describe(ch)
-	for _, x := range []*prometheus.Desc{
-		d.partitionLeader, d.partitionReplicas, d.partitionISR, d.partitionOfflineReplicas,
-		d.partitionUnderReplicated, d.partitionUnderMinISR, d.partitionAtMinISR, d.partitionOffline,
-		d.partitionLeaderIsPreferred, d.partitionLeaderChanges, d.partitionISRShrinks, d.partitionISRExpands,
-		d.topicPartitions, d.topicReplicationFactor, d.topicMinISR, d.topicUnderReplicated,
-		d.topicUnderMinISR, d.topicAtMinISR, d.topicOffline,
-		d.brokerUp, d.brokerInfo, d.brokerLeaderPartitions, d.brokerReplicaPartitions, d.brokerOutOfSync,
-		d.clusterBrokers, d.clusterExpectedBrokers,
-	} {
-		ch <- x
-	}
+	series.Describe(ch)
 }
 
-// Collect implements prometheus.Collector.
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+// sorted returns the clusters in name order.
+func (c *Collector) sorted() ([]string, []watchedCluster) {
 	c.mu.RLock()
+	defer c.mu.RUnlock()
 	names := make([]string, 0, len(c.clusters))
 	for name := range c.clusters {
 		names = append(names, name)
 	}
-	clusters := make([]watchedCluster, 0, len(names))
 	sort.Strings(names)
-	for _, name := range names {
-		clusters = append(clusters, c.clusters[name])
-	}
-	c.mu.RUnlock()
-
+	clusters := make([]watchedCluster, len(names))
 	for i, name := range names {
-		state := clusters[i].watcher.Current()
-		watch.Collect(d.health, ch, name, state)
-		// A snapshot from before a failed refresh is not served as current.
-		if !state.Up || state.Snapshot == nil {
-			continue
-		}
-		collectSnapshot(ch, name, state.Snapshot, clusters[i].partitionMetrics)
+		clusters[i] = c.clusters[name]
+	}
+	return names, clusters
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	names, clusters := c.sorted()
+	for i, name := range names {
+		emitCluster(exposition.ChanSink(ch), name, clusters[i])
 	}
 }
 
-func gauge(ch chan<- prometheus.Metric, desc *prometheus.Desc, v float64, labels ...string) {
-	ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
+// emitCluster emits one cluster's health series and, when its last refresh
+// succeeded, its snapshot series.
+func emitCluster(sink exposition.Sink, name string, wc watchedCluster) {
+	state := wc.watcher.Current()
+	watch.Emit(d.health, sink, name, state)
+	// A snapshot from before a failed refresh is not served as current.
+	if !state.Up || state.Snapshot == nil {
+		return
+	}
+	emitSnapshot(sink, name, state.Snapshot, wc.partitionMetrics)
 }
 
-func counter(ch chan<- prometheus.Metric, desc *prometheus.Desc, v uint64, labels ...string) {
-	ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), labels...)
+// renderedPage caches one cluster's text for one published state.
+type renderedPage struct {
+	state            *watch.State[Snapshot]
+	partitionMetrics bool
+	health           *exposition.Page
+	series           *exposition.Page
+}
+
+// WriteText writes every cluster's series in text exposition format. Each
+// cluster is rendered once per refresh; scrapes in between copy the text.
+func (c *Collector) WriteText(w io.Writer) error {
+	names, clusters := c.sorted()
+	health := make([]*exposition.Page, 0, len(names))
+	pages := make([]*exposition.Page, 0, len(names))
+	for i, name := range names {
+		page := c.page(name, clusters[i])
+		health = append(health, page.health)
+		pages = append(pages, page.series)
+	}
+	if err := d.health.Set().WriteText(w, health); err != nil {
+		return err
+	}
+	return series.WriteText(w, pages)
+}
+
+func (c *Collector) page(name string, wc watchedCluster) *renderedPage {
+	state := wc.watcher.Current()
+	c.renderMu.Lock()
+	defer c.renderMu.Unlock()
+	if p, ok := c.rendered[name]; ok && p.state == state && p.partitionMetrics == wc.partitionMetrics {
+		return p
+	}
+	var prevSeries *exposition.Page
+	if p, ok := c.rendered[name]; ok {
+		prevSeries = p.series
+	}
+	page := &renderedPage{
+		state:            state,
+		partitionMetrics: wc.partitionMetrics,
+		health:           d.health.Set().NewPage(),
+		series:           series.NewPageSized(prevSeries),
+	}
+	watch.Emit(d.health, page.health, name, state)
+	if state.Up && state.Snapshot != nil {
+		emitSnapshot(page.series, name, state.Snapshot, wc.partitionMetrics)
+	}
+	c.rendered[name] = page
+	return page
 }
 
 func bool01(b bool) float64 {
@@ -222,28 +281,28 @@ func bool01(b bool) float64 {
 	return 0
 }
 
-func collectSnapshot(ch chan<- prometheus.Metric, cluster string, s *Snapshot, partitionMetrics bool) {
-	gauge(ch, d.clusterBrokers, float64(s.LiveBrokers()), cluster)
-	gauge(ch, d.clusterExpectedBrokers, float64(len(s.Brokers)), cluster)
+func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, partitionMetrics bool) {
+	ch.Add(d.clusterBrokers, float64(s.LiveBrokers()), cluster)
+	ch.Add(d.clusterExpectedBrokers, float64(len(s.Brokers)), cluster)
 	for i := range s.Brokers {
 		b := &s.Brokers[i]
 		id := brokerLabel(b.ID)
-		gauge(ch, d.brokerUp, bool01(b.Up), cluster, id)
-		gauge(ch, d.brokerInfo, 1, cluster, id, b.Address, b.Rack)
-		gauge(ch, d.brokerLeaderPartitions, float64(b.LeaderPartitions), cluster, id)
-		gauge(ch, d.brokerReplicaPartitions, float64(b.ReplicaPartitions), cluster, id)
-		gauge(ch, d.brokerOutOfSync, float64(b.OutOfSyncReplicas), cluster, id)
+		ch.Add(d.brokerUp, bool01(b.Up), cluster, id)
+		ch.Add(d.brokerInfo, 1, cluster, id, b.Address, b.Rack)
+		ch.Add(d.brokerLeaderPartitions, float64(b.LeaderPartitions), cluster, id)
+		ch.Add(d.brokerReplicaPartitions, float64(b.ReplicaPartitions), cluster, id)
+		ch.Add(d.brokerOutOfSync, float64(b.OutOfSyncReplicas), cluster, id)
 	}
 	for ti := range s.Topics {
 		t := &s.Topics[ti]
-		gauge(ch, d.topicPartitions, float64(len(t.Partitions)), cluster, t.Name)
-		gauge(ch, d.topicReplicationFactor, float64(t.ReplicationFactor), cluster, t.Name)
-		gauge(ch, d.topicUnderReplicated, float64(t.UnderReplicated), cluster, t.Name)
-		gauge(ch, d.topicOffline, float64(t.Offline), cluster, t.Name)
+		ch.Add(d.topicPartitions, float64(len(t.Partitions)), cluster, t.Name)
+		ch.Add(d.topicReplicationFactor, float64(t.ReplicationFactor), cluster, t.Name)
+		ch.Add(d.topicUnderReplicated, float64(t.UnderReplicated), cluster, t.Name)
+		ch.Add(d.topicOffline, float64(t.Offline), cluster, t.Name)
 		if t.MinISR > 0 {
-			gauge(ch, d.topicMinISR, float64(t.MinISR), cluster, t.Name)
-			gauge(ch, d.topicUnderMinISR, float64(t.UnderMinISR), cluster, t.Name)
-			gauge(ch, d.topicAtMinISR, float64(t.AtMinISR), cluster, t.Name)
+			ch.Add(d.topicMinISR, float64(t.MinISR), cluster, t.Name)
+			ch.Add(d.topicUnderMinISR, float64(t.UnderMinISR), cluster, t.Name)
+			ch.Add(d.topicAtMinISR, float64(t.AtMinISR), cluster, t.Name)
 		}
 		if !partitionMetrics {
 			continue
@@ -251,20 +310,20 @@ func collectSnapshot(ch chan<- prometheus.Metric, cluster string, s *Snapshot, p
 		for pi := range t.Partitions {
 			p := &t.Partitions[pi]
 			id := strconv.FormatInt(int64(p.ID), 10)
-			gauge(ch, d.partitionLeader, float64(p.Leader), cluster, t.Name, id)
-			gauge(ch, d.partitionReplicas, float64(len(p.Replicas)), cluster, t.Name, id)
-			gauge(ch, d.partitionISR, float64(len(p.ISR)), cluster, t.Name, id)
-			gauge(ch, d.partitionOfflineReplicas, float64(len(p.OfflineReplicas)), cluster, t.Name, id)
-			gauge(ch, d.partitionUnderReplicated, bool01(p.UnderReplicated()), cluster, t.Name, id)
-			gauge(ch, d.partitionOffline, bool01(p.Offline()), cluster, t.Name, id)
-			gauge(ch, d.partitionLeaderIsPreferred, bool01(p.LeaderIsPreferred()), cluster, t.Name, id)
+			ch.Add(d.partitionLeader, float64(p.Leader), cluster, t.Name, id)
+			ch.Add(d.partitionReplicas, float64(len(p.Replicas)), cluster, t.Name, id)
+			ch.Add(d.partitionISR, float64(len(p.ISR)), cluster, t.Name, id)
+			ch.Add(d.partitionOfflineReplicas, float64(len(p.OfflineReplicas)), cluster, t.Name, id)
+			ch.Add(d.partitionUnderReplicated, bool01(p.UnderReplicated()), cluster, t.Name, id)
+			ch.Add(d.partitionOffline, bool01(p.Offline()), cluster, t.Name, id)
+			ch.Add(d.partitionLeaderIsPreferred, bool01(p.LeaderIsPreferred()), cluster, t.Name, id)
 			if t.MinISR > 0 {
-				gauge(ch, d.partitionUnderMinISR, bool01(p.UnderMinISR(t.MinISR)), cluster, t.Name, id)
-				gauge(ch, d.partitionAtMinISR, bool01(p.AtMinISR(t.MinISR)), cluster, t.Name, id)
+				ch.Add(d.partitionUnderMinISR, bool01(p.UnderMinISR(t.MinISR)), cluster, t.Name, id)
+				ch.Add(d.partitionAtMinISR, bool01(p.AtMinISR(t.MinISR)), cluster, t.Name, id)
 			}
-			counter(ch, d.partitionLeaderChanges, p.LeaderChanges, cluster, t.Name, id)
-			counter(ch, d.partitionISRShrinks, p.ISRShrinks, cluster, t.Name, id)
-			counter(ch, d.partitionISRExpands, p.ISRExpands, cluster, t.Name, id)
+			ch.Add(d.partitionLeaderChanges, float64(p.LeaderChanges), cluster, t.Name, id)
+			ch.Add(d.partitionISRShrinks, float64(p.ISRShrinks), cluster, t.Name, id)
+			ch.Add(d.partitionISRExpands, float64(p.ISRExpands), cluster, t.Name, id)
 		}
 	}
 }

@@ -47,6 +47,7 @@ type Watcher[S any] struct {
 	logger   log.Logger
 
 	onStop    []func()
+	onPublish []func()
 	state     atomic.Pointer[State[S]]
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -92,6 +93,11 @@ func (w *Watcher[S]) Trigger() {
 // OnStop registers a function that Run calls when it returns, typically to
 // close the connections the refresh function uses. Call it before Run.
 func (w *Watcher[S]) OnStop(f func()) { w.onStop = append(w.onStop, f) }
+
+// OnPublish registers a function that is called, on the watcher's
+// goroutine, after each refresh publishes its state; collectors use it to
+// render their output ahead of the next scrape. Call it before Run.
+func (w *Watcher[S]) OnPublish(f func()) { w.onPublish = append(w.onPublish, f) }
 
 // Run refreshes immediately and then on every tick until ctx is cancelled.
 func (w *Watcher[S]) Run(ctx context.Context) {
@@ -149,5 +155,8 @@ func (w *Watcher[S]) RefreshOnce(ctx context.Context) {
 		next.LastSuccess = time.Now()
 	}
 	w.state.Store(next)
+	for _, f := range w.onPublish {
+		f()
+	}
 	w.readyOnce.Do(func() { close(w.ready) })
 }

@@ -1,0 +1,26 @@
+# The two commands a newcomer needs: `make demo` and `make test`.
+GO ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BRANCH   ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)
+LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
+            -X github.com/prometheus/common/version.Revision=$(REVISION) \
+            -X github.com/prometheus/common/version.Branch=$(BRANCH) \
+            -X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
+
+.PHONY: build test demo demo-down bench
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o failover_exporter .
+
+# Everything: installs what is missing, lint, fuzz, unit and integration tests.
+test:
+	scripts/test.sh
+
+demo:
+	scripts/demo.sh up
+
+demo-down:
+	scripts/demo.sh down
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./collector/...

@@ -1,0 +1,89 @@
+package exposition
+
+import (
+	"compress/gzip"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type setWriter struct {
+	set   *Set
+	pages []*Page
+}
+
+func (s setWriter) WriteText(w io.Writer) error { return s.set.WriteText(w, s.pages) }
+
+func TestHandlerMergesRegistryAndPages(t *testing.T) {
+	set := &Set{}
+	up := set.Gauge("demo_up", "1 if up.", "demo_cluster")
+	changes := set.Counter("demo_changes_total", "Changes\nseen.", "node", "demo_cluster")
+	a, b := set.NewPage(), set.NewPage()
+	a.Add(up, 1, "a")
+	a.Add(changes, 3, `we"ird\node`, "a")
+	b.Add(up, 0, "b")
+
+	reg := prometheus.NewRegistry()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "demo_build_info", Help: "Build."})
+	g.Set(1)
+	reg.MustRegister(g)
+
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	Handler(reg, []TextWriter{setWriter{set, []*Page{a, b}}}, func(string, error) {}).ServeHTTP(rec, req)
+	want := `# HELP demo_build_info Build.
+# TYPE demo_build_info gauge
+demo_build_info 1
+# HELP demo_up 1 if up.
+# TYPE demo_up gauge
+demo_up{demo_cluster="a"} 1
+demo_up{demo_cluster="b"} 0
+# HELP demo_changes_total Changes\nseen.
+# TYPE demo_changes_total counter
+demo_changes_total{demo_cluster="a",node="we\"ird\\node"} 3
+`
+	if got := rec.Body.String(); got != want {
+		t.Errorf("body:\n%s\nwant:\n%s", got, want)
+	}
+	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Errorf("content type %q", ct)
+	}
+
+	rec = httptest.NewRecorder()
+	req.Header.Set("Accept-Encoding", "deflate, gzip;q=0.5")
+	Handler(reg, []TextWriter{setWriter{set, []*Page{a, b}}}, func(string, error) {}).ServeHTTP(rec, req)
+	if rec.Header().Get("Content-Encoding") != "gzip" {
+		t.Fatal("gzip accepted but not used")
+	}
+	zr, err := gzip.NewReader(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(zr)
+	if string(body) != want {
+		t.Errorf("gzip body differs:\n%s", body)
+	}
+}
+
+func TestAcceptsGzip(t *testing.T) {
+	for header, want := range map[string]bool{
+		"": false, "gzip": true, "deflate, gzip": true, "gzip;q=0": false, "gzip;q=0.5": true, "identity": false,
+	} {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set("Accept-Encoding", header)
+		if got := acceptsGzip(req); got != want {
+			t.Errorf("acceptsGzip(%q) = %v, want %v", header, got, want)
+		}
+	}
+}
+
+func TestAppendFloat(t *testing.T) {
+	for v, want := range map[float64]string{0: "0", -1: "-1", 16384: "16384", 0.25: "0.25", 1.7e9 + 0.5: "1.7000000005e+09"} {
+		if got := string(appendFloat(nil, v)); got != want {
+			t.Errorf("appendFloat(%v) = %s, want %s", v, got, want)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+)
+
+// syntheticMetadata is a 3-broker cluster with partitions spread over
+// topics of 100 partitions each, RF 3, one broker's replicas out of sync in
+// every tenth partition.
+func syntheticMetadata(partitions int) *sarama.MetadataResponse {
+	md := &sarama.MetadataResponse{Version: 7}
+	for id := int32(1); id <= 3; id++ {
+		md.AddBroker(fmt.Sprintf("127.0.0.1:%d", 9091+id), id)
+	}
+	for i := 0; i < partitions; i++ {
+		topic := fmt.Sprintf("topic-%05d", i/100)
+		p := int32(i % 100)
+		leader := p%3 + 1
+		replicas := []int32{leader, leader%3 + 1, (leader+1)%3 + 1}
+		isr := replicas
+		if i%10 == 0 {
+			isr = replicas[:2]
+		}
+		md.AddTopicPartition(topic, p, leader, replicas, isr, nil, sarama.ErrNoError)
+	}
+	return md
+}
+
+func syntheticSnapshot(partitions int) *Snapshot {
+	md := syntheticMetadata(partitions)
+	minISR := map[string]int{}
+	for _, t := range md.Topics {
+		minISR[t.Name] = 2
+	}
+	return buildSnapshot(md, all, TopicConfigCache{MinISR: minISR, ReadAt: time.Now()}, time.Now())
+}
+
+// metricsHandlerFor serves snapshot through the real collector and promhttp,
+// as /metrics does.
+func metricsHandlerFor(snapshot *Snapshot) http.Handler {
+	w := watch.New("bench", time.Minute, time.Minute, func(context.Context, *Snapshot) (*Snapshot, error) {
+		return snapshot, nil
+	}, log.NewNopLogger())
+	w.RefreshOnce(context.Background())
+	c := NewCollector()
+	c.Set("bench", w, true)
+	return exposition.Handler(prometheus.NewRegistry(), []exposition.TextWriter{c}, func(string, error) {})
+}
+
+// registryHandlerFor serves snapshot the conventional way, through the
+// registry and promhttp, for comparison with the text path.
+func registryHandlerFor(snapshot *Snapshot) http.Handler {
+	w := watch.New("bench", time.Minute, time.Minute, func(context.Context, *Snapshot) (*Snapshot, error) {
+		return snapshot, nil
+	}, log.NewNopLogger())
+	w.RefreshOnce(context.Background())
+	c := NewCollector()
+	c.Set("bench", w, true)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}
+
+func benchmarkMetrics(b *testing.B, partitions int, gzip bool) {
+	benchmarkHandler(b, metricsHandlerFor(syntheticSnapshot(partitions)), gzip)
+}
+
+func benchmarkHandler(b *testing.B, handler http.Handler, gzip bool) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		if gzip {
+			req.Header.Set("Accept-Encoding", "gzip")
+		}
+		handler.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			b.Fatalf("status %d", rec.Code)
+		}
+		b.SetBytes(int64(rec.Body.Len()))
+	}
+}
+
+// A scrape of /metrics as served: the first one after a refresh renders
+// the cluster's text, later ones copy it.
+func BenchmarkMetricsResponse10kPartitions(b *testing.B)      { benchmarkMetrics(b, 10_000, false) }
+func BenchmarkMetricsResponse10kPartitionsGzip(b *testing.B)  { benchmarkMetrics(b, 10_000, true) }
+func BenchmarkMetricsResponse100kPartitions(b *testing.B)     { benchmarkMetrics(b, 100_000, false) }
+func BenchmarkMetricsResponse100kPartitionsGzip(b *testing.B) { benchmarkMetrics(b, 100_000, true) }
+
+// The same through client_golang's registry and promhttp, for the ratio.
+func BenchmarkRegistryResponse10kPartitions(b *testing.B) {
+	benchmarkHandler(b, registryHandlerFor(syntheticSnapshot(10_000)), false)
+}
+
+// Rendering the text of a fresh snapshot, which the first scrape after each
+// refresh pays.
+func benchmarkRender(b *testing.B, partitions int) {
+	snapshot := syntheticSnapshot(partitions)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		page := series.NewPage()
+		emitSnapshot(page, "bench", snapshot, true)
+	}
+}
+
+func BenchmarkRender10kPartitions(b *testing.B)  { benchmarkRender(b, 10_000) }
+func BenchmarkRender100kPartitions(b *testing.B) { benchmarkRender(b, 100_000) }
+
+func benchmarkBuild(b *testing.B, partitions int) {
+	md := syntheticMetadata(partitions)
+	prev := buildSnapshot(md, all, TopicConfigCache{}, time.Now())
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		next := buildSnapshot(md, all, TopicConfigCache{}, time.Now())
+		carryTransitions(prev, next)
+	}
+}
+
+// The refresh side: building and diffing a snapshot from a decoded response.
+func BenchmarkRefresh10kPartitions(b *testing.B)  { benchmarkBuild(b, 10_000) }
+func BenchmarkRefresh100kPartitions(b *testing.B) { benchmarkBuild(b, 100_000) }

@@ -1,0 +1,231 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+)
+
+// watcherServing returns a watcher whose refreshes return the given
+// snapshots and errors in turn.
+func watcherServing(t *testing.T, results ...any) *watch.Watcher[Snapshot] {
+	t.Helper()
+	i := 0
+	w := watch.New("main", time.Second, time.Second, func(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
+		r := results[i]
+		i++
+		if err, ok := r.(error); ok {
+			return nil, err
+		}
+		s := r.(*Snapshot)
+		carryTransitions(prev, s)
+		return s, nil
+	}, log.NewNopLogger())
+	return w
+}
+
+func failoverSnapshots() (before, after *Snapshot) {
+	rs := []int32{1, 2, 3}
+	before = snapshotOf([]int32{1, 2, 3}, part{1, rs, rs})
+	after = snapshotOf([]int32{2, 3}, part{2, rs, []int32{2, 3}})
+	return before, after
+}
+
+const partitionMetricsAfterFailover = `
+# HELP kafka_partition_in_sync_replicas Number of replicas in the partition's in-sync replica set (ISR) (as of the last successful refresh).
+# TYPE kafka_partition_in_sync_replicas gauge
+kafka_partition_in_sync_replicas{kafka_cluster="main",partition="0",topic="t"} 2
+# HELP kafka_partition_isr_shrinks_total Refreshes in which this exporter observed the partition's ISR lose members.
+# TYPE kafka_partition_isr_shrinks_total counter
+kafka_partition_isr_shrinks_total{kafka_cluster="main",partition="0",topic="t"} 1
+# HELP kafka_partition_leader Broker ID of the partition's leader, -1 when it has none (as of the last successful refresh).
+# TYPE kafka_partition_leader gauge
+kafka_partition_leader{kafka_cluster="main",partition="0",topic="t"} 2
+# HELP kafka_partition_leader_changes_total Leader changes this exporter observed between consecutive refreshes, including to and from no leader.
+# TYPE kafka_partition_leader_changes_total counter
+kafka_partition_leader_changes_total{kafka_cluster="main",partition="0",topic="t"} 1
+# HELP kafka_partition_offline_replicas Number of the partition's assigned replicas on brokers that are down or on offline log directories (as of the last successful refresh).
+# TYPE kafka_partition_offline_replicas gauge
+kafka_partition_offline_replicas{kafka_cluster="main",partition="0",topic="t"} 1
+# HELP kafka_partition_under_min_isr 1 if the ISR is smaller than the topic's effective min.insync.replicas, so acks=all writes fail (as of the last successful refresh).
+# TYPE kafka_partition_under_min_isr gauge
+kafka_partition_under_min_isr{kafka_cluster="main",partition="0",topic="t"} 0
+# HELP kafka_partition_at_min_isr 1 if the ISR equals the topic's effective min.insync.replicas, so one more loss blocks acks=all writes (as of the last successful refresh).
+# TYPE kafka_partition_at_min_isr gauge
+kafka_partition_at_min_isr{kafka_cluster="main",partition="0",topic="t"} 1
+# HELP kafka_partition_under_replicated 1 if the ISR is smaller than the assigned replicas (as of the last successful refresh).
+# TYPE kafka_partition_under_replicated gauge
+kafka_partition_under_replicated{kafka_cluster="main",partition="0",topic="t"} 1
+# HELP kafka_broker_up 1 if the broker is registered and live, 0 if replicas are assigned to it but it is not (as of the last successful refresh).
+# TYPE kafka_broker_up gauge
+kafka_broker_up{broker="1",kafka_cluster="main"} 0
+kafka_broker_up{broker="2",kafka_cluster="main"} 1
+kafka_broker_up{broker="3",kafka_cluster="main"} 1
+# HELP kafka_broker_leader_partitions Partitions this broker leads, across all topics (as of the last successful refresh).
+# TYPE kafka_broker_leader_partitions gauge
+kafka_broker_leader_partitions{broker="1",kafka_cluster="main"} 0
+kafka_broker_leader_partitions{broker="2",kafka_cluster="main"} 1
+kafka_broker_leader_partitions{broker="3",kafka_cluster="main"} 0
+# HELP kafka_broker_info Always 1; carries the broker's advertised address and rack (last known address for a broker that is down) (as of the last successful refresh).
+# TYPE kafka_broker_info gauge
+kafka_broker_info{address="127.0.0.1:9091",broker="1",kafka_cluster="main",rack=""} 1
+kafka_broker_info{address="127.0.0.1:9092",broker="2",kafka_cluster="main",rack=""} 1
+kafka_broker_info{address="127.0.0.1:9093",broker="3",kafka_cluster="main",rack=""} 1
+# HELP kafka_cluster_brokers Live brokers (as of the last successful refresh).
+# TYPE kafka_cluster_brokers gauge
+kafka_cluster_brokers{kafka_cluster="main"} 2
+# HELP kafka_cluster_expected_brokers Brokers that are live or hold replica assignments; fewer live than expected means brokers are down (as of the last successful refresh).
+# TYPE kafka_cluster_expected_brokers gauge
+kafka_cluster_expected_brokers{kafka_cluster="main"} 3
+# HELP kafka_topic_under_replicated_partitions Partitions of the topic whose ISR is smaller than their assigned replicas (as of the last successful refresh).
+# TYPE kafka_topic_under_replicated_partitions gauge
+kafka_topic_under_replicated_partitions{kafka_cluster="main",topic="t"} 1
+# HELP kafka_topic_min_insync_replicas Effective min.insync.replicas of the topic: its override, else the broker or cluster default (as of the last successful refresh).
+# TYPE kafka_topic_min_insync_replicas gauge
+kafka_topic_min_insync_replicas{kafka_cluster="main",topic="t"} 2
+# HELP kafka_up 1 if the last refresh of this Kafka cluster succeeded, else 0. While 0, partition, topic and broker series are not served.
+# TYPE kafka_up gauge
+kafka_up{kafka_cluster="main"} 1
+`
+
+func TestCollectorAfterFailover(t *testing.T) {
+	before, after := failoverSnapshots()
+	w := watcherServing(t, before, after)
+	c := NewCollector()
+	c.Set("main", w, true)
+	w.RefreshOnce(context.Background())
+	w.RefreshOnce(context.Background())
+
+	names := []string{
+		"kafka_partition_in_sync_replicas", "kafka_partition_isr_shrinks_total", "kafka_partition_leader",
+		"kafka_partition_leader_changes_total", "kafka_partition_offline_replicas", "kafka_partition_under_min_isr",
+		"kafka_partition_at_min_isr", "kafka_partition_under_replicated", "kafka_broker_up",
+		"kafka_broker_leader_partitions", "kafka_broker_info", "kafka_cluster_brokers", "kafka_cluster_expected_brokers",
+		"kafka_topic_under_replicated_partitions", "kafka_topic_min_insync_replicas", "kafka_up",
+	}
+	if err := testutil.CollectAndCompare(c, strings.NewReader(partitionMetricsAfterFailover), names...); err != nil {
+		t.Error(err)
+	}
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+func TestCollectorHidesStaleSnapshotWhenRefreshFails(t *testing.T) {
+	before, _ := failoverSnapshots()
+	w := watcherServing(t, before, errors.New("no broker answered"))
+	c := NewCollector()
+	c.Set("main", w, true)
+	w.RefreshOnce(context.Background())
+	if n := testutil.CollectAndCount(c, "kafka_partition_leader"); n != 1 {
+		t.Fatalf("partition series after a good refresh = %d, want 1", n)
+	}
+	w.RefreshOnce(context.Background())
+	if n := testutil.CollectAndCount(c, "kafka_partition_leader", "kafka_broker_up", "kafka_topic_partitions"); n != 0 {
+		t.Errorf("%d cluster series served after a failed refresh, want 0", n)
+	}
+	want := `
+# HELP kafka_up 1 if the last refresh of this Kafka cluster succeeded, else 0. While 0, partition, topic and broker series are not served.
+# TYPE kafka_up gauge
+kafka_up{kafka_cluster="main"} 0
+# HELP kafka_exporter_refresh_failures_total Refreshes of this cluster that failed since the exporter started.
+# TYPE kafka_exporter_refresh_failures_total counter
+kafka_exporter_refresh_failures_total{kafka_cluster="main"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "kafka_up", "kafka_exporter_refresh_failures_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestCollectorWithoutPartitionMetrics(t *testing.T) {
+	before, _ := failoverSnapshots()
+	w := watcherServing(t, before)
+	c := NewCollector()
+	c.Set("main", w, false)
+	w.RefreshOnce(context.Background())
+	if n := testutil.CollectAndCount(c, "kafka_partition_leader", "kafka_partition_in_sync_replicas"); n != 0 {
+		t.Errorf("partition series = %d, want 0 with partition metrics off", n)
+	}
+	if n := testutil.CollectAndCount(c, "kafka_topic_partitions", "kafka_broker_up"); n != 4 {
+		t.Errorf("topic+broker series = %d, want 4", n)
+	}
+}
+
+func TestMetricNamesCoverEverythingCollected(t *testing.T) {
+	before, after := failoverSnapshots()
+	w := watcherServing(t, before, after)
+	c := NewCollector()
+	c.Set("main", w, true)
+	w.RefreshOnce(context.Background())
+	w.RefreshOnce(context.Background())
+	known := map[string]bool{}
+	for _, n := range MetricNames() {
+		known[n] = true
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, mf := range families {
+		if !known[mf.GetName()] {
+			t.Errorf("collected %s, which MetricNames does not list", mf.GetName())
+		}
+		seen++
+	}
+	if seen != len(known) {
+		t.Errorf("collected %d metric families, MetricNames lists %d: each should be exercised by this snapshot", seen, len(known))
+	}
+}
+
+// The text path served on /metrics and the prometheus.Collector path must
+// produce the same families, series and values.
+func TestWriteTextMatchesCollect(t *testing.T) {
+	before, after := failoverSnapshots()
+	w := watcherServing(t, before, after)
+	c := NewCollector()
+	c.Set("main", w, true)
+	w.RefreshOnce(context.Background())
+	w.RefreshOnce(context.Background())
+
+	var text strings.Builder
+	if err := c.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.CollectAndCompare(c, strings.NewReader(text.String())); err != nil {
+		t.Errorf("text rendering differs from Collect: %v", err)
+	}
+	if !strings.Contains(text.String(), `kafka_partition_leader{kafka_cluster="main",partition="0",topic="t"} 2`) {
+		t.Errorf("text lacks the leader series:\n%s", text.String())
+	}
+}
+
+func TestWriteTextRendersOncePerRefresh(t *testing.T) {
+	before, after := failoverSnapshots()
+	w := watcherServing(t, before, after)
+	c := NewCollector()
+	c.Set("main", w, true)
+	w.RefreshOnce(context.Background())
+	first := c.page("main", c.clusters["main"])
+	if again := c.page("main", c.clusters["main"]); again != first {
+		t.Error("page re-rendered without a new refresh")
+	}
+	w.RefreshOnce(context.Background())
+	if next := c.page("main", c.clusters["main"]); next == first {
+		t.Error("page not re-rendered after a refresh")
+	}
+}

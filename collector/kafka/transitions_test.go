@@ -1,0 +1,80 @@
+package kafka
+
+import (
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// snapshotOf builds a snapshot of topic "t" with one partition per entry.
+func snapshotOf(live []int32, parts ...struct {
+	leader        int32
+	replicas, isr []int32
+}) *Snapshot {
+	md := threeBrokerMetadata(live...)
+	for i, p := range parts {
+		md.AddTopicPartition("t", int32(i), p.leader, p.replicas, p.isr, nil, sarama.ErrNoError)
+	}
+	return buildSnapshot(md, all, TopicConfigCache{MinISR: map[string]int{"t": 2}}, time.Now())
+}
+
+type part = struct {
+	leader        int32
+	replicas, isr []int32
+}
+
+func TestCarryTransitions(t *testing.T) {
+	rs := []int32{1, 2, 3}
+	cases := []struct {
+		name                          string
+		before, after                 part
+		leaderChanges, shrink, expand uint64
+	}{
+		{"no change", part{1, rs, rs}, part{1, rs, rs}, 0, 0, 0},
+		{"leader killed: new leader from ISR, ISR shrinks", part{1, rs, rs}, part{2, rs, []int32{2, 3}}, 1, 1, 0},
+		{"broker back: ISR expands, leader stays", part{2, rs, []int32{2, 3}}, part{2, rs, []int32{2, 3, 1}}, 0, 0, 1},
+		{"ISR order changes only", part{1, rs, []int32{1, 2, 3}}, part{1, rs, []int32{3, 1, 2}}, 0, 0, 0},
+		{"partition goes offline", part{1, rs, []int32{1}}, part{-1, rs, []int32{1}}, 1, 0, 0},
+		{"offline partition gets a leader", part{-1, rs, []int32{1}}, part{1, rs, []int32{1}}, 1, 0, 0},
+		{"member replaced in one refresh", part{1, rs, []int32{1, 2}}, part{1, rs, []int32{1, 3}}, 0, 1, 1},
+		{"two members lost at once count one shrink", part{1, rs, rs}, part{1, rs, []int32{1}}, 0, 1, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			prev := snapshotOf([]int32{1, 2, 3}, c.before)
+			prev.Topics[0].Partitions[0].LeaderChanges = 10
+			prev.Topics[0].Partitions[0].ISRShrinks = 20
+			prev.Topics[0].Partitions[0].ISRExpands = 30
+			next := snapshotOf([]int32{1, 2, 3}, c.after)
+			carryTransitions(prev, next)
+			p := next.Topics[0].Partitions[0]
+			if p.LeaderChanges != 10+c.leaderChanges || p.ISRShrinks != 20+c.shrink || p.ISRExpands != 30+c.expand {
+				t.Errorf("counters = %d/%d/%d, want %d/%d/%d", p.LeaderChanges, p.ISRShrinks, p.ISRExpands,
+					10+c.leaderChanges, 20+c.shrink, 30+c.expand)
+			}
+		})
+	}
+}
+
+func TestCarryTransitionsNewAndRecreatedPartitionsStartAtZero(t *testing.T) {
+	rs := []int32{1, 2, 3}
+	prev := snapshotOf([]int32{1, 2, 3}, part{1, rs, rs})
+	next := snapshotOf([]int32{1, 2, 3}, part{2, rs, rs}, part{3, rs, rs})
+	carryTransitions(prev, next)
+	if got := next.Topics[0].Partitions[1].LeaderChanges; got != 0 {
+		t.Errorf("new partition leader changes = %d, want 0", got)
+	}
+	carryTransitions(nil, next) // first refresh: nothing to carry, must not panic
+}
+
+func TestCarryTransitionsRemembersDownBrokerAddress(t *testing.T) {
+	rs := []int32{1, 2, 3}
+	prev := snapshotOf([]int32{1, 2, 3}, part{1, rs, rs})
+	next := snapshotOf([]int32{2, 3}, part{2, rs, []int32{2, 3}})
+	carryTransitions(prev, next)
+	b1 := next.Brokers[0]
+	if b1.Up || b1.Address != prev.Brokers[0].Address {
+		t.Errorf("down broker 1 = %+v, want Up=false and last known address %q", b1, prev.Brokers[0].Address)
+	}
+}

@@ -1,0 +1,115 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseAppliesDefaults(t *testing.T) {
+	cfg, err := Parse([]byte(`
+kafka:
+  - bootstrap_servers: [127.0.0.1:9092, 127.0.0.1:9093]
+    topics:
+      include: "orders.*"
+      exclude: "orders-tmp"
+redis:
+  - name: sessions
+    addrs: [127.0.0.1:7000]
+    refresh_interval: 2s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := cfg.Kafka[0]
+	if k.Name != DefaultKafkaClusterName || k.RefreshInterval != DefaultRefreshInterval ||
+		k.RefreshTimeout != 4*time.Second || k.Version != DefaultKafkaVersion || !k.PartitionMetricsEnabled() {
+		t.Errorf("kafka defaults not applied: %+v", k)
+	}
+	for topic, want := range map[string]bool{"orders": true, "orders-eu": true, "orders-tmp": false, "payments": false, "xorders": false} {
+		if got := k.Topics.Match(topic); got != want {
+			t.Errorf("Match(%q) = %v, want %v", topic, got, want)
+		}
+	}
+	r := cfg.Redis[0]
+	if r.RefreshInterval != 2*time.Second || r.RefreshTimeout != 1600*time.Millisecond || r.CommandTimeout != DefaultRedisCommandTimeout {
+		t.Errorf("redis defaults not applied: %+v", r)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	cases := []struct {
+		name, yaml, want string
+	}{
+		{"unknown key names the line", "kafka:\n  - bootstrap_servers: [a:1]\n    bootstrap: [b:2]\n", "line 3: field bootstrap not found"},
+		{"empty bootstrap", "kafka:\n  - name: k\n", "bootstrap_servers is empty"},
+		{"bad host:port", "kafka:\n  - bootstrap_servers: [localhost]\n", `bootstrap server "localhost": want HOST:PORT`},
+		{"bad port", "redis:\n  - addrs: [\"h:port\"]\n", "port is not a number"},
+		{"bad regexp", "kafka:\n  - bootstrap_servers: [a:1]\n    topics: {include: \"(\"}\n", "invalid regular expression"},
+		{"duplicate names", "kafka:\n  - bootstrap_servers: [a:1]\n  - bootstrap_servers: [b:1]\n", `kafka cluster "kafka" is defined twice`},
+		{"timeout above interval", "kafka:\n  - bootstrap_servers: [a:1]\n    refresh_interval: 1s\n    refresh_timeout: 2s\n", "refresh_timeout 2s must be positive and at most refresh_interval 1s"},
+		{"bad duration", "kafka:\n  - bootstrap_servers: [a:1]\n    refresh_interval: often\n", "often"},
+		{"inline password refused", "redis:\n  - addrs: [a:1]\n    password: hunter2\n", "line 3: secrets are not accepted inline"},
+		{"unknown sasl", "kafka:\n  - bootstrap_servers: [a:1]\n    sasl: {mechanism: GSSAPI, username: u, password: {env: HOME}}\n", `sasl.mechanism "GSSAPI"`},
+		{"password env missing", "kafka:\n  - bootstrap_servers: [a:1]\n    sasl: {mechanism: PLAIN, username: u, password: {env: FAILOVER_TEST_UNSET_VAR}}\n", "FAILOVER_TEST_UNSET_VAR is not set"},
+		{"tls settings while disabled", "redis:\n  - addrs: [a:1]\n    tls: {ca_file: /x}\n", "tls.enabled is false"},
+		{"missing tls file", "redis:\n  - addrs: [a:1]\n    tls: {enabled: true, ca_file: /nonexistent/ca.pem}\n", "/nonexistent/ca.pem"},
+		{"two documents", "kafka: []\n---\nredis: []\n", "more than one YAML document"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.yaml))
+			if err != nil && strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("error leaks the inline secret: %v", err)
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error = %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestLoadNamesTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yml")
+	if err := os.WriteFile(path, []byte("kafka:\n  - nope: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("error = %v, want the path and line 2", err)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yml")); err == nil {
+		t.Error("missing file: want an error")
+	}
+}
+
+func TestSecretFromFileAndEnv(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(path, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := (Secret{File: path}).Value(); err != nil || v != "s3cret" {
+		t.Errorf("file secret = %q, %v", v, err)
+	}
+	t.Setenv("FAILOVER_TEST_PW", "from-env")
+	if v, err := (Secret{Env: "FAILOVER_TEST_PW"}).Value(); err != nil || v != "from-env" {
+		t.Errorf("env secret = %q, %v", v, err)
+	}
+	if s := (Secret{Env: "FAILOVER_TEST_PW"}).String(); strings.Contains(s, "from-env") {
+		t.Errorf("String() leaks the secret: %q", s)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("kafka:\n  - bootstrap_servers: [127.0.0.1:9092]\n"))
+	f.Add([]byte("redis:\n  - addrs: [127.0.0.1:7000]\n    password: {env: X}\n"))
+	f.Add([]byte("kafka: [{bootstrap_servers: [a:1], topics: {include: 'a|b'}}]"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cfg, err := Parse(b)
+		if err == nil && cfg == nil {
+			t.Fatal("nil config without error")
+		}
+	})
+}

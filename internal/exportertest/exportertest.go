@@ -1,0 +1,310 @@
+// Package exportertest builds the failover_exporter binary, runs it as a
+// real process on 127.0.0.1 and scrapes it over HTTP, for end-to-end tests.
+package exportertest
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// RepoRoot is the directory holding go.mod, found from the working directory.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Binary builds the exporter once per test binary and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "failover_exporter-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "failover_exporter")
+		cmd := exec.Command("go", "build", "-o", binPath, ".")
+		cmd.Dir = RepoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// Exporter is a running exporter process.
+type Exporter struct {
+	URL  string
+	Addr string
+	cmd  *exec.Cmd
+	logs *syncBuffer
+	done chan struct{}
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Start runs the exporter with args plus a --web.listen-address on a free
+// loopback port, waits until /-/healthy answers, and stops it at cleanup.
+// Its log is printed when the test fails.
+func Start(t testing.TB, args ...string) *Exporter {
+	t.Helper()
+	bin := Binary(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+	cmd := exec.Command(bin, append([]string{"--web.listen-address=" + addr}, args...)...)
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start exporter: %v", err)
+	}
+	e := &Exporter{URL: "http://" + addr, Addr: addr, cmd: cmd, logs: logs, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(e.done) }()
+	t.Cleanup(func() {
+		e.Stop()
+		if t.Failed() {
+			t.Logf("exporter log:\n%s", e.Logs())
+		}
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get(e.URL + "/-/healthy")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return e
+			}
+		}
+		select {
+		case <-e.done:
+			t.Fatalf("exporter exited at start: %s", e.Logs())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("exporter did not become healthy: %v\n%s", err, e.Logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// PID is the exporter's process ID.
+func (e *Exporter) PID() int { return e.cmd.Process.Pid }
+
+// Logs returns everything the exporter wrote so far.
+func (e *Exporter) Logs() string { return e.logs.String() }
+
+// Signal sends sig to the exporter.
+func (e *Exporter) Signal(sig os.Signal) error { return e.cmd.Process.Signal(sig) }
+
+// Stop terminates the exporter and waits for it.
+func (e *Exporter) Stop() {
+	select {
+	case <-e.done:
+		return
+	default:
+	}
+	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-e.done:
+	case <-time.After(10 * time.Second):
+		_ = e.cmd.Process.Kill()
+		<-e.done
+	}
+}
+
+// WaitReady waits until /-/ready answers 200.
+func (e *Exporter) WaitReady(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := http.Get(e.URL + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("exporter not ready after %s\n%s", timeout, e.Logs())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Scrape fetches and parses /metrics.
+func (e *Exporter) Scrape(t testing.TB) Metrics {
+	t.Helper()
+	m, err := e.TryScrape()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TryScrape fetches and parses /metrics, returning errors to the caller.
+func (e *Exporter) TryScrape() (Metrics, error) {
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(e.URL + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s: %s", resp.Status, body)
+	}
+	return Parse(body)
+}
+
+// Metrics are parsed metric families by name.
+type Metrics map[string]*dto.MetricFamily
+
+// Parse parses text exposition format.
+func Parse(body []byte) (Metrics, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("parse metrics: %w", err)
+	}
+	return Metrics(families), nil
+}
+
+// Sample is one series' labels and value.
+type Sample struct {
+	Labels map[string]string
+	Value  float64
+}
+
+// Series returns every series of the metric whose labels include match.
+func (m Metrics) Series(name string, match map[string]string) []Sample {
+	mf, ok := m[name]
+	if !ok {
+		return nil
+	}
+	var out []Sample
+	for _, metric := range mf.GetMetric() {
+		labels := map[string]string{}
+		for _, lp := range metric.GetLabel() {
+			labels[lp.GetName()] = lp.GetValue()
+		}
+		if !matches(labels, match) {
+			continue
+		}
+		var v float64
+		switch {
+		case metric.Gauge != nil:
+			v = metric.GetGauge().GetValue()
+		case metric.Counter != nil:
+			v = metric.GetCounter().GetValue()
+		case metric.Untyped != nil:
+			v = metric.GetUntyped().GetValue()
+		}
+		out = append(out, Sample{Labels: labels, Value: v})
+	}
+	return out
+}
+
+// Value returns the value of the single series of name matching the labels,
+// and false when there is no such series or more than one.
+func (m Metrics) Value(name string, match map[string]string) (float64, bool) {
+	s := m.Series(name, match)
+	if len(s) != 1 {
+		return 0, false
+	}
+	return s[0].Value, true
+}
+
+// Describe prints the series of name matching the labels, for messages.
+func (m Metrics) Describe(name string, match map[string]string) string {
+	var lines []string
+	for _, s := range m.Series(name, match) {
+		keys := make([]string, 0, len(s.Labels))
+		for k := range s.Labels {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s=%q", k, s.Labels[k]))
+		}
+		lines = append(lines, fmt.Sprintf("%s{%s} %g", name, strings.Join(parts, ","), s.Value))
+	}
+	if len(lines) == 0 {
+		return name + ": no series"
+	}
+	return strings.Join(lines, "\n")
+}
+
+func matches(labels, match map[string]string) bool {
+	for k, v := range match {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

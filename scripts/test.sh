@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The whole test suite, as `make test` and CI run it: installs what the tests
+# need (packages, Kafka jars), checks formatting, vet and module tidiness,
+# runs short fuzz passes, then every Go test, including the integration
+# tests that start real Kafka and Redis clusters on 127.0.0.1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "install dependencies"
+scripts/install-deps.sh
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go') $(git ls-files --others --exclude-standard '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "not gofmt-clean:"; echo "$unformatted"; exit 1
+fi
+
+step "go mod tidy"
+go mod tidy -diff
+
+step "go vet"
+go vet ./...
+
+step "short fuzz runs"
+# Each fuzz target gets a short run; the seed corpora run in every go test.
+fuzz_time=${FUZZ_TIME:-10s}
+while read -r pkg target; do
+	echo "fuzz $pkg $target"
+	go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzz_time" "$pkg" >/dev/null
+done < <(grep -rl --include='*_test.go' '^func Fuzz' . | while read -r f; do
+	for target in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | cut -d' ' -f2); do
+		echo "./$(dirname "${f#./}") $target"
+	done
+done | sort -u)
+
+step "go test"
+# -p 1: integration packages each start real clusters; running them one at
+# a time keeps failover timings honest on a 2-core machine.
+go test -count=1 -p 1 -timeout 60m ./...
