@@ -87,7 +87,9 @@ func run(args []string, stdout, stderr *os.File) int {
 	switch cmd {
 	case serve.FullCommand():
 		if err := runServe(f, logger); err != nil {
-			level.Error(logger).Log("msg", "exiting", "err", err)
+			// Plain text: this is read by a person at a terminal or in a
+			// crash-looping pod's log, not by a log pipeline.
+			fmt.Fprintf(stderr, "%s: %v\n", exporterName, err)
 			return 1
 		}
 	}
