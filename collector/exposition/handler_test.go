@@ -87,3 +87,25 @@ func TestAppendFloat(t *testing.T) {
 		}
 	}
 }
+
+func TestPageReusesLabelsOnlyWhenTheyMatch(t *testing.T) {
+	set := &Set{}
+	a := set.Gauge("a", "A.", "x", "y")
+	b := set.Gauge("b", "B.", "x", "y")
+	c := set.Gauge("c", "C.", "x", "z")
+	p := set.NewPage()
+	p.Add(a, 1, "1", "2")
+	p.Add(b, 2, "1", "2")
+	p.Add(c, 3, "1", "2")
+	p.Add(a, 4, "1", "3")
+	var out strings.Builder
+	if err := set.WriteText(&out, []*Page{p}); err != nil {
+		t.Fatal(err)
+	}
+	want := "# HELP a A.\n# TYPE a gauge\na{x=\"1\",y=\"2\"} 1\na{x=\"1\",y=\"3\"} 4\n" +
+		"# HELP b B.\n# TYPE b gauge\nb{x=\"1\",y=\"2\"} 2\n" +
+		"# HELP c C.\n# TYPE c gauge\nc{x=\"1\",z=\"2\"} 3\n"
+	if out.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
