@@ -20,7 +20,7 @@ const (
 	DefaultRefreshInterval       = 5 * time.Second
 	DefaultKafkaClusterName      = "kafka"
 	DefaultRedisClusterName      = "redis"
-	DefaultKafkaVersion          = "3.7.0"
+	DefaultKafkaVersion          = "3.0.0"
 	DefaultDialTimeout           = 3 * time.Second
 	DefaultRequestTimeout        = 3 * time.Second
 	DefaultTopicConfigRefresh    = time.Minute
@@ -41,7 +41,9 @@ type KafkaCluster struct {
 	// Name is the value of the kafka_cluster label.
 	Name             string   `yaml:"name"`
 	BootstrapServers []string `yaml:"bootstrap_servers"`
-	// Version is the Kafka protocol version sarama speaks, e.g. "3.7.0".
+	// Version is the Kafka protocol version sarama speaks. The default,
+	// 3.0.0, sends Metadata v11 and DescribeConfigs v4, which Kafka 2.8
+	// through 4.x accept (4.0 removed versions older than 2.1).
 	Version  string `yaml:"version"`
 	ClientID string `yaml:"client_id"`
 	// RefreshInterval is how often metadata is read.
