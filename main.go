@@ -20,7 +20,6 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
@@ -31,7 +30,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/config"
 )
 
-const exporterName = "failover_exporter"
+const exporterName = collector.ExporterName
 
 // flags are the command-line settings; everything else is in the config file.
 type flags struct {
@@ -178,19 +177,12 @@ func runServe(f flags, logger log.Logger) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		versioncollector.NewCollector(exporterName),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	reloadOK := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: exporterName + "_config_last_reload_successful",
-		Help: "1 if the last configuration load or reload succeeded.",
-	})
-	reloadTime := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: exporterName + "_config_last_reload_success_timestamp_seconds",
-		Help: "Unix time of the last successful configuration load or reload.",
-	})
-	reg.MustRegister(reloadOK, reloadTime)
+	self := collector.NewSelfMetrics()
+	reg.MustRegister(self.Collectors()...)
+	reloadOK, reloadTime := self.ReloadOK, self.ReloadTime
 
 	manager := collector.NewManager(logger)
 	if err := manager.Register(reg); err != nil {

@@ -1,0 +1,38 @@
+package collector
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+)
+
+// ExporterName prefixes the exporter's own series.
+const ExporterName = "failover_exporter"
+
+// SelfMetrics are the exporter's series about itself.
+type SelfMetrics struct {
+	BuildInfo prometheus.Collector
+	// ReloadOK is 1 when the last load or reload of the config succeeded.
+	ReloadOK prometheus.Gauge
+	// ReloadTime is when the config was last loaded successfully.
+	ReloadTime prometheus.Gauge
+}
+
+// NewSelfMetrics builds the exporter's own series.
+func NewSelfMetrics() SelfMetrics {
+	return SelfMetrics{
+		BuildInfo: versioncollector.NewCollector(ExporterName),
+		ReloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: ExporterName + "_config_last_reload_successful",
+			Help: "1 if the last configuration load or reload succeeded.",
+		}),
+		ReloadTime: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: ExporterName + "_config_last_reload_success_timestamp_seconds",
+			Help: "Unix time of the last successful configuration load or reload.",
+		}),
+	}
+}
+
+// Collectors lists them for registration.
+func (s SelfMetrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{s.BuildInfo, s.ReloadOK, s.ReloadTime}
+}
