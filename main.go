@@ -27,6 +27,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/config"
 )
 
@@ -42,6 +43,9 @@ type flags struct {
 	kafkaPartitions  bool
 	kafkaTopicFilter string
 	kafkaTopicSkip   string
+	redisAddrs       []string
+	redisName        string
+	slotKeys         []string
 	refreshInterval  time.Duration
 	telemetryPath    string
 	logLevel         string
@@ -70,11 +74,15 @@ func run(args []string, stdout, stderr *os.File) int {
 	app.Flag("kafka.partition-metrics", "Serve per-partition series for the --kafka.server cluster (--no-kafka.partition-metrics keeps topic and broker series only).").Default("true").BoolVar(&f.kafkaPartitions)
 	app.Flag("kafka.topic-filter", "Regular expression of topics to watch in the --kafka.server cluster.").StringVar(&f.kafkaTopicFilter)
 	app.Flag("kafka.topic-exclude", "Regular expression of topics to leave out in the --kafka.server cluster.").StringVar(&f.kafkaTopicSkip)
+	app.Flag("redis.addr", "Redis Cluster seed node HOST:PORT (repeatable); enables the Redis collector for one cluster.").StringsVar(&f.redisAddrs)
+	app.Flag("redis.cluster-name", "Value of the redis_cluster label for the --redis.addr cluster.").Default(config.DefaultRedisClusterName).StringVar(&f.redisName)
 	app.Flag("refresh.interval", "How often clusters given by flags are read.").Default(config.DefaultRefreshInterval.String()).DurationVar(&f.refreshInterval)
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.telemetryPath)
 	app.Flag("log.level", "Only log messages with the given severity or above: debug, info, warn, error.").Default("info").EnumVar(&f.logLevel, "debug", "info", "warn", "error")
 	app.Flag("log.format", "Output format of log messages: logfmt or json.").Default("logfmt").EnumVar(&f.logFormat, "logfmt", "json")
 	f.webConfig = kingpinflag.AddFlags(app, ":9877")
+	slot := app.Command("slot", "Print each KEY's Redis Cluster hash slot, and with --redis.addr the address of the node that owns it.")
+	slot.Arg("key", "Keys to look up.").Required().StringsVar(&f.slotKeys)
 
 	cmd, err := app.Parse(args)
 	if err != nil {
@@ -84,6 +92,11 @@ func run(args []string, stdout, stderr *os.File) int {
 	logger := newLogger(stderr, f.logFormat, f.logLevel)
 
 	switch cmd {
+	case slot.FullCommand():
+		if err := runSlot(f, stdout); err != nil {
+			fmt.Fprintf(stderr, "%s slot: %v\n", exporterName, err)
+			return 1
+		}
 	case serve.FullCommand():
 		if err := runServe(f, logger); err != nil {
 			// Plain text: this is read by a person at a terminal or in a
@@ -142,6 +155,13 @@ func loadConfig(f flags) (*config.Config, error) {
 		}
 		cfg.Kafka = append(cfg.Kafka, kc)
 	}
+	if len(f.redisAddrs) > 0 {
+		cfg.Redis = append(cfg.Redis, config.RedisCluster{
+			Name:            f.redisName,
+			Addrs:           splitList(f.redisAddrs),
+			RefreshInterval: f.refreshInterval,
+		})
+	}
 	if err := cfg.Complete(); err != nil {
 		return nil, fmt.Errorf("flags and config file: %w", err)
 	}
@@ -162,6 +182,22 @@ func splitList(values []string) []string {
 		}
 	}
 	return out
+}
+
+// runSlot prints the hash slot of each key, and its owner when seeds are
+// given.
+func runSlot(f flags, stdout *os.File) error {
+	rc := config.RedisCluster{Name: f.redisName, Addrs: splitList(f.redisAddrs), RefreshInterval: f.refreshInterval}
+	if len(rc.Addrs) > 0 {
+		cfg := &config.Config{Redis: []config.RedisCluster{rc}}
+		if err := cfg.Complete(); err != nil {
+			return err
+		}
+		rc = cfg.Redis[0]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return redis.RunSlotCommand(ctx, stdout, f.slotKeys, rc)
 }
 
 func runServe(f flags, logger log.Logger) error {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/go-kit/log"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
+	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/config"
 )
 
@@ -30,6 +32,7 @@ type running struct {
 type Manager struct {
 	logger log.Logger
 	kafka  *kafka.Collector
+	redis  *redis.Collector
 
 	mu      sync.Mutex
 	running map[string]*running
@@ -40,6 +43,7 @@ func NewManager(logger log.Logger) *Manager {
 	return &Manager{
 		logger:  logger,
 		kafka:   kafka.NewCollector(),
+		redis:   redis.NewCollector(),
 		running: map[string]*running{},
 	}
 }
@@ -48,7 +52,7 @@ func NewManager(logger log.Logger) *Manager {
 // The Kafka collector is not among them: it is served as pre-rendered text
 // by TextWriters, because its series are too many for the registry path.
 func (m *Manager) Register(reg prometheus.Registerer) error {
-	return nil
+	return reg.Register(m.redis)
 }
 
 // TextWriters are the collectors served as text after the registry.
@@ -76,7 +80,7 @@ func (m *Manager) Apply(cfg *config.Config) error {
 		if err != nil {
 			return err
 		}
-		key := "kafka/" + kc.Name
+		key := kafkaPrefix + kc.Name
 		s := starter{key: key, fingerprint: fp}
 		if r, ok := m.current(key); !ok || r.fingerprint != fp {
 			w, err := kafka.NewWatcher(kc, m.logger)
@@ -85,6 +89,28 @@ func (m *Manager) Apply(cfg *config.Config) error {
 			}
 			s.start = func(ctx context.Context) (<-chan struct{}, chan struct{}) {
 				m.kafka.Set(kc.Name, w, kc.PartitionMetricsEnabled())
+				done := make(chan struct{})
+				go func() { defer close(done); w.Run(ctx) }()
+				return w.Ready(), done
+			}
+		}
+		starters[key] = s
+	}
+	for _, rc := range cfg.Redis {
+		rc := rc
+		fp, err := fingerprint(rc)
+		if err != nil {
+			return err
+		}
+		key := redisPrefix + rc.Name
+		s := starter{key: key, fingerprint: fp}
+		if r, ok := m.current(key); !ok || r.fingerprint != fp {
+			w, err := redis.NewWatcher(rc, m.logger)
+			if err != nil {
+				return fmt.Errorf("redis cluster %q: %w", rc.Name, err)
+			}
+			s.start = func(ctx context.Context) (<-chan struct{}, chan struct{}) {
+				m.redis.Set(rc.Name, w)
 				done := make(chan struct{})
 				go func() { defer close(done); w.Run(ctx) }()
 				return w.Ready(), done
@@ -126,10 +152,18 @@ func (m *Manager) Apply(cfg *config.Config) error {
 	return nil
 }
 
+// Watchers are keyed by system and cluster name; names are unique per system.
+const (
+	kafkaPrefix = "kafka/"
+	redisPrefix = "redis/"
+)
+
 func removeCluster(m *Manager, key string) {
-	const kafkaPrefix = "kafka/"
-	if len(key) > len(kafkaPrefix) && key[:len(kafkaPrefix)] == kafkaPrefix {
-		m.kafka.Remove(key[len(kafkaPrefix):])
+	if name, ok := strings.CutPrefix(key, kafkaPrefix); ok {
+		m.kafka.Remove(name)
+	}
+	if name, ok := strings.CutPrefix(key, redisPrefix); ok {
+		m.redis.Remove(name)
 	}
 }
 

@@ -25,6 +25,8 @@
 #   logs ID          path of node ID's log file
 #   topics ARGS...   Kafka's TopicCommand with --bootstrap-server filled in,
 #                    e.g. `cluster.sh topics --describe --topic demo`
+#   quorum [ARGS]    Kafka's MetadataQuorumCommand against the controllers,
+#                    default `describe --status` (shows the active controller)
 #   clean            stop and delete $KAFKA_LAB_DIR
 #
 # Environment:
@@ -34,7 +36,7 @@
 #   KAFKA_LAB_HEAP       server heap flags (default "-Xms256m -Xmx512m")
 #   KAFKA_LAB_ELR        eligible.leader.replicas.version at format time,
 #                        1 (Kafka 4.1 default) or 0; see the ELR note below
-#   KAFKA_LAB_START_TIMEOUT / KAFKA_LAB_STOP_TIMEOUT  seconds (90 / 20)
+#   KAFKA_LAB_START_TIMEOUT / KAFKA_LAB_STOP_TIMEOUT  seconds (90 / 15)
 #   FAILOVER_LAB_CACHE   jar cache root (default ~/.cache/failover_exporter)
 #
 # Port/node settings are recorded in $KAFKA_LAB_DIR/lab.env when the storage is
@@ -76,12 +78,14 @@ KAFKA_HOME=$CACHE_ROOT/kafka-$KAFKA_VERSION
 KAFKA_LIBS=$KAFKA_HOME/libs
 
 LAB_DIR=${KAFKA_LAB_DIR:-$REPO_ROOT/.lab/kafka}
+# Absolute, because processes are found by the config path on their command line.
+LAB_DIR=$(realpath -m -- "$LAB_DIR")
 BASE_PORT=${KAFKA_LAB_BASE_PORT:-19092}
 NODES=${KAFKA_LAB_NODES:-3}
 ELR=${KAFKA_LAB_ELR:-1}
 HEAP=${KAFKA_LAB_HEAP:--Xms256m -Xmx512m}
 START_TIMEOUT=${KAFKA_LAB_START_TIMEOUT:-90}
-STOP_TIMEOUT=${KAFKA_LAB_STOP_TIMEOUT:-20}
+STOP_TIMEOUT=${KAFKA_LAB_STOP_TIMEOUT:-15}
 
 LOG4J_CONF=$SCRIPT_DIR/log4j2.properties
 
@@ -200,7 +204,7 @@ node_pid() {
   [[ $pid =~ ^[0-9]+$ ]] || return 1
   state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
   [[ -n $state && $state != Z ]] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$(node_conf "$1")" || return 1
+  tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "$(node_conf "$1")" || return 1
   echo "$pid"
 }
 
@@ -228,7 +232,7 @@ lab_pids() {
   for f in /proc/[0-9]*/cmdline; do
     pid=${f#/proc/}
     pid=${pid%/cmdline}
-    tr '\0' ' ' <"$f" 2>/dev/null | grep -qF -- "kafka.Kafka $LAB_DIR/node-" || continue
+    tr '\0' ' ' 2>/dev/null <"$f" | grep -qF -- "kafka.Kafka $LAB_DIR/node-" || continue
     pid_alive "$pid" && echo "$pid"
   done
   return 0
@@ -424,6 +428,30 @@ wait_metadata() {
   done
 }
 
+# With KAFKA_LAB_OWNER_PID set (the Go test helper sets it to the test
+# binary's PID), a watchdog runs `cluster.sh stop` once that process is gone.
+# t.Cleanup does not run when `go test -timeout` panics or the test binary is
+# killed; without this, three JVMs would keep running after a failed CI run.
+start_watchdog() {
+  [[ ${KAFKA_LAB_OWNER_PID:-} =~ ^[0-9]+$ ]] || return 0
+  KAFKA_LAB_DIR=$LAB_DIR nohup setsid bash -c \
+    'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec "$2" stop' \
+    kafka-lab-watchdog "$KAFKA_LAB_OWNER_PID" "$SCRIPT_DIR/cluster.sh" \
+    >>"$LAB_DIR/watchdog.log" 2>&1 </dev/null &
+  echo $! >"$LAB_DIR/watchdog.pid"
+}
+
+stop_watchdog() {
+  local pid
+  [[ -f $LAB_DIR/watchdog.pid ]] || return 0
+  pid=$(<"$LAB_DIR/watchdog.pid")
+  rm -f "$LAB_DIR/watchdog.pid"
+  # Not when we are the watchdog (it execs `stop` in place).
+  [[ $pid =~ ^[0-9]+$ && $pid != "$$" ]] || return 0
+  tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q kafka-lab-watchdog || return 0
+  kill "$pid" 2>/dev/null || true
+}
+
 ports_free() {
   local i p busy=()
   for ((i = 1; i <= NODES; i++)); do
@@ -455,6 +483,7 @@ cmd_start() {
   for ((i = 1; i <= NODES; i++)); do
     waits+=("$i:$(spawn_node "$i")")
   done
+  start_watchdog
   log "started $NODES nodes, waiting until they serve"
   if ! wait_nodes "${waits[@]}" || ! wait_metadata; then
     cmd_stop
@@ -464,16 +493,25 @@ cmd_start() {
   bootstrap
 }
 
-# SIGTERM (controlled shutdown), wait, then SIGKILL whatever is left.
+# SIGTERM (controlled shutdown) all PIDs at once, give them STOP_TIMEOUT
+# seconds together, then SIGKILL whatever is left. A combined node that has
+# lost the controller quorum (e.g. the last one left) can wait minutes for a
+# controlled shutdown nobody can approve; the lab does not need that.
 terminate() {
-  local pid
+  local pid deadline=$((SECONDS + STOP_TIMEOUT)) left=("$@") next
   for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "$@"; do
-    if ! wait_exit "$pid" "$STOP_TIMEOUT"; then
-      log "pid $pid ignored SIGTERM for ${STOP_TIMEOUT}s; sending SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || true
-      wait_exit "$pid" 10 || die "pid $pid survived SIGKILL"
-    fi
+  while ((${#left[@]} > 0 && SECONDS < deadline)); do
+    next=()
+    for pid in "${left[@]}"; do pid_alive "$pid" && next+=("$pid"); done
+    left=("${next[@]+"${next[@]}"}")
+    ((${#left[@]} > 0)) && sleep 0.2
+  done
+  for pid in "${left[@]+"${left[@]}"}"; do
+    log "pid $pid ignored SIGTERM for ${STOP_TIMEOUT}s; sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  for pid in "${left[@]+"${left[@]}"}"; do
+    wait_exit "$pid" 10 || die "pid $pid survived SIGKILL"
   done
 }
 
@@ -486,6 +524,7 @@ cmd_stop() {
     log "stopped ${#pids[@]} node(s)"
   fi
   rm -f "$LAB_DIR"/node-*/pid
+  stop_watchdog
 }
 
 cmd_kill() {
@@ -561,6 +600,13 @@ main() {
     need_java
     cmd_install
     java_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$(bootstrap)" "$@"
+    ;;
+  quorum)
+    load_lab_env
+    need_java
+    cmd_install
+    (($# > 0)) || set -- describe --status
+    java_tool org.apache.kafka.tools.MetadataQuorumCommand --bootstrap-controller "$(controller_bootstrap)" "$@"
     ;;
   clean) cmd_clean ;;
   -h | --help | help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' ;;

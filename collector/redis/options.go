@@ -1,0 +1,91 @@
+package redis
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/redis/rueidis"
+
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+// clientName is how the exporter's connections show up in CLIENT LIST.
+const clientName = "failover_exporter"
+
+// baseClientOption builds the rueidis options shared by every node's client;
+// InitAddress is filled in per node. It reads the password once, so that a
+// missing secret is reported at (re)load time rather than on every refresh.
+func baseClientOption(cfg config.RedisCluster) (rueidis.ClientOption, error) {
+	opt := rueidis.ClientOption{
+		// One connection to exactly the node we name: the cluster client
+		// would follow MOVED redirects and leave failed nodes out.
+		ForceSingleClient: true,
+		// Client-side caching would send CLIENT TRACKING and needs no ACL
+		// permission we want to ask for.
+		DisableCache: true,
+		// The watcher refreshes on its own schedule; a retry would only
+		// stretch a refresh past its deadline.
+		DisableRetry: true,
+		// CLIENT SETINFO is not needed and would be one more command to allow.
+		ClientSetInfo: rueidis.DisableClientSetInfo,
+		ClientName:    clientName,
+		Username:      cfg.Username,
+		// Bounds both the TCP connect and the HELLO handshake.
+		Dialer: net.Dialer{Timeout: cfg.DialTimeout},
+		// Closes a connection whose reads or writes stall (a hung node), so a
+		// stuck connection is replaced rather than reused.
+		ConnWriteTimeout: cfg.CommandTimeout,
+		// The exporter sends a handful of commands per refresh; small
+		// buffers keep 100-node clusters cheap.
+		ReadBufferEachConn:  64 << 10,
+		WriteBufferEachConn: 4 << 10,
+	}
+	if cfg.Password.IsSet() {
+		password, err := cfg.Password.Value()
+		if err != nil {
+			return opt, fmt.Errorf("redis password: %w", err)
+		}
+		opt.Password = password
+	}
+	if cfg.TLS.Enabled {
+		tlsConfig, err := newTLSConfig(cfg.TLS)
+		if err != nil {
+			return opt, err
+		}
+		opt.TLSConfig = tlsConfig
+	}
+	return opt, nil
+}
+
+// newTLSConfig builds a client TLS configuration from the config file's
+// settings.
+func newTLSConfig(t config.TLS) (*tls.Config, error) {
+	tc := &tls.Config{
+		ServerName:         t.ServerName,
+		InsecureSkipVerify: t.InsecureSkipVerify, //nolint:gosec // explicit opt-in in the config file
+		MinVersion:         tls.VersionTLS12,
+	}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, errors.New("tls ca_file: no PEM certificate found")
+		}
+		tc.RootCAs = pool
+	}
+	if t.CertFile != "" || t.KeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls cert_file/key_file: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}

@@ -1,0 +1,329 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/redis/rueidis"
+
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+// errNodeBusy is returned for a node whose previous query has not finished.
+// Skipping it, rather than starting another query, keeps a hung node from
+// accumulating goroutines and connections across refreshes.
+var errNodeBusy = errors.New("previous query to this node is still in flight")
+
+// NewWatcher returns a watcher that reads the cluster described by cfg. It
+// does no network I/O; connections are made by the first refresh and closed
+// when the watcher's Run returns. cfg must have its defaults applied
+// (config.Config.Complete).
+func NewWatcher(cfg config.RedisCluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
+	src, err := newSource(cfg, logger)
+	if err != nil {
+		return nil, fmt.Errorf("redis cluster %q: %w", cfg.Name, err)
+	}
+	w := watch.New(cfg.Name, cfg.RefreshInterval, cfg.RefreshTimeout, src.refresh, logger)
+	w.OnStop(src.close)
+	return w, nil
+}
+
+// source reads a Redis Cluster by querying every node it lists directly.
+type source struct {
+	cfg    config.RedisCluster
+	option rueidis.ClientOption
+	logger log.Logger
+
+	mu      sync.Mutex
+	clients map[string]*nodeClient // by address; kept across refreshes
+	closed  bool
+}
+
+// nodeClient is the connection to one node.
+type nodeClient struct {
+	addr string
+	// busy is set while a query runs; see errNodeBusy.
+	busy atomic.Bool
+
+	mu     sync.Mutex
+	client rueidis.Client
+	closed bool
+}
+
+func newSource(cfg config.RedisCluster, logger log.Logger) (*source, error) {
+	if len(cfg.Addrs) == 0 {
+		return nil, errors.New("no seed addresses")
+	}
+	if cfg.CommandTimeout <= 0 || cfg.DialTimeout <= 0 {
+		return nil, errors.New("command and dial timeouts must be positive; was config.Complete called?")
+	}
+	option, err := baseClientOption(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &source{
+		cfg:     cfg,
+		option:  option,
+		logger:  log.With(logger, "redis_cluster", cfg.Name),
+		clients: map[string]*nodeClient{},
+	}, nil
+}
+
+// refresh reads the topology and every node in it. Later refreshes start
+// from the last known topology, so the cluster is still found when the seeds
+// are gone; the seeds are tried only when none of those nodes answers.
+func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
+	queried := map[string]bool{}
+	var views []nodeView
+	var errs []error
+	query := func(addrs []string) {
+		var todo []string
+		for _, a := range addrs {
+			if a != "" && !queried[a] {
+				queried[a] = true
+				todo = append(todo, a)
+			}
+		}
+		v, e := s.queryNodes(ctx, todo)
+		views, errs = append(views, v...), append(errs, e...)
+	}
+
+	if prev != nil {
+		known := make([]string, 0, len(prev.Nodes))
+		for _, n := range prev.Nodes {
+			known = append(known, n.Addr)
+		}
+		query(known)
+	}
+	if len(views) == 0 {
+		query(s.cfg.Addrs)
+	}
+	if len(views) == 0 {
+		return nil, fmt.Errorf("no node answered: %w", errors.Join(errs...))
+	}
+	// Nodes that joined since the last refresh, or all of them on the first.
+	query(topologyAddrs(views))
+
+	snap, err := buildSnapshot(views)
+	if err != nil {
+		return nil, err
+	}
+	applyTransitions(prev, snap)
+	s.dropClientsExcept(append(topologyAddrs(views), s.cfg.Addrs...))
+	return snap, nil
+}
+
+// topologyAddrs lists every address the views mention.
+func topologyAddrs(views []nodeView) []string {
+	seen := map[string]bool{}
+	var addrs []string
+	for _, v := range views {
+		for _, line := range v.Nodes {
+			if line.Addr != "" && !seen[line.Addr] {
+				seen[line.Addr] = true
+				addrs = append(addrs, line.Addr)
+			}
+		}
+	}
+	sort.Strings(addrs)
+	return addrs
+}
+
+// queryNodes queries the nodes concurrently and returns the views of those
+// that answered before ctx ended. A node that has not answered by then is
+// left to finish (or time out) on its own; refresh does not wait for it.
+func (s *source) queryNodes(ctx context.Context, addrs []string) ([]nodeView, []error) {
+	type result struct {
+		view nodeView
+		err  error
+	}
+	results := make(chan result, len(addrs)) // buffered: late senders never block
+	for _, addr := range addrs {
+		nc := s.nodeClient(addr)
+		if nc == nil {
+			continue // source closed
+		}
+		go func() {
+			view, err := s.queryNode(ctx, nc)
+			if err != nil {
+				err = fmt.Errorf("%s: %w", nc.addr, err)
+			}
+			results <- result{view, err}
+		}()
+	}
+	var views []nodeView
+	var errs []error
+	for range addrs {
+		select {
+		case r := <-results:
+			if r.err != nil {
+				level.Debug(s.logger).Log("msg", "node query failed", "err", r.err)
+				errs = append(errs, r.err)
+				continue
+			}
+			views = append(views, r.view)
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("refresh deadline: %w", ctx.Err()))
+			return views, errs
+		}
+	}
+	return views, errs
+}
+
+// nodeClient returns the client for addr, creating the entry (not the
+// connection) if needed. It returns nil once the source is closed.
+func (s *source) nodeClient(addr string) *nodeClient {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	nc, ok := s.clients[addr]
+	if !ok {
+		nc = &nodeClient{addr: addr}
+		s.clients[addr] = nc
+	}
+	return nc
+}
+
+// dropClientsExcept closes the clients of nodes that left the topology.
+func (s *source) dropClientsExcept(keep []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for addr, nc := range s.clients {
+		if !slices.Contains(keep, addr) {
+			delete(s.clients, addr)
+			nc.close()
+		}
+	}
+}
+
+// close closes every client; the source cannot be used afterwards.
+func (s *source) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for addr, nc := range s.clients {
+		delete(s.clients, addr)
+		nc.close()
+	}
+}
+
+func (nc *nodeClient) close() {
+	nc.mu.Lock()
+	defer nc.mu.Unlock()
+	nc.closed = true
+	if nc.client != nil {
+		nc.client.Close()
+		nc.client = nil
+	}
+}
+
+// get returns the node's rueidis client, dialling it the first time. The
+// dial is bounded by the dialer timeout (rueidis.NewClient takes no context).
+func (nc *nodeClient) get(option rueidis.ClientOption) (rueidis.Client, error) {
+	nc.mu.Lock()
+	if nc.client != nil {
+		defer nc.mu.Unlock()
+		return nc.client, nil
+	}
+	nc.mu.Unlock()
+	option.InitAddress = []string{nc.addr}
+	// With ForceSingleClient rueidis returns a usable client even when the
+	// first dial fails; it dials again on the next command.
+	client, err := rueidis.NewClient(option)
+	if client == nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	nc.mu.Lock()
+	defer nc.mu.Unlock()
+	if nc.closed {
+		// Dropped from the topology while dialling: do not leak it.
+		client.Close()
+		return nil, errors.New("client closed")
+	}
+	if nc.client != nil {
+		// Another caller won the race; keep one connection per node.
+		client.Close()
+		return nc.client, nil
+	}
+	nc.client = client
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	return client, nil
+}
+
+// queryNode reads one node's view with one pipelined round trip.
+func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error) {
+	if !nc.busy.CompareAndSwap(false, true) {
+		return nodeView{}, errNodeBusy
+	}
+	defer nc.busy.Store(false)
+
+	client, err := nc.get(s.option)
+	if err != nil {
+		return nodeView{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommandTimeout)
+	defer cancel()
+	replies := client.DoMulti(ctx,
+		client.B().ClusterNodes().Build(),
+		client.B().ClusterInfo().Build(),
+		// Two sections in two commands: INFO with several sections needs Redis 7.
+		client.B().Info().Section("replication").Build(),
+		client.B().Info().Section("memory").Build(),
+		client.B().Dbsize().Build(),
+	)
+	texts := make([]string, 4)
+	for i := range texts {
+		if texts[i], err = replies[i].ToString(); err != nil {
+			return nodeView{}, fmt.Errorf("%s: %w", commandNames[i], err)
+		}
+	}
+	keys, err := replies[4].AsInt64()
+	if err != nil {
+		return nodeView{}, fmt.Errorf("%s: %w", commandNames[4], err)
+	}
+	return parseNodeView(nc.addr, texts[0], texts[1], texts[2], texts[3], keys)
+}
+
+// commandNames names the commands queryNode sends, in order, for errors.
+var commandNames = []string{"CLUSTER NODES", "CLUSTER INFO", "INFO replication", "INFO memory", "DBSIZE"}
+
+// parseNodeView decodes one node's replies.
+func parseNodeView(addr, nodes, info, replication, memory string, keys int64) (nodeView, error) {
+	v := nodeView{Addr: addr, Keys: keys}
+	var err error
+	if v.Nodes, err = parseClusterNodes(nodes); err != nil {
+		return v, err
+	}
+	if v.self() == nil {
+		return v, errors.New("CLUSTER NODES has no myself line")
+	}
+	if v.Info, err = parseClusterInfo(info); err != nil {
+		return v, err
+	}
+	fields, err := parseInfoFields(replication)
+	if err != nil {
+		return v, fmt.Errorf("INFO replication: %w", err)
+	}
+	if v.Replication, err = parseReplicationInfo(fields); err != nil {
+		return v, err
+	}
+	if fields, err = parseInfoFields(memory); err != nil {
+		return v, fmt.Errorf("INFO memory: %w", err)
+	}
+	if v.UsedMemory, err = parseUsedMemory(fields); err != nil {
+		return v, err
+	}
+	return v, nil
+}

@@ -1,0 +1,187 @@
+package lab
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// KafkaOptions configures StartKafka. The zero value is a 3-node cluster on
+// a free block of ports.
+type KafkaOptions struct {
+	// Nodes is the number of broker+controller nodes (default 3).
+	Nodes int
+	// BasePort is node 1's broker port; node i uses BasePort+i-1 for its
+	// broker and BasePort+100+i-1 for its controller. 0 picks a free block.
+	BasePort int
+	// Env adds environment variables for scripts/kafka/cluster.sh, e.g.
+	// "KAFKA_LAB_ELR=0".
+	Env []string
+}
+
+// KafkaCluster is a running cluster started by scripts/kafka/cluster.sh in a
+// private state directory. It is stopped when the test ends.
+type KafkaCluster struct {
+	script   string
+	dir      string
+	basePort int
+	nodes    int
+	env      []string
+}
+
+// Time limits for the script. Starting includes fetching the jars on a
+// fresh machine (first run only).
+const (
+	kafkaStartTimeout = 5 * time.Minute
+	kafkaNodeTimeout  = 2 * time.Minute
+)
+
+// StartKafka starts a Kafka cluster for the test and registers its stop with
+// t.Cleanup. It fails the test, never skips it, when the cluster cannot be
+// started.
+func StartKafka(t testing.TB, opts KafkaOptions) *KafkaCluster {
+	t.Helper()
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Fatalf("lab: java not found: run scripts/install-deps.sh kafka")
+	}
+	nodes := opts.Nodes
+	if nodes <= 0 {
+		nodes = 3
+	}
+	base := opts.BasePort
+	if base == 0 {
+		var offsets []int
+		for i := range nodes {
+			offsets = append(offsets, i, 100+i)
+		}
+		base = PickBasePort(t, offsets...)
+	}
+	c := &KafkaCluster{
+		script:   filepath.Join(RepoRoot(t), "scripts", "kafka", "cluster.sh"),
+		dir:      filepath.Join(t.TempDir(), "kafka"),
+		basePort: base,
+		nodes:    nodes,
+	}
+	c.env = append([]string{
+		"KAFKA_LAB_DIR=" + c.dir,
+		"KAFKA_LAB_BASE_PORT=" + strconv.Itoa(base),
+		"KAFKA_LAB_NODES=" + strconv.Itoa(nodes),
+		// The script's watchdog stops the cluster if this test binary dies
+		// without running its cleanups (go test -timeout, SIGKILL).
+		"KAFKA_LAB_OWNER_PID=" + strconv.Itoa(os.Getpid()),
+	}, opts.Env...)
+
+	// Registered after t.TempDir, so it runs before the directory is removed.
+	t.Cleanup(func() {
+		if t.Failed() {
+			for id := int32(1); id <= int32(c.nodes); id++ {
+				t.Logf("lab: last lines of kafka node %d log (%s):\n%s", id, c.logPath(id), c.LogTail(id, 40))
+			}
+		}
+		if r := c.run(kafkaNodeTimeout, "stop"); r.Err != nil {
+			t.Errorf("lab: stopping kafka: %v\n%s", r.Err, r.Output())
+		}
+	})
+
+	start := time.Now()
+	r := c.run(kafkaStartTimeout, "start")
+	if r.Err != nil {
+		t.Fatalf("lab: kafka cluster did not start (%v); scripts/install-deps.sh kafka installs what it needs.\n%s",
+			r.Err, r.Output())
+	}
+	if got, want := strings.TrimSpace(r.Stdout), strings.Join(c.Bootstrap(), ","); got != want {
+		t.Fatalf("lab: cluster.sh start printed bootstrap %q, want %q", got, want)
+	}
+	t.Logf("lab: kafka %d nodes up in %s at %s (state in %s)",
+		nodes, time.Since(start).Round(time.Millisecond), strings.Join(c.Bootstrap(), ","), c.dir)
+	return c
+}
+
+func (c *KafkaCluster) run(timeout time.Duration, args ...string) RunResult {
+	return Run(timeout, c.env, "bash", append([]string{c.script}, args...)...)
+}
+
+func (c *KafkaCluster) checkID(t testing.TB, id int32) {
+	t.Helper()
+	if id < 1 || int(id) > c.nodes {
+		t.Fatalf("lab: kafka node id %d out of range 1..%d", id, c.nodes)
+	}
+}
+
+// Bootstrap returns every broker's address.
+func (c *KafkaCluster) Bootstrap() []string {
+	addrs := make([]string, c.nodes)
+	for i := range addrs {
+		addrs[i] = c.BrokerAddr(int32(i + 1))
+	}
+	return addrs
+}
+
+// BrokerAddr returns the broker listener of node id (node ids are 1..N and
+// equal the Kafka broker ids).
+func (c *KafkaCluster) BrokerAddr(id int32) string {
+	return fmt.Sprintf("127.0.0.1:%d", c.basePort+int(id)-1)
+}
+
+// Nodes returns the number of nodes.
+func (c *KafkaCluster) Nodes() int { return c.nodes }
+
+// Dir returns the cluster's state directory (configs, data, logs).
+func (c *KafkaCluster) Dir() string { return c.dir }
+
+// Kill kills node id with SIGKILL, like a crash, and waits until it is gone.
+func (c *KafkaCluster) Kill(t testing.TB, id int32) {
+	t.Helper()
+	c.checkID(t, id)
+	if r := c.run(kafkaNodeTimeout, "kill", strconv.Itoa(int(id))); r.Err != nil {
+		t.Fatalf("lab: kill kafka node %d: %v\n%s", id, r.Err, r.Output())
+	}
+}
+
+// Stop stops node id with SIGTERM (controlled shutdown) and waits until it
+// is gone.
+func (c *KafkaCluster) Stop(t testing.TB, id int32) {
+	t.Helper()
+	c.checkID(t, id)
+	if r := c.run(kafkaNodeTimeout, "stop-node", strconv.Itoa(int(id))); r.Err != nil {
+		t.Fatalf("lab: stop kafka node %d: %v\n%s", id, r.Err, r.Output())
+	}
+}
+
+// Restart starts node id again on its existing storage and waits until it
+// is registered with the controllers and unfenced. It does not wait for its
+// replicas to rejoin the ISRs.
+func (c *KafkaCluster) Restart(t testing.TB, id int32) {
+	t.Helper()
+	c.checkID(t, id)
+	if r := c.run(kafkaNodeTimeout, "start-node", strconv.Itoa(int(id))); r.Err != nil {
+		t.Fatalf("lab: restart kafka node %d: %v\n%s", id, r.Err, r.Output())
+	}
+}
+
+// PID returns node id's process id, or 0 if it is not running.
+func (c *KafkaCluster) PID(id int32) int {
+	r := c.run(30*time.Second, "pid", strconv.Itoa(int(id)))
+	if r.Err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(r.Stdout))
+	if err != nil {
+		return 0
+	}
+	return pid
+}
+
+func (c *KafkaCluster) logPath(id int32) string {
+	return filepath.Join(c.dir, fmt.Sprintf("node-%d", id), "server.log")
+}
+
+// LogTail returns the last n lines of node id's log.
+func (c *KafkaCluster) LogTail(id int32, n int) string {
+	return tailLines(c.logPath(id), n)
+}

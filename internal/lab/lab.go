@@ -1,0 +1,141 @@
+// Package lab starts real clusters (Kafka, later Redis) on 127.0.0.1 for
+// integration tests, using the project's own scripts under scripts/.
+//
+// Helpers fail the test with t.Fatalf when a cluster cannot be provided; they
+// never skip, so a missing dependency shows up as a red test that says how to
+// fix it (usually: run scripts/install-deps.sh).
+package lab
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// RepoRoot returns the repository root: the nearest directory at or above
+// the working directory (a test runs in its package directory) that holds
+// go.mod.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatalf("lab: working directory: %v", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("lab: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// WaitFor calls cond every interval until it reports true and returns how
+// long that took. cond's message says what it saw; on timeout the test fails
+// with the last message.
+func WaitFor(t testing.TB, timeout, interval time.Duration, cond func() (bool, string)) time.Duration {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(timeout)
+	for {
+		ok, msg := cond()
+		if ok {
+			return time.Since(start)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lab: condition not met after %s: %s", timeout, msg)
+		}
+		time.Sleep(interval)
+	}
+}
+
+// PortFree reports whether nothing listens on 127.0.0.1:port and it can be
+// bound.
+func PortFree(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// PickBasePort returns a random base port in [15000, 28000) such that
+// base+off is free on 127.0.0.1 for every offset. Random, so that test
+// packages running in parallel rarely race for the same block.
+func PickBasePort(t testing.TB, offsets ...int) int {
+	t.Helper()
+	if len(offsets) == 0 {
+		offsets = []int{0}
+	}
+	for range 200 {
+		base := 15000 + rand.IntN(13000)
+		free := true
+		for _, off := range offsets {
+			if !PortFree(base + off) {
+				free = false
+				break
+			}
+		}
+		if free {
+			return base
+		}
+	}
+	t.Fatalf("lab: no free port block for offsets %v on 127.0.0.1", offsets)
+	return 0
+}
+
+// RunResult is the outcome of Run.
+type RunResult struct {
+	Stdout, Stderr string
+	Err            error
+}
+
+// Output is stdout and stderr together, for error messages.
+func (r RunResult) Output() string {
+	return strings.TrimSpace(r.Stdout + "\n" + r.Stderr)
+}
+
+// Run runs a command with extra environment variables (on top of the
+// process environment) and a timeout, and captures its output.
+func Run(timeout time.Duration, env []string, name string, args ...string) RunResult {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Processes started detached by a script keep no copy of our pipes, but
+	// do not let a stray child holding them block us past the timeout.
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%s %s: timed out after %s", name, strings.Join(args, " "), timeout)
+	}
+	return RunResult{Stdout: stdout.String(), Stderr: stderr.String(), Err: err}
+}
+
+// tailLines returns the last n lines of the file at path.
+func tailLines(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", path, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

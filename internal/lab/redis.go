@@ -1,0 +1,332 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// RedisOptions shapes a lab Redis Cluster.
+type RedisOptions struct {
+	// Masters is the number of masters (default 3, the minimum).
+	Masters int
+	// Replicas is the number of replicas per master (0 for none).
+	Replicas int
+	// NodeTimeout is cluster-node-timeout (default 1s).
+	NodeTimeout time.Duration
+}
+
+// RedisCluster is a Redis Cluster of local redis-server processes started by
+// scripts/redis/cluster.sh in a fresh temporary directory.
+type RedisCluster struct {
+	dir         string
+	script      string
+	basePort    int
+	ports       []int
+	nodeTimeout time.Duration
+}
+
+// RedisNode is one line of CLUSTER NODES, as the lab reads it.
+type RedisNode struct {
+	ID       string
+	Addr     string
+	Port     int
+	MasterID string
+	Master   bool
+	Failed   bool // fail or fail? in the reading node's view
+	Slots    int
+	// SlotRanges are the node's inclusive slot ranges.
+	SlotRanges [][2]int
+}
+
+// OwnsSlot reports whether slot is in one of the node's ranges.
+func (n RedisNode) OwnsSlot(slot int) bool {
+	for _, r := range n.SlotRanges {
+		if slot >= r[0] && slot <= r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// StartRedisCluster starts a cluster and stops it when the test ends. The
+// ports are chosen free (client ports and their cluster bus ports, +10000).
+func StartRedisCluster(t testing.TB, opts RedisOptions) *RedisCluster {
+	t.Helper()
+	for _, bin := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Fatalf("%s not found: run scripts/install-deps.sh (or: apt-get install -y redis-server redis-tools)", bin)
+		}
+	}
+	if opts.Masters == 0 {
+		opts.Masters = 3
+	}
+	if opts.NodeTimeout == 0 {
+		opts.NodeTimeout = time.Second
+	}
+	total := opts.Masters * (opts.Replicas + 1)
+	c := &RedisCluster{
+		dir:         t.TempDir(),
+		script:      filepath.Join(RepoRoot(t), "scripts", "redis", "cluster.sh"),
+		basePort:    redisBasePort(t, total),
+		nodeTimeout: opts.NodeTimeout,
+	}
+	for i := range total {
+		c.ports = append(c.ports, c.basePort+i)
+	}
+	t.Cleanup(func() {
+		if out, err := c.run("stop"); err != nil {
+			t.Errorf("stop redis lab: %v\n%s", err, out)
+		}
+	})
+	start := time.Now()
+	if out, err := c.run("start", "--masters", strconv.Itoa(opts.Masters), "--replicas", strconv.Itoa(opts.Replicas)); err != nil {
+		t.Fatalf("start redis lab: %v\n%s%s", err, out, c.logs())
+	}
+	t.Logf("redis lab: %d masters x %d replicas on ports %d-%d, started in %s",
+		opts.Masters, opts.Replicas, c.ports[0], c.ports[len(c.ports)-1], time.Since(start).Round(time.Millisecond))
+	return c
+}
+
+func (c *RedisCluster) run(args ...string) (string, error) {
+	cmd := exec.Command("bash", append([]string{c.script}, args...)...)
+	cmd.Env = append(os.Environ(),
+		"REDIS_LAB_DIR="+c.dir,
+		"REDIS_LAB_BASE_PORT="+strconv.Itoa(c.basePort),
+		"REDIS_LAB_NODE_TIMEOUT="+strconv.Itoa(int(c.nodeTimeout/time.Millisecond)),
+	)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (c *RedisCluster) mustRun(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := c.run(args...)
+	if err != nil {
+		t.Fatalf("cluster.sh %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// logs returns the tail of every node's log, for failure messages.
+func (c *RedisCluster) logs() string {
+	var b strings.Builder
+	for _, p := range c.ports {
+		data, err := os.ReadFile(filepath.Join(c.dir, strconv.Itoa(p), "redis.log"))
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		fmt.Fprintf(&b, "--- node %d log (tail) ---\n%s\n", p, strings.Join(lines[max(0, len(lines)-10):], "\n"))
+	}
+	return b.String()
+}
+
+// Addrs returns every node's address, "127.0.0.1:port".
+func (c *RedisCluster) Addrs() []string {
+	addrs := make([]string, len(c.ports))
+	for i, p := range c.ports {
+		addrs[i] = "127.0.0.1:" + strconv.Itoa(p)
+	}
+	return addrs
+}
+
+// Ports returns every node's client port.
+func (c *RedisCluster) Ports() []int { return append([]int(nil), c.ports...) }
+
+// NodeTimeout is the cluster-node-timeout the nodes run with.
+func (c *RedisCluster) NodeTimeout() time.Duration { return c.nodeTimeout }
+
+// Kill kills a node with SIGKILL, as a crash would.
+func (c *RedisCluster) Kill(t testing.TB, port int) {
+	t.Helper()
+	c.mustRun(t, "kill", strconv.Itoa(port))
+}
+
+// Stop stops a node cleanly.
+func (c *RedisCluster) Stop(t testing.TB, port int) {
+	t.Helper()
+	c.mustRun(t, "stop-node", strconv.Itoa(port))
+}
+
+// Restart starts a stopped or killed node again with its nodes.conf, so it
+// rejoins the cluster as the same node.
+func (c *RedisCluster) Restart(t testing.TB, port int) {
+	t.Helper()
+	c.mustRun(t, "start-node", strconv.Itoa(port))
+}
+
+// Pause stops a node with SIGSTOP: it keeps its sockets but answers nothing.
+func (c *RedisCluster) Pause(t testing.TB, port int) {
+	t.Helper()
+	c.mustRun(t, "pause", strconv.Itoa(port))
+}
+
+// Resume continues a paused node.
+func (c *RedisCluster) Resume(t testing.TB, port int) {
+	t.Helper()
+	c.mustRun(t, "resume", strconv.Itoa(port))
+}
+
+// PID returns the process id of a running node.
+func (c *RedisCluster) PID(t testing.TB, port int) int {
+	t.Helper()
+	out := strings.TrimSpace(c.mustRun(t, "pid", strconv.Itoa(port)))
+	pid, err := strconv.Atoi(out)
+	if err != nil {
+		t.Fatalf("cluster.sh pid %d: %q is not a pid", port, out)
+	}
+	return pid
+}
+
+// CLI runs redis-cli against one node and returns its output; it fails the
+// test if redis-cli fails or answers with an error.
+func (c *RedisCluster) CLI(t testing.TB, port int, args ...string) string {
+	t.Helper()
+	out, err := c.TryCLI(port, args...)
+	if err != nil {
+		t.Fatalf("redis-cli -p %d %s: %v", port, strings.Join(args, " "), err)
+	}
+	return out
+}
+
+// TryCLI is CLI returning the error instead of failing the test.
+func (c *RedisCluster) TryCLI(port int, args ...string) (string, error) {
+	full := append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(port)}, args...)
+	// redis-cli has no overall timeout; a paused node would hang it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "redis-cli", full...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	text := strings.TrimSpace(string(out))
+	if strings.HasPrefix(text, "ERR") || strings.HasPrefix(text, "(error)") {
+		return "", fmt.Errorf("redis error: %s", text)
+	}
+	return text, nil
+}
+
+// Nodes reads CLUSTER NODES from the first node (in port order) that answers.
+func (c *RedisCluster) Nodes(t testing.TB) []RedisNode {
+	t.Helper()
+	var errs []string
+	for _, p := range c.ports {
+		out, err := c.TryCLI(p, "cluster", "nodes")
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		nodes, err := parseRedisNodes(out)
+		if err != nil {
+			t.Fatalf("CLUSTER NODES from %d: %v", p, err)
+		}
+		return nodes
+	}
+	t.Fatalf("no lab node answers CLUSTER NODES: %s", strings.Join(errs, "; "))
+	return nil
+}
+
+// Masters returns the masters that own slots and are not failing, in one
+// reachable node's view.
+func (c *RedisCluster) Masters(t testing.TB) []RedisNode {
+	t.Helper()
+	var masters []RedisNode
+	for _, n := range c.Nodes(t) {
+		if n.Master && !n.Failed && n.Slots > 0 {
+			masters = append(masters, n)
+		}
+	}
+	return masters
+}
+
+// Node returns the node listening on port, in one reachable node's view.
+func (c *RedisCluster) Node(t testing.TB, port int) RedisNode {
+	t.Helper()
+	for _, n := range c.Nodes(t) {
+		if n.Port == port {
+			return n
+		}
+	}
+	t.Fatalf("no node on port %d in CLUSTER NODES", port)
+	return RedisNode{}
+}
+
+// parseRedisNodes reads just enough of CLUSTER NODES for the lab; the
+// exporter has its own, strict parser.
+func parseRedisNodes(text string) ([]RedisNode, error) {
+	var nodes []RedisNode
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			continue
+		}
+		n := RedisNode{ID: f[0], Addr: strings.SplitN(f[1], "@", 2)[0]}
+		if _, port, err := net.SplitHostPort(n.Addr); err == nil {
+			n.Port, _ = strconv.Atoi(port)
+		}
+		flags := "," + f[2] + ","
+		n.Master = strings.Contains(flags, ",master,")
+		n.Failed = strings.Contains(flags, ",fail,") || strings.Contains(flags, ",fail?,")
+		if f[3] != "-" {
+			n.MasterID = f[3]
+		}
+		for _, r := range f[8:] {
+			if strings.HasPrefix(r, "[") {
+				continue
+			}
+			first, last, isRange := strings.Cut(r, "-")
+			a, err := strconv.Atoi(first)
+			if err != nil {
+				return nil, fmt.Errorf("slot %q: %w", r, err)
+			}
+			b := a
+			if isRange {
+				if b, err = strconv.Atoi(last); err != nil {
+					return nil, fmt.Errorf("slot %q: %w", r, err)
+				}
+			}
+			n.Slots += b - a + 1
+			n.SlotRanges = append(n.SlotRanges, [2]int{a, b})
+		}
+		nodes = append(nodes, n)
+	}
+	if len(nodes) == 0 {
+		return nil, fmt.Errorf("no nodes in %q", text)
+	}
+	return nodes, nil
+}
+
+// RedisWaitFor is WaitFor (polling every 50ms) for conditions that explain
+// themselves with an error, which reads better in the Redis tests.
+func RedisWaitFor(t testing.TB, timeout time.Duration, what string, cond func() error) time.Duration {
+	t.Helper()
+	return WaitFor(t, timeout, 50*time.Millisecond, func() (bool, string) {
+		if err := cond(); err != nil {
+			return false, what + ": " + err.Error()
+		}
+		return true, ""
+	})
+}
+
+// redisBasePort picks a base port such that the n client ports and their
+// cluster bus ports (+10000) are all free.
+func redisBasePort(t testing.TB, n int) int {
+	t.Helper()
+	offsets := make([]int, 0, 2*n)
+	for i := range n {
+		offsets = append(offsets, i, 10000+i)
+	}
+	return PickBasePort(t, offsets...)
+}

@@ -1,0 +1,81 @@
+package lab
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseRedisNodes(t *testing.T) {
+	text := "c096849e540e19e62780faa5bf76a837fe1752f6 127.0.0.1:17103@27103 slave 099acb3ad33355bfc624e555c95f92f2c4c98dbe 0 1 1 connected\n" +
+		"099acb3ad33355bfc624e555c95f92f2c4c98dbe 127.0.0.1:17100@27100 myself,master - 0 1 1 connected 0-5460 7000 [100->-a5d1837466ddee36fb8f66a06a54c9d80ece254f]\n" +
+		"a5d1837466ddee36fb8f66a06a54c9d80ece254f 127.0.0.1:17101@27101 master,fail - 0 1 2 disconnected 5461-6999\n"
+	nodes, err := parseRedisNodes(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 3 {
+		t.Fatalf("got %d nodes", len(nodes))
+	}
+	replica, master, failed := nodes[0], nodes[1], nodes[2]
+	if replica.Master || replica.MasterID != master.ID || replica.Port != 17103 {
+		t.Errorf("replica: %+v", replica)
+	}
+	if !master.Master || master.Slots != 5462 || !master.OwnsSlot(7000) || master.OwnsSlot(6999) {
+		t.Errorf("master: %+v", master)
+	}
+	if !failed.Failed || failed.Slots != 1539 {
+		t.Errorf("failed master: %+v", failed)
+	}
+	if _, err := parseRedisNodes(""); err == nil {
+		t.Error("empty reply: want an error")
+	}
+}
+
+// TestRedisCluster exercises the lab itself: start, kill, restart, pause and
+// resume a node of a cluster without replicas.
+func TestRedisCluster(t *testing.T) {
+	c := StartRedisCluster(t, RedisOptions{Masters: 3})
+	if got := len(c.Addrs()); got != 3 {
+		t.Fatalf("%d addresses, want 3", got)
+	}
+	masters := c.Masters(t)
+	total := 0
+	for _, m := range masters {
+		total += m.Slots
+	}
+	if len(masters) != 3 || total != 16384 {
+		t.Fatalf("masters %+v own %d slots, want 3 owning 16384", masters, total)
+	}
+
+	port := c.Ports()[0]
+	pid := c.PID(t, port)
+	if pid <= 0 {
+		t.Fatalf("pid %d", pid)
+	}
+	c.Pause(t, port)
+	c.Resume(t, port)
+	if out := c.CLI(t, port, "PING"); out != "PONG" {
+		t.Errorf("PING after resume: %q", out)
+	}
+
+	c.Kill(t, port)
+	if _, err := c.TryCLI(port, "PING"); err == nil {
+		t.Error("PING answered after kill")
+	}
+	c.Restart(t, port)
+	if c.PID(t, port) == pid {
+		t.Error("restarted node has the old pid")
+	}
+	RedisWaitFor(t, 10*time.Second, "restarted node back in the cluster", func() error {
+		out, err := c.TryCLI(port, "CLUSTER", "INFO")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "cluster_state:ok") {
+			return fmt.Errorf("cluster not ok: %s", out)
+		}
+		return nil
+	})
+}

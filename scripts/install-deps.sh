@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Install what the integration tests, the demo and CI need on a fresh Debian
+# machine. Idempotent: a component that is already there is left alone, and
+# apt-get update runs at most once, and only if something must be installed.
+#
+# Usage: scripts/install-deps.sh [COMPONENT...]   (default: all)
+# Components: kafka redis prometheus
+#
+# One function per component, install_<name>; add a component by adding a
+# function and its name to ALL_COMPONENTS.
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ALL_COMPONENTS=(kafka redis prometheus)
+
+log() { printf 'install-deps: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# apt-get install the given Debian packages, running apt-get update first,
+# once per run of this script.
+APT_UPDATED=0
+apt_install() {
+  command -v apt-get >/dev/null 2>&1 || die "apt-get not found; install manually: $*"
+  local sudo=()
+  ((EUID == 0)) || sudo=(sudo)
+  if ((APT_UPDATED == 0)); then
+    log "apt-get update"
+    "${sudo[@]}" apt-get update -qq
+    APT_UPDATED=1
+  fi
+  # Debian starts a package's daemon on install (redis-server on :6379,
+  # prometheus on 0.0.0.0:9090). The tests start their own instances on
+  # 127.0.0.1 and private ports, so forbid service starts during the install
+  # with a policy-rc.d that denies everything (exit 101), unless one exists.
+  local policy=/usr/sbin/policy-rc.d own_policy=0
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+    "${sudo[@]}" chmod 755 "$policy"
+    own_policy=1
+  fi
+  log "apt-get install $*"
+  local rc=0
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "$@" >/dev/null || rc=$?
+  ((own_policy == 0)) || "${sudo[@]}" rm -f "$policy"
+  ((rc == 0)) || die "apt-get install $* failed"
+}
+
+# Kafka runs from jars fetched from Maven Central (scripts/kafka/pom.xml), so
+# it needs a Java runtime (17+; Kafka 4.x brokers need 17) and Maven.
+install_kafka() {
+  local pkgs=()
+  command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jre-headless)
+  command -v mvn >/dev/null 2>&1 || pkgs+=(maven)
+  ((${#pkgs[@]} == 0)) || apt_install "${pkgs[@]}"
+  local major
+  major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)
+  [[ -n $major ]] && ((major >= 17)) || die "Kafka 4.x needs Java 17 or newer, found: $(java -version 2>&1 | head -n1)"
+  bash "$REPO_ROOT/scripts/kafka/cluster.sh" install
+  log "kafka: ok (java $major, jars cached)"
+}
+
+# --- Redis: placeholder, owned by whoever builds the Redis lab. ------------
+install_redis() {
+  command -v redis-server >/dev/null 2>&1 || apt_install redis-server redis-tools
+  log "redis: ok"
+}
+
+# --- Prometheus: placeholder, for the promtool rule tests and the demo. ----
+install_prometheus() {
+  command -v promtool >/dev/null 2>&1 || apt_install prometheus prometheus-alertmanager
+  log "prometheus: ok"
+}
+
+main() {
+  local components=("$@") c
+  ((${#components[@]} > 0)) || components=("${ALL_COMPONENTS[@]}")
+  for c in "${components[@]}"; do
+    declare -F "install_$c" >/dev/null || die "unknown component '$c' (known: ${ALL_COMPONENTS[*]})"
+  done
+  for c in "${components[@]}"; do
+    "install_$c"
+  done
+}
+
+main "$@"
