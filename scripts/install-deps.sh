@@ -59,15 +59,22 @@ install_kafka() {
   log "kafka: ok (java $major, jars cached)"
 }
 
-# --- Redis: placeholder, owned by whoever builds the Redis lab. ------------
+# Redis Cluster nodes are Debian's redis-server; redis-cli creates clusters.
 install_redis() {
-  command -v redis-server >/dev/null 2>&1 || apt_install redis-server redis-tools
-  log "redis: ok"
+  local pkgs=()
+  command -v redis-server >/dev/null 2>&1 || pkgs+=(redis-server)
+  command -v redis-cli >/dev/null 2>&1 || pkgs+=(redis-tools)
+  ((${#pkgs[@]} == 0)) || apt_install "${pkgs[@]}"
+  log "redis: ok ($(redis-server --version | cut -d' ' -f3))"
 }
 
-# --- Prometheus: placeholder, for the promtool rule tests and the demo. ----
+# Prometheus (promtool for rule tests, the server for the live end-to-end
+# test and the demo) and Alertmanager, from Debian.
 install_prometheus() {
-  command -v promtool >/dev/null 2>&1 || apt_install prometheus prometheus-alertmanager
+  local pkgs=()
+  command -v promtool >/dev/null 2>&1 || pkgs+=(prometheus)
+  command -v prometheus-alertmanager >/dev/null 2>&1 || pkgs+=(prometheus-alertmanager)
+  ((${#pkgs[@]} == 0)) || apt_install "${pkgs[@]}"
   log "prometheus: ok"
 }
 
