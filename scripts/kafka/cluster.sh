@@ -43,29 +43,34 @@
 # formatted; later commands on the same dir use the recorded values, so
 # `KAFKA_LAB_DIR=x cluster.sh kill 2` works without repeating the ports.
 #
-# About Eligible Leader Replicas (ELR, KIP-966), on by default for clusters
-# formatted by Kafka 4.1 (feature eligible.leader.replicas.version=1):
-#   * "Strict min ISR": the high watermark only advances while the ISR has at
-#     least min.insync.replicas members, so acks=1/acks=0 records written while
-#     a partition is under min ISR are not visible to consumers until the ISR
-#     grows back (acks=all produce fails with NOT_ENOUGH_REPLICAS as before).
-#   * Replicas dropped from an ISR that is already below min ISR are moved to
-#     the ELR (they still hold everything up to the HWM, so they may be elected
-#     cleanly). The ISR can then shrink all the way to EMPTY: when the last ISR
-#     member dies, a client sees leader -1 and ISR [] (without ELR the dead
-#     last leader stayed in the ISR, e.g. leader -1 ISR [3]). When such a
-#     replica comes back the controller elects it from the ELR, not an unclean
-#     election.
-#   * The ELR itself is only in DescribeTopicPartitions (admin API); the
-#     Metadata response that sarama uses shows leader/replicas/ISR/offline only.
-#     A client therefore sees ISR sizes below min ISR, down to 0, and must not
-#     assume "ISR contains the leader" or "ISR is never empty".
-#   * With ELR on, min.insync.replicas must be set cluster-wide (here: in every
-#     node's server.properties, which the controllers read); per-broker dynamic
-#     overrides are rejected.
-#   A single failure (the tests' kill -9 of one node) leaves ISR size 2 =
-#   min ISR, where ELR changes nothing, so we keep Kafka's default (on).
-#   KAFKA_LAB_ELR=0 formats a cluster with ELR off for comparisons.
+# About Eligible Leader Replicas (ELR, KIP-966). Clusters formatted by Kafka
+# 4.1 get eligible.leader.replicas.version=1 (ELR on); we keep that default.
+# What it changes for a client, checked on this lab (5 nodes, RF 2 topic,
+# min.insync.replicas=2, nodes killed with kill -9):
+#   * A replica dropped from an ISR that is already below min ISR goes to the
+#     ELR instead of just vanishing: kill leader 4 -> leader 5, ISR [5], ELR [4].
+#   * The ISR can become EMPTY. Kill 5 too -> Metadata (what sarama sees):
+#     leader -1, ISR [], offline [4 5]; ELR [4 5]. With ELR off
+#     (KAFKA_LAB_ELR=0) the same step shows leader -1, ISR [5], the pre-4.1
+#     behaviour where the last leader stays in the ISR. So with ELR a client
+#     sees ISR sizes from min ISR-1 down to 0, and "leader in ISR" / "ISR
+#     never empty" no longer hold for offline partitions.
+#   * ELR/LastKnownElr are only in DescribeTopicPartitions (admin API,
+#     `cluster.sh topics --describe` prints them), not in the Metadata response.
+#   * A kill -9'd replica is dropped from the ELR when it comes back (unclean
+#     shutdown, it may have lost unflushed data): restarting 4 left the
+#     partition offline; it came back with 5, the last known leader.
+#   * The high watermark does not advance while ISR < min ISR ("strict min
+#     ISR", per the Kafka 4.x docs): acks=1 writes are accepted but not
+#     readable until the ISR grows back (here a latest-offset query answered
+#     OFFSET_NOT_AVAILABLE, with ELR on and off); acks=all fails as before.
+#   * min.insync.replicas must be set cluster-wide (server.properties here);
+#     per-broker dynamic overrides are rejected while ELR is on.
+# The tests kill one node of three: ISR 3 -> 2 = min ISR, which ELR does not
+# touch, so keeping the default costs nothing. Note that in this combined
+# 3-node layout two dead nodes also mean no controller quorum: metadata then
+# freezes at its last state (a dead leader stays leader, ISR unchanged), so
+# "below min ISR" needs a topic with min.insync.replicas=3 or KAFKA_LAB_NODES=5.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -92,8 +97,9 @@ LOG4J_CONF=$SCRIPT_DIR/log4j2.properties
 # Server JVMs. Three of them share 2 cores, so: small heaps, G1 with short
 # pauses (long GC pauses would look like failures with the short session
 # timeouts below), and no hsperfdata files in /tmp.
+read -r -a HEAP_OPTS <<<"$HEAP"
 SERVER_JVM_OPTS=(
-  $HEAP
+  "${HEAP_OPTS[@]}"
   -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35
   -XX:+ExitOnOutOfMemoryError -XX:-UsePerfData
   -Djava.awt.headless=true
@@ -188,7 +194,9 @@ load_lab_env() {
 }
 
 check_id() {
-  [[ ${1:-} =~ ^[0-9]+$ ]] && (($1 >= 1 && $1 <= NODES)) || die "node id must be 1..$NODES, got '${1:-}'"
+  if ! [[ ${1:-} =~ ^[0-9]+$ ]] || (($1 < 1 || $1 > NODES)); then
+    die "node id must be 1..$NODES, got '${1:-}'"
+  fi
 }
 
 # ------------------------------------------------------------- processes ---
@@ -434,6 +442,7 @@ wait_metadata() {
 # killed; without this, three JVMs would keep running after a failed CI run.
 start_watchdog() {
   [[ ${KAFKA_LAB_OWNER_PID:-} =~ ^[0-9]+$ ]] || return 0
+  # shellcheck disable=SC2016 # $1/$2 are the inner bash's arguments
   KAFKA_LAB_DIR=$LAB_DIR nohup setsid bash -c \
     'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec "$2" stop' \
     kafka-lab-watchdog "$KAFKA_LAB_OWNER_PID" "$SCRIPT_DIR/cluster.sh" \
@@ -465,7 +474,9 @@ ports_free() {
 cmd_start() {
   local t0=$SECONDS i waits=() running=()
   need_java
-  [[ $NODES =~ ^[0-9]+$ ]] && ((NODES >= 1 && NODES <= 99)) || die "KAFKA_LAB_NODES must be 1..99"
+  if ! [[ $NODES =~ ^[0-9]+$ ]] || ((NODES < 1 || NODES > 99)); then
+    die "KAFKA_LAB_NODES must be 1..99"
+  fi
   [[ $ELR == 0 || $ELR == 1 ]] || die "KAFKA_LAB_ELR must be 0 or 1"
   cmd_install
   mkdir -p "$LAB_DIR"
