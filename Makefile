@@ -24,3 +24,8 @@ demo-down:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./collector/...
+
+# Kill the broker leading partition 0 of the demo topic and watch the failover.
+.PHONY: chaos
+chaos:
+	scripts/demo.sh kill kafka-leader

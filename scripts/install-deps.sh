@@ -54,7 +54,9 @@ install_kafka() {
   ((${#pkgs[@]} == 0)) || apt_install "${pkgs[@]}"
   local major
   major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)
-  [[ -n $major ]] && ((major >= 17)) || die "Kafka 4.x needs Java 17 or newer, found: $(java -version 2>&1 | head -n1)"
+  if [[ -z $major ]] || ((major < 17)); then
+    die "Kafka 4.x needs Java 17 or newer, found: $(java -version 2>&1 | head -n1)"
+  fi
   bash "$REPO_ROOT/scripts/kafka/cluster.sh" install
   log "kafka: ok (java $major, jars cached)"
 }
@@ -76,6 +78,27 @@ install_prometheus() {
   command -v prometheus-alertmanager >/dev/null 2>&1 || pkgs+=(prometheus-alertmanager)
   ((${#pkgs[@]} == 0)) || apt_install "${pkgs[@]}"
   log "prometheus: ok"
+}
+
+# goreleaser for scripts/release-check.sh: built from source through the Go
+# module proxy (no prebuilt binary can be fetched here) and cached in
+# $(go env GOPATH)/bin. The first build takes ~4.5 CPU-minutes and ~1.5 GB of
+# memory (about 10 minutes on a busy 2-core machine); later runs only check
+# the version.
+GORELEASER_VERSION=v2.15.1
+install_goreleaser() {
+  command -v go >/dev/null 2>&1 || die "go not found; goreleaser is built with go install"
+  local bin
+  bin="$(go env GOPATH)/bin/goreleaser"
+  if [[ -x $bin ]] && "$bin" --version 2>/dev/null | grep -Eq "^GitVersion:[[:space:]]+${GORELEASER_VERSION}\$"; then
+    log "goreleaser: ok ($GORELEASER_VERSION, $bin)"
+    return 0
+  fi
+  log "goreleaser: building $GORELEASER_VERSION with go install (takes several minutes, once)"
+  go install "github.com/goreleaser/goreleaser/v2@${GORELEASER_VERSION}"
+  "$bin" --version 2>/dev/null | grep -Eq "^GitVersion:[[:space:]]+${GORELEASER_VERSION}\$" ||
+    die "$bin does not report $GORELEASER_VERSION after go install"
+  log "goreleaser: ok ($GORELEASER_VERSION, $bin)"
 }
 
 main() {

@@ -23,6 +23,12 @@ go mod tidy -diff
 step "go vet"
 go vet ./...
 
+step "alert rules"
+scripts/check-rules.sh
+
+step "release: goreleaser check and a snapshot build of this platform's binary"
+scripts/release-check.sh
+
 step "short fuzz runs"
 # Each fuzz target gets a short run; the seed corpora run in every go test.
 fuzz_time=${FUZZ_TIME:-10s}

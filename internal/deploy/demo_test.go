@@ -1,0 +1,181 @@
+package deploy
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/failover-exporter/failover_exporter/internal/lab"
+)
+
+// TestDemoUpKillDown runs `make demo`'s script end to end on private ports:
+// up, both kills, status and down, and checks that down leaves no process
+// behind. Heavy (3 Kafka JVMs, 6 redis-server, Prometheus, Alertmanager):
+// skipped with -short.
+func TestDemoUpKillDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Kafka, Redis, Prometheus and Alertmanager")
+	}
+	root := repoRoot(t)
+	dir := t.TempDir()
+	kafkaBase := lab.PickBasePort(t, 0, 1, 2, 100, 101, 102)
+	redisBase := lab.PickBasePort(t, 0, 1, 2, 3, 4, 5, 10000, 10001, 10002, 10003, 10004, 10005)
+	exporterPort, prometheusPort, alertmanagerPort := freePort(t), freePort(t), freePort(t)
+	env := append(os.Environ(),
+		"DEMO_DIR="+dir,
+		"DEMO_KAFKA_BASE_PORT="+strconv.Itoa(kafkaBase),
+		"DEMO_REDIS_BASE_PORT="+strconv.Itoa(redisBase),
+		"DEMO_EXPORTER_PORT="+strconv.Itoa(exporterPort),
+		"DEMO_PROMETHEUS_PORT="+strconv.Itoa(prometheusPort),
+		"DEMO_ALERTMANAGER_PORT="+strconv.Itoa(alertmanagerPort),
+		// If this test binary dies, the demo's watchdog takes everything down.
+		"DEMO_OWNER_PID="+strconv.Itoa(os.Getpid()),
+	)
+	demo := func(timeout time.Duration, args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, filepath.Join(root, "scripts", "demo.sh"), args...)
+		cmd.Env = env
+		cmd.Dir = root
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		t.Logf("scripts/demo.sh %s (%s):\n%s", strings.Join(args, " "), time.Since(start).Round(100*time.Millisecond), out)
+		if err != nil {
+			t.Fatalf("scripts/demo.sh %s: %v", strings.Join(args, " "), err)
+		}
+		return string(out)
+	}
+	downed := false
+	t.Cleanup(func() {
+		if !downed {
+			cmd := exec.Command(filepath.Join(root, "scripts", "demo.sh"), "down")
+			cmd.Env = env
+			out, _ := cmd.CombinedOutput()
+			t.Logf("cleanup: scripts/demo.sh down:\n%s", out)
+		}
+	})
+
+	start := time.Now()
+	demo(8*time.Minute, "up")
+	t.Logf("up took %s", time.Since(start).Round(time.Second))
+
+	metrics := scrapeMetrics(t, exporterPort)
+	for _, want := range []string{`kafka_up{kafka_cluster="demo"} 1`, `redis_cluster_up{redis_cluster="demo"} 1`} {
+		if !strings.Contains(metrics, want+"\n") {
+			t.Errorf("exporter /metrics lacks %q", want)
+		}
+	}
+	status := demo(time.Minute, "status")
+	for _, name := range []string{"exporter", "producer", "prometheus", "alertmanager"} {
+		if !regexp.MustCompile(`(?m)^` + name + ` +running pid \d+$`).MatchString(status) {
+			t.Errorf("status does not show %s running", name)
+		}
+	}
+
+	out := demo(2*time.Minute, "kill", "kafka-leader")
+	if m := regexp.MustCompile(`kafka: demo/0 leader (\d+) -> (\d+) after`).FindStringSubmatch(out); m == nil || m[1] == m[2] {
+		t.Errorf("kill kafka-leader did not report a new leader")
+	}
+	out = demo(2*time.Minute, "kill", "redis-master")
+	if m := regexp.MustCompile(`redis: master (\S+) -> promoted replica (\S+) after`).FindStringSubmatch(out); m == nil || m[1] == m[2] {
+		t.Errorf("kill redis-master did not report a promoted replica")
+	}
+
+	pids := demoPIDs(t, dir)
+	if len(pids) < 4+2+5 {
+		t.Errorf("found %d PIDs of demo processes before down, want at least 11: %v", len(pids), pids)
+	}
+	demo(2*time.Minute, "down")
+	downed = true
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range pids {
+		for processAlive(pid.pid) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if processAlive(pid.pid) {
+			t.Errorf("%s (pid %d) still runs after down", pid.what, pid.pid)
+		}
+	}
+	t.Logf("whole demo cycle took %s", time.Since(start).Round(time.Second))
+}
+
+type demoPID struct {
+	what string
+	pid  int
+}
+
+// demoPIDs reads every PID file the demo and the cluster scripts keep.
+func demoPIDs(t *testing.T, dir string) []demoPID {
+	t.Helper()
+	var files []string
+	for _, pattern := range []string{"*.pid", "kafka/node-*/pid", "redis/*/redis.pid"} {
+		m, _ := filepath.Glob(filepath.Join(dir, pattern))
+		files = append(files, m...)
+	}
+	var out []demoPID
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || !processAlive(pid) {
+			continue
+		}
+		rel, _ := filepath.Rel(dir, f)
+		out = append(out, demoPID{rel, pid})
+	}
+	return out
+}
+
+// processAlive: the process exists and is not a zombie (an exited child
+// that its reaper has not collected yet is gone for our purposes).
+func processAlive(pid int) bool {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(f).ReadString('\n')
+	// pid (comm) state ...; comm may contain spaces, so split after ')'.
+	i := strings.LastIndexByte(line, ')')
+	fields := strings.Fields(line[i+1:])
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func scrapeMetrics(t *testing.T, port int) string {
+	t.Helper()
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		t.Fatalf("scrape exporter: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("scrape exporter: %v", err)
+	}
+	return string(b)
+}

@@ -1,0 +1,466 @@
+#!/usr/bin/env bash
+# The local lab without Docker: a 3-broker KRaft Kafka and a 6-node Redis
+# Cluster on 127.0.0.1, a steady acks=all producer and Redis writer, the
+# exporter, Prometheus (with the alert rules) and Alertmanager.
+#
+# Usage: scripts/demo.sh COMMAND
+#   up                  install what is missing, start everything, print where to look
+#   kill kafka-leader   kill -9 the broker leading partition 0 of topic demo, then
+#                       watch the exporter's /metrics until a new leader is elected
+#   kill redis-master   kill -9 a Redis master, then watch until its replica took over
+#   heal                start the killed nodes again
+#   status              what runs
+#   down                stop everything `up` started, by PID
+#
+# `make demo` = up, `make chaos` = kill kafka-leader, `make demo-down` = down.
+#
+# Environment (defaults chosen not to collide with the test suite):
+#   DEMO_DIR                state, logs and PID files (default <repo>/.lab/demo)
+#   DEMO_KAFKA_BASE_PORT    first Kafka broker port (29092; controllers +100)
+#   DEMO_REDIS_BASE_PORT    first Redis port (27000; 6 nodes, cluster bus +10000)
+#   DEMO_EXPORTER_PORT      9877
+#   DEMO_PROMETHEUS_PORT    9090
+#   DEMO_ALERTMANAGER_PORT  9093
+#   DEMO_TIMEOUT            seconds to wait for a failover to show (60)
+#   DEMO_EXPORTER_BIN       use this exporter binary instead of building one
+#   DEMO_OWNER_PID          if set, a watchdog runs `down` once that process is
+#                           gone (the Go test sets it; nothing outlives a failed run)
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
+DEMO_DIR=$(realpath -m -- "${DEMO_DIR:-$REPO_ROOT/.lab/demo}")
+KAFKA_BASE_PORT=${DEMO_KAFKA_BASE_PORT:-29092}
+REDIS_BASE_PORT=${DEMO_REDIS_BASE_PORT:-27000}
+EXPORTER_PORT=${DEMO_EXPORTER_PORT:-9877}
+PROMETHEUS_PORT=${DEMO_PROMETHEUS_PORT:-9090}
+ALERTMANAGER_PORT=${DEMO_ALERTMANAGER_PORT:-9093}
+TIMEOUT=${DEMO_TIMEOUT:-60}
+GO=${GO:-go}
+
+KAFKA=$SCRIPT_DIR/kafka/cluster.sh
+REDIS=$SCRIPT_DIR/redis/cluster.sh
+# The processes this script starts itself, each with $DEMO_DIR/NAME.pid.
+SERVICES=(exporter producer prometheus alertmanager)
+
+export KAFKA_LAB_DIR=$DEMO_DIR/kafka KAFKA_LAB_BASE_PORT=$KAFKA_BASE_PORT
+export REDIS_LAB_DIR=$DEMO_DIR/redis REDIS_LAB_BASE_PORT=$REDIS_BASE_PORT
+# Demo clusters are not owned by a test binary: never inherit a watchdog owner.
+unset KAFKA_LAB_OWNER_PID
+
+log() { printf 'demo: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+metrics_url() { echo "http://127.0.0.1:$EXPORTER_PORT/metrics"; }
+kafka_bootstrap() { echo "127.0.0.1:$KAFKA_BASE_PORT,127.0.0.1:$((KAFKA_BASE_PORT + 1)),127.0.0.1:$((KAFKA_BASE_PORT + 2))"; }
+redis_addrs() {
+	local p out=()
+	for ((p = REDIS_BASE_PORT; p < REDIS_BASE_PORT + 6; p++)); do out+=("127.0.0.1:$p"); done
+	(IFS=,; echo "${out[*]}")
+}
+
+# ------------------------------------------------------------ processes ---
+
+pid_alive() {
+	local state
+	state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+	[[ -n $state && $state != Z ]]
+}
+
+# PID of service NAME if its pid file names a live process started from
+# $DEMO_DIR (guards against PID reuse).
+service_pid() {
+	local pidfile=$DEMO_DIR/$1.pid pid
+	[[ -f $pidfile ]] || return 1
+	pid=$(<"$pidfile")
+	[[ $pid =~ ^[0-9]+$ ]] && pid_alive "$pid" || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$DEMO_DIR" || return 1
+	echo "$pid"
+}
+
+# spawn NAME CMD...: run detached (own session, survives this script), log to
+# $DEMO_DIR/NAME.log, PID to $DEMO_DIR/NAME.pid.
+spawn() {
+	local name=$1
+	shift
+	nohup setsid "$@" >>"$DEMO_DIR/$name.log" 2>&1 </dev/null &
+	echo $! >"$DEMO_DIR/$name.pid"
+}
+
+stop_pid() {
+	local pid=$1 i
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for ((i = 0; i < 100; i++)); do
+		pid_alive "$pid" || return 0
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+}
+
+wait_http() {
+	local url=$1 what=$2 deadline=$((SECONDS + ${3:-60}))
+	until curl -fsS -o /dev/null --max-time 2 "$url" 2>/dev/null; do
+		((SECONDS < deadline)) || die "$what did not answer at $url (log: $DEMO_DIR/${4:-$what}.log)"
+		sleep 0.2
+	done
+}
+
+port_open() { (: </dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
+
+# -------------------------------------------------------------- metrics ---
+
+scrape() { curl -fsS --max-time 3 "$(metrics_url)" 2>/dev/null || true; }
+
+# metric TEXT NAME [LABEL=VALUE...]: value of the first series of NAME whose
+# labels include every LABEL="VALUE"; empty if none.
+metric() {
+	local text=$1 name=$2
+	shift 2
+	awk -v name="$name" -v want="$*" '
+		BEGIN { n = split(want, w, " ") }
+		{
+			split($0, nv, /[{ ]/)
+			if (nv[1] != name) next
+			for (i = 1; i <= n; i++) {
+				split(w[i], kv, "=")
+				if (index($0, kv[1] "=\"" kv[2] "\"") == 0) next
+			}
+			print $NF; exit
+		}' <<<"$text"
+}
+
+# series TEXT NAME: "labels value" lines of every series of NAME.
+series() { grep -E "^$2(\{| )" <<<"$1" || true; }
+
+label() { sed -n "s/.*[{,]$2=\"\([^\"]*\)\".*/\1/p" <<<"$1"; }
+
+# ------------------------------------------------------------------- up ---
+
+ensure_deps() {
+	local missing=()
+	command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || missing+=(kafka)
+	command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 || missing+=(redis)
+	command -v prometheus >/dev/null 2>&1 && command -v prometheus-alertmanager >/dev/null 2>&1 || missing+=(prometheus)
+	command -v curl >/dev/null 2>&1 || die "curl not found: apt-get install -y curl"
+	command -v "$GO" >/dev/null 2>&1 || die "go not found: the demo builds the exporter from this tree"
+	if ((${#missing[@]} > 0)); then
+		[[ -x $SCRIPT_DIR/install-deps.sh ]] || die "missing ${missing[*]} and no scripts/install-deps.sh to install them"
+		log "installing ${missing[*]} (scripts/install-deps.sh)"
+		"$SCRIPT_DIR/install-deps.sh" "${missing[@]}"
+	fi
+	"$KAFKA" install
+}
+
+write_configs() {
+	cat >"$DEMO_DIR/exporter.yml" <<EOF
+# Written by scripts/demo.sh.
+kafka:
+  - name: demo
+    bootstrap_servers: [$(kafka_bootstrap)]
+    refresh_interval: 1s
+redis:
+  - name: demo
+    addrs: [$(redis_addrs)]
+    refresh_interval: 1s
+EOF
+	cat >"$DEMO_DIR/prometheus.yml" <<EOF
+# Written by scripts/demo.sh.
+global:
+  scrape_interval: 2s
+  evaluation_interval: 2s
+rule_files:
+  - $REPO_ROOT/prometheus/alerts.yml
+alerting:
+  alertmanagers:
+    - static_configs:
+        - targets: ["127.0.0.1:$ALERTMANAGER_PORT"]
+scrape_configs:
+  - job_name: failover_exporter
+    static_configs:
+      - targets: ["127.0.0.1:$EXPORTER_PORT"]
+EOF
+}
+
+build() {
+	local ldflags
+	ldflags="-X github.com/prometheus/common/version.Version=demo"
+	ldflags+=" -X github.com/prometheus/common/version.Revision=$(git -C "$REPO_ROOT" rev-parse HEAD 2>/dev/null || echo unknown)"
+	ldflags+=" -X github.com/prometheus/common/version.Branch=$(git -C "$REPO_ROOT" rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)"
+	ldflags+=" -X github.com/prometheus/common/version.BuildDate=$(date -u +%Y%m%d-%H:%M:%S)"
+	if [[ -n ${DEMO_EXPORTER_BIN:-} ]]; then
+		cp "$DEMO_EXPORTER_BIN" "$DEMO_DIR/bin/failover_exporter"
+	else
+		(cd "$REPO_ROOT" && CGO_ENABLED=0 "$GO" build -ldflags "$ldflags" -o "$DEMO_DIR/bin/failover_exporter" .)
+	fi
+	(cd "$REPO_ROOT" && CGO_ENABLED=0 "$GO" build -o "$DEMO_DIR/bin/demo-producer" ./examples/demo/producer)
+}
+
+start_watchdog() {
+	[[ ${DEMO_OWNER_PID:-} =~ ^[0-9]+$ ]] || return 0
+	# The script path and $DEMO_DIR on the command line make it findable by
+	# service_pid; it runs `down` once the owner is gone.
+	DEMO_DIR=$DEMO_DIR nohup setsid bash -c \
+		'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec "$2" down' \
+		demo-watchdog "$DEMO_OWNER_PID" "$SCRIPT_DIR/demo.sh" "$DEMO_DIR" \
+		>>"$DEMO_DIR/watchdog.log" 2>&1 </dev/null &
+	echo $! >"$DEMO_DIR/watchdog.pid"
+}
+
+cmd_up() {
+	local t0=$SECONDS name kafka_job redis_job build_job p
+	for name in "${SERVICES[@]}"; do
+		! service_pid "$name" >/dev/null || die "the demo is already running (scripts/demo.sh status; scripts/demo.sh down)"
+	done
+	for p in "$EXPORTER_PORT" "$PROMETHEUS_PORT" "$ALERTMANAGER_PORT"; do
+		! port_open "$p" || die "port $p on 127.0.0.1 is in use (set DEMO_EXPORTER_PORT / DEMO_PROMETHEUS_PORT / DEMO_ALERTMANAGER_PORT)"
+	done
+	ensure_deps
+	mkdir -p "$DEMO_DIR/bin" "$DEMO_DIR/prometheus" "$DEMO_DIR/alertmanager"
+	rm -f "$DEMO_DIR"/*.log
+	start_watchdog
+	# A fresh Kafka every time: leaders where Kafka puts them, not where the
+	# last demo's kills left them. Clusters and the build run side by side.
+	"$KAFKA" clean
+	log "starting Kafka (3 brokers from $KAFKA_BASE_PORT) and Redis (6 nodes from $REDIS_BASE_PORT), building the exporter"
+	"$KAFKA" start >"$DEMO_DIR/kafka-start.log" 2>&1 &
+	kafka_job=$!
+	"$REDIS" start --masters 3 --replicas 1 >"$DEMO_DIR/redis-start.log" 2>&1 &
+	redis_job=$!
+	build >"$DEMO_DIR/build.log" 2>&1 &
+	build_job=$!
+	local failed=()
+	wait "$build_job" || failed+=("build (log: $DEMO_DIR/build.log)")
+	wait "$redis_job" || failed+=("redis (log: $DEMO_DIR/redis-start.log)")
+	wait "$kafka_job" || failed+=("kafka (log: $DEMO_DIR/kafka-start.log)")
+	if ((${#failed[@]} > 0)); then
+		cat "$DEMO_DIR/build.log" "$DEMO_DIR/redis-start.log" "$DEMO_DIR/kafka-start.log" >&2 || true
+		cmd_down
+		die "could not start: ${failed[*]}"
+	fi
+	log "clusters up after $((SECONDS - t0))s; creating topic demo (3 partitions, RF 3)"
+	"$KAFKA" topics --create --if-not-exists --topic demo --partitions 3 --replication-factor 3 >/dev/null
+
+	write_configs
+	spawn producer "$DEMO_DIR/bin/demo-producer" --kafka.brokers="$(kafka_bootstrap)" --kafka.topic=demo \
+		--redis.addrs="$(redis_addrs)" --interval=250ms
+	spawn exporter "$DEMO_DIR/bin/failover_exporter" --config.file="$DEMO_DIR/exporter.yml" \
+		--web.listen-address="127.0.0.1:$EXPORTER_PORT"
+	spawn alertmanager prometheus-alertmanager --config.file="$REPO_ROOT/examples/alertmanager/alertmanager.yml" \
+		--storage.path="$DEMO_DIR/alertmanager" --web.listen-address="127.0.0.1:$ALERTMANAGER_PORT" \
+		--cluster.listen-address=
+	spawn prometheus prometheus --config.file="$DEMO_DIR/prometheus.yml" --storage.tsdb.path="$DEMO_DIR/prometheus" \
+		--web.listen-address="127.0.0.1:$PROMETHEUS_PORT" --storage.tsdb.retention.time=1d
+
+	wait_http "$(metrics_url)" exporter 30
+	wait_http "http://127.0.0.1:$PROMETHEUS_PORT/-/ready" prometheus 60
+	wait_http "http://127.0.0.1:$ALERTMANAGER_PORT/-/ready" alertmanager 30
+	wait_exporter_sees_clusters
+	log "demo up in $((SECONDS - t0))s"
+	cat <<EOF
+
+  exporter      $(metrics_url)
+  Prometheus    http://127.0.0.1:$PROMETHEUS_PORT/alerts   (rules: prometheus/alerts.yml, 2s scrape)
+  Alertmanager  http://127.0.0.1:$ALERTMANAGER_PORT
+  Kafka         $(kafka_bootstrap)   topic demo: 3 partitions, RF 3, min ISR 2
+  Redis         $(redis_addrs)
+  load          $DEMO_DIR/producer.log (acks=all records and Redis SETs, 4/s each)
+
+  Try:   scripts/demo.sh kill kafka-leader   (make chaos)
+         scripts/demo.sh kill redis-master
+         scripts/demo.sh heal                (start killed nodes again)
+         scripts/demo.sh down                (make demo-down)
+EOF
+}
+
+# The exporter must report both clusters healthy; Kafka's leader election of
+# the new topic and the first refresh take a moment.
+wait_exporter_sees_clusters() {
+	local deadline=$((SECONDS + 60)) text kafka_up redis_up leader
+	while :; do
+		text=$(scrape)
+		kafka_up=$(metric "$text" kafka_up kafka_cluster=demo)
+		redis_up=$(metric "$text" redis_cluster_up redis_cluster=demo)
+		leader=$(metric "$text" kafka_partition_leader topic=demo partition=0)
+		if [[ $kafka_up == 1 && $redis_up == 1 && -n $leader && $leader != -1 ]]; then
+			log "exporter reports kafka_up 1, redis_cluster_up 1"
+			return 0
+		fi
+		if ((SECONDS >= deadline)); then
+			[[ $kafka_up == 1 && -n $leader ]] || die "exporter does not report Kafka (kafka_up '${kafka_up}'); log: $DEMO_DIR/exporter.log"
+			if [[ -z $redis_up ]]; then
+				log "warning: the exporter serves no redis_cluster_up series: this build does not watch Redis yet"
+				return 0
+			fi
+			die "exporter reports redis_cluster_up '${redis_up}'; log: $DEMO_DIR/exporter.log"
+		fi
+		sleep 0.5
+	done
+}
+
+# ----------------------------------------------------------------- kill ---
+
+elapsed_since() { awk -v t0="$1" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.1fs", t1 - t0 }'; }
+
+kill_kafka_leader() {
+	local text old_leader old_isr new_leader new_isr broker_up t0 deadline
+	text=$(scrape)
+	[[ -n $text ]] || die "exporter not answering at $(metrics_url); is the demo up?"
+	old_leader=$(metric "$text" kafka_partition_leader topic=demo partition=0)
+	old_isr=$(metric "$text" kafka_partition_in_sync_replicas topic=demo partition=0)
+	[[ -n $old_leader && $old_leader != -1 ]] || die "partition demo/0 has no leader right now (leader '${old_leader}')"
+	t0=$(date +%s.%N)
+	"$KAFKA" kill "$old_leader"
+	echo "kafka: killed broker $old_leader (kill -9), leader of demo/0 with $old_isr in-sync replicas"
+	deadline=$((SECONDS + TIMEOUT))
+	while :; do
+		text=$(scrape)
+		new_leader=$(metric "$text" kafka_partition_leader topic=demo partition=0)
+		new_isr=$(metric "$text" kafka_partition_in_sync_replicas topic=demo partition=0)
+		broker_up=$(metric "$text" kafka_broker_up broker="$old_leader")
+		if [[ -n $new_leader && $new_leader != -1 && $new_leader != "$old_leader" && $broker_up == 0 && -n $new_isr && $new_isr -lt $old_isr ]]; then
+			break
+		fi
+		((SECONDS < deadline)) || die "no new leader for demo/0 after ${TIMEOUT}s (leader '${new_leader}', ISR '${new_isr}', broker_up '${broker_up}')"
+		sleep 0.2
+	done
+	echo "kafka: demo/0 leader $old_leader -> $new_leader after $(elapsed_since "$t0")"
+	echo "kafka: demo/0 in-sync replicas $old_isr -> $new_isr (min.insync.replicas 2: acks=all still succeeds)"
+	echo "kafka: kafka_broker_up{broker=\"$old_leader\"} 1 -> 0"
+	echo "kafka: leader changes seen by the exporter: $(metric "$text" kafka_partition_leader_changes_total topic=demo partition=0)"
+	echo "kafka: bring the broker back with: scripts/demo.sh heal"
+}
+
+kill_redis_master() {
+	local text line addr id slots port replicas t0 deadline failovers0 failovers new_addr="" new_slots role
+	text=$(scrape)
+	[[ -n $text ]] || die "exporter not answering at $(metrics_url); is the demo up?"
+	[[ -n $(metric "$text" redis_cluster_up redis_cluster=demo) ]] || die "the exporter serves no Redis series (does this build watch Redis?)"
+	# The master with slots on the lowest port.
+	while read -r line; do
+		[[ ${line##* } == 1 ]] || continue
+		local a i s
+		a=$(label "$line" address)
+		i=$(label "$line" node_id)
+		s=$(metric "$text" redis_cluster_node_slots node_id="$i")
+		[[ -n $s && $s != 0 ]] || continue
+		if [[ -z ${addr:-} || ${a##*:} -lt ${addr##*:} ]]; then addr=$a id=$i slots=$s; fi
+	done < <(series "$text" redis_cluster_node_master)
+	[[ -n ${addr:-} ]] || die "no Redis master with slots in the exporter's view"
+	replicas=$(series "$text" redis_cluster_node_info | grep -F "master_id=\"$id\"" | while read -r line; do label "$line" address; done | paste -sd, -)
+	[[ -n $replicas ]] || die "master $addr has no replica: nothing would take over"
+	failovers0=$(metric "$text" redis_cluster_failovers_total redis_cluster=demo)
+	port=${addr##*:}
+	t0=$(date +%s.%N)
+	"$REDIS" kill "$port"
+	echo "redis: killed master $addr (kill -9), $slots slots, replicas $replicas"
+	deadline=$((SECONDS + TIMEOUT))
+	while :; do
+		text=$(scrape)
+		new_addr=""
+		while read -r line; do
+			[[ ${line##* } == 1 ]] || continue
+			a=$(label "$line" address)
+			[[ ,$replicas, == *,$a,* ]] || continue
+			new_addr=$a
+			new_slots=$(metric "$text" redis_cluster_node_slots address="$a")
+		done < <(series "$text" redis_cluster_node_master)
+		[[ -n $new_addr && ${new_slots:-0} == "$slots" ]] && break
+		((SECONDS < deadline)) || die "no replica of $addr promoted after ${TIMEOUT}s"
+		sleep 0.2
+	done
+	failovers=$(metric "$text" redis_cluster_failovers_total redis_cluster=demo)
+	role=$(series "$text" redis_cluster_node_state | grep -F "address=\"$addr\"" | awk '$NF == 1' | head -1)
+	echo "redis: master $addr -> promoted replica $new_addr after $(elapsed_since "$t0")"
+	echo "redis: slots of $new_addr: $new_slots (all $slots slots of the old master)"
+	echo "redis: redis_cluster_failovers_total ${failovers0:-?} -> ${failovers:-?}"
+	[[ -z $role ]] || echo "redis: old master state: $(label "$role" state)"
+	echo "redis: slots by state: $(series "$text" redis_cluster_slots | grep -F 'redis_cluster="demo"' | while read -r line; do printf '%s=%s ' "$(label "$line" state)" "${line##* }"; done)"
+	echo "redis: bring the node back (it rejoins as a replica) with: scripts/demo.sh heal"
+}
+
+cmd_kill() {
+	case ${1:-} in
+	kafka-leader) kill_kafka_leader ;;
+	redis-master) kill_redis_master ;;
+	*) die "kill what? kafka-leader or redis-master" ;;
+	esac
+}
+
+cmd_heal() {
+	local line id port
+	while read -r line; do
+		[[ $line == *stopped* ]] || continue
+		id=$(awk '{print $2}' <<<"$line")
+		"$KAFKA" start-node "$id"
+	done < <("$KAFKA" status 2>/dev/null || true)
+	for port in $("$REDIS" ports 2>/dev/null || true); do
+		"$REDIS" pid "$port" >/dev/null 2>&1 && continue
+		"$REDIS" start-node "$port"
+		log "redis node $port started again"
+	done
+}
+
+# --------------------------------------------------------- status, down ---
+
+cmd_status() {
+	local name pid port
+	for name in "${SERVICES[@]}"; do
+		if pid=$(service_pid "$name"); then
+			printf '%-13s running pid %s\n' "$name" "$pid"
+		else
+			printf '%-13s stopped\n' "$name"
+		fi
+	done
+	if [[ -f $KAFKA_LAB_DIR/lab.env ]]; then
+		"$KAFKA" status | sed 's/^/kafka        /'
+	fi
+	if [[ -f $REDIS_LAB_DIR/ports ]]; then
+		for port in $("$REDIS" ports); do
+			if pid=$("$REDIS" pid "$port" 2>/dev/null); then
+				printf 'redis        node %s running pid %s\n' "$port" "$pid"
+			else
+				printf 'redis        node %s stopped\n' "$port"
+			fi
+		done
+	fi
+}
+
+cmd_down() {
+	local name pid
+	for name in "${SERVICES[@]}"; do
+		if pid=$(service_pid "$name"); then
+			stop_pid "$pid"
+			log "stopped $name (pid $pid)"
+		fi
+		rm -f "$DEMO_DIR/$name.pid"
+	done
+	"$REDIS" stop || true
+	"$KAFKA" stop || true
+	# Last: when the watchdog itself runs `down`, this is our own process.
+	if [[ -f $DEMO_DIR/watchdog.pid ]]; then
+		pid=$(<"$DEMO_DIR/watchdog.pid")
+		rm -f "$DEMO_DIR/watchdog.pid"
+		if [[ $pid =~ ^[0-9]+$ && $pid != "$$" ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q demo-watchdog; then
+			kill "$pid" 2>/dev/null || true
+		fi
+	fi
+	log "demo stopped"
+}
+
+main() {
+	local cmd=${1:-}
+	(($# > 0)) && shift
+	case $cmd in
+	up) cmd_up ;;
+	kill) cmd_kill "$@" ;;
+	heal) cmd_heal ;;
+	status) cmd_status ;;
+	down) cmd_down ;;
+	*)
+		sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
+		exit 2
+		;;
+	esac
+}
+
+main "$@"
