@@ -52,16 +52,30 @@ func RepoRoot(t testing.TB) string {
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "failover_exporter-bin-")
+		// One fixed path per user instead of a new temp dir per test binary:
+		// build beside it and rename, which is atomic, so a test still
+		// running the previous binary keeps its copy.
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("failover_exporter-test-%d", os.Getuid()))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			buildErr = err
+			return
+		}
+		tmp, err := os.CreateTemp(dir, "build-")
 		if err != nil {
 			buildErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "failover_exporter")
-		cmd := exec.Command("go", "build", "-o", binPath, ".")
+		tmp.Close()
+		cmd := exec.Command("go", "build", "-o", tmp.Name(), ".")
 		cmd.Dir = RepoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
+			os.Remove(tmp.Name())
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		binPath = filepath.Join(dir, "failover_exporter")
+		if err := os.Rename(tmp.Name(), binPath); err != nil {
+			buildErr = err
 		}
 	})
 	if buildErr != nil {

@@ -22,6 +22,23 @@ type KafkaOptions struct {
 	// Env adds environment variables for scripts/kafka/cluster.sh, e.g.
 	// "KAFKA_LAB_ELR=0".
 	Env []string
+	// Security is "" (PLAINTEXT everywhere) or "sasl_ssl": the broker
+	// ports then speak SASL_SSL and a PLAINTEXT listener on
+	// BasePort+200+i-1 (InternalBootstrap) carries broker-to-broker traffic.
+	// See KAFKA_LAB_SECURITY in scripts/kafka/cluster.sh.
+	Security string
+	// TLSDir holds server-keystore.pem and ca.pem (internal/certs.WriteSet);
+	// required with Security "sasl_ssl".
+	TLSDir string
+	// UsersFile has "NAME PASSWORD" lines: SCRAM users created at format
+	// time, and PLAIN users of the SASL_SSL listener.
+	UsersFile string
+	// ClientAuth is the SASL_SSL listener's ssl.client.auth: "" (none),
+	// "requested" or "required".
+	ClientAuth string
+	// Authorizer turns ACLs on (with Security "sasl_ssl"): SASL users may
+	// do only what ACLs allow; the INTERNAL listener is a super user.
+	Authorizer bool
 }
 
 // KafkaCluster is a running cluster started by scripts/kafka/cluster.sh in a
@@ -31,6 +48,7 @@ type KafkaCluster struct {
 	dir      string
 	basePort int
 	nodes    int
+	security string
 	env      []string
 }
 
@@ -58,6 +76,9 @@ func StartKafka(t testing.TB, opts KafkaOptions) *KafkaCluster {
 		var offsets []int
 		for i := range nodes {
 			offsets = append(offsets, i, 100+i)
+			if opts.Security != "" {
+				offsets = append(offsets, 200+i)
+			}
 		}
 		base = PickBasePort(t, offsets...)
 	}
@@ -66,6 +87,7 @@ func StartKafka(t testing.TB, opts KafkaOptions) *KafkaCluster {
 		dir:      filepath.Join(t.TempDir(), "kafka"),
 		basePort: base,
 		nodes:    nodes,
+		security: opts.Security,
 	}
 	c.env = append([]string{
 		"KAFKA_LAB_DIR=" + c.dir,
@@ -75,6 +97,19 @@ func StartKafka(t testing.TB, opts KafkaOptions) *KafkaCluster {
 		// without running its cleanups (go test -timeout, SIGKILL).
 		"KAFKA_LAB_OWNER_PID=" + strconv.Itoa(os.Getpid()),
 	}, opts.Env...)
+	for _, kv := range [][2]string{
+		{"KAFKA_LAB_SECURITY", opts.Security},
+		{"KAFKA_LAB_TLS_DIR", opts.TLSDir},
+		{"KAFKA_LAB_USERS_FILE", opts.UsersFile},
+		{"KAFKA_LAB_CLIENT_AUTH", opts.ClientAuth},
+	} {
+		if kv[1] != "" {
+			c.env = append(c.env, kv[0]+"="+kv[1])
+		}
+	}
+	if opts.Authorizer {
+		c.env = append(c.env, "KAFKA_LAB_AUTHORIZER=1")
+	}
 
 	// Registered after t.TempDir, so it runs before the directory is removed.
 	t.Cleanup(func() {
@@ -126,6 +161,21 @@ func (c *KafkaCluster) Bootstrap() []string {
 // equal the Kafka broker ids).
 func (c *KafkaCluster) BrokerAddr(id int32) string {
 	return fmt.Sprintf("127.0.0.1:%d", c.basePort+int(id)-1)
+}
+
+// InternalBootstrap returns every broker's PLAINTEXT listener: the broker
+// ports themselves, unless the cluster was started with Security
+// "sasl_ssl", where it is the INTERNAL listener that needs no credentials
+// (for the test's own admin and producer clients).
+func (c *KafkaCluster) InternalBootstrap() []string {
+	if c.security == "" {
+		return c.Bootstrap()
+	}
+	addrs := make([]string, c.nodes)
+	for i := range addrs {
+		addrs[i] = fmt.Sprintf("127.0.0.1:%d", c.basePort+200+i)
+	}
+	return addrs
 }
 
 // Nodes returns the number of nodes.

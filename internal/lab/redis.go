@@ -22,6 +22,13 @@ type RedisOptions struct {
 	Replicas int
 	// NodeTimeout is cluster-node-timeout (default 1s).
 	NodeTimeout time.Duration
+	// TLSDir, if set, makes the nodes speak TLS only, with the certificates
+	// in this directory (internal/certs.WriteSet); CLI and TryCLI then use
+	// its client certificate. See REDIS_LAB_TLS_DIR in
+	// scripts/redis/cluster.sh.
+	TLSDir string
+	// ACLFile, if set, is loaded by every node (aclfile).
+	ACLFile string
 }
 
 // RedisCluster is a Redis Cluster of local redis-server processes started by
@@ -32,6 +39,8 @@ type RedisCluster struct {
 	basePort    int
 	ports       []int
 	nodeTimeout time.Duration
+	tlsDir      string
+	aclFile     string
 }
 
 // RedisNode is one line of CLUSTER NODES, as the lab reads it.
@@ -78,6 +87,8 @@ func StartRedisCluster(t testing.TB, opts RedisOptions) *RedisCluster {
 		script:      filepath.Join(RepoRoot(t), "scripts", "redis", "cluster.sh"),
 		basePort:    redisBasePort(t, total),
 		nodeTimeout: opts.NodeTimeout,
+		tlsDir:      opts.TLSDir,
+		aclFile:     opts.ACLFile,
 	}
 	for i := range total {
 		c.ports = append(c.ports, c.basePort+i)
@@ -103,6 +114,12 @@ func (c *RedisCluster) run(args ...string) (string, error) {
 		"REDIS_LAB_BASE_PORT="+strconv.Itoa(c.basePort),
 		"REDIS_LAB_NODE_TIMEOUT="+strconv.Itoa(int(c.nodeTimeout/time.Millisecond)),
 	)
+	if c.tlsDir != "" {
+		cmd.Env = append(cmd.Env, "REDIS_LAB_TLS_DIR="+c.tlsDir)
+	}
+	if c.aclFile != "" {
+		cmd.Env = append(cmd.Env, "REDIS_LAB_ACL_FILE="+c.aclFile)
+	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -200,7 +217,13 @@ func (c *RedisCluster) CLI(t testing.TB, port int, args ...string) string {
 
 // TryCLI is CLI returning the error instead of failing the test.
 func (c *RedisCluster) TryCLI(port int, args ...string) (string, error) {
-	full := append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(port)}, args...)
+	var full []string
+	if c.tlsDir != "" {
+		full = append(full, "--tls", "--cacert", filepath.Join(c.tlsDir, "ca.pem"),
+			"--cert", filepath.Join(c.tlsDir, "client.pem"), "--key", filepath.Join(c.tlsDir, "client-key.pem"))
+	}
+	full = append(full, "-h", "127.0.0.1", "-p", strconv.Itoa(port))
+	full = append(full, args...)
 	// redis-cli has no overall timeout; a paused node would hang it.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -16,12 +16,35 @@
 #   REDIS_LAB_BASE_PORT   first client port (default 17000); nodes use BASE..BASE+M*(N+1)-1 and
 #                         their cluster bus ports are those plus 10000
 #   REDIS_LAB_NODE_TIMEOUT  cluster-node-timeout in milliseconds (default 1000)
+#   REDIS_LAB_TLS_DIR     if set, nodes speak TLS only: --tls-port on the client port, --port 0, TLS on the
+#                         cluster bus and for replication. The directory holds ca.pem, server.pem,
+#                         server-key.pem (the node's certificate, also used to dial its peers, so it needs
+#                         both server and client auth usages), client.pem and client-key.pem (used by
+#                         redis-cli here), as internal/certs writes them
+#   REDIS_LAB_TLS_AUTH_CLIENTS  tls-auth-clients with REDIS_LAB_TLS_DIR: yes (default), optional or no
+#   REDIS_LAB_ACL_FILE    if set, every node loads its ACL users from this file (aclfile); the default user
+#                         is left as it is unless the file redefines it
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 lab_dir="${REDIS_LAB_DIR:-$repo_root/.lab/redis}"
 base_port="${REDIS_LAB_BASE_PORT:-17000}"
 node_timeout="${REDIS_LAB_NODE_TIMEOUT:-1000}"
+tls_dir="${REDIS_LAB_TLS_DIR:-}"
+tls_auth_clients="${REDIS_LAB_TLS_AUTH_CLIENTS:-yes}"
+acl_file="${REDIS_LAB_ACL_FILE:-}"
+if [[ -n "$tls_dir" ]]; then
+	tls_dir="$(realpath -- "$tls_dir")"
+fi
+if [[ -n "$acl_file" ]]; then
+	acl_file="$(realpath -- "$acl_file")"
+fi
+
+# tls_cli_args are redis-cli's TLS flags for a lab with REDIS_LAB_TLS_DIR.
+tls_cli_args=()
+if [[ -n "$tls_dir" ]]; then
+	tls_cli_args=(--tls --cacert "$tls_dir/ca.pem" --cert "$tls_dir/client.pem" --key "$tls_dir/client-key.pem")
+fi
 
 die() {
 	echo "cluster.sh: $*" >&2
@@ -35,7 +58,7 @@ need() {
 cli() {
 	local port="$1"
 	shift
-	redis-cli -h 127.0.0.1 -p "$port" "$@"
+	redis-cli "${tls_cli_args[@]+"${tls_cli_args[@]}"}" -h 127.0.0.1 -p "$port" "$@"
 }
 
 node_dir() { echo "$lab_dir/$1"; }
@@ -90,6 +113,22 @@ save ""
 repl-diskless-sync yes
 repl-diskless-sync-delay 0
 EOF
+	if [[ -n "$tls_dir" ]]; then
+		# The last "port" wins: TLS only on the client port.
+		cat >>"$dir/redis.conf" <<EOF
+port 0
+tls-port $port
+tls-cert-file $tls_dir/server.pem
+tls-key-file $tls_dir/server-key.pem
+tls-ca-cert-file $tls_dir/ca.pem
+tls-auth-clients $tls_auth_clients
+tls-cluster yes
+tls-replication yes
+EOF
+	fi
+	if [[ -n "$acl_file" ]]; then
+		echo "aclfile $acl_file" >>"$dir/redis.conf"
+	fi
 }
 
 start_server() {
@@ -143,6 +182,12 @@ cmd_start() {
 	done
 	need redis-server
 	need redis-cli
+	if [[ -n "$tls_dir" ]]; then
+		for f in ca.pem server.pem server-key.pem client.pem client-key.pem; do
+			[[ -f "$tls_dir/$f" ]] || die "REDIS_LAB_TLS_DIR $tls_dir has no $f"
+		done
+	fi
+	[[ -z "$acl_file" || -f "$acl_file" ]] || die "REDIS_LAB_ACL_FILE $acl_file not found"
 	((masters >= 3)) || die "Redis Cluster needs at least 3 masters"
 	if [[ -f "$lab_dir/ports" ]]; then
 		for port in $(cat "$lab_dir/ports"); do
@@ -158,7 +203,7 @@ cmd_start() {
 		start_server "$port"
 		addrs+=("127.0.0.1:$port")
 	done
-	redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes >"$lab_dir/create.log" 2>&1 ||
+	redis-cli "${tls_cli_args[@]+"${tls_cli_args[@]}"}" --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes >"$lab_dir/create.log" 2>&1 ||
 		die "redis-cli --cluster create failed; see $lab_dir/create.log"
 	wait_healthy "$total"
 	echo "redis cluster up: $masters masters, $replicas replicas each, ports $base_port-$((base_port + total - 1)), dir $lab_dir"
@@ -241,7 +286,7 @@ main() {
 	pid) cmd_pid "$@" ;;
 	ports) cmd_ports ;;
 	*)
-		sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+		sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//' >&2
 		exit 2
 		;;
 	esac
