@@ -424,6 +424,11 @@ func (t TLS) validate() error {
 			return fmt.Errorf("tls: %w", err)
 		}
 	}
+	// Parse the files too, so that --config.check and a reload refuse what
+	// the clusters would fail on when they start.
+	if _, err := t.ClientConfig(); err != nil {
+		return fmt.Errorf("tls: %w", err)
+	}
 	return nil
 }
 

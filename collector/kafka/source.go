@@ -30,6 +30,10 @@ type source struct {
 	// known are the addresses of the brokers in the last Metadata response,
 	// tried after the current connection and before the bootstrap servers.
 	known []string
+	// failing are the addresses whose last attempt failed; they are tried
+	// last, so that brokers which accept connections but never answer
+	// cannot use up every refresh's deadline ahead of a live one.
+	failing map[string]bool
 	// now is time.Now, replaceable in tests.
 	now func() time.Time
 }
@@ -103,7 +107,10 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 }
 
 // readMetadata sends one Metadata request for all topics, trying the
-// current connection, then every known broker, then the bootstrap servers.
+// current connection, then every known broker, then the bootstrap servers;
+// addresses whose last attempt failed go last. Each attempt is
+// abandoned when the refresh deadline passes: it finishes (within its dial
+// and request timeouts) in the background and closes its connection.
 func (s *source) readMetadata(ctx context.Context) (*sarama.MetadataResponse, *sarama.Broker, error) {
 	candidates := make([]string, 0, 1+len(s.known)+len(s.cfg.BootstrapServers))
 	if s.conn != nil {
@@ -114,39 +121,99 @@ func (s *source) readMetadata(ctx context.Context) (*sarama.MetadataResponse, *s
 			candidates = append(candidates, addr)
 		}
 	}
+	slices.SortStableFunc(candidates, func(a, b string) int {
+		switch fa, fb := s.failing[a], s.failing[b]; {
+		case fa == fb:
+			return 0
+		case fb:
+			return -1
+		}
+		return 1
+	})
+	if s.failing == nil {
+		s.failing = map[string]bool{}
+	}
 	var errs []error
 	for _, addr := range candidates {
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, fmt.Errorf("refresh deadline reached: %w", err))
 			break
 		}
-		broker, err := s.connect(addr)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
-			continue
+		// The attempt owns the connection until it reports back.
+		conn := s.conn
+		s.conn = nil
+		if conn != nil && conn.Addr() != addr {
+			_ = conn.Close()
+			conn = nil
 		}
-		req := sarama.NewMetadataRequest(s.conf.Version, nil)
-		req.AllowAutoTopicCreation = false
-		md, err := broker.GetMetadata(req)
-		if err != nil {
-			s.disconnect()
-			errs = append(errs, fmt.Errorf("%s: metadata: %w", addr, err))
-			continue
+		done := make(chan metadataAttempt, 1)
+		go func() { done <- s.fetchMetadata(conn, addr) }()
+		select {
+		case r := <-done:
+			if r.err != nil {
+				s.failing[addr] = true
+				errs = append(errs, fmt.Errorf("%s: %w", addr, r.err))
+				continue
+			}
+			delete(s.failing, addr)
+			s.conn = r.broker
+			return r.md, r.broker, nil
+		case <-ctx.Done():
+			s.failing[addr] = true
+			errs = append(errs, fmt.Errorf("%s: no answer before the refresh deadline: %w", addr, ctx.Err()))
+			go func() {
+				r := <-done
+				if r.broker != nil {
+					_ = r.broker.Close()
+				}
+				if r.err != nil {
+					// The refresh already reported the deadline; this is
+					// the cause, for whoever debugs a slow TLS or SASL login.
+					level.Debug(s.logger).Log("msg", "abandoned metadata attempt failed", "addr", addr, "err", r.err)
+				}
+			}()
 		}
-		return md, broker, nil
+		// Only the deadline case gets here: no time is left for another broker.
+		break
 	}
 	return nil, nil, fmt.Errorf("no broker answered a metadata request: %w", errors.Join(errs...))
 }
 
-// connect returns the open connection to addr, opening it if needed and
-// dropping a connection to another broker.
-func (s *source) connect(addr string) (*sarama.Broker, error) {
-	if s.conn != nil && s.conn.Addr() == addr {
-		if ok, _ := s.conn.Connected(); ok {
-			return s.conn, nil
+// metadataAttempt is the outcome of fetchMetadata.
+type metadataAttempt struct {
+	md     *sarama.MetadataResponse
+	broker *sarama.Broker // open when err is nil
+	err    error
+}
+
+// fetchMetadata sends a Metadata request to addr over conn, or over a new
+// connection when conn is nil or broken. It does not touch the source's
+// state, so that readMetadata can abandon it at the refresh deadline.
+func (s *source) fetchMetadata(conn *sarama.Broker, addr string) metadataAttempt {
+	if conn != nil {
+		if ok, _ := conn.Connected(); !ok {
+			_ = conn.Close()
+			conn = nil
 		}
 	}
-	s.disconnect()
+	if conn == nil {
+		var err error
+		if conn, err = s.open(addr); err != nil {
+			return metadataAttempt{err: err}
+		}
+	}
+	req := sarama.NewMetadataRequest(s.conf.Version, nil)
+	req.AllowAutoTopicCreation = false
+	md, err := conn.GetMetadata(req)
+	if err != nil {
+		_ = conn.Close()
+		return metadataAttempt{err: fmt.Errorf("metadata: %w", err)}
+	}
+	return metadataAttempt{md: md, broker: conn}
+}
+
+// open opens a connection to addr.
+func (s *source) open(addr string) (*sarama.Broker, error) {
 	broker := sarama.NewBroker(addr)
 	if err := broker.Open(s.conf); err != nil {
 		return nil, fmt.Errorf("open: %w", err)
@@ -160,7 +227,6 @@ func (s *source) connect(addr string) (*sarama.Broker, error) {
 		}
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	s.conn = broker
 	return broker, nil
 }
 
