@@ -20,6 +20,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector"
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/collector/redis"
+	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
 
 const (
@@ -52,17 +53,7 @@ func sampleVariables() map[string]string {
 	return vars
 }
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("repository root not found at %s: %v", root, err)
-	}
-	return root
-}
+func repoRoot(t *testing.T) string { return lab.RepoRoot(t) }
 
 func promtool(t *testing.T) string {
 	t.Helper()

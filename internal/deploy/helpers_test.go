@@ -5,31 +5,16 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
 
 // repoRoot is the directory at or above the working directory that holds go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
+func repoRoot(t testing.TB) string { return lab.RepoRoot(t) }
 
 func readFile(t testing.TB, path string) []byte {
 	t.Helper()

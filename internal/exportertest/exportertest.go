@@ -21,6 +21,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
 
 var (
@@ -29,24 +31,8 @@ var (
 	buildErr  error
 )
 
-// RepoRoot is the directory holding go.mod, found from the working directory.
-func RepoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
+// RepoRoot is the directory holding go.mod.
+func RepoRoot(t testing.TB) string { return lab.RepoRoot(t) }
 
 // Binary builds the exporter once per test binary and returns its path.
 func Binary(t testing.TB) string {
@@ -89,7 +75,7 @@ type Exporter struct {
 	URL  string
 	Addr string
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *lab.SyncBuffer
 	done chan struct{}
 }
 
@@ -112,7 +98,7 @@ func Start(t testing.TB, args ...string) *Exporter {
 	bin := Binary(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 	cmd := exec.Command(bin, append([]string{"--web.listen-address=" + addr}, args...)...)
-	logs := &syncBuffer{}
+	logs := &lab.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start exporter: %v", err)
@@ -304,21 +290,4 @@ func matches(labels, match map[string]string) bool {
 		}
 	}
 	return true
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -8,17 +8,17 @@
 package promtest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
 
 // Binaries, as the Debian packages install them.
@@ -55,7 +55,7 @@ func freeAddr(t testing.TB) string {
 type process struct {
 	name string
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *lab.SyncBuffer
 	done chan struct{}
 }
 
@@ -64,7 +64,7 @@ type process struct {
 func startProcess(t testing.TB, name, bin string, args ...string) *process {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	logs := &syncBuffer{}
+	logs := &lab.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	// If the test binary dies without running its cleanups, take the child
 	// with it rather than leave it listening.
@@ -134,23 +134,6 @@ func tail(text string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // runTool runs a short command to completion with a deadline.
