@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -76,8 +77,9 @@ func procStatusKB(t *testing.T, pid int, field string) int {
 	return 0
 }
 
-// scrapeTimed fetches /metrics as Prometheus does (gzip) and returns the
-// time to the last byte.
+// scrapeTimed fetches /metrics, gzip-compressed as Prometheus asks for it
+// or plain as curl does, and returns the time to the last byte. The body is
+// discarded as it arrives, so the figure is the exporter's, not the reader's.
 func scrapeTimed(t *testing.T, url string, gzip bool) time.Duration {
 	t.Helper()
 	req, _ := http.NewRequest("GET", url+"/metrics", nil)
@@ -91,7 +93,10 @@ func scrapeTimed(t *testing.T, url string, gzip bool) time.Duration {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = readAll(t, resp)
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatal(err)
+	}
 	return time.Since(start)
 }
 
@@ -108,6 +113,7 @@ func measureLargeCluster(t *testing.T, partitions int, maxRSSMB int, maxScrape t
 	const scrapes = 10
 	for i := 0; i < scrapes; i++ {
 		d := scrapeTimed(t, e.URL, i%2 == 0)
+		t.Logf("scrape %d gzip=%v %s", i, i%2 == 0, d)
 		total += d
 		slowest = max(slowest, d)
 		time.Sleep(300 * time.Millisecond)
@@ -119,8 +125,8 @@ func measureLargeCluster(t *testing.T, partitions int, maxRSSMB int, maxScrape t
 	if maxRSSMB > 0 && peak/1024 > maxRSSMB {
 		t.Errorf("peak RSS %d MB at %d partitions, requirement is at most %d MB", peak/1024, partitions, maxRSSMB)
 	}
-	if maxScrape > 0 && total/scrapes > maxScrape {
-		t.Errorf("mean /metrics response %s at %d partitions, requirement is at most %s", total/scrapes, partitions, maxScrape)
+	if maxScrape > 0 && slowest > maxScrape {
+		t.Errorf("slowest /metrics response %s at %d partitions, requirement is at most %s for every scrape", slowest, partitions, maxScrape)
 	}
 }
 
