@@ -44,6 +44,7 @@ type descs struct {
 	topicOffline           *exposition.Desc
 
 	brokerUp                *exposition.Desc
+	brokerReachable         *exposition.Desc
 	brokerInfo              *exposition.Desc
 	brokerLeaderPartitions  *exposition.Desc
 	brokerReplicaPartitions *exposition.Desc
@@ -116,6 +117,10 @@ var d = func() descs {
 
 		brokerUp: newDesc("kafka_broker_up",
 			"1 if the broker is registered and live, 0 if replicas are assigned to it but it is not"+fromRefresh, broker...),
+		brokerReachable: newDesc("kafka_broker_reachable",
+			"1 if the exporter could open a TCP connection to the broker's address during the last successful refresh. "+
+				"A broker that is up but unreachable from every exporter is dead and unfenced (KRaft quorum lost, metadata frozen) or cut off by the network.",
+			broker...),
 		brokerInfo: newDesc("kafka_broker_info",
 			"Always 1; carries the broker's advertised address and rack (last known address for a broker that is down)"+fromRefresh,
 			"broker", "address", "rack"),
@@ -295,6 +300,9 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, partitionMetr
 		id := brokerLabel(b.ID)
 		brokerLabels[1] = id
 		ch.Add(d.brokerUp, bool01(b.Up), brokerLabels...)
+		if b.Address != "" {
+			ch.Add(d.brokerReachable, bool01(b.Reachable), brokerLabels...)
+		}
 		ch.Add(d.brokerInfo, 1, cluster, id, b.Address, b.Rack)
 		ch.Add(d.brokerLeaderPartitions, float64(b.LeaderPartitions), brokerLabels...)
 		ch.Add(d.brokerReplicaPartitions, float64(b.ReplicaPartitions), brokerLabels...)

@@ -29,6 +29,11 @@ type Broker struct {
 	// Up is true when the broker is registered and live (it appears in the
 	// Metadata response, which lists only unfenced brokers).
 	Up bool
+	// Reachable is true when the exporter could open a TCP connection to
+	// the broker's address during the refresh. It catches what Metadata
+	// cannot: when the KRaft controller quorum is lost, metadata freezes
+	// and dead brokers stay listed as live.
+	Reachable bool
 	// LeaderPartitions counts partitions this broker leads.
 	LeaderPartitions int
 	// ReplicaPartitions counts partition replicas assigned to this broker.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -98,6 +100,7 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	}
 	snap := buildSnapshot(md, s.cfg.Topics.Match, configs, s.now())
 	carryTransitions(prev, snap)
+	s.probeBrokers(ctx, snap, broker.Addr())
 
 	s.known = s.known[:0]
 	for _, b := range md.Brokers {
@@ -235,6 +238,37 @@ func (s *source) disconnect() {
 		_ = s.conn.Close()
 		s.conn = nil
 	}
+}
+
+// probeBrokers dials every broker with a known address, concurrently, each
+// dial bounded by the dial timeout and the refresh deadline, and records
+// which ones accept a connection. connected is the broker that just
+// answered the Metadata request.
+func (s *source) probeBrokers(ctx context.Context, snap *Snapshot, connected string) {
+	dialer := net.Dialer{Timeout: s.cfg.DialTimeout}
+	var wg sync.WaitGroup
+	for i := range snap.Brokers {
+		b := &snap.Brokers[i]
+		switch {
+		case b.Address == "":
+			continue
+		case b.Address == connected:
+			b.Reachable = true
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn, err := dialer.DialContext(ctx, "tcp", b.Address)
+			if err != nil {
+				level.Debug(s.logger).Log("msg", "broker not reachable", "broker", b.ID, "addr", b.Address, "err", err)
+				return
+			}
+			_ = conn.Close()
+			b.Reachable = true
+		}()
+	}
+	wg.Wait()
 }
 
 // close releases the connection; the watcher calls it when it stops.
