@@ -145,9 +145,19 @@ start_server() {
 	die "node $port does not answer PING; see $dir/redis.log"
 }
 
+# topology_view prints one node's view of who is a master and who is a
+# replica of whom (id, role, master id), sorted, so that views compare.
+topology_view() {
+	cli "$1" cluster nodes 2>/dev/null | tr -d '\r' |
+		awk '{ role = ($3 ~ /(^|,)slave(,|$)/) ? "replica" : "master"; print $1, role, $4 }' | sort
+}
+
 # wait_healthy waits until every node says cluster_state:ok and knows every
-# other node, and every replica's link to its master is up: a replica that
-# never finished its first sync refuses to fail over.
+# other node, every replica's link to its master is up (a replica that never
+# finished its first sync refuses to fail over), and every node has heard by
+# gossip who replicates whom: right after --cluster create, some nodes still
+# see a new replica as a master without slots, and a manual failover or a
+# test reading one node's view would act on that stale picture.
 wait_healthy() {
 	local total="$1" deadline port info repl
 	deadline=$((SECONDS + 60))
@@ -165,6 +175,18 @@ wait_healthy() {
 				break
 			fi
 		done
+		if ((healthy)); then
+			local first="" view
+			for port in $(cat "$lab_dir/ports"); do
+				view="$(topology_view "$port")"
+				if [[ -z "$first" ]]; then
+					first="$view"
+				elif [[ "$view" != "$first" ]]; then
+					healthy=0
+					break
+				fi
+			done
+		fi
 		((healthy)) && return 0
 		sleep 0.2
 	done
