@@ -1,12 +1,8 @@
 package redis
 
 import (
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"net"
-	"os"
 
 	"github.com/redis/rueidis"
 
@@ -51,41 +47,11 @@ func baseClientOption(cfg config.RedisCluster) (rueidis.ClientOption, error) {
 		}
 		opt.Password = password
 	}
-	if cfg.TLS.Enabled {
-		tlsConfig, err := newTLSConfig(cfg.TLS)
-		if err != nil {
-			return opt, err
-		}
-		opt.TLSConfig = tlsConfig
+	// nil when TLS is off; the same builder serves the Kafka client.
+	tlsConfig, err := cfg.TLS.ClientConfig()
+	if err != nil {
+		return opt, err
 	}
+	opt.TLSConfig = tlsConfig
 	return opt, nil
-}
-
-// newTLSConfig builds a client TLS configuration from the config file's
-// settings.
-func newTLSConfig(t config.TLS) (*tls.Config, error) {
-	tc := &tls.Config{
-		ServerName:         t.ServerName,
-		InsecureSkipVerify: t.InsecureSkipVerify, //nolint:gosec // explicit opt-in in the config file
-		MinVersion:         tls.VersionTLS12,
-	}
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, errors.New("tls ca_file: no PEM certificate found")
-		}
-		tc.RootCAs = pool
-	}
-	if t.CertFile != "" || t.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls cert_file/key_file: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
 }
