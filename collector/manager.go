@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/go-kit/log"
@@ -17,6 +16,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/collector/redis"
+	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 )
 
@@ -26,6 +26,8 @@ type running struct {
 	cancel      context.CancelFunc
 	done        chan struct{}
 	ready       <-chan struct{}
+	// remove stops the collector serving the cluster.
+	remove func()
 }
 
 // Manager owns the watchers and the collectors that serve them.
@@ -60,12 +62,37 @@ func (m *Manager) TextWriters() []exposition.TextWriter {
 	return []exposition.TextWriter{m.kafka}
 }
 
-// starter builds a watcher for one cluster; it is called only after every
-// cluster of a new config has been built successfully.
+// starter is one cluster of a new config. start is nil when the cluster's
+// running watcher can stay; otherwise the watcher is already built, so
+// that starting it cannot fail once old watchers are being stopped.
 type starter struct {
-	key         string
 	fingerprint string
 	start       func(ctx context.Context) (ready <-chan struct{}, done chan struct{})
+	remove      func()
+}
+
+// plan prepares the watcher of one cluster: newWatcher builds it, serve
+// hands it to its collector, remove takes it away again.
+func plan[S any](m *Manager, key string, settings any, newWatcher func() (*watch.Watcher[S], error), serve func(*watch.Watcher[S]), remove func()) (starter, error) {
+	fp, err := fingerprint(settings)
+	if err != nil {
+		return starter{}, err
+	}
+	s := starter{fingerprint: fp, remove: remove}
+	if r, ok := m.current(key); ok && r.fingerprint == fp {
+		return s, nil
+	}
+	w, err := newWatcher()
+	if err != nil {
+		return starter{}, err
+	}
+	s.start = func(ctx context.Context) (<-chan struct{}, chan struct{}) {
+		serve(w)
+		done := make(chan struct{})
+		go func() { defer close(done); w.Run(ctx) }()
+		return w.Ready(), done
+	}
+	return s, nil
 }
 
 // Apply makes the running watchers match cfg: clusters whose settings did
@@ -73,50 +100,27 @@ type starter struct {
 // ones are restarted, removed ones stopped. If any cluster cannot be set
 // up, nothing changes and the error says which.
 func (m *Manager) Apply(cfg *config.Config) error {
+	// Keys are system and cluster name; names are unique per system.
 	starters := map[string]starter{}
 	for _, kc := range cfg.Kafka {
-		kc := kc
-		fp, err := fingerprint(kc)
+		s, err := plan(m, "kafka/"+kc.Name, kc,
+			func() (*watch.Watcher[kafka.Snapshot], error) { return kafka.NewWatcher(kc, m.logger) },
+			func(w *watch.Watcher[kafka.Snapshot]) { m.kafka.Set(kc.Name, w, kc.PartitionMetricsEnabled()) },
+			func() { m.kafka.Remove(kc.Name) })
 		if err != nil {
-			return err
+			return fmt.Errorf("kafka cluster %q: %w", kc.Name, err)
 		}
-		key := kafkaPrefix + kc.Name
-		s := starter{key: key, fingerprint: fp}
-		if r, ok := m.current(key); !ok || r.fingerprint != fp {
-			w, err := kafka.NewWatcher(kc, m.logger)
-			if err != nil {
-				return fmt.Errorf("kafka cluster %q: %w", kc.Name, err)
-			}
-			s.start = func(ctx context.Context) (<-chan struct{}, chan struct{}) {
-				m.kafka.Set(kc.Name, w, kc.PartitionMetricsEnabled())
-				done := make(chan struct{})
-				go func() { defer close(done); w.Run(ctx) }()
-				return w.Ready(), done
-			}
-		}
-		starters[key] = s
+		starters["kafka/"+kc.Name] = s
 	}
 	for _, rc := range cfg.Redis {
-		rc := rc
-		fp, err := fingerprint(rc)
+		s, err := plan(m, "redis/"+rc.Name, rc,
+			func() (*watch.Watcher[redis.Snapshot], error) { return redis.NewWatcher(rc, m.logger) },
+			func(w *watch.Watcher[redis.Snapshot]) { m.redis.Set(rc.Name, w) },
+			func() { m.redis.Remove(rc.Name) })
 		if err != nil {
-			return err
+			return fmt.Errorf("redis cluster %q: %w", rc.Name, err)
 		}
-		key := redisPrefix + rc.Name
-		s := starter{key: key, fingerprint: fp}
-		if r, ok := m.current(key); !ok || r.fingerprint != fp {
-			w, err := redis.NewWatcher(rc, m.logger)
-			if err != nil {
-				return fmt.Errorf("redis cluster %q: %w", rc.Name, err)
-			}
-			s.start = func(ctx context.Context) (<-chan struct{}, chan struct{}) {
-				m.redis.Set(rc.Name, w)
-				done := make(chan struct{})
-				go func() { defer close(done); w.Run(ctx) }()
-				return w.Ready(), done
-			}
-		}
-		starters[key] = s
+		starters["redis/"+rc.Name] = s
 	}
 
 	m.mu.Lock()
@@ -130,7 +134,7 @@ func (m *Manager) Apply(cfg *config.Config) error {
 		<-r.done
 		delete(m.running, key)
 		if !keep {
-			removeCluster(m, key)
+			r.remove()
 			level.Info(m.logger).Log("msg", "stopped watching cluster", "cluster", key)
 		}
 	}
@@ -146,25 +150,10 @@ func (m *Manager) Apply(cfg *config.Config) error {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		ready, done := s.start(ctx)
-		m.running[key] = &running{fingerprint: s.fingerprint, cancel: cancel, done: done, ready: ready}
+		m.running[key] = &running{fingerprint: s.fingerprint, cancel: cancel, done: done, ready: ready, remove: s.remove}
 		level.Info(m.logger).Log("msg", "watching cluster", "cluster", key)
 	}
 	return nil
-}
-
-// Watchers are keyed by system and cluster name; names are unique per system.
-const (
-	kafkaPrefix = "kafka/"
-	redisPrefix = "redis/"
-)
-
-func removeCluster(m *Manager, key string) {
-	if name, ok := strings.CutPrefix(key, kafkaPrefix); ok {
-		m.kafka.Remove(name)
-	}
-	if name, ok := strings.CutPrefix(key, redisPrefix); ok {
-		m.redis.Remove(name)
-	}
 }
 
 func (m *Manager) current(key string) (*running, bool) {
