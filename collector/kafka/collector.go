@@ -213,20 +213,20 @@ func (c *Collector) sorted() ([]string, []watchedCluster) {
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	names, clusters := c.sorted()
 	for i, name := range names {
-		emitCluster(exposition.ChanSink(ch), name, clusters[i])
+		sink := exposition.ChanSink(ch)
+		emitState(sink, sink, name, clusters[i].watcher.Current(), clusters[i].partitionMetrics)
 	}
 }
 
-// emitCluster emits one cluster's health series and, when its last refresh
-// succeeded, its snapshot series.
-func emitCluster(sink exposition.Sink, name string, wc watchedCluster) {
-	state := wc.watcher.Current()
-	watch.Emit(d.health, sink, name, state)
+// emitState emits one cluster's health series to health and, when its last
+// refresh succeeded, its snapshot series to snapshotSink.
+func emitState(health, snapshotSink exposition.Sink, name string, state *watch.State[Snapshot], partitionMetrics bool) {
+	watch.Emit(d.health, health, name, state)
 	// A snapshot from before a failed refresh is not served as current.
 	if !state.Up || state.Snapshot == nil {
 		return
 	}
-	emitSnapshot(sink, name, state.Snapshot, wc.partitionMetrics)
+	emitSnapshot(snapshotSink, name, state.Snapshot, partitionMetrics)
 }
 
 // renderedPage caches one cluster's text for one published state.
@@ -271,10 +271,7 @@ func (c *Collector) page(name string, wc watchedCluster) *renderedPage {
 		health:           d.health.Set().NewPage(),
 		series:           series.NewPageSized(prevSeries),
 	}
-	watch.Emit(d.health, page.health, name, state)
-	if state.Up && state.Snapshot != nil {
-		emitSnapshot(page.series, name, state.Snapshot, wc.partitionMetrics)
-	}
+	emitState(page.health, page.series, name, state, wc.partitionMetrics)
 	c.rendered[name] = page
 	return page
 }

@@ -32,6 +32,19 @@ func watcherServing(t *testing.T, results ...any) *watch.Watcher[Snapshot] {
 	return w
 }
 
+// collectorAfterFailover serves cluster "main" after two refreshes: before
+// and after the leader of partition 0 (broker 1) was killed.
+func collectorAfterFailover(t *testing.T) *Collector {
+	t.Helper()
+	before, after := failoverSnapshots()
+	w := watcherServing(t, before, after)
+	c := NewCollector()
+	c.Set("main", w, true)
+	w.RefreshOnce(context.Background())
+	w.RefreshOnce(context.Background())
+	return c
+}
+
 func failoverSnapshots() (before, after *Snapshot) {
 	rs := []int32{1, 2, 3}
 	before = snapshotOf([]int32{1, 2, 3}, part{1, rs, rs})
@@ -97,12 +110,7 @@ kafka_up{kafka_cluster="main"} 1
 `
 
 func TestCollectorAfterFailover(t *testing.T) {
-	before, after := failoverSnapshots()
-	w := watcherServing(t, before, after)
-	c := NewCollector()
-	c.Set("main", w, true)
-	w.RefreshOnce(context.Background())
-	w.RefreshOnce(context.Background())
+	c := collectorAfterFailover(t)
 
 	names := []string{
 		"kafka_partition_in_sync_replicas", "kafka_partition_isr_shrinks_total", "kafka_partition_leader",
@@ -164,12 +172,7 @@ func TestCollectorWithoutPartitionMetrics(t *testing.T) {
 }
 
 func TestMetricNamesCoverEverythingCollected(t *testing.T) {
-	before, after := failoverSnapshots()
-	w := watcherServing(t, before, after)
-	c := NewCollector()
-	c.Set("main", w, true)
-	w.RefreshOnce(context.Background())
-	w.RefreshOnce(context.Background())
+	c := collectorAfterFailover(t)
 	known := map[string]bool{}
 	for _, n := range MetricNames() {
 		known[n] = true
@@ -195,12 +198,7 @@ func TestMetricNamesCoverEverythingCollected(t *testing.T) {
 // The text path served on /metrics and the prometheus.Collector path must
 // produce the same families, series and values.
 func TestWriteTextMatchesCollect(t *testing.T) {
-	before, after := failoverSnapshots()
-	w := watcherServing(t, before, after)
-	c := NewCollector()
-	c.Set("main", w, true)
-	w.RefreshOnce(context.Background())
-	w.RefreshOnce(context.Background())
+	c := collectorAfterFailover(t)
 
 	var text strings.Builder
 	if err := c.WriteText(&text); err != nil {
