@@ -132,7 +132,7 @@ func TestSecurityRedis(t *testing.T) {
 
 	t.Run("documented ACL", func(t *testing.T) {
 		for _, doc := range []string{"docs/security.md", "docs/redis.md"} {
-			b, err := os.ReadFile(filepath.Join(exportertest.RepoRoot(t), doc))
+			b, err := os.ReadFile(filepath.Join(lab.RepoRoot(t), doc))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -53,7 +53,6 @@ func sampleVariables() map[string]string {
 	return vars
 }
 
-func repoRoot(t *testing.T) string { return lab.RepoRoot(t) }
 
 func promtool(t *testing.T) string {
 	t.Helper()
@@ -82,7 +81,7 @@ func runPromtool(t *testing.T, dir string, args ...string) {
 
 func loadRules(t *testing.T) []RuleGroup {
 	t.Helper()
-	groups, err := LoadRules(filepath.Join(repoRoot(t), rulesFile))
+	groups, err := LoadRules(filepath.Join(lab.RepoRoot(t), rulesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +106,7 @@ func alertRules(t *testing.T) []Rule {
 
 func loadDashboard(t *testing.T, spec dashboardSpec) (*Dashboard, any) {
 	t.Helper()
-	path := filepath.Join(repoRoot(t), spec.file)
+	path := filepath.Join(lab.RepoRoot(t), spec.file)
 	d, err := LoadDashboard(path)
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +175,7 @@ func ruleExpressions(t *testing.T) []expression {
 
 // (1) The rules load and their unit tests pass.
 func TestRulesPassPromtool(t *testing.T) {
-	root := repoRoot(t)
+	root := lab.RepoRoot(t)
 	runPromtool(t, root, "check", "rules", rulesFile)
 	tests, err := filepath.Glob(filepath.Join(root, rulesTestGlob))
 	if err != nil || len(tests) == 0 {
@@ -549,7 +548,7 @@ func TestAlertsAreDocumented(t *testing.T) {
 // runbookAnchors returns the anchors GitHub generates for the headings of the runbooks.
 func runbookAnchors(t *testing.T) map[string]bool {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot(t), runbooksFile))
+	raw, err := os.ReadFile(filepath.Join(lab.RepoRoot(t), runbooksFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,7 +598,7 @@ func TestEveryAlertIsUnitTested(t *testing.T) {
 	}
 	fires, quiet, twoExporters := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	instance := regexp.MustCompile(`instance="([^"]*)"`)
-	files, _ := filepath.Glob(filepath.Join(repoRoot(t), rulesTestGlob))
+	files, _ := filepath.Glob(filepath.Join(lab.RepoRoot(t), rulesTestGlob))
 	for _, file := range files {
 		raw, err := os.ReadFile(file)
 		if err != nil {
@@ -664,7 +663,7 @@ func TestSubstituteVariables(t *testing.T) {
 
 func TestLoadDashboardQueries(t *testing.T) {
 	for _, spec := range dashboards {
-		panels, err := LoadDashboardQueries(filepath.Join(repoRoot(t), spec.file))
+		panels, err := LoadDashboardQueries(filepath.Join(lab.RepoRoot(t), spec.file))
 		if err != nil {
 			t.Fatal(err)
 		}

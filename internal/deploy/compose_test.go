@@ -12,13 +12,15 @@ import (
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
 	"gopkg.in/yaml.v3"
+
+	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
 
 // loadCompose parses examples/docker-compose.yml as `docker compose` does
 // (compose-go), with every profile enabled and paths resolved.
 func loadCompose(t *testing.T) (*types.Project, string) {
 	t.Helper()
-	root := repoRoot(t)
+	root := lab.RepoRoot(t)
 	examples := filepath.Join(root, "examples")
 	opts, err := cli.NewProjectOptions([]string{filepath.Join(examples, "docker-compose.yml")},
 		cli.WithWorkingDirectory(examples),

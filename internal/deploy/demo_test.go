@@ -27,7 +27,7 @@ func TestDemoUpKillDown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Kafka, Redis, Prometheus and Alertmanager")
 	}
-	root := repoRoot(t)
+	root := lab.RepoRoot(t)
 	dir := t.TempDir()
 	kafkaBase := lab.PickBasePort(t, 0, 1, 2, 100, 101, 102)
 	redisBase := lab.PickBasePort(t, 0, 1, 2, 3, 4, 5, 10000, 10001, 10002, 10003, 10004, 10005)

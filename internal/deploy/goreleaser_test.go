@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
 
 // TestGoreleaserConfig checks what .goreleaser.yml promises; `goreleaser
 // check` and a snapshot build are run by scripts/release-check.sh.
 func TestGoreleaserConfig(t *testing.T) {
-	root := repoRoot(t)
+	root := lab.RepoRoot(t)
 	docs := decodeYAML(t, filepath.Join(root, ".goreleaser.yml"))
 	if len(docs) != 1 {
 		t.Fatalf(".goreleaser.yml: %d documents, want 1", len(docs))

@@ -9,12 +9,7 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
-
-// repoRoot is the directory at or above the working directory that holds go.mod.
-func repoRoot(t testing.TB) string { return lab.RepoRoot(t) }
 
 func readFile(t testing.TB, path string) []byte {
 	t.Helper()

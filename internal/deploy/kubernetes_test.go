@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
 
 var update = flag.Bool("update", false, "regenerate examples/kubernetes/prometheusrule.yaml from prometheus/alerts.yml")
@@ -30,7 +32,7 @@ func (m manifest) String() string {
 
 func loadManifests(t *testing.T) []manifest {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(repoRoot(t), "examples", "kubernetes", "*.yaml"))
+	files, _ := filepath.Glob(filepath.Join(lab.RepoRoot(t), "examples", "kubernetes", "*.yaml"))
 	if len(files) == 0 {
 		t.Fatal("no manifests in examples/kubernetes/")
 	}
@@ -353,7 +355,7 @@ func servicePortNamed(svc manifest, name, targetName string, targetPort int) boo
 // The PrometheusRule carries exactly the shipped rules. With -update it is
 // regenerated from prometheus/alerts.yml.
 func TestPrometheusRuleMatchesAlerts(t *testing.T) {
-	root := repoRoot(t)
+	root := lab.RepoRoot(t)
 	alertsPath := filepath.Join(root, "prometheus", "alerts.yml")
 	rulePath := filepath.Join(root, "examples", "kubernetes", "prometheusrule.yaml")
 	if *update {

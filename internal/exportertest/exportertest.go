@@ -31,9 +31,6 @@ var (
 	buildErr  error
 )
 
-// RepoRoot is the directory holding go.mod.
-func RepoRoot(t testing.TB) string { return lab.RepoRoot(t) }
-
 // Binary builds the exporter once per test binary and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
@@ -53,7 +50,7 @@ func Binary(t testing.TB) string {
 		}
 		tmp.Close()
 		cmd := exec.Command("go", "build", "-o", tmp.Name(), ".")
-		cmd.Dir = RepoRoot(t)
+		cmd.Dir = lab.RepoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			os.Remove(tmp.Name())
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
