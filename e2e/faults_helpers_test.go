@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -174,4 +175,25 @@ func (g *faultGoroutines) check(t *testing.T, slack, peakSlack float64) {
 	if peak := slices.Max(g.counts); peak > g.baseline+peakSlack {
 		t.Errorf("go_goroutines peaked at %v, %v before the fault (allowed +%v)", peak, g.baseline, peakSlack)
 	}
+}
+
+// faultHang SIGSTOPs pid and returns a function that SIGCONTs it once; the
+// same function runs at cleanup, so no process is left stopped when the
+// test fails half-way.
+func faultHang(t *testing.T, what string, pid int) (resume func()) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume = func() {
+		if !resumed {
+			resumed = true
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+				t.Errorf("SIGCONT %s %d: %v", what, pid, err)
+			}
+		}
+	}
+	t.Cleanup(resume)
+	return resume
 }

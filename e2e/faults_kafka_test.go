@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -425,19 +424,7 @@ func faultKafkaHungBroker(t *testing.T, cluster *lab.KafkaCluster, e *exporterte
 	if pid == 0 {
 		t.Fatal("broker 1 is not running")
 	}
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-				t.Errorf("SIGCONT kafka %d: %v", pid, err)
-			}
-		}
-	}
-	t.Cleanup(resume)
+	resume := faultHang(t, "kafka", pid)
 
 	late := exportertest.Start(t, "--config.file="+cfg)
 	late.WaitReady(t, 10*time.Second)

@@ -163,19 +163,7 @@ func faultRedisHungMaster(t *testing.T, e *exportertest.Exporter, c *lab.RedisCl
 	m, _ := faultScrape(t, e)
 	g := faultGoroutines{baseline: faultGauge(m, "go_goroutines", nil)}
 
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-				t.Errorf("SIGCONT redis %d: %v", pid, err)
-			}
-		}
-	}
-	t.Cleanup(resume)
+	resume := faultHang(t, "redis", pid)
 
 	hung := map[string]string{"address": master.Addr}
 	waitMetrics(t, e, 10*time.Second, "hung master read as down", func(m exportertest.Metrics) (bool, string) {
