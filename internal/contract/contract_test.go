@@ -53,7 +53,6 @@ func sampleVariables() map[string]string {
 	return vars
 }
 
-
 func promtool(t *testing.T) string {
 	t.Helper()
 	name := os.Getenv("PROMTOOL")
