@@ -221,9 +221,6 @@ func runServe(f flags, logger log.Logger) error {
 	reloadOK, reloadTime := self.ReloadOK, self.ReloadTime
 
 	manager := collector.NewManager(logger)
-	if err := manager.Register(reg); err != nil {
-		return err
-	}
 	if err := manager.Apply(cfg); err != nil {
 		return err
 	}

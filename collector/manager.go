@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
@@ -50,16 +49,11 @@ func NewManager(logger log.Logger) *Manager {
 	}
 }
 
-// Register adds the collectors that are served through the registry.
-// The Kafka collector is not among them: it is served as pre-rendered text
-// by TextWriters, because its series are too many for the registry path.
-func (m *Manager) Register(reg prometheus.Registerer) error {
-	return reg.Register(m.redis)
-}
-
-// TextWriters are the collectors served as text after the registry.
+// TextWriters are the cluster collectors, served as pre-rendered text
+// after the registry: a large cluster's series are too many for the
+// registry path, and both collectors render the same way.
 func (m *Manager) TextWriters() []exposition.TextWriter {
-	return []exposition.TextWriter{m.kafka}
+	return []exposition.TextWriter{m.kafka, m.redis}
 }
 
 // starter is one cluster of a new config. start is nil when the cluster's

@@ -81,6 +81,9 @@ func (s *Set) Names() []string {
 	return out
 }
 
+// Descs lists the descriptors in the set, in order.
+func (s *Set) Descs() []*Desc { return append([]*Desc(nil), s.descs...) }
+
 // Describe sends every descriptor.
 func (s *Set) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range s.descs {

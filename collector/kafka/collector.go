@@ -4,7 +4,6 @@ import (
 	"io"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,7 +19,7 @@ const clusterLabel = "kafka_cluster"
 const fromRefresh = " (as of the last successful refresh)."
 
 type descs struct {
-	health watch.HealthDescs
+	health exposition.Health
 
 	partitionLeader            *exposition.Desc
 	partitionReplicas          *exposition.Desc
@@ -54,94 +53,110 @@ type descs struct {
 	clusterExpectedBrokers *exposition.Desc
 }
 
-// series is the set of every family except the refresh health ones, in
-// exposition order.
-var series = &exposition.Set{}
+// healthSeries holds the refresh health families, served first; series
+// holds every other family, in exposition order.
+var (
+	healthSeries = &exposition.Set{}
+	series       = &exposition.Set{}
+)
 
-func newDesc(name, help string, labels ...string) *exposition.Desc {
-	labels = append([]string{clusterLabel}, labels...)
-	if strings.HasSuffix(name, "_total") {
-		return series.Counter(name, help, labels...)
-	}
-	return series.Gauge(name, help, labels...)
+// newGauge and newCounter add a family whose labels start with the cluster
+// label.
+func newGauge(name, help string, labels ...string) *exposition.Desc {
+	return series.Gauge(name, help, append([]string{clusterLabel}, labels...)...)
 }
 
-var d = func() descs {
+func newCounter(name, help string, labels ...string) *exposition.Desc {
+	return series.Counter(name, help, append([]string{clusterLabel}, labels...)...)
+}
+
+// metrics is the collector's metric table: every family it can emit, each
+// name a literal.
+var metrics = func() descs {
 	partition := []string{"topic", "partition"}
 	topic := []string{"topic"}
 	broker := []string{"broker"}
 	x := descs{
-		health: watch.NewHealthDescs("kafka_up",
-			"1 if the last refresh of this Kafka cluster succeeded, else 0. While 0, partition, topic and broker series are not served.",
-			"kafka_exporter", clusterLabel),
+		health: exposition.Health{
+			Up: healthSeries.Gauge("kafka_up",
+				"1 if the last refresh of this Kafka cluster succeeded, else 0. While 0, partition, topic and broker series are not served.", clusterLabel),
+			Duration:    healthSeries.Gauge("kafka_exporter_refresh_duration_seconds", exposition.HelpRefreshDuration, clusterLabel),
+			LastSuccess: healthSeries.Gauge("kafka_exporter_last_refresh_success_timestamp_seconds", exposition.HelpLastRefreshSuccess, clusterLabel),
+			Refreshes:   healthSeries.Counter("kafka_exporter_refreshes_total", exposition.HelpRefreshes, clusterLabel),
+			Failures:    healthSeries.Counter("kafka_exporter_refresh_failures_total", exposition.HelpRefreshFailures, clusterLabel),
+		},
 
-		partitionLeader: newDesc("kafka_partition_leader",
+		partitionLeader: newGauge("kafka_partition_leader",
 			"Broker ID of the partition's leader, -1 when it has none"+fromRefresh, partition...),
-		partitionReplicas: newDesc("kafka_partition_replicas",
+		partitionReplicas: newGauge("kafka_partition_replicas",
 			"Number of replicas assigned to the partition"+fromRefresh, partition...),
-		partitionISR: newDesc("kafka_partition_in_sync_replicas",
+		partitionISR: newGauge("kafka_partition_in_sync_replicas",
 			"Number of replicas in the partition's in-sync replica set (ISR)"+fromRefresh, partition...),
-		partitionOfflineReplicas: newDesc("kafka_partition_offline_replicas",
+		partitionOfflineReplicas: newGauge("kafka_partition_offline_replicas",
 			"Number of the partition's assigned replicas on brokers that are down or on offline log directories"+fromRefresh, partition...),
-		partitionUnderReplicated: newDesc("kafka_partition_under_replicated",
+		partitionUnderReplicated: newGauge("kafka_partition_under_replicated",
 			"1 if the ISR is smaller than the assigned replicas"+fromRefresh, partition...),
-		partitionUnderMinISR: newDesc("kafka_partition_under_min_isr",
+		partitionUnderMinISR: newGauge("kafka_partition_under_min_isr",
 			"1 if the ISR is smaller than the topic's effective min.insync.replicas, so acks=all writes fail"+fromRefresh, partition...),
-		partitionAtMinISR: newDesc("kafka_partition_at_min_isr",
+		partitionAtMinISR: newGauge("kafka_partition_at_min_isr",
 			"1 if the ISR equals the topic's effective min.insync.replicas, so one more loss blocks acks=all writes"+fromRefresh, partition...),
-		partitionOffline: newDesc("kafka_partition_offline",
+		partitionOffline: newGauge("kafka_partition_offline",
 			"1 if the partition has no leader"+fromRefresh, partition...),
-		partitionLeaderIsPreferred: newDesc("kafka_partition_leader_is_preferred",
+		partitionLeaderIsPreferred: newGauge("kafka_partition_leader_is_preferred",
 			"1 if the leader is the first assigned (preferred) replica"+fromRefresh, partition...),
-		partitionLeaderChanges: newDesc("kafka_partition_leader_changes_total",
+		partitionLeaderChanges: newCounter("kafka_partition_leader_changes_total",
 			"Leader changes this exporter observed between consecutive refreshes, including to and from no leader.", partition...),
-		partitionISRShrinks: newDesc("kafka_partition_isr_shrinks_total",
+		partitionISRShrinks: newCounter("kafka_partition_isr_shrinks_total",
 			"Refreshes in which this exporter observed the partition's ISR lose members.", partition...),
-		partitionISRExpands: newDesc("kafka_partition_isr_expands_total",
+		partitionISRExpands: newCounter("kafka_partition_isr_expands_total",
 			"Refreshes in which this exporter observed the partition's ISR gain members.", partition...),
 
-		topicPartitions: newDesc("kafka_topic_partitions",
+		topicPartitions: newGauge("kafka_topic_partitions",
 			"Number of partitions of the topic"+fromRefresh, topic...),
-		topicReplicationFactor: newDesc("kafka_topic_replication_factor",
+		topicReplicationFactor: newGauge("kafka_topic_replication_factor",
 			"Replication factor of the topic (largest replica count of its partitions)"+fromRefresh, topic...),
-		topicMinISR: newDesc("kafka_topic_min_insync_replicas",
+		topicMinISR: newGauge("kafka_topic_min_insync_replicas",
 			"Effective min.insync.replicas of the topic: its override, else the broker or cluster default"+fromRefresh, topic...),
-		topicUnderReplicated: newDesc("kafka_topic_under_replicated_partitions",
+		topicUnderReplicated: newGauge("kafka_topic_under_replicated_partitions",
 			"Partitions of the topic whose ISR is smaller than their assigned replicas"+fromRefresh, topic...),
-		topicUnderMinISR: newDesc("kafka_topic_under_min_isr_partitions",
+		topicUnderMinISR: newGauge("kafka_topic_under_min_isr_partitions",
 			"Partitions of the topic whose ISR is below min.insync.replicas"+fromRefresh, topic...),
-		topicAtMinISR: newDesc("kafka_topic_at_min_isr_partitions",
+		topicAtMinISR: newGauge("kafka_topic_at_min_isr_partitions",
 			"Partitions of the topic whose ISR equals min.insync.replicas"+fromRefresh, topic...),
-		topicOffline: newDesc("kafka_topic_offline_partitions",
+		topicOffline: newGauge("kafka_topic_offline_partitions",
 			"Partitions of the topic without a leader"+fromRefresh, topic...),
 
-		brokerUp: newDesc("kafka_broker_up",
+		brokerUp: newGauge("kafka_broker_up",
 			"1 if the broker is registered and live, 0 if replicas are assigned to it but it is not"+fromRefresh, broker...),
-		brokerReachable: newDesc("kafka_broker_reachable",
+		brokerReachable: newGauge("kafka_broker_reachable",
 			"1 if the exporter could open a TCP connection to the broker's address during the last successful refresh. "+
 				"A broker that is up but unreachable from every exporter is dead and unfenced (KRaft quorum lost, metadata frozen) or cut off by the network.",
 			broker...),
-		brokerInfo: newDesc("kafka_broker_info",
+		brokerInfo: newGauge("kafka_broker_info",
 			"Always 1; carries the broker's advertised address and rack (last known address for a broker that is down)"+fromRefresh,
 			"broker", "address", "rack"),
-		brokerLeaderPartitions: newDesc("kafka_broker_leader_partitions",
+		brokerLeaderPartitions: newGauge("kafka_broker_leader_partitions",
 			"Partitions this broker leads, across all topics"+fromRefresh, broker...),
-		brokerReplicaPartitions: newDesc("kafka_broker_replica_partitions",
+		brokerReplicaPartitions: newGauge("kafka_broker_replica_partitions",
 			"Partition replicas assigned to this broker, across all topics"+fromRefresh, broker...),
-		brokerOutOfSync: newDesc("kafka_broker_out_of_sync_replicas",
+		brokerOutOfSync: newGauge("kafka_broker_out_of_sync_replicas",
 			"Replicas on this broker that are not in their partition's ISR, across all topics"+fromRefresh, broker...),
 
-		clusterBrokers: newDesc("kafka_cluster_brokers",
+		clusterBrokers: newGauge("kafka_cluster_brokers",
 			"Live brokers"+fromRefresh),
-		clusterExpectedBrokers: newDesc("kafka_cluster_expected_brokers",
+		clusterExpectedBrokers: newGauge("kafka_cluster_expected_brokers",
 			"Brokers that are live or hold replica assignments; fewer live than expected means brokers are down"+fromRefresh),
 	}
 	return x
 }()
 
+// Sets returns the collector's metric tables, in exposition order, for
+// documentation and contract tests.
+func Sets() []*exposition.Set { return []*exposition.Set{healthSeries, series} }
+
 // MetricNames returns every metric name the Kafka collector can emit.
 func MetricNames() []string {
-	names := append(d.health.Set().Names(), series.Names()...)
+	names := append(healthSeries.Names(), series.Names()...)
 	sort.Strings(names)
 	return names
 }
@@ -189,7 +204,7 @@ func (c *Collector) Remove(name string) {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	d.health.Describe(ch)
+	healthSeries.Describe(ch)
 	series.Describe(ch)
 }
 
@@ -221,7 +236,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // emitState emits one cluster's health series to health and, when its last
 // refresh succeeded, its snapshot series to snapshotSink.
 func emitState(health, snapshotSink exposition.Sink, name string, state *watch.State[Snapshot], partitionMetrics bool) {
-	watch.Emit(d.health, health, name, state)
+	exposition.EmitHealth(metrics.health, health, name, state)
 	// A snapshot from before a failed refresh is not served as current.
 	if !state.Up || state.Snapshot == nil {
 		return
@@ -248,7 +263,7 @@ func (c *Collector) WriteText(w io.Writer) error {
 		health = append(health, page.health)
 		pages = append(pages, page.series)
 	}
-	if err := d.health.Set().WriteText(w, health); err != nil {
+	if err := healthSeries.WriteText(w, health); err != nil {
 		return err
 	}
 	return series.WriteText(w, pages)
@@ -268,7 +283,7 @@ func (c *Collector) page(name string, wc watchedCluster) *renderedPage {
 	page := &renderedPage{
 		state:            state,
 		partitionMetrics: wc.partitionMetrics,
-		health:           d.health.Set().NewPage(),
+		health:           healthSeries.NewPage(),
 		series:           series.NewPageSized(prevSeries),
 	}
 	emitState(page.health, page.series, name, state, wc.partitionMetrics)
@@ -290,32 +305,32 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, partitionMetr
 	brokerLabels := []string{cluster, ""}
 	topicLabels := []string{cluster, ""}
 	partLabels := []string{cluster, "", ""}
-	ch.Add(d.clusterBrokers, float64(s.LiveBrokers()), cluster)
-	ch.Add(d.clusterExpectedBrokers, float64(len(s.Brokers)), cluster)
+	ch.Add(metrics.clusterBrokers, float64(s.LiveBrokers()), cluster)
+	ch.Add(metrics.clusterExpectedBrokers, float64(len(s.Brokers)), cluster)
 	for i := range s.Brokers {
 		b := &s.Brokers[i]
 		id := brokerLabel(b.ID)
 		brokerLabels[1] = id
-		ch.Add(d.brokerUp, bool01(b.Up), brokerLabels...)
+		ch.Add(metrics.brokerUp, bool01(b.Up), brokerLabels...)
 		if b.Address != "" {
-			ch.Add(d.brokerReachable, bool01(b.Reachable), brokerLabels...)
+			ch.Add(metrics.brokerReachable, bool01(b.Reachable), brokerLabels...)
 		}
-		ch.Add(d.brokerInfo, 1, cluster, id, b.Address, b.Rack)
-		ch.Add(d.brokerLeaderPartitions, float64(b.LeaderPartitions), brokerLabels...)
-		ch.Add(d.brokerReplicaPartitions, float64(b.ReplicaPartitions), brokerLabels...)
-		ch.Add(d.brokerOutOfSync, float64(b.OutOfSyncReplicas), brokerLabels...)
+		ch.Add(metrics.brokerInfo, 1, cluster, id, b.Address, b.Rack)
+		ch.Add(metrics.brokerLeaderPartitions, float64(b.LeaderPartitions), brokerLabels...)
+		ch.Add(metrics.brokerReplicaPartitions, float64(b.ReplicaPartitions), brokerLabels...)
+		ch.Add(metrics.brokerOutOfSync, float64(b.OutOfSyncReplicas), brokerLabels...)
 	}
 	for ti := range s.Topics {
 		t := &s.Topics[ti]
 		topicLabels[1] = t.Name
-		ch.Add(d.topicPartitions, float64(len(t.Partitions)), topicLabels...)
-		ch.Add(d.topicReplicationFactor, float64(t.ReplicationFactor), topicLabels...)
-		ch.Add(d.topicUnderReplicated, float64(t.UnderReplicated), topicLabels...)
-		ch.Add(d.topicOffline, float64(t.Offline), topicLabels...)
+		ch.Add(metrics.topicPartitions, float64(len(t.Partitions)), topicLabels...)
+		ch.Add(metrics.topicReplicationFactor, float64(t.ReplicationFactor), topicLabels...)
+		ch.Add(metrics.topicUnderReplicated, float64(t.UnderReplicated), topicLabels...)
+		ch.Add(metrics.topicOffline, float64(t.Offline), topicLabels...)
 		if t.MinISR > 0 {
-			ch.Add(d.topicMinISR, float64(t.MinISR), topicLabels...)
-			ch.Add(d.topicUnderMinISR, float64(t.UnderMinISR), topicLabels...)
-			ch.Add(d.topicAtMinISR, float64(t.AtMinISR), topicLabels...)
+			ch.Add(metrics.topicMinISR, float64(t.MinISR), topicLabels...)
+			ch.Add(metrics.topicUnderMinISR, float64(t.UnderMinISR), topicLabels...)
+			ch.Add(metrics.topicAtMinISR, float64(t.AtMinISR), topicLabels...)
 		}
 		if !partitionMetrics {
 			continue
@@ -323,20 +338,20 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, partitionMetr
 		for pi := range t.Partitions {
 			p := &t.Partitions[pi]
 			partLabels[1], partLabels[2] = t.Name, strconv.FormatInt(int64(p.ID), 10)
-			ch.Add(d.partitionLeader, float64(p.Leader), partLabels...)
-			ch.Add(d.partitionReplicas, float64(len(p.Replicas)), partLabels...)
-			ch.Add(d.partitionISR, float64(len(p.ISR)), partLabels...)
-			ch.Add(d.partitionOfflineReplicas, float64(len(p.OfflineReplicas)), partLabels...)
-			ch.Add(d.partitionUnderReplicated, bool01(p.UnderReplicated()), partLabels...)
-			ch.Add(d.partitionOffline, bool01(p.Offline()), partLabels...)
-			ch.Add(d.partitionLeaderIsPreferred, bool01(p.LeaderIsPreferred()), partLabels...)
+			ch.Add(metrics.partitionLeader, float64(p.Leader), partLabels...)
+			ch.Add(metrics.partitionReplicas, float64(len(p.Replicas)), partLabels...)
+			ch.Add(metrics.partitionISR, float64(len(p.ISR)), partLabels...)
+			ch.Add(metrics.partitionOfflineReplicas, float64(len(p.OfflineReplicas)), partLabels...)
+			ch.Add(metrics.partitionUnderReplicated, bool01(p.UnderReplicated()), partLabels...)
+			ch.Add(metrics.partitionOffline, bool01(p.Offline()), partLabels...)
+			ch.Add(metrics.partitionLeaderIsPreferred, bool01(p.LeaderIsPreferred()), partLabels...)
 			if t.MinISR > 0 {
-				ch.Add(d.partitionUnderMinISR, bool01(p.UnderMinISR(t.MinISR)), partLabels...)
-				ch.Add(d.partitionAtMinISR, bool01(p.AtMinISR(t.MinISR)), partLabels...)
+				ch.Add(metrics.partitionUnderMinISR, bool01(p.UnderMinISR(t.MinISR)), partLabels...)
+				ch.Add(metrics.partitionAtMinISR, bool01(p.AtMinISR(t.MinISR)), partLabels...)
 			}
-			ch.Add(d.partitionLeaderChanges, float64(p.LeaderChanges), partLabels...)
-			ch.Add(d.partitionISRShrinks, float64(p.ISRShrinks), partLabels...)
-			ch.Add(d.partitionISRExpands, float64(p.ISRExpands), partLabels...)
+			ch.Add(metrics.partitionLeaderChanges, float64(p.LeaderChanges), partLabels...)
+			ch.Add(metrics.partitionISRShrinks, float64(p.ISRShrinks), partLabels...)
+			ch.Add(metrics.partitionISRExpands, float64(p.ISRExpands), partLabels...)
 		}
 	}
 }

@@ -1,232 +1,313 @@
 package redis
 
 import (
+	"io"
 	"sort"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 )
 
-const (
-	namespace    = "redis_cluster"
-	clusterLabel = "redis_cluster"
+const clusterLabel = "redis_cluster"
+
+// fromRefresh is appended to every HELP text of the snapshot series: values
+// are read by the background refresh, not at scrape time.
+const fromRefresh = " As of the last refresh."
+
+type descs struct {
+	health exposition.Health
+
+	stateOK             *exposition.Desc
+	slots               *exposition.Desc
+	slotsWithoutReplica *exposition.Desc
+	masters             *exposition.Desc
+	knownNodes          *exposition.Desc
+	currentEpoch        *exposition.Desc
+	viewsConsistent     *exposition.Desc
+	failovers           *exposition.Desc
+
+	nodeInfo          *exposition.Desc
+	nodeMaster        *exposition.Desc
+	nodeSlots         *exposition.Desc
+	nodeReplicas      *exposition.Desc
+	nodeState         *exposition.Desc
+	nodeLinkConnected *exposition.Desc
+	nodeConfigEpoch   *exposition.Desc
+	nodeMigrating     *exposition.Desc
+	nodeImporting     *exposition.Desc
+	nodeUp            *exposition.Desc
+	nodeMasterLinkUp  *exposition.Desc
+	nodeLag           *exposition.Desc
+	nodeKeys          *exposition.Desc
+	nodeMemoryUsed    *exposition.Desc
+	nodeRoleChanges   *exposition.Desc
+}
+
+// healthSeries holds the refresh health families, served first; series
+// holds every other family, in exposition order.
+var (
+	healthSeries = &exposition.Set{}
+	series       = &exposition.Set{}
 )
 
-var (
-	clusterLabels = []string{clusterLabel}
-	nodeLabels    = []string{clusterLabel, "node_id", "address"}
-)
-
-// metricNames collects the names of the snapshot descriptors as they are
-// built, because a prometheus.Desc does not expose its name.
-var metricNames = []string{
-	namespace + "_up",
-	"redis_cluster_exporter_refresh_duration_seconds",
-	"redis_cluster_exporter_last_refresh_success_timestamp_seconds",
-	"redis_cluster_exporter_refreshes_total",
-	"redis_cluster_exporter_refresh_failures_total",
+// newGauge and newCounter add a family whose labels start with the cluster
+// label.
+func newGauge(name, help string, labels ...string) *exposition.Desc {
+	return series.Gauge(name, help, append([]string{clusterLabel}, labels...)...)
 }
 
-func newDesc(name, help string, labels []string, extra []string) *prometheus.Desc {
-	metricNames = append(metricNames, name)
-	all := append(append([]string(nil), labels...), extra...)
-	return prometheus.NewDesc(name, help+" As of the last refresh.", all, nil)
+func newCounter(name, help string, labels ...string) *exposition.Desc {
+	return series.Counter(name, help, append([]string{clusterLabel}, labels...)...)
 }
 
-func clusterDesc(name, help string, extra ...string) *prometheus.Desc {
-	return newDesc(namespace+"_"+name, help, clusterLabels, extra)
-}
+// metrics is the collector's metric table: every family it can emit, each
+// name a literal.
+var metrics = func() descs {
+	node := []string{"node_id", "address"}
+	return descs{
+		health: exposition.Health{
+			Up: healthSeries.Gauge("redis_cluster_up",
+				"1 if the last refresh read the cluster topology from at least one node.", clusterLabel),
+			Duration:    healthSeries.Gauge("redis_cluster_exporter_refresh_duration_seconds", exposition.HelpRefreshDuration, clusterLabel),
+			LastSuccess: healthSeries.Gauge("redis_cluster_exporter_last_refresh_success_timestamp_seconds", exposition.HelpLastRefreshSuccess, clusterLabel),
+			Refreshes:   healthSeries.Counter("redis_cluster_exporter_refreshes_total", exposition.HelpRefreshes, clusterLabel),
+			Failures:    healthSeries.Counter("redis_cluster_exporter_refresh_failures_total", exposition.HelpRefreshFailures, clusterLabel),
+		},
 
-func nodeDesc(name, help string, extra ...string) *prometheus.Desc {
-	return newDesc(namespace+"_node_"+name, help, nodeLabels, extra)
-}
+		stateOK: newGauge("redis_cluster_state_ok",
+			"1 if every reachable master reports cluster_state:ok, 0 if any reports fail."+fromRefresh),
+		slots: newGauge("redis_cluster_slots",
+			"Hash slots by the state of the master owning them in the cluster's view (unassigned: no owner); the states sum to 16384."+fromRefresh, "state"),
+		slotsWithoutReplica: newGauge("redis_cluster_slots_without_replica",
+			"Hash slots whose master has no healthy replica."+fromRefresh),
+		masters: newGauge("redis_cluster_masters",
+			"Masters that own at least one hash slot."+fromRefresh),
+		knownNodes: newGauge("redis_cluster_known_nodes",
+			"Nodes in the cluster topology."+fromRefresh),
+		currentEpoch: newGauge("redis_cluster_current_epoch",
+			"Highest cluster current epoch reported by a reachable node."+fromRefresh),
+		viewsConsistent: newGauge("redis_cluster_views_consistent",
+			"1 if all reachable nodes agree on which master owns each slot."+fromRefresh),
+		failovers: newCounter("redis_cluster_failovers_total",
+			"Times a shard's master changed to a node that was its replica, observed by this exporter."+fromRefresh),
 
-// Descriptors, built once.
-var (
-	health = watch.NewHealthDescs(namespace+"_up",
-		"1 if the last refresh read the cluster topology from at least one node.", "redis_cluster_exporter", clusterLabel)
-
-	stateOKDesc = clusterDesc("state_ok",
-		"1 if every reachable master reports cluster_state:ok, 0 if any reports fail.")
-	slotsDesc = clusterDesc("slots",
-		"Hash slots by the state of the master owning them in the cluster's view (unassigned: no owner); the states sum to 16384.", "state")
-	slotsWithoutReplicaDesc = clusterDesc("slots_without_replica",
-		"Hash slots whose master has no healthy replica.")
-	mastersDesc = clusterDesc("masters",
-		"Masters that own at least one hash slot.")
-	knownNodesDesc = clusterDesc("known_nodes",
-		"Nodes in the cluster topology.")
-	currentEpochDesc = clusterDesc("current_epoch",
-		"Highest cluster current epoch reported by a reachable node.")
-	viewsConsistentDesc = clusterDesc("views_consistent",
-		"1 if all reachable nodes agree on which master owns each slot.")
-	failoversDesc = clusterDesc("failovers_total",
-		"Times a shard's master changed to a node that was its replica, observed by this exporter.")
-
-	nodeInfoDesc = nodeDesc("info",
-		"Always 1; role is master or replica, master_id the id of a replica's master.", "role", "master_id")
-	nodeMasterDesc = nodeDesc("master",
-		"1 if the node is a master, 0 if a replica.")
-	nodeSlotsDesc = nodeDesc("slots",
-		"Hash slots the node owns.")
-	nodeReplicasDesc = nodeDesc("replicas",
-		"For a master, its healthy replicas (state ok, link to the master up).")
-	nodeStateDesc = nodeDesc("state",
-		"1 for the node's state in the cluster's view, 0 for the other states.", "state")
-	nodeLinkDesc = nodeDesc("link_connected",
-		"1 if the cluster bus link to the node is connected, as another node sees it.")
-	nodeConfigEpochDesc = nodeDesc("config_epoch",
-		"The node's config epoch.")
-	nodeMigratingDesc = nodeDesc("migrating_slots",
-		"Slots the node is migrating to another node.")
-	nodeImportingDesc = nodeDesc("importing_slots",
-		"Slots the node is importing from another node.")
-	nodeUpDesc = nodeDesc("up",
-		"1 if the exporter read the node itself.")
-	nodeMasterLinkDesc = nodeDesc("master_link_up",
-		"For a replica, 1 if its replication link to its master is up.")
-	nodeLagDesc = nodeDesc("replication_lag_bytes",
-		"For a replica, its master's replication offset minus the offset the replica acknowledged.")
-	nodeKeysDesc = nodeDesc("keys",
-		"Keys stored on the node (DBSIZE).")
-	nodeMemoryDesc = nodeDesc("memory_used_bytes",
-		"Memory the node uses (used_memory).")
-	nodeRoleChangesDesc = nodeDesc("role_changes_total",
-		"Role changes of the node observed by this exporter.")
-
-	snapshotDescs = []*prometheus.Desc{
-		stateOKDesc, slotsDesc, slotsWithoutReplicaDesc, mastersDesc, knownNodesDesc, currentEpochDesc,
-		viewsConsistentDesc, failoversDesc,
-		nodeInfoDesc, nodeMasterDesc, nodeSlotsDesc, nodeReplicasDesc, nodeStateDesc, nodeLinkDesc,
-		nodeConfigEpochDesc, nodeMigratingDesc, nodeImportingDesc, nodeUpDesc, nodeMasterLinkDesc,
-		nodeLagDesc, nodeKeysDesc, nodeMemoryDesc, nodeRoleChangesDesc,
+		nodeInfo: newGauge("redis_cluster_node_info",
+			"Always 1; role is master or replica, master_id the id of a replica's master."+fromRefresh, "node_id", "address", "role", "master_id"),
+		nodeMaster: newGauge("redis_cluster_node_master",
+			"1 if the node is a master, 0 if a replica."+fromRefresh, node...),
+		nodeSlots: newGauge("redis_cluster_node_slots",
+			"Hash slots the node owns."+fromRefresh, node...),
+		nodeReplicas: newGauge("redis_cluster_node_replicas",
+			"For a master, its healthy replicas (state ok, link to the master up)."+fromRefresh, node...),
+		nodeState: newGauge("redis_cluster_node_state",
+			"1 for the node's state in the cluster's view, 0 for the other states."+fromRefresh, "node_id", "address", "state"),
+		nodeLinkConnected: newGauge("redis_cluster_node_link_connected",
+			"1 if the cluster bus link to the node is connected, as another node sees it."+fromRefresh, node...),
+		nodeConfigEpoch: newGauge("redis_cluster_node_config_epoch",
+			"The node's config epoch."+fromRefresh, node...),
+		nodeMigrating: newGauge("redis_cluster_node_migrating_slots",
+			"Slots the node is migrating to another node."+fromRefresh, node...),
+		nodeImporting: newGauge("redis_cluster_node_importing_slots",
+			"Slots the node is importing from another node."+fromRefresh, node...),
+		nodeUp: newGauge("redis_cluster_node_up",
+			"1 if the exporter read the node itself."+fromRefresh, node...),
+		nodeMasterLinkUp: newGauge("redis_cluster_node_master_link_up",
+			"For a replica, 1 if its replication link to its master is up."+fromRefresh, node...),
+		nodeLag: newGauge("redis_cluster_node_replication_lag_bytes",
+			"For a replica, its master's replication offset minus the offset the replica acknowledged."+fromRefresh, node...),
+		nodeKeys: newGauge("redis_cluster_node_keys",
+			"Keys stored on the node (DBSIZE)."+fromRefresh, node...),
+		nodeMemoryUsed: newGauge("redis_cluster_node_memory_used_bytes",
+			"Memory the node uses (used_memory)."+fromRefresh, node...),
+		nodeRoleChanges: newCounter("redis_cluster_node_role_changes_total",
+			"Role changes of the node observed by this exporter."+fromRefresh, node...),
 	}
-)
+}()
 
-// MetricNames lists every metric name the collector can emit, for the
-// documentation and dashboard tests.
+// Sets returns the collector's metric tables, in exposition order, for
+// documentation and contract tests.
+func Sets() []*exposition.Set { return []*exposition.Set{healthSeries, series} }
+
+// MetricNames returns every metric name the Redis collector can emit.
 func MetricNames() []string {
-	names := append([]string(nil), metricNames...)
+	names := append(healthSeries.Names(), series.Names()...)
 	sort.Strings(names)
 	return names
 }
 
-// Collector exports the current snapshot of each watched Redis Cluster. It
-// only reads published snapshots, so a scrape never waits on a cluster.
+// Collector serves the latest snapshot of every watched Redis Cluster. It
+// never talks to a cluster: Collect only reads published snapshots.
 type Collector struct {
 	mu       sync.RWMutex
-	watchers map[string]*watch.Watcher[Snapshot]
+	clusters map[string]*watch.Watcher[Snapshot]
+
+	renderMu sync.Mutex
+	rendered map[string]*renderedPage
 }
 
-// NewCollector returns a collector that watches no cluster yet.
+// NewCollector returns a collector with no clusters.
 func NewCollector() *Collector {
-	return &Collector{watchers: map[string]*watch.Watcher[Snapshot]{}}
+	return &Collector{clusters: map[string]*watch.Watcher[Snapshot]{}, rendered: map[string]*renderedPage{}}
 }
 
-// Set adds the cluster or replaces its watcher (after a configuration reload).
+// Set adds or replaces the watcher of the cluster called name. Call it
+// before the watcher runs: each refresh then renders the cluster's text
+// right away, so that no scrape pays for it.
 func (c *Collector) Set(name string, w *watch.Watcher[Snapshot]) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.watchers[name] = w
+	c.clusters[name] = w
+	c.mu.Unlock()
+	w.OnPublish(func() { c.page(name, w) })
 }
 
-// Remove stops exporting the cluster.
+// Remove stops serving the cluster called name.
 func (c *Collector) Remove(name string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.watchers, name)
+	delete(c.clusters, name)
+	c.mu.Unlock()
+	c.renderMu.Lock()
+	delete(c.rendered, name)
+	c.renderMu.Unlock()
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	health.Describe(ch)
-	for _, d := range snapshotDescs {
-		ch <- d
+	healthSeries.Describe(ch)
+	series.Describe(ch)
+}
+
+// sorted returns the clusters in name order.
+func (c *Collector) sorted() ([]string, []*watch.Watcher[Snapshot]) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	names := make([]string, 0, len(c.clusters))
+	for name := range c.clusters {
+		names = append(names, name)
 	}
+	sort.Strings(names)
+	clusters := make([]*watch.Watcher[Snapshot], len(names))
+	for i, name := range names {
+		clusters[i] = c.clusters[name]
+	}
+	return names, clusters
 }
 
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.RLock()
-	names := make([]string, 0, len(c.watchers))
-	for name := range c.watchers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	states := make([]*watch.State[Snapshot], len(names))
+	names, clusters := c.sorted()
 	for i, name := range names {
-		states[i] = c.watchers[name].Current()
-	}
-	c.mu.RUnlock()
-
-	for i, name := range names {
-		st := states[i]
-		watch.Collect(health, ch, name, st)
-		// A failed refresh leaves the previous snapshot in place; serving it
-		// would present stale topology as current.
-		if st.Up && st.Snapshot != nil {
-			collectSnapshot(ch, name, st.Snapshot)
-		}
+		sink := exposition.ChanSink(ch)
+		emitState(sink, sink, name, clusters[i].Current())
 	}
 }
 
-func collectSnapshot(ch chan<- prometheus.Metric, cluster string, s *Snapshot) {
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+// emitState emits one cluster's health series to health and, when its last
+// refresh succeeded, its snapshot series to snapshotSink.
+func emitState(health, snapshotSink exposition.Sink, name string, state *watch.State[Snapshot]) {
+	exposition.EmitHealth(metrics.health, health, name, state)
+	// A snapshot from before a failed refresh is not served as current.
+	if !state.Up || state.Snapshot == nil {
+		return
 	}
-	counter := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
-	}
-
-	gauge(stateOKDesc, boolValue(s.StateOK), cluster)
-	gauge(slotsDesc, float64(s.SlotsOK), cluster, "ok")
-	gauge(slotsDesc, float64(s.SlotsPFail), cluster, "pfail")
-	gauge(slotsDesc, float64(s.SlotsFail), cluster, "fail")
-	gauge(slotsDesc, float64(s.SlotsUnassigned), cluster, "unassigned")
-	gauge(slotsWithoutReplicaDesc, float64(s.SlotsWithoutReplica), cluster)
-	gauge(mastersDesc, float64(s.Masters), cluster)
-	gauge(knownNodesDesc, float64(s.KnownNodes), cluster)
-	gauge(currentEpochDesc, float64(s.CurrentEpoch), cluster)
-	gauge(viewsConsistentDesc, boolValue(s.ViewsConsistent), cluster)
-	counter(failoversDesc, float64(s.Failovers), cluster)
-
-	for i := range s.Nodes {
-		n := &s.Nodes[i]
-		id, addr := n.ID, n.Addr
-		gauge(nodeInfoDesc, 1, cluster, id, addr, string(n.Role), n.MasterID)
-		gauge(nodeMasterDesc, boolValue(n.Role == RoleMaster), cluster, id, addr)
-		gauge(nodeSlotsDesc, float64(n.Slots), cluster, id, addr)
-		if n.Role == RoleMaster {
-			gauge(nodeReplicasDesc, float64(n.HealthyReplicas), cluster, id, addr)
-		}
-		for _, state := range nodeStates {
-			gauge(nodeStateDesc, boolValue(n.State == state), cluster, id, addr, string(state))
-		}
-		gauge(nodeLinkDesc, boolValue(n.LinkConnected), cluster, id, addr)
-		gauge(nodeConfigEpochDesc, float64(n.ConfigEpoch), cluster, id, addr)
-		gauge(nodeUpDesc, boolValue(n.Reachable), cluster, id, addr)
-		counter(nodeRoleChangesDesc, float64(n.RoleChanges), cluster, id, addr)
-		if n.HasReplicationLag {
-			gauge(nodeLagDesc, float64(n.ReplicationLagBytes), cluster, id, addr)
-		}
-		if !n.Reachable {
-			continue // the rest comes from the node itself
-		}
-		gauge(nodeMigratingDesc, float64(n.MigratingSlots), cluster, id, addr)
-		gauge(nodeImportingDesc, float64(n.ImportingSlots), cluster, id, addr)
-		if n.Role == RoleReplica {
-			gauge(nodeMasterLinkDesc, boolValue(n.MasterLinkUp), cluster, id, addr)
-		}
-		gauge(nodeKeysDesc, float64(n.Keys), cluster, id, addr)
-		gauge(nodeMemoryDesc, float64(n.MemoryUsed), cluster, id, addr)
-	}
+	emitSnapshot(snapshotSink, name, state.Snapshot)
 }
 
-func boolValue(b bool) float64 {
+// renderedPage caches one cluster's text for one published state.
+type renderedPage struct {
+	state  *watch.State[Snapshot]
+	health *exposition.Page
+	series *exposition.Page
+}
+
+// WriteText writes every cluster's series in text exposition format. Each
+// cluster is rendered once per refresh; scrapes in between copy the text.
+func (c *Collector) WriteText(w io.Writer) error {
+	names, clusters := c.sorted()
+	health := make([]*exposition.Page, 0, len(names))
+	pages := make([]*exposition.Page, 0, len(names))
+	for i, name := range names {
+		page := c.page(name, clusters[i])
+		health = append(health, page.health)
+		pages = append(pages, page.series)
+	}
+	if err := healthSeries.WriteText(w, health); err != nil {
+		return err
+	}
+	return series.WriteText(w, pages)
+}
+
+func (c *Collector) page(name string, w *watch.Watcher[Snapshot]) *renderedPage {
+	state := w.Current()
+	c.renderMu.Lock()
+	defer c.renderMu.Unlock()
+	if p, ok := c.rendered[name]; ok && p.state == state {
+		return p
+	}
+	var prevSeries *exposition.Page
+	if p, ok := c.rendered[name]; ok {
+		prevSeries = p.series
+	}
+	page := &renderedPage{
+		state:  state,
+		health: healthSeries.NewPage(),
+		series: series.NewPageSized(prevSeries),
+	}
+	emitState(page.health, page.series, name, state)
+	c.rendered[name] = page
+	return page
+}
+
+func bool01(b bool) float64 {
 	if b {
 		return 1
 	}
 	return 0
+}
+
+func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot) {
+	ch.Add(metrics.stateOK, bool01(s.StateOK), cluster)
+	ch.Add(metrics.slots, float64(s.SlotsOK), cluster, "ok")
+	ch.Add(metrics.slots, float64(s.SlotsPFail), cluster, "pfail")
+	ch.Add(metrics.slots, float64(s.SlotsFail), cluster, "fail")
+	ch.Add(metrics.slots, float64(s.SlotsUnassigned), cluster, "unassigned")
+	ch.Add(metrics.slotsWithoutReplica, float64(s.SlotsWithoutReplica), cluster)
+	ch.Add(metrics.masters, float64(s.Masters), cluster)
+	ch.Add(metrics.knownNodes, float64(s.KnownNodes), cluster)
+	ch.Add(metrics.currentEpoch, float64(s.CurrentEpoch), cluster)
+	ch.Add(metrics.viewsConsistent, bool01(s.ViewsConsistent), cluster)
+	ch.Add(metrics.failovers, float64(s.Failovers), cluster)
+
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		id, addr := n.ID, n.Addr
+		ch.Add(metrics.nodeInfo, 1, cluster, id, addr, string(n.Role), n.MasterID)
+		ch.Add(metrics.nodeMaster, bool01(n.Role == RoleMaster), cluster, id, addr)
+		ch.Add(metrics.nodeSlots, float64(n.Slots), cluster, id, addr)
+		if n.Role == RoleMaster {
+			ch.Add(metrics.nodeReplicas, float64(n.HealthyReplicas), cluster, id, addr)
+		}
+		for _, state := range nodeStates {
+			ch.Add(metrics.nodeState, bool01(n.State == state), cluster, id, addr, string(state))
+		}
+		ch.Add(metrics.nodeLinkConnected, bool01(n.LinkConnected), cluster, id, addr)
+		ch.Add(metrics.nodeConfigEpoch, float64(n.ConfigEpoch), cluster, id, addr)
+		ch.Add(metrics.nodeUp, bool01(n.Reachable), cluster, id, addr)
+		ch.Add(metrics.nodeRoleChanges, float64(n.RoleChanges), cluster, id, addr)
+		if n.HasReplicationLag {
+			ch.Add(metrics.nodeLag, float64(n.ReplicationLagBytes), cluster, id, addr)
+		}
+		if !n.Reachable {
+			continue // the rest comes from the node itself
+		}
+		ch.Add(metrics.nodeMigrating, float64(n.MigratingSlots), cluster, id, addr)
+		ch.Add(metrics.nodeImporting, float64(n.ImportingSlots), cluster, id, addr)
+		if n.Role == RoleReplica {
+			ch.Add(metrics.nodeMasterLinkUp, bool01(n.MasterLinkUp), cluster, id, addr)
+		}
+		ch.Add(metrics.nodeKeys, float64(n.Keys), cluster, id, addr)
+		ch.Add(metrics.nodeMemoryUsed, float64(n.MemoryUsed), cluster, id, addr)
+	}
 }

@@ -97,11 +97,18 @@ func TestCollectorSetRemove(t *testing.T) {
 	c := NewCollector()
 	c.Set("a", staticWatcher(t, "a", testSnapshot(), nil))
 	c.Set("b", staticWatcher(t, "b", testSnapshot(), nil))
-	perCluster := testutil.CollectAndCount(c) / 2
+	// Per cluster of testSnapshot: 5 health series, 11 cluster series, and
+	// node series: 17 for the reachable master, 13 for the unreachable one
+	// (nothing read from the node itself), 18 for the replica (its lag and
+	// master link).
+	if got := testutil.CollectAndCount(c); got != 2*(5+11+17+13+18) {
+		t.Errorf("two clusters: %d series, want %d", got, 2*(5+11+17+13+18))
+	}
 	c.Set("b", staticWatcher(t, "b", &Snapshot{ViewsConsistent: true}, nil))
 	c.Remove("a")
-	if got := testutil.CollectAndCount(c); got >= perCluster {
-		t.Errorf("after replacing b and removing a: %d series, want fewer than %d", got, perCluster)
+	// A cluster without nodes: the health and cluster series only.
+	if got := testutil.CollectAndCount(c); got != 5+11 {
+		t.Errorf("after replacing b and removing a: %d series, want %d", got, 5+11)
 	}
 	c.Remove("b")
 	if got := testutil.CollectAndCount(c); got != 0 {
@@ -137,6 +144,50 @@ func TestMetricNamesAreCollected(t *testing.T) {
 	}
 	for name := range got {
 		t.Errorf("collector emitted %s, missing from MetricNames", name)
+	}
+}
+
+// The text path served on /metrics and the prometheus.Collector path must
+// produce the same families, series and values.
+func TestWriteTextMatchesCollect(t *testing.T) {
+	c := NewCollector()
+	c.Set("main", staticWatcher(t, "main", testSnapshot(), nil))
+	c.Set("other", staticWatcher(t, "other", nil, errors.New("no node answered")))
+
+	var text strings.Builder
+	if err := c.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.CollectAndCompare(c, strings.NewReader(text.String())); err != nil {
+		t.Errorf("text rendering differs from Collect: %v", err)
+	}
+	for _, line := range []string{
+		`redis_cluster_up{redis_cluster="other"} 0`,
+		`redis_cluster_node_slots{address="127.0.0.1:7000",node_id="` + idA + `",redis_cluster="main"} 10001`,
+	} {
+		if !strings.Contains(text.String(), line+"\n") {
+			t.Errorf("text lacks %s:\n%s", line, text.String())
+		}
+	}
+	if strings.Contains(text.String(), `redis_cluster_state_ok{redis_cluster="other"}`) {
+		t.Error("text serves snapshot series of a cluster whose refresh failed")
+	}
+}
+
+func TestWriteTextRendersOncePerRefresh(t *testing.T) {
+	w := watch.New("main", time.Minute, time.Second, func(context.Context, *Snapshot) (*Snapshot, error) {
+		return testSnapshot(), nil
+	}, log.NewNopLogger())
+	c := NewCollector()
+	c.Set("main", w)
+	w.RefreshOnce(context.Background())
+	first := c.page("main", w)
+	if again := c.page("main", w); again != first {
+		t.Error("page re-rendered without a new refresh")
+	}
+	w.RefreshOnce(context.Background())
+	if next := c.page("main", w); next == first {
+		t.Error("page not re-rendered after a refresh")
 	}
 }
 

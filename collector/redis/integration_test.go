@@ -199,7 +199,18 @@ func keyInSlotsOf(t *testing.T, master lab.RedisNode, prefix string) string {
 	return ""
 }
 
+// skipIfShort skips an integration test under -short, and only then: a
+// missing redis-server fails the test (lab.StartRedisCluster says how to
+// install it) rather than skipping it.
+func skipIfShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a real Redis Cluster; run without -short")
+	}
+}
+
 func TestIntegrationWithReplicas(t *testing.T) {
+	skipIfShort(t)
 	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1})
 	// One seed only: the rest of the topology must be discovered.
 	e := startExporter(t, c.Addrs()[:1])
@@ -376,6 +387,7 @@ func slicesMax(xs []int) int {
 }
 
 func TestIntegrationWithoutReplicas(t *testing.T) {
+	skipIfShort(t)
 	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 0})
 	e := startExporter(t, c.Addrs())
 	e.waitHealthy(c, 0)

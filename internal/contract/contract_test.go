@@ -14,13 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
 
 	"github.com/failover-exporter/failover_exporter/collector"
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/internal/metricsdoc"
 )
 
 const (
@@ -221,17 +221,14 @@ func exposedMetricNames(t *testing.T) map[string]bool {
 			exposed[n] = true
 		}
 	}
+	selfMetrics, err := metricsdoc.FromCollectors(collector.NewSelfMetrics().Collectors()...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var self []string
-	for _, c := range collector.NewSelfMetrics().Collectors() {
-		ch := make(chan *prometheus.Desc, 10)
-		c.Describe(ch)
-		close(ch)
-		for d := range ch {
-			name := strings.TrimSuffix(strings.TrimPrefix(d.String(), `Desc{fqName: "`), `"`)
-			name = name[:strings.Index(name, `"`)]
-			self = append(self, name)
-			exposed[name] = true
-		}
+	for _, m := range selfMetrics {
+		self = append(self, m.Name)
+		exposed[m.Name] = true
 	}
 	fromCollectors["exporter"] = self
 	for section, names := range contractMetricNames(t) {

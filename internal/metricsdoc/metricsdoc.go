@@ -4,11 +4,13 @@ package metricsdoc
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
 )
 
 // Metric is one family as documented.
@@ -17,35 +19,61 @@ type Metric struct {
 	Labels           []string
 }
 
-var descPattern = regexp.MustCompile(`^Desc\{fqName: "([^"]+)", help: "((?:[^"\\]|\\.)*)", (?:unit: "[^"]*", )?constLabels: \{[^}]*\}, variableLabels: \{([^}]*)\}\}$`)
-
-// Describe lists the families a collector describes, sorted by name. The
-// type is inferred from the name: counters, and only counters, end in _total.
-func Describe(c prometheus.Collector) ([]Metric, error) {
-	ch := make(chan *prometheus.Desc)
-	go func() { c.Describe(ch); close(ch) }()
+// FromSets lists the families of the collectors' metric tables, sorted by
+// name, with the type and labels the tables declare.
+func FromSets(sets ...*exposition.Set) []Metric {
 	var out []Metric
-	var errs []string
-	for d := range ch {
-		m := descPattern.FindStringSubmatch(d.String())
-		if m == nil {
-			errs = append(errs, d.String())
-			continue
+	for _, s := range sets {
+		for _, d := range s.Descs() {
+			typ := "gauge"
+			if d.ValueType == prometheus.CounterValue {
+				typ = "counter"
+			}
+			out = append(out, Metric{Name: d.Name, Type: typ, Help: d.Help, Labels: append([]string(nil), d.Labels...)})
 		}
-		metric := Metric{Name: m[1], Help: strings.ReplaceAll(m[2], `\"`, `"`), Type: "gauge"}
-		if strings.HasSuffix(metric.Name, "_total") {
-			metric.Type = "counter"
-		}
-		if m[3] != "" {
-			metric.Labels = strings.Split(m[3], ",")
-		}
-		out = append(out, metric)
 	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("cannot read descriptors: %s", strings.Join(errs, "; "))
+	sortByName(out)
+	return out
+}
+
+// FromCollectors lists the families that client_golang collectors (the
+// exporter's own series) serve, as a registry gathers them: the type is
+// the family's, the labels those of its first series.
+func FromCollectors(cs ...prometheus.Collector) ([]Metric, error) {
+	reg := prometheus.NewPedanticRegistry()
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register: %w", err)
+		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	families, err := reg.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("gather: %w", err)
+	}
+	var out []Metric
+	for _, f := range families {
+		m := Metric{Name: f.GetName(), Help: f.GetHelp()}
+		switch f.GetType() {
+		case dto.MetricType_GAUGE:
+			m.Type = "gauge"
+		case dto.MetricType_COUNTER:
+			m.Type = "counter"
+		default:
+			m.Type = strings.ToLower(f.GetType().String())
+		}
+		if len(f.GetMetric()) > 0 {
+			for _, l := range f.GetMetric()[0].GetLabel() {
+				m.Labels = append(m.Labels, l.GetName())
+			}
+		}
+		out = append(out, m)
+	}
+	sortByName(out)
 	return out, nil
+}
+
+func sortByName(ms []Metric) {
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Name < ms[j].Name })
 }
 
 // Section is a titled group of metrics.
@@ -59,7 +87,7 @@ type Section struct {
 func Markdown(sections []Section) string {
 	var b strings.Builder
 	b.WriteString("# Metrics\n\n")
-	b.WriteString("Generated from the collectors' descriptors by `go test ./internal/metricsdoc -update`; a test fails when\n")
+	b.WriteString("Generated from the collectors' metric tables by `go test ./internal/metricsdoc -update`; a test fails when\n")
 	b.WriteString("this file and the code disagree. Values come from the last successful refresh of each cluster.\n")
 	for _, s := range sections {
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n| metric | type | labels | meaning |\n|---|---|---|---|\n", s.Title, s.Intro)

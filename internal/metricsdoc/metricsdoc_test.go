@@ -9,35 +9,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/failover-exporter/failover_exporter/collector"
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/collector/redis"
 )
 
 var update = flag.Bool("update", false, "rewrite METRICS.md from the collectors")
 
-type collectors []prometheus.Collector
-
-func (cs collectors) Describe(ch chan<- *prometheus.Desc) {
-	for _, c := range cs {
-		c.Describe(ch)
-	}
-}
-
-func (cs collectors) Collect(chan<- prometheus.Metric) {}
-
 func sections(t *testing.T) []Section {
 	t.Helper()
-	describe := func(c prometheus.Collector) []Metric {
-		m, err := Describe(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
+	self, err := FromCollectors(collector.NewSelfMetrics().Collectors()...)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return []Section{
-		{"Kafka", "Every series carries `kafka_cluster`. While `kafka_up` is 0 only `kafka_up` and the `kafka_exporter_*` series are served.", describe(kafka.NewCollector())},
-		{"Redis Cluster", "Every series carries `redis_cluster`. While `redis_cluster_up` is 0 only it and the `redis_cluster_exporter_*` series are served.", describe(redis.NewCollector())},
-		{"The exporter itself", "Besides Go runtime (`go_*`) and process (`process_*`) series.", describe(collectors(collector.NewSelfMetrics().Collectors()))},
+		{"Kafka", "Every series carries `kafka_cluster`. While `kafka_up` is 0 only `kafka_up` and the `kafka_exporter_*` series are served.", FromSets(kafka.Sets()...)},
+		{"Redis Cluster", "Every series carries `redis_cluster`. While `redis_cluster_up` is 0 only it and the `redis_cluster_exporter_*` series are served.", FromSets(redis.Sets()...)},
+		{"The exporter itself", "Besides Go runtime (`go_*`) and process (`process_*`) series.", self},
 	}
 }
 
@@ -69,17 +57,32 @@ func TestEveryMetricIsDocumentedWithHelpAndLabels(t *testing.T) {
 			}
 		}
 	}
-	kafkaNames := map[string]bool{}
-	for _, n := range kafka.MetricNames() {
-		kafkaNames[n] = true
-	}
-	for _, m := range sections(t)[0].Metrics {
-		if !kafkaNames[m.Name] {
-			t.Errorf("described %s but MetricNames does not list it", m.Name)
+	// The tables the document is read from are the descriptors the
+	// collectors describe to the registry, no more, no fewer.
+	for _, c := range []struct {
+		name      string
+		collector prometheus.Collector
+		sets      []*exposition.Set
+	}{
+		{"kafka", kafka.NewCollector(), kafka.Sets()},
+		{"redis", redis.NewCollector(), redis.Sets()},
+	} {
+		described := map[*prometheus.Desc]bool{}
+		ch := make(chan *prometheus.Desc)
+		go func() { c.collector.Describe(ch); close(ch) }()
+		for d := range ch {
+			described[d] = true
 		}
-		delete(kafkaNames, m.Name)
-	}
-	for n := range kafkaNames {
-		t.Errorf("MetricNames lists %s but the collector does not describe it", n)
+		for _, set := range c.sets {
+			for _, d := range set.Descs() {
+				if !described[d.Prom] {
+					t.Errorf("%s: %s is in the table but the collector does not describe it", c.name, d.Name)
+				}
+				delete(described, d.Prom)
+			}
+		}
+		for d := range described {
+			t.Errorf("%s: the collector describes %s, which is in no table", c.name, d)
+		}
 	}
 }
