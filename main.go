@@ -27,8 +27,8 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
-	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/slotcmd"
 )
 
 const exporterName = collector.ExporterName
@@ -188,16 +188,9 @@ func splitList(values []string) []string {
 // given.
 func runSlot(f flags, stdout *os.File) error {
 	rc := config.RedisCluster{Name: f.redisName, Addrs: splitList(f.redisAddrs), RefreshInterval: f.refreshInterval}
-	if len(rc.Addrs) > 0 {
-		cfg := &config.Config{Redis: []config.RedisCluster{rc}}
-		if err := cfg.Complete(); err != nil {
-			return err
-		}
-		rc = cfg.Redis[0]
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return redis.RunSlotCommand(ctx, stdout, f.slotKeys, rc)
+	return slotcmd.Run(ctx, stdout, f.slotKeys, rc)
 }
 
 func runServe(f flags, logger log.Logger) error {

@@ -396,7 +396,7 @@ func TestIntegrationWithoutReplicas(t *testing.T) {
 	}
 
 	t.Run("resharding", func(t *testing.T) { testResharding(t, c, e) })
-	t.Run("slot command", func(t *testing.T) { testSlotCommand(t, c) })
+	t.Run("slot owners", func(t *testing.T) { testSlotOwners(t, c) })
 	t.Run("RESP3 verbatim strings", func(t *testing.T) { testVerbatimStrings(t, c) })
 	t.Run("minimal ACL and password", func(t *testing.T) { testMinimalACL(t, c) })
 
@@ -473,9 +473,10 @@ func testResharding(t *testing.T, c *lab.RedisCluster, e *exporter) {
 	t.Logf("move of 3 slots seen %s after the last SETSLOT NODE", took.Round(time.Millisecond))
 }
 
-// testSlotCommand checks KeySlot against CLUSTER KEYSLOT and the owner the
-// slot command prints against the lab's view.
-func testSlotCommand(t *testing.T, c *lab.RedisCluster) {
+// testSlotOwners checks KeySlot against CLUSTER KEYSLOT and the owner
+// ReadSlotOwners reads (what the slot command prints) against the lab's
+// view.
+func testSlotOwners(t *testing.T, c *lab.RedisCluster) {
 	keys := []string{
 		"foo", "bar", "{user1000}.following", "{user1000}.followers", "foo{}{bar}", "{}", "{{bar}}",
 		"foo{bar}{zap}", "foo{{bar}}zap", "{bar", "bar}", "}{", "a{b}c", "", " ", "ключ", "{ключ}x", "日本語{タグ}",
@@ -528,31 +529,32 @@ func testSlotCommand(t *testing.T, c *lab.RedisCluster) {
 		}
 	}
 	// A dead seed first: any reachable seed is enough.
-	cfg := config.RedisCluster{Addrs: append([]string{"127.0.0.1:1"}, c.Addrs()[1:2]...)}
-	var out bytes.Buffer
-	if err := RunSlotCommand(ctx, &out, keys, cfg); err != nil {
+	cfg := config.Config{Redis: []config.RedisCluster{{Addrs: append([]string{"127.0.0.1:1"}, c.Addrs()[1:2]...)}}}
+	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	if len(lines) != len(keys) {
-		t.Fatalf("slot command printed %d lines for %d keys", len(lines), len(keys))
+	owners, err := ReadSlotOwners(ctx, cfg.Redis[0])
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, k := range keys {
-		slot := KeySlot(k)
-		if want := fmt.Sprintf("%s %d %s", k, slot, owner[slot]); lines[i] != want {
-			t.Errorf("line %d = %q, want %q", i, lines[i], want)
+	for slot, got := range owners {
+		want, ok := owner[slot]
+		if !ok {
+			want = NoOwner
+		}
+		if got != want {
+			t.Errorf("slot %d: ReadSlotOwners says %s, the lab says %s", slot, got, want)
 		}
 	}
-
-	out.Reset()
-	if err := RunSlotCommand(ctx, &out, []string{"foo", "bar"}, config.RedisCluster{}); err != nil {
+	if _, err := ReadSlotOwners(ctx, config.RedisCluster{Addrs: []string{"127.0.0.1:1"}}); err == nil {
+		t.Error("config without defaults: want an error")
+	}
+	cfg = config.Config{Redis: []config.RedisCluster{{Addrs: []string{"127.0.0.1:1"}}}}
+	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	if out.String() != "foo 12182\nbar 5061\n" {
-		t.Errorf("without addresses: %q", out.String())
-	}
-	if err := RunSlotCommand(ctx, &out, []string{"foo"}, config.RedisCluster{Addrs: []string{"127.0.0.1:1"}}); err == nil {
-		t.Error("no reachable seed: want an error")
+	if _, err := ReadSlotOwners(ctx, cfg.Redis[0]); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Errorf("no reachable seed: err = %v, want one naming the seed", err)
 	}
 }
 

@@ -2,11 +2,13 @@
 // across masters, which node replicates which, which nodes are failing, how
 // far replicas lag, and how often shards fail over.
 //
-// Data flows one way: source.go reads every node with rueidis, the pure
-// parsers (clusternodes.go, info.go) decode the replies, topology.go merges
-// the nodes' views into a Snapshot, diff.go counts transitions against the
-// previous Snapshot, and collector.go turns the current Snapshot into
-// metrics without talking to the cluster.
+// Data flows one way, in the same steps and file names as collector/kafka:
+// source.go reads every node with rueidis, the pure parsers
+// (clusternodes.go, info.go) decode the replies, build.go merges the nodes'
+// views into a Snapshot, transitions.go counts transitions against the
+// previous Snapshot, watcher.go refreshes it on an interval, and
+// collector.go turns the current Snapshot into metrics without talking to
+// the cluster.
 package redis
 
 // NodeState is a node's health in the cluster's view.
@@ -35,7 +37,7 @@ const (
 
 // Snapshot is one Redis Cluster as read by one refresh. It is immutable once
 // published; the counters (Failovers, Node.RoleChanges) are carried forward
-// from the previous snapshot by applyTransitions.
+// from the previous snapshot by carryTransitions.
 type Snapshot struct {
 	// StateOK is true when every reachable master says cluster_state:ok.
 	StateOK bool

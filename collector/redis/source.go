@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"sync"
@@ -13,7 +14,6 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/redis/rueidis"
 
-	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 )
 
@@ -21,20 +21,6 @@ import (
 // Skipping it, rather than starting another query, keeps a hung node from
 // accumulating goroutines and connections across refreshes.
 var errNodeBusy = errors.New("previous query to this node is still in flight")
-
-// NewWatcher returns a watcher that reads the cluster described by cfg. It
-// does no network I/O; connections are made by the first refresh and closed
-// when the watcher's Run returns. cfg must have its defaults applied
-// (config.Config.Complete).
-func NewWatcher(cfg config.RedisCluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
-	src, err := newSource(cfg, logger)
-	if err != nil {
-		return nil, fmt.Errorf("redis cluster %q: %w", cfg.Name, err)
-	}
-	w := watch.New(cfg.Name, cfg.RefreshInterval, cfg.RefreshTimeout, src.refresh, logger)
-	w.OnStop(src.close)
-	return w, nil
-}
 
 // source reads a Redis Cluster by querying every node it lists directly.
 type source struct {
@@ -65,7 +51,7 @@ func newSource(cfg config.RedisCluster, logger log.Logger) (*source, error) {
 	if cfg.CommandTimeout <= 0 || cfg.DialTimeout <= 0 {
 		return nil, errors.New("command and dial timeouts must be positive; was config.Complete called?")
 	}
-	option, err := baseClientOption(cfg)
+	option, err := clientOption(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +61,53 @@ func newSource(cfg config.RedisCluster, logger log.Logger) (*source, error) {
 		logger:  log.With(logger, "redis_cluster", cfg.Name),
 		clients: map[string]*nodeClient{},
 	}, nil
+}
+
+// clientName is how the exporter's connections show up in CLIENT LIST.
+const clientName = "failover_exporter"
+
+// clientOption builds the rueidis options shared by every node's client;
+// InitAddress is filled in per node. It reads the password once, so that a
+// missing secret is reported at (re)load time rather than on every refresh.
+func clientOption(cfg config.RedisCluster) (rueidis.ClientOption, error) {
+	opt := rueidis.ClientOption{
+		// One connection to exactly the node we name: the cluster client
+		// would follow MOVED redirects and leave failed nodes out.
+		ForceSingleClient: true,
+		// Client-side caching would send CLIENT TRACKING and needs no ACL
+		// permission we want to ask for.
+		DisableCache: true,
+		// The watcher refreshes on its own schedule; a retry would only
+		// stretch a refresh past its deadline.
+		DisableRetry: true,
+		// CLIENT SETINFO is not needed and would be one more command to allow.
+		ClientSetInfo: rueidis.DisableClientSetInfo,
+		ClientName:    clientName,
+		Username:      cfg.Username,
+		// Bounds both the TCP connect and the HELLO handshake.
+		Dialer: net.Dialer{Timeout: cfg.DialTimeout},
+		// Closes a connection whose reads or writes stall (a hung node), so a
+		// stuck connection is replaced rather than reused.
+		ConnWriteTimeout: cfg.CommandTimeout,
+		// The exporter sends a handful of commands per refresh; small
+		// buffers keep 100-node clusters cheap.
+		ReadBufferEachConn:  64 << 10,
+		WriteBufferEachConn: 4 << 10,
+	}
+	if cfg.Password.IsSet() {
+		password, err := cfg.Password.Value()
+		if err != nil {
+			return opt, fmt.Errorf("redis password: %w", err)
+		}
+		opt.Password = password
+	}
+	// nil when TLS is off; the same builder serves the Kafka client.
+	tlsConfig, err := cfg.TLS.ClientConfig()
+	if err != nil {
+		return opt, err
+	}
+	opt.TLSConfig = tlsConfig
+	return opt, nil
 }
 
 // refresh reads the topology and every node in it. Later refreshes start
@@ -116,7 +149,7 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	if err != nil {
 		return nil, err
 	}
-	applyTransitions(prev, snap)
+	carryTransitions(prev, snap)
 	s.dropClientsExcept(append(topologyAddrs(views), s.cfg.Addrs...))
 	return snap, nil
 }

@@ -66,7 +66,7 @@ func TestApplyTransitions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			applyTransitions(tt.prev, tt.next)
+			carryTransitions(tt.prev, tt.next)
 			if tt.next.Failovers != tt.wantFailovers {
 				t.Errorf("failovers = %d, want %d", tt.next.Failovers, tt.wantFailovers)
 			}

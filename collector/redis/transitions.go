@@ -1,13 +1,13 @@
 package redis
 
-// applyTransitions carries the counters of prev forward into next and adds
+// carryTransitions carries the counters of prev forward into next and adds
 // the transitions between the two: a node whose role changed, and a replica
 // that became a master owning slots (a failover, automatic or manual). It is
 // called with prev == nil for the first snapshot, which starts every counter
 // at zero. A node that left the topology takes its counter with it; if it
 // comes back its counter restarts at zero, which Prometheus reads as a
 // counter reset.
-func applyTransitions(prev, next *Snapshot) {
+func carryTransitions(prev, next *Snapshot) {
 	if prev == nil {
 		return
 	}

@@ -39,7 +39,7 @@ type mergedNode struct {
 // buildSnapshot merges the views of the reachable nodes into one snapshot.
 // Views are ranked by cluster_current_epoch (highest first), so that the
 // node that has seen the latest configuration speaks first wherever one view
-// must be picked. Counters are left at zero; applyTransitions fills them.
+// must be picked. Counters are left at zero; carryTransitions fills them.
 func buildSnapshot(views []nodeView) (*Snapshot, error) {
 	views = dedupeViews(views)
 	if len(views) == 0 {
