@@ -4,7 +4,6 @@ package collector
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -67,8 +66,10 @@ type starter struct {
 
 // plan prepares the watcher of one cluster: newWatcher builds it, serve
 // hands it to its collector, remove takes it away again.
-func plan[S any](m *Manager, key string, settings any, newWatcher func() (*watch.Watcher[S], error), serve func(*watch.Watcher[S]), remove func()) (starter, error) {
-	fp, err := fingerprint(settings)
+func plan[S any](m *Manager, key string, settings interface{ Fingerprint() (string, error) }, newWatcher func() (*watch.Watcher[S], error), serve func(*watch.Watcher[S]), remove func()) (starter, error) {
+	// Read now, so that a secret or certificate rotated in its file counts
+	// as a change.
+	fp, err := settings.Fingerprint()
 	if err != nil {
 		return starter{}, err
 	}
@@ -180,14 +181,4 @@ func (m *Manager) Stop() {
 		<-r.done
 		delete(m.running, key)
 	}
-}
-
-// fingerprint identifies a cluster's settings, so that a reload restarts
-// only the clusters whose settings changed.
-func fingerprint(v any) (string, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", fmt.Errorf("fingerprint config: %w", err)
-	}
-	return string(b), nil
 }

@@ -1,5 +1,8 @@
 // Package config holds the exporter's configuration file format, its
-// defaults and validation, and a reloadable holder for the active config.
+// defaults and validation, and each cluster's Fingerprint. It holds no
+// state: on a reload, main loads a new Config and hands it to
+// collector.Manager.Apply, which restarts the clusters whose fingerprint
+// changed.
 package config
 
 import (
