@@ -13,15 +13,13 @@ const SlotCount = 16384
 
 // nodeFlags are the flags of one CLUSTER NODES line.
 type nodeFlags struct {
-	Myself      bool
-	Master      bool
-	Replica     bool
-	PFail       bool // "fail?": this observer cannot reach the node
-	Fail        bool // the cluster agreed the node is down
-	Handshake   bool
-	NoAddr      bool
-	NoFailover  bool
-	Unsupported []string // flags this parser does not know, kept for debugging
+	Myself    bool
+	Master    bool
+	Replica   bool
+	PFail     bool // "fail?": this observer cannot reach the node
+	Fail      bool // the cluster agreed the node is down
+	Handshake bool
+	NoAddr    bool
 }
 
 // slotRange is an inclusive range of hash slots.
@@ -39,14 +37,10 @@ type slotMove struct {
 type clusterNodeLine struct {
 	ID string
 	// Addr is "ip:port" (bracketed for IPv6), empty for noaddr nodes.
-	Addr     string
-	BusPort  int
-	Hostname string
-	Flags    nodeFlags
+	Addr  string
+	Flags nodeFlags
 	// MasterID is the id of the master this node replicates, empty for masters.
 	MasterID      string
-	PingSent      int64
-	PongReceived  int64
 	ConfigEpoch   uint64
 	LinkConnected bool
 	Slots         []slotRange
@@ -105,7 +99,7 @@ func parseClusterNodesLine(raw string) (clusterNodeLine, error) {
 	if !validNodeID(line.ID) {
 		return line, fmt.Errorf("invalid node id %q", line.ID)
 	}
-	if line.Addr, line.BusPort, line.Hostname, err = parseNodeAddress(fields[1]); err != nil {
+	if line.Addr, err = parseNodeAddress(fields[1]); err != nil {
 		return line, err
 	}
 	line.Flags = parseNodeFlags(fields[2])
@@ -115,12 +109,8 @@ func parseClusterNodesLine(raw string) (clusterNodeLine, error) {
 		}
 		line.MasterID = fields[3]
 	}
-	if line.PingSent, err = strconv.ParseInt(fields[4], 10, 64); err != nil {
-		return line, fmt.Errorf("ping-sent: %w", err)
-	}
-	if line.PongReceived, err = strconv.ParseInt(fields[5], 10, 64); err != nil {
-		return line, fmt.Errorf("pong-recv: %w", err)
-	}
+	// Fields 4 and 5, ping-sent and pong-recv, are not used: a value this
+	// parser does not understand there must not fail the node's view.
 	if line.ConfigEpoch, err = strconv.ParseUint(fields[6], 10, 64); err != nil {
 		return line, fmt.Errorf("config-epoch: %w", err)
 	}
@@ -153,35 +143,30 @@ func validNodeID(id string) bool {
 	return true
 }
 
-// parseNodeAddress splits "ip:port@cport[,hostname[,aux...]]". noaddr nodes
-// show ":0@0", which gives an empty address.
-func parseNodeAddress(s string) (addr string, busPort int, hostname string, err error) {
-	parts := strings.Split(s, ",")
-	if len(parts) > 1 {
-		hostname = parts[1]
-	}
-	hostPort, bus, ok := strings.Cut(parts[0], "@")
-	if !ok {
-		return "", 0, "", fmt.Errorf("address %q has no @cport", s)
-	}
-	if busPort, err = strconv.Atoi(bus); err != nil || busPort < 0 || busPort > 65535 {
-		return "", 0, "", fmt.Errorf("address %q: invalid cluster bus port", s)
-	}
+// parseNodeAddress reads the "ip:port" of "ip:port@cport[,hostname[,aux...]]".
+// The cluster bus port and hostname are not used, so they are not checked
+// (Redis before 4.0 printed no @cport at all). noaddr nodes show ":0@0",
+// which gives an empty address.
+func parseNodeAddress(s string) (string, error) {
+	hostPort, _, _ := strings.Cut(s, ",")
+	hostPort, _, _ = strings.Cut(hostPort, "@")
 	i := strings.LastIndexByte(hostPort, ':')
 	if i < 0 {
-		return "", 0, "", fmt.Errorf("address %q has no port", s)
+		return "", fmt.Errorf("address %q has no port", s)
 	}
 	ip, portText := strings.Trim(hostPort[:i], "[]"), hostPort[i+1:]
 	port, err := strconv.Atoi(portText)
 	if err != nil || port < 0 || port > 65535 {
-		return "", 0, "", fmt.Errorf("address %q: invalid port", s)
+		return "", fmt.Errorf("address %q: invalid port", s)
 	}
 	if ip == "" || port == 0 {
-		return "", busPort, hostname, nil
+		return "", nil
 	}
-	return net.JoinHostPort(ip, portText), busPort, hostname, nil
+	return net.JoinHostPort(ip, portText), nil
 }
 
+// parseNodeFlags reads the flags the exporter uses; others (nofailover,
+// noflags, flags of later Redis versions) are ignored.
 func parseNodeFlags(s string) nodeFlags {
 	var f nodeFlags
 	for _, flag := range strings.Split(s, ",") {
@@ -200,11 +185,6 @@ func parseNodeFlags(s string) nodeFlags {
 			f.Handshake = true
 		case "noaddr":
 			f.NoAddr = true
-		case "nofailover":
-			f.NoFailover = true
-		case "noflags", "":
-		default:
-			f.Unsupported = append(f.Unsupported, flag)
 		}
 	}
 	return f

@@ -57,16 +57,12 @@ func truncate(s string, n int) string {
 
 // clusterInfo is the part of CLUSTER INFO the exporter uses, as the
 // answering node sees the cluster.
+// Slot counts and the like are not read from it: the snapshot counts them
+// from the merged CLUSTER NODES, and a field that is not read must not fail
+// the node's view.
 type clusterInfo struct {
-	StateOK       bool
-	SlotsAssigned int
-	SlotsOK       int
-	SlotsPFail    int
-	SlotsFail     int
-	KnownNodes    int
-	Size          int
-	CurrentEpoch  uint64
-	MyEpoch       uint64
+	StateOK      bool
+	CurrentEpoch uint64
 }
 
 func parseClusterInfo(reply string) (clusterInfo, error) {
@@ -82,37 +78,17 @@ func parseClusterInfo(reply string) (clusterInfo, error) {
 	default:
 		return ci, fmt.Errorf("CLUSTER INFO: cluster_state %q is neither ok nor fail", state)
 	}
-	ints := []struct {
-		key string
-		dst *int
-	}{
-		{"cluster_slots_assigned", &ci.SlotsAssigned},
-		{"cluster_slots_ok", &ci.SlotsOK},
-		{"cluster_slots_pfail", &ci.SlotsPFail},
-		{"cluster_slots_fail", &ci.SlotsFail},
-		{"cluster_known_nodes", &ci.KnownNodes},
-		{"cluster_size", &ci.Size},
-	}
-	for _, f := range ints {
-		if *f.dst, err = strconv.Atoi(fields[f.key]); err != nil {
-			return ci, fmt.Errorf("CLUSTER INFO: %s: %w", f.key, err)
-		}
-	}
 	if ci.CurrentEpoch, err = strconv.ParseUint(fields["cluster_current_epoch"], 10, 64); err != nil {
 		return ci, fmt.Errorf("CLUSTER INFO: cluster_current_epoch: %w", err)
-	}
-	if ci.MyEpoch, err = strconv.ParseUint(fields["cluster_my_epoch"], 10, 64); err != nil {
-		return ci, fmt.Errorf("CLUSTER INFO: cluster_my_epoch: %w", err)
 	}
 	return ci, nil
 }
 
-// replicaOffset is one slaveN line of a master's INFO replication.
+// replicaOffset is one slaveN line of a master's INFO replication; its
+// state and lag are not used, so they are not read.
 type replicaOffset struct {
 	Addr   string // ip:port the replica announced
-	State  string // online, wait_bgsave, send_bulk...
 	Offset int64  // replication offset the replica acknowledged
-	Lag    int64  // seconds since the last acknowledgement
 }
 
 // replicationInfo is the part of INFO replication the exporter uses.
@@ -180,15 +156,9 @@ func parseReplicaOffset(s string) (replicaOffset, error) {
 			ip = value
 		case "port":
 			port = value
-		case "state":
-			r.State = value
 		case "offset":
 			if r.Offset, err = strconv.ParseInt(value, 10, 64); err != nil {
 				return r, fmt.Errorf("offset: %w", err)
-			}
-		case "lag":
-			if r.Lag, err = strconv.ParseInt(value, 10, 64); err != nil {
-				return r, fmt.Errorf("lag: %w", err)
 			}
 		}
 	}

@@ -40,7 +40,7 @@ func TestStripVerbatimPrefix(t *testing.T) {
 
 func TestParseClusterInfo(t *testing.T) {
 	want := clusterInfo{
-		StateOK: true, SlotsAssigned: 16384, SlotsOK: 16384, KnownNodes: 6, Size: 3, CurrentEpoch: 6, MyEpoch: 1,
+		StateOK: true, CurrentEpoch: 6,
 	}
 	for _, reply := range []string{labClusterInfo, "txt:" + labClusterInfo} {
 		got, err := parseClusterInfo(reply)
@@ -58,8 +58,14 @@ func TestParseClusterInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.StateOK || got.SlotsFail != 5461 {
-		t.Errorf("got %+v, want state fail with 5461 failed slots", got)
+	if want := (clusterInfo{StateOK: false, CurrentEpoch: 3}); got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+
+	// Fields the exporter does not use are not checked.
+	unused := "cluster_state:ok\ncluster_slots_assigned:x\ncluster_current_epoch:4\n"
+	if got, err := parseClusterInfo(unused); err != nil || got != (clusterInfo{StateOK: true, CurrentEpoch: 4}) {
+		t.Errorf("with a bad unused field: got %+v, %v", got, err)
 	}
 
 	for name, bad := range map[string]string{
@@ -67,7 +73,7 @@ func TestParseClusterInfo(t *testing.T) {
 		"unknown state":  "cluster_state:maybe\n",
 		"missing fields": "cluster_state:ok\n",
 		"not key:value":  "cluster_state:ok\ngarbage\n",
-		"bad number":     "cluster_state:ok\ncluster_slots_assigned:x\n",
+		"bad number":     "cluster_state:ok\ncluster_current_epoch:x\n",
 	} {
 		if _, err := parseClusterInfo(bad); err == nil {
 			t.Errorf("%s: want an error", name)
@@ -88,8 +94,8 @@ func TestParseReplicationInfo(t *testing.T) {
 		IsMaster:         true,
 		MasterReplOffset: 1042,
 		Replicas: []replicaOffset{
-			{Addr: "127.0.0.1:17103", State: "online", Offset: 1000, Lag: 0},
-			{Addr: "[::1]:17106", State: "wait_bgsave", Offset: 0, Lag: 3},
+			{Addr: "127.0.0.1:17103", Offset: 1000},
+			{Addr: "[::1]:17106", Offset: 0},
 		},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -126,6 +132,20 @@ func TestParseReplicationInfo(t *testing.T) {
 	}
 }
 
+// A replica line whose state or lag this parser does not understand still
+// gives the replica's offset: neither is used.
+func TestParseReplicationInfoIgnoresUnusedFields(t *testing.T) {
+	fields, err := parseInfoFields("role:master\nconnected_slaves:1\nslave0:ip=1.2.3.4,port=1,state=new-state,offset=5,lag=x\nmaster_repl_offset:9\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseReplicationInfo(fields)
+	want := replicationInfo{IsMaster: true, MasterReplOffset: 9, Replicas: []replicaOffset{{Addr: "1.2.3.4:1", Offset: 5}}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, %v; want %+v", got, err, want)
+	}
+}
+
 func TestParseUsedMemory(t *testing.T) {
 	fields, err := parseInfoFields("txt:# Memory\r\nused_memory:1954360\r\nused_memory_human:1.86M\r\n")
 	if err != nil {
@@ -146,7 +166,7 @@ func TestParseNodeView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.self().ID != idA || v.Keys != 7 || v.UsedMemory != 100 || !v.Replication.IsMaster || v.Info.KnownNodes != 6 {
+	if v.self().ID != idA || v.Keys != 7 || v.UsedMemory != 100 || !v.Replication.IsMaster || v.Info != (clusterInfo{StateOK: true, CurrentEpoch: 6}) {
 		t.Errorf("unexpected view %+v", v)
 	}
 	noSelf := idB + " 127.0.0.1:17101@27101 master - 0 0 2 connected 0-16383"
