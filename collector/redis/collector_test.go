@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -191,7 +192,8 @@ func TestWriteTextRendersOncePerRefresh(t *testing.T) {
 	}
 }
 
-func BenchmarkCollect100Nodes(b *testing.B) {
+// snapshot100Nodes is a cluster of 50 masters with one replica each.
+func snapshot100Nodes() *Snapshot {
 	snap := &Snapshot{StateOK: true, SlotsOK: SlotCount, Masters: 50, KnownNodes: 100, ViewsConsistent: true}
 	for i := range 50 {
 		masterID := fmt.Sprintf("%040x", i)
@@ -203,6 +205,11 @@ func BenchmarkCollect100Nodes(b *testing.B) {
 				MasterID: masterID, State: NodeStateOK, LinkConnected: true, ConfigEpoch: uint64(i),
 				Reachable: true, MasterLinkUp: true, HasReplicationLag: true, Keys: 1e6, MemoryUsed: 1e9})
 	}
+	return snap
+}
+
+func BenchmarkCollect100Nodes(b *testing.B) {
+	snap := snapshot100Nodes()
 	c := NewCollector()
 	c.Set("bench", staticWatcher(b, "bench", snap, nil))
 	reg := prometheus.NewRegistry()
@@ -344,3 +351,29 @@ redis_cluster_up{redis_cluster="main"} 1
 # TYPE redis_cluster_views_consistent gauge
 redis_cluster_views_consistent{redis_cluster="main"} 1
 `
+
+// BenchmarkWriteText100Nodes is what /metrics pays per scrape: the page is
+// rendered once per refresh and copied.
+func BenchmarkWriteText100Nodes(b *testing.B) {
+	c := NewCollector()
+	c.Set("bench", staticWatcher(b, "bench", snapshot100Nodes(), nil))
+	var out bytes.Buffer
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		out.Reset()
+		if err := c.WriteText(&out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(out.Len()), "bytes/scrape")
+}
+
+// BenchmarkRender100Nodes is what each refresh pays to render the page.
+func BenchmarkRender100Nodes(b *testing.B) {
+	snap := snapshot100Nodes()
+	b.ReportAllocs()
+	for b.Loop() {
+		emitSnapshot(series.NewPage(), "bench", snap)
+	}
+}
