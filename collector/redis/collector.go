@@ -268,11 +268,22 @@ func bool01(b bool) float64 {
 }
 
 func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot) {
+	// Label values are filled into slices reused for every series, as in
+	// the Kafka collector: a fresh variadic slice per series would be an
+	// allocation per series. Sinks copy what they keep.
+	slotLabels := []string{cluster, ""}
+	nodeLabels := []string{cluster, "", ""}
+	stateLabels := []string{cluster, "", "", ""}
+	infoLabels := []string{cluster, "", "", "", ""}
+
 	ch.Add(metrics.stateOK, bool01(s.StateOK), cluster)
-	ch.Add(metrics.slots, float64(s.SlotsOK), cluster, "ok")
-	ch.Add(metrics.slots, float64(s.SlotsPFail), cluster, "pfail")
-	ch.Add(metrics.slots, float64(s.SlotsFail), cluster, "fail")
-	ch.Add(metrics.slots, float64(s.SlotsUnassigned), cluster, "unassigned")
+	for _, slots := range []struct {
+		state string
+		count int
+	}{{"ok", s.SlotsOK}, {"pfail", s.SlotsPFail}, {"fail", s.SlotsFail}, {"unassigned", s.SlotsUnassigned}} {
+		slotLabels[1] = slots.state
+		ch.Add(metrics.slots, float64(slots.count), slotLabels...)
+	}
 	ch.Add(metrics.slotsWithoutReplica, float64(s.SlotsWithoutReplica), cluster)
 	ch.Add(metrics.masters, float64(s.Masters), cluster)
 	ch.Add(metrics.knownNodes, float64(s.KnownNodes), cluster)
@@ -282,32 +293,35 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot) {
 
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
-		id, addr := n.ID, n.Addr
-		ch.Add(metrics.nodeInfo, 1, cluster, id, addr, string(n.Role), n.MasterID)
-		ch.Add(metrics.nodeMaster, bool01(n.Role == RoleMaster), cluster, id, addr)
-		ch.Add(metrics.nodeSlots, float64(n.Slots), cluster, id, addr)
+		nodeLabels[1], nodeLabels[2] = n.ID, n.Addr
+		infoLabels[1], infoLabels[2], infoLabels[3], infoLabels[4] = n.ID, n.Addr, string(n.Role), n.MasterID
+		ch.Add(metrics.nodeInfo, 1, infoLabels...)
+		ch.Add(metrics.nodeMaster, bool01(n.Role == RoleMaster), nodeLabels...)
+		ch.Add(metrics.nodeSlots, float64(n.Slots), nodeLabels...)
 		if n.Role == RoleMaster {
-			ch.Add(metrics.nodeReplicas, float64(n.HealthyReplicas), cluster, id, addr)
+			ch.Add(metrics.nodeReplicas, float64(n.HealthyReplicas), nodeLabels...)
 		}
+		stateLabels[1], stateLabels[2] = n.ID, n.Addr
 		for _, state := range nodeStates {
-			ch.Add(metrics.nodeState, bool01(n.State == state), cluster, id, addr, string(state))
+			stateLabels[3] = string(state)
+			ch.Add(metrics.nodeState, bool01(n.State == state), stateLabels...)
 		}
-		ch.Add(metrics.nodeLinkConnected, bool01(n.LinkConnected), cluster, id, addr)
-		ch.Add(metrics.nodeConfigEpoch, float64(n.ConfigEpoch), cluster, id, addr)
-		ch.Add(metrics.nodeUp, bool01(n.Reachable), cluster, id, addr)
-		ch.Add(metrics.nodeRoleChanges, float64(n.RoleChanges), cluster, id, addr)
+		ch.Add(metrics.nodeLinkConnected, bool01(n.LinkConnected), nodeLabels...)
+		ch.Add(metrics.nodeConfigEpoch, float64(n.ConfigEpoch), nodeLabels...)
+		ch.Add(metrics.nodeUp, bool01(n.Reachable), nodeLabels...)
+		ch.Add(metrics.nodeRoleChanges, float64(n.RoleChanges), nodeLabels...)
 		if n.HasReplicationLag {
-			ch.Add(metrics.nodeLag, float64(n.ReplicationLagBytes), cluster, id, addr)
+			ch.Add(metrics.nodeLag, float64(n.ReplicationLagBytes), nodeLabels...)
 		}
 		if !n.Reachable {
 			continue // the rest comes from the node itself
 		}
-		ch.Add(metrics.nodeMigrating, float64(n.MigratingSlots), cluster, id, addr)
-		ch.Add(metrics.nodeImporting, float64(n.ImportingSlots), cluster, id, addr)
+		ch.Add(metrics.nodeMigrating, float64(n.MigratingSlots), nodeLabels...)
+		ch.Add(metrics.nodeImporting, float64(n.ImportingSlots), nodeLabels...)
 		if n.Role == RoleReplica {
-			ch.Add(metrics.nodeMasterLinkUp, bool01(n.MasterLinkUp), cluster, id, addr)
+			ch.Add(metrics.nodeMasterLinkUp, bool01(n.MasterLinkUp), nodeLabels...)
 		}
-		ch.Add(metrics.nodeKeys, float64(n.Keys), cluster, id, addr)
-		ch.Add(metrics.nodeMemoryUsed, float64(n.MemoryUsed), cluster, id, addr)
+		ch.Add(metrics.nodeKeys, float64(n.Keys), nodeLabels...)
+		ch.Add(metrics.nodeMemoryUsed, float64(n.MemoryUsed), nodeLabels...)
 	}
 }
