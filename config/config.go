@@ -29,7 +29,6 @@ const (
 	DefaultTopicConfigRefresh    = time.Minute
 	DefaultKafkaClientID         = "failover_exporter"
 	DefaultRedisCommandTimeout   = 2 * time.Second
-	minRefreshInterval           = 100 * time.Millisecond
 	defaultRefreshTimeoutPercent = 80
 )
 
@@ -211,11 +210,21 @@ func (r *Regexp) MarshalText() ([]byte, error) { return []byte(r.original), nil 
 // String returns the expression as written.
 func (r *Regexp) String() string { return r.original }
 
-// Load reads and validates a configuration file.
+// Load reads and validates a configuration file of at most MaxConfigSize
+// bytes.
 func Load(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config file: %w", err)
+	}
+	defer f.Close()
+	// Read one byte past the limit, never the whole of a huge file.
+	b, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read config file %s: %w", path, err)
+	}
+	if len(b) > MaxConfigSize {
+		return nil, fmt.Errorf("config file %s is larger than %d KiB; a config file listing clusters is a few KiB", path, MaxConfigSize>>10)
 	}
 	cfg, err := Parse(b)
 	if err != nil {
@@ -227,6 +236,17 @@ func Load(path string) (*Config, error) {
 // Parse decodes a configuration strictly (unknown keys are errors), applies
 // defaults and validates the result.
 func Parse(b []byte) (*Config, error) {
+	if err := checkUTF8(b); err != nil {
+		return nil, err
+	}
+	// Durations first: the typed decoder stops at the first one, with a
+	// message that does not say to add a unit.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err == nil {
+		if err := checkDurations(&doc); err != nil {
+			return nil, err
+		}
+	}
 	cfg := &Config{}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
@@ -251,7 +271,9 @@ func (c *Config) Complete() error {
 	for i := range c.Kafka {
 		k := &c.Kafka[i]
 		k.applyDefaults()
-		if err := k.validate(); err != nil {
+		if err := checkName(k.Name); err != nil {
+			errs = append(errs, fmt.Errorf("kafka cluster %d: %w", i+1, err))
+		} else if err := k.validate(); err != nil {
 			errs = append(errs, fmt.Errorf("kafka cluster %d (%q): %w", i+1, k.Name, err))
 		}
 		if names["kafka/"+k.Name] {
@@ -262,7 +284,9 @@ func (c *Config) Complete() error {
 	for i := range c.Redis {
 		r := &c.Redis[i]
 		r.applyDefaults()
-		if err := r.validate(); err != nil {
+		if err := checkName(r.Name); err != nil {
+			errs = append(errs, fmt.Errorf("redis cluster %d: %w", i+1, err))
+		} else if err := r.validate(); err != nil {
 			errs = append(errs, fmt.Errorf("redis cluster %d (%q): %w", i+1, r.Name, err))
 		}
 		if names["redis/"+r.Name] {
@@ -273,7 +297,13 @@ func (c *Config) Complete() error {
 	return errors.Join(errs...)
 }
 
+// refreshTimeoutFor is the default refresh_timeout, or 0 (reported by
+// validation as the interval's problem, not the timeout's) when the
+// interval is out of bounds.
 func refreshTimeoutFor(interval time.Duration) time.Duration {
+	if CheckRefreshInterval("", interval) != nil {
+		return 0
+	}
 	return interval * defaultRefreshTimeoutPercent / 100
 }
 
@@ -310,11 +340,14 @@ func (k *KafkaCluster) validate() error {
 		errs = append(errs, errors.New("bootstrap_servers is empty"))
 	}
 	for _, s := range k.BootstrapServers {
-		if err := validateHostPort(s); err != nil {
-			errs = append(errs, fmt.Errorf("bootstrap server %q: %w", s, err))
+		if err := CheckAddr(s); err != nil {
+			errs = append(errs, fmt.Errorf("bootstrap server %w", err))
 		}
 	}
-	errs = append(errs, validateTimings(k.RefreshInterval, k.RefreshTimeout, k.DialTimeout, k.RequestTimeout)...)
+	if err := CheckKafkaVersion(k.Version); err != nil {
+		errs = append(errs, fmt.Errorf("version %w", err))
+	}
+	errs = append(errs, validateTimings(k.RefreshInterval, k.RefreshTimeout, k.DialTimeout, k.RequestTimeout, "request_timeout")...)
 	if k.TopicConfigRefreshInterval < 0 {
 		errs = append(errs, errors.New("topic_config_refresh_interval must be positive"))
 	}
@@ -363,11 +396,11 @@ func (r *RedisCluster) validate() error {
 		errs = append(errs, errors.New("addrs is empty"))
 	}
 	for _, s := range r.Addrs {
-		if err := validateHostPort(s); err != nil {
-			errs = append(errs, fmt.Errorf("addr %q: %w", s, err))
+		if err := CheckAddr(s); err != nil {
+			errs = append(errs, fmt.Errorf("addr %w", err))
 		}
 	}
-	errs = append(errs, validateTimings(r.RefreshInterval, r.RefreshTimeout, r.DialTimeout, r.CommandTimeout)...)
+	errs = append(errs, validateTimings(r.RefreshInterval, r.RefreshTimeout, r.DialTimeout, r.CommandTimeout, "command_timeout")...)
 	if r.Password.IsSet() {
 		if err := r.Password.validate("password"); err != nil {
 			errs = append(errs, err)
@@ -379,34 +412,28 @@ func (r *RedisCluster) validate() error {
 	return errors.Join(errs...)
 }
 
-func validateTimings(interval, timeout, dial, request time.Duration) []error {
+// validateTimings returns one message per bad setting; a refresh_timeout
+// that was derived from a bad interval is the interval's problem only.
+func validateTimings(interval, timeout, dial, request time.Duration, requestKey string) []error {
 	var errs []error
-	if interval < minRefreshInterval {
-		errs = append(errs, fmt.Errorf("refresh_interval %s is shorter than %s", interval, minRefreshInterval))
+	intervalErr := CheckRefreshInterval("refresh_interval", interval)
+	if intervalErr != nil {
+		errs = append(errs, intervalErr)
 	}
-	if timeout <= 0 || timeout > interval {
+	switch {
+	case timeout == 0 && intervalErr != nil:
+	case timeout <= 0:
+		errs = append(errs, fmt.Errorf("refresh_timeout %s must be positive", timeout))
+	case intervalErr == nil && timeout > interval:
 		errs = append(errs, fmt.Errorf("refresh_timeout %s must be positive and at most refresh_interval %s", timeout, interval))
 	}
 	if dial <= 0 {
-		errs = append(errs, errors.New("dial_timeout must be positive"))
+		errs = append(errs, fmt.Errorf("dial_timeout %s must be positive", dial))
 	}
 	if request <= 0 {
-		errs = append(errs, errors.New("request/command timeout must be positive"))
+		errs = append(errs, fmt.Errorf("%s %s must be positive", requestKey, request))
 	}
 	return errs
-}
-
-func validateHostPort(s string) error {
-	i := strings.LastIndex(s, ":")
-	if i <= 0 || i == len(s)-1 {
-		return errors.New("want HOST:PORT")
-	}
-	for _, c := range s[i+1:] {
-		if c < '0' || c > '9' {
-			return errors.New("port is not a number")
-		}
-	}
-	return nil
 }
 
 func (t TLS) validate() error {

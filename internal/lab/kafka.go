@@ -163,6 +163,12 @@ func (c *KafkaCluster) BrokerAddr(id int32) string {
 	return fmt.Sprintf("127.0.0.1:%d", c.basePort+int(id)-1)
 }
 
+// ControllerAddr returns the KRaft controller listener of node id: a port
+// that speaks the Kafka protocol but serves no Metadata requests.
+func (c *KafkaCluster) ControllerAddr(id int32) string {
+	return fmt.Sprintf("127.0.0.1:%d", c.basePort+100+int(id)-1)
+}
+
 // InternalBootstrap returns every broker's PLAINTEXT listener: the broker
 // ports themselves, unless the cluster was started with Security
 // "sasl_ssl", where it is the INTERNAL listener that needs no credentials

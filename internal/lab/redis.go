@@ -156,6 +156,13 @@ func (c *RedisCluster) Addrs() []string {
 	return addrs
 }
 
+// BusAddr returns the cluster bus address of the node with client port
+// port (Redis's default: client port + 10000), which speaks the nodes'
+// binary gossip protocol, not RESP.
+func (c *RedisCluster) BusAddr(port int) string {
+	return "127.0.0.1:" + strconv.Itoa(port+10000)
+}
+
 // Ports returns every node's client port.
 func (c *RedisCluster) Ports() []int { return append([]int(nil), c.ports...) }
 

@@ -1,0 +1,196 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/IBM/sarama"
+	"gopkg.in/yaml.v3"
+)
+
+// Limits of the settings that have one. They are exported so that main can
+// check flags with the same rule and name the flag in the message.
+const (
+	// MaxConfigSize bounds the config file: a real one is a few kilobytes,
+	// and validating hundreds of megabytes would stall a start or reload.
+	MaxConfigSize = 1 << 20
+	// MinRefreshInterval and MaxRefreshInterval bound refresh_interval. A
+	// failover exporter that reads its clusters less than hourly misses
+	// every failover; the bound also keeps the derived refresh_timeout far
+	// from overflowing.
+	MinRefreshInterval = 100 * time.Millisecond
+	MaxRefreshInterval = time.Hour
+)
+
+// MinKafkaVersion is the oldest protocol version the exporter may speak.
+// Kafka 4 brokers refuse requests of protocol versions older than 2.1
+// (KIP-896): with 1.0.0 the exporter starts, then every DescribeConfigs
+// fails with EOF and no min-ISR series is ever served.
+var MinKafkaVersion = sarama.V2_1_0_0
+
+// CheckKafkaVersion reports whether v is a Kafka version sarama knows and
+// no older than MinKafkaVersion.
+func CheckKafkaVersion(v string) error {
+	parsed, err := sarama.ParseKafkaVersion(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a Kafka version; give one such as %s", v, DefaultKafkaVersion)
+	}
+	if !parsed.IsAtLeast(MinKafkaVersion) {
+		return fmt.Errorf("%s is older than %s, the oldest protocol version Kafka 4 brokers accept", v, MinKafkaVersion)
+	}
+	return nil
+}
+
+// CheckRefreshInterval reports whether d is a usable refresh interval.
+// given is how the user wrote the setting (a flag or a key), for the
+// message.
+func CheckRefreshInterval(given string, d time.Duration) error {
+	switch {
+	case d <= 0:
+		return fmt.Errorf("%s %s must be positive (at least %s)", given, d, MinRefreshInterval)
+	case d < MinRefreshInterval:
+		return fmt.Errorf("%s %s is shorter than %s", given, d, MinRefreshInterval)
+	case d > MaxRefreshInterval:
+		return fmt.Errorf("%s %s is longer than %s", given, d, MaxRefreshInterval)
+	}
+	return nil
+}
+
+// CheckAddr reports whether s is a HOST:PORT address that can be dialled,
+// and if not, what to write instead. The message never repeats a password
+// written into the address (redis://:PASSWORD@host:port).
+func CheckAddr(s string) error {
+	if strings.Contains(s, "://") {
+		scheme, _, _ := strings.Cut(s, "://")
+		return fmt.Errorf("%s: give HOST:PORT without a scheme (%s://)", RedactAddr(s), scheme)
+	}
+	if strings.Contains(s, "@") {
+		return fmt.Errorf("%s: give HOST:PORT without credentials; passwords go in the config file as password: {file: PATH} or {env: VARIABLE}", RedactAddr(s))
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		if strings.Count(s, ":") > 1 && !strings.HasPrefix(s, "[") {
+			return fmt.Errorf("%q: an IPv6 address needs brackets, as in [::1]:9092", s)
+		}
+		return fmt.Errorf("%q: want HOST:PORT", s)
+	}
+	if host == "" {
+		return fmt.Errorf("%q: the host is empty; want HOST:PORT", s)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return fmt.Errorf("%q: port is not a number", s)
+	}
+	if n < 1 || n > 65535 {
+		return fmt.Errorf("%q: port %d is outside 1-65535", s, n)
+	}
+	return nil
+}
+
+// RedactAddr returns s with any credentials before an "@" replaced, for
+// messages.
+func RedactAddr(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		u.User = url.User("REDACTED")
+		return strconv.Quote(u.String())
+	}
+	if i := strings.LastIndex(s, "@"); i >= 0 {
+		return strconv.Quote("REDACTED" + s[i:])
+	}
+	return strconv.Quote(s)
+}
+
+// checkName refuses cluster names that cannot be a label value: Prometheus
+// rejects a whole scrape with one invalid UTF-8 label value.
+func checkName(name string) error {
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("name %q is not valid UTF-8 and cannot be a label value", name)
+	}
+	return nil
+}
+
+// checkUTF8 names the first line that is not UTF-8 text, which the YAML
+// parser reports only as an "invalid octet".
+func checkUTF8(b []byte) error {
+	if utf8.Valid(b) {
+		return nil
+	}
+	for i, line := range bytes.Split(b, []byte("\n")) {
+		if !utf8.Valid(line) {
+			return fmt.Errorf("line %d is not valid UTF-8; names and other values must be UTF-8 text", i+1)
+		}
+	}
+	return nil
+}
+
+// durationKeys are the YAML keys of every time.Duration field in the file
+// format, found by reflection so that a new one is covered at once.
+var durationKeys = func() map[string]bool {
+	keys := map[string]bool{}
+	durationType := reflect.TypeOf(time.Duration(0))
+	for _, t := range []reflect.Type{reflect.TypeOf(KafkaCluster{}), reflect.TypeOf(RedisCluster{})} {
+		for i := range t.NumField() {
+			if f := t.Field(i); f.Type == durationType {
+				keys[strings.Split(f.Tag.Get("yaml"), ",")[0]] = true
+			}
+		}
+	}
+	return keys
+}()
+
+// checkDurations finds duration settings that decoding would refuse with
+// "cannot unmarshal !!int" (a number without a unit) or that would silently
+// become the default (an explicit zero), and says what to write instead,
+// one message per setting.
+func checkDurations(doc *yaml.Node) error {
+	var errs []error
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				key, value := n.Content[i], n.Content[i+1]
+				if durationKeys[key.Value] && value.Kind == yaml.ScalarNode {
+					if err := checkDurationValue(key.Value, value); err != nil {
+						errs = append(errs, fmt.Errorf("line %d: %w", value.Line, err))
+					}
+					continue
+				}
+				walk(value)
+			}
+			return
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(doc)
+	return errors.Join(errs...)
+}
+
+func checkDurationValue(key string, value *yaml.Node) error {
+	switch value.ShortTag() {
+	case "!!int", "!!float":
+		return fmt.Errorf("%s: %s has no unit; write a duration such as %ss or %sms", key, value.Value, value.Value, value.Value)
+	case "!!null":
+		return nil
+	}
+	d, err := time.ParseDuration(value.Value)
+	if err != nil {
+		return fmt.Errorf("%s: %q is not a duration such as 5s or 500ms", key, value.Value)
+	}
+	if d == 0 {
+		return fmt.Errorf("%s: %s must be positive; leave the key out for the default", key, value.Value)
+	}
+	if d < 0 {
+		return fmt.Errorf("%s: %s must be positive", key, value.Value)
+	}
+	return nil
+}
