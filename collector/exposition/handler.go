@@ -40,6 +40,8 @@ func Handler(g prometheus.Gatherer, writers []TextWriter, logError ErrorLogger) 
 		}
 		contentType := expfmt.NewFormat(expfmt.TypeTextPlain)
 		w.Header().Set("Content-Type", string(contentType))
+		// The body depends on Accept-Encoding; caches must key on it.
+		w.Header().Add("Vary", "Accept-Encoding")
 
 		var out io.Writer = w
 		if acceptsGzip(r) {

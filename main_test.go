@@ -1,0 +1,111 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runArgs runs the command line in-process and returns its exit code and
+// everything it printed.
+func runArgs(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	code := run(args, out, out)
+	b, err := os.ReadFile(out.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, string(b)
+}
+
+// TestBadFlagsNameTheFlag: every flag the start would fail on (or, worse,
+// accept and then never work with) is refused by --config.check and by the
+// start alike, with one message naming the flag and no secret in it.
+func TestBadFlagsNameTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	brokenWebConfig := write("web.yml", "tls_server_config:\n  cert_file: [not, a, string]\n")
+	unknownKeyWebConfig := write("web-typo.yml", "basic_auth_user:\n  u: x\n")
+	hugeConfig := write("huge.yml", "redis:\n  - addrs: [127.0.0.1:1]\n"+strings.Repeat("#\n", 600_000))
+	kafka := "--kafka.server=127.0.0.1:9092"
+	cases := []struct {
+		name string
+		args []string
+		want string
+		// notWant must not appear in the output.
+		notWant []string
+	}{
+		{"telemetry path without slash", []string{kafka, "--web.telemetry-path=metrics"}, `--web.telemetry-path "metrics" must start with /, as in /metrics`, nil},
+		{"empty telemetry path", []string{kafka, "--web.telemetry-path="}, `--web.telemetry-path "" must start with /`, nil},
+		{"telemetry path with a space", []string{kafka, "--web.telemetry-path=/a b"}, `--web.telemetry-path "/a b": use only letters, digits and / - . _ ~`, nil},
+		{"telemetry path on /-/ready", []string{kafka, "--web.telemetry-path=/-/ready"}, `--web.telemetry-path "/-/ready" collides with the exporter's /-/healthy, /-/ready and /-/reload`, nil},
+		{"telemetry path on /-/reload", []string{kafka, "--web.telemetry-path=/-/reload"}, `--web.telemetry-path "/-/reload" collides`, nil},
+		{"telemetry path on pprof", []string{kafka, "--web.enable-pprof", "--web.telemetry-path=/debug/pprof"}, `--web.telemetry-path "/debug/pprof" collides with /debug/pprof/`, nil},
+		{"zero refresh interval", []string{kafka, "--refresh.interval=0"}, "--refresh.interval 0s must be positive (at least 100ms)", []string{"refresh_timeout", "5s"}},
+		{"negative refresh interval", []string{kafka, "--refresh.interval=-5s"}, "--refresh.interval -5s must be positive", []string{"refresh_timeout"}},
+		{"huge refresh interval", []string{kafka, "--refresh.interval=1000000h"}, "--refresh.interval 1000000h0m0s is longer than 1h0m0s", []string{"refresh_timeout"}},
+		{"kafka version not a version", []string{kafka, "--kafka.version=abc"}, `--kafka.version "abc" is not a Kafka version; give one such as 3.0.0`, nil},
+		{"kafka version too old", []string{kafka, "--kafka.version=1.0.0"}, "--kafka.version 1.0.0 is older than 2.1.0", nil},
+		{"ipv6 without brackets", []string{"--kafka.server=::1:9092"}, `--kafka.server: bootstrap server "::1:9092": an IPv6 address needs brackets, as in [::1]:9092`, nil},
+		{"url scheme", []string{"--kafka.server=http://host:9092"}, `--kafka.server: bootstrap server "http://host:9092": give HOST:PORT without a scheme (http://)`, nil},
+		{"port out of range", []string{"--kafka.server=host:99999"}, `port 99999 is outside 1-65535`, nil},
+		{"port zero", []string{"--redis.addr=host:0"}, `--redis.addr: addr "host:0": port 0 is outside 1-65535`, nil},
+		{"redis url with password", []string{"--redis.addr=redis://:Sekrit-pw-42@host:6379"}, `--redis.addr: addr "redis://REDACTED@host:6379": give HOST:PORT without a scheme (redis://)`, []string{"Sekrit-pw-42"}},
+		{"password file without cluster", []string{kafka, "--redis.password-file=" + brokenWebConfig}, "--redis.password-file is for the --redis.addr cluster", nil},
+		{"missing password file", []string{"--redis.addr=127.0.0.1:7000", "--redis.password-file=" + filepath.Join(dir, "no-pw")}, "password: read secret file: open " + filepath.Join(dir, "no-pw"), nil},
+		// The YAML parser lists its errors on lines of their own.
+		{"broken web config", []string{kafka, "--web.config.file=" + brokenWebConfig}, "--web.config.file " + brokenWebConfig + ": yaml: unmarshal errors:\n  line 2: cannot unmarshal !!seq into string", nil},
+		{"web config with a typo", []string{kafka, "--web.config.file=" + unknownKeyWebConfig}, "--web.config.file " + unknownKeyWebConfig + ": yaml: unmarshal errors:\n  line 1: field basic_auth_user not found", nil},
+		{"missing web config", []string{kafka, "--web.config.file=" + filepath.Join(dir, "no-web.yml")}, "--web.config.file " + filepath.Join(dir, "no-web.yml"), nil},
+		{"idle timeout", []string{kafka, "--web.idle-timeout=0s"}, "--web.idle-timeout 0s must be positive", nil},
+		{"config file over 1 MiB", []string{"--config.file=" + hugeConfig}, "config file " + hugeConfig + " is larger than 1024 KiB", nil},
+		{"cluster name not UTF-8", []string{kafka, "--kafka.cluster-name=caf\xe9"}, `kafka cluster 1: name "caf\xe9" is not valid UTF-8`, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, mode := range [][]string{{"--config.check"}, {"--web.listen-address=127.0.0.1:0"}} {
+				code, out := runArgs(t, append(c.args, mode...)...)
+				if code != 1 || strings.Count(out, c.want) != 1 {
+					t.Errorf("%s: exit %d, output %q; want exit 1 and %q once", mode[0], code, out, c.want)
+				}
+				if lines := strings.Count(strings.TrimSpace(out), "\n") + 1; lines != strings.Count(c.want, "\n")+1 {
+					t.Errorf("%s: %d lines of output, want one message:\n%s", mode[0], lines, out)
+				}
+				for _, nw := range c.notWant {
+					if strings.Contains(out, nw) {
+						t.Errorf("%s: output %q contains %q", mode[0], out, nw)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestGoodFlagsPassTheCheck(t *testing.T) {
+	pw := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pw, []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--kafka.server=[::1]:9092", "--kafka.version=2.1.0", "--refresh.interval=1h"},
+		{"--redis.addr=127.0.0.1:7000", "--redis.password-file=" + pw, "--web.telemetry-path=/custom/metrics"},
+		{"--redis.addr=127.0.0.1:7000", "--web.telemetry-path=/", "--web.enable-pprof"},
+	} {
+		code, out := runArgs(t, append(args, "--config.check")...)
+		if code != 0 || !strings.Contains(out, "configuration is valid") {
+			t.Errorf("%v: exit %d, output %q", args, code, out)
+		}
+	}
+}

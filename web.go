@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+)
+
+// endpoints are what the HTTP server needs from the rest of the exporter.
+type endpoints struct {
+	metrics http.Handler
+	ready   func() bool
+	// reload is nil when there is no config file to read again.
+	reload func() error
+}
+
+// newMux routes the exporter's endpoints.
+func newMux(f flags, reg *prometheus.Registry, e endpoints) (*http.ServeMux, error) {
+	mux := http.NewServeMux()
+	// InstrumentMetricHandler adds promhttp_metric_handler_requests_total
+	// and _requests_in_flight, as every exporter built on promhttp has.
+	mux.Handle(f.telemetryPath, onlyGet(promhttp.InstrumentMetricHandler(reg, e.metrics)))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "Healthy")
+	})
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if !e.ready() {
+			http.Error(w, "Not ready: waiting for the first refresh of every cluster", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "Ready")
+	})
+	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost && r.Method != http.MethodPut {
+			w.Header().Set("Allow", "POST, PUT")
+			http.Error(w, "Use POST or PUT to reload the configuration", http.StatusMethodNotAllowed)
+			return
+		}
+		if e.reload == nil {
+			http.Error(w, errNothingToReload.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := e.reload(); err != nil {
+			http.Error(w, "Reload failed: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "Reloaded")
+	})
+	if f.enablePprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	if f.telemetryPath != "/" {
+		landing, err := web.NewLandingPage(web.LandingConfig{
+			Name:        "Failover Exporter",
+			Description: "Kafka replication and Redis Cluster sharding and failover",
+			Version:     version.Info(),
+			// The profile links work only when the profiles are served.
+			Profiling: strconv.FormatBool(f.enablePprof),
+			Links: []web.LandingLinks{
+				{Address: f.telemetryPath, Text: "Metrics"},
+				{Address: "/-/healthy", Text: "Health"},
+				{Address: "/-/ready", Text: "Readiness", Description: "ready once every cluster was read once"},
+			},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("landing page: %w", err)
+		}
+		mux.Handle("/", landing)
+	}
+	return mux, nil
+}
+
+// onlyGet answers 405 to anything but GET and HEAD: a POST to /metrics is
+// a mistake worth telling the client about, not a scrape.
+func onlyGet(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "Method not allowed: scrape with GET", http.StatusMethodNotAllowed)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
