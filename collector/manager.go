@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/go-kit/log"
@@ -130,7 +131,8 @@ func (m *Manager) Apply(cfg *config.Config) error {
 		delete(m.running, key)
 		if !keep {
 			r.remove()
-			level.Info(m.logger).Log("msg", "stopped watching cluster", "cluster", key)
+			system, name, _ := strings.Cut(key, "/")
+			level.Info(m.logger).Log("msg", "stopped watching cluster", "collector", system, "cluster", name)
 		}
 	}
 	keys := make([]string, 0, len(starters))
@@ -146,7 +148,8 @@ func (m *Manager) Apply(cfg *config.Config) error {
 		ctx, cancel := context.WithCancel(context.Background())
 		ready, done := s.start(ctx)
 		m.running[key] = &running{fingerprint: s.fingerprint, cancel: cancel, done: done, ready: ready, remove: s.remove}
-		level.Info(m.logger).Log("msg", "watching cluster", "cluster", key)
+		system, name, _ := strings.Cut(key, "/")
+		level.Info(m.logger).Log("msg", "watching cluster", "collector", system, "cluster", name)
 	}
 	return nil
 }

@@ -96,7 +96,7 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	if err != nil {
 		// Min ISR is refreshed on the next attempt; meanwhile topics whose
 		// value was never read get no min-ISR series rather than a guess.
-		level.Warn(s.logger).Log("msg", "reading topic configs failed; keeping cached min.insync.replicas", "cluster", s.cfg.Name, "err", err)
+		level.Warn(s.logger).Log("msg", "reading topic configs failed; keeping cached min.insync.replicas", "err", err)
 	}
 	snap := buildSnapshot(md, s.cfg.Topics.Match, configs, s.now())
 	carryTransitions(prev, snap)

@@ -11,7 +11,8 @@ import (
 // interval. It does no network I/O until the watcher runs; the connection
 // is closed when Run returns.
 func NewWatcher(cfg config.KafkaCluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
-	src, err := newSource(cfg, log.With(logger, "kafka_cluster", cfg.Name))
+	logger = watch.ClusterLogger(logger, "kafka", cfg.Name)
+	src, err := newSource(cfg, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ func newSource(cfg config.RedisCluster, logger log.Logger) (*source, error) {
 	return &source{
 		cfg:     cfg,
 		option:  option,
-		logger:  log.With(logger, "redis_cluster", cfg.Name),
+		logger:  logger,
 		clients: map[string]*nodeClient{},
 	}, nil
 }

@@ -12,6 +12,7 @@ import (
 // when the watcher's Run returns. cfg must have its defaults applied
 // (config.Config.Complete).
 func NewWatcher(cfg config.RedisCluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
+	logger = watch.ClusterLogger(logger, "redis", cfg.Name)
 	src, err := newSource(cfg, logger)
 	if err != nil {
 		return nil, err

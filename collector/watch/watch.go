@@ -55,7 +55,8 @@ type Watcher[S any] struct {
 }
 
 // New returns a watcher that calls refresh every interval, each call bounded
-// by timeout. It does nothing until Run is called.
+// by timeout. It does nothing until Run is called. logger should carry the
+// cluster's name (ClusterLogger); the watcher's lines do not add it again.
 func New[S any](name string, interval, timeout time.Duration, refresh RefreshFunc[S], logger log.Logger) *Watcher[S] {
 	if timeout <= 0 || timeout > interval {
 		timeout = interval
@@ -71,6 +72,12 @@ func New[S any](name string, interval, timeout time.Duration, refresh RefreshFun
 	}
 	w.state.Store(&State[S]{})
 	return w
+}
+
+// ClusterLogger is the logger of one cluster's lines: every line about a
+// cluster carries the same two keys, whichever package logs it.
+func ClusterLogger(logger log.Logger, system, name string) log.Logger {
+	return log.With(logger, "collector", system, "cluster", name)
 }
 
 // Name is the cluster name this watcher was created for.
@@ -142,13 +149,13 @@ func (w *Watcher[S]) RefreshOnce(ctx context.Context) {
 		next.Failures++
 		next.LastError = err
 		if prev.Up || prev.Refreshes == 0 {
-			level.Warn(w.logger).Log("msg", "refresh failed", "cluster", w.name, "err", err)
+			level.Warn(w.logger).Log("msg", "refresh failed", "err", err)
 		} else {
-			level.Debug(w.logger).Log("msg", "refresh still failing", "cluster", w.name, "err", err)
+			level.Debug(w.logger).Log("msg", "refresh still failing", "err", err)
 		}
 	} else {
 		if !prev.Up && prev.Refreshes > 0 {
-			level.Info(w.logger).Log("msg", "refresh recovered", "cluster", w.name)
+			level.Info(w.logger).Log("msg", "refresh recovered")
 		}
 		next.Snapshot = snapshot
 		next.Up = true
