@@ -8,12 +8,14 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
+	"github.com/failover-exporter/failover_exporter/collector/peer"
 	"github.com/failover-exporter/failover_exporter/config"
 )
 
@@ -38,6 +40,10 @@ type source struct {
 	failing map[string]bool
 	// now is time.Now, replaceable in tests.
 	now func() time.Time
+	// peers says what answered at an address that failed; answered are
+	// the addresses that ever answered a Metadata request.
+	peers    peer.Cache
+	answered map[string]bool
 }
 
 func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
@@ -155,15 +161,19 @@ func (s *source) readMetadata(ctx context.Context) (*sarama.MetadataResponse, *s
 		case r := <-done:
 			if r.err != nil {
 				s.failing[addr] = true
-				errs = append(errs, fmt.Errorf("%s: %w", addr, r.err))
+				errs = append(errs, fmt.Errorf("%s: %w", addr, s.explain(addr, r.err, peerHintWait)))
 				continue
 			}
 			delete(s.failing, addr)
+			if s.answered == nil {
+				s.answered = map[string]bool{}
+			}
+			s.answered[addr] = true
 			s.conn = r.broker
 			return r.md, r.broker, nil
 		case <-ctx.Done():
 			s.failing[addr] = true
-			errs = append(errs, fmt.Errorf("%s: no answer before the refresh deadline: %w", addr, ctx.Err()))
+			errs = append(errs, fmt.Errorf("%s: %w", addr, s.explain(addr, fmt.Errorf("no answer before the refresh deadline: %w", ctx.Err()), 0)))
 			go func() {
 				r := <-done
 				if r.broker != nil {
@@ -180,6 +190,25 @@ func (s *source) readMetadata(ctx context.Context) (*sarama.MetadataResponse, *s
 		break
 	}
 	return nil, nil, fmt.Errorf("no broker answered a metadata request: %w", errors.Join(errs...))
+}
+
+// peerHintWait is how long a failed attempt waits for the probe of what is
+// at the address; Redis and KRaft controllers answer it in milliseconds.
+const peerHintWait = 200 * time.Millisecond
+
+// explain adds what answered at addr when that is not a Kafka broker
+// (a Redis server, a KRaft controller listener), which the client library
+// reports only as EOF, a timeout or an unsupported API version.
+func (s *source) explain(addr string, err error, wait time.Duration) error {
+	// A broker that answered before, or that the cluster lists, is one;
+	// it is down or hung, which the error says well enough.
+	if errors.Is(err, syscall.ECONNREFUSED) || s.answered[addr] || slices.Contains(s.known, addr) {
+		return err
+	}
+	if hint := s.peers.Hint(addr, peer.KafkaBroker, wait); hint != "" {
+		return fmt.Errorf("%w (%s)", err, hint)
+	}
+	return err
 }
 
 // metadataAttempt is the outcome of fetchMetadata.

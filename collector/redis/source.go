@@ -7,13 +7,17 @@ import (
 	"net"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/redis/rueidis"
 
+	"github.com/failover-exporter/failover_exporter/collector/peer"
 	"github.com/failover-exporter/failover_exporter/config"
 )
 
@@ -31,6 +35,8 @@ type source struct {
 	mu      sync.Mutex
 	clients map[string]*nodeClient // by address; kept across refreshes
 	closed  bool
+	// peers says what answered at an address that failed.
+	peers peer.Cache
 }
 
 // nodeClient is the connection to one node.
@@ -187,7 +193,7 @@ func (s *source) queryNodes(ctx context.Context, addrs []string) ([]nodeView, []
 		go func() {
 			view, err := s.queryNode(ctx, nc)
 			if err != nil {
-				err = fmt.Errorf("%s: %w", nc.addr, err)
+				err = fmt.Errorf("%s: %w", nc.addr, s.explain(nc.addr, err))
 			}
 			results <- result{view, err}
 		}()
@@ -209,6 +215,30 @@ func (s *source) queryNodes(ctx context.Context, addrs []string) ([]nodeView, []
 		}
 	}
 	return views, errs
+}
+
+// peerHintWait is how long a failed query waits for the probe of what is at
+// the address; Kafka and a cluster bus answer it in milliseconds.
+const peerHintWait = 200 * time.Millisecond
+
+// explain says what to do about a refused login, and what answered at addr
+// when it is not Redis (a Kafka broker, a cluster bus port), which rueidis
+// reports only as EOF or a reset connection.
+func (s *source) explain(addr string, err error) error {
+	if strings.Contains(err.Error(), "NOAUTH") && !s.cfg.Password.IsSet() {
+		return fmt.Errorf("%w (the server wants a password: give --redis.password-file=FILE, or password: {file: FILE} or {env: VARIABLE} in the config file)", err)
+	}
+	// A reply is from Redis; a refused or timed-out connection is a node
+	// that is down or hung. Only a closed or reset connection is probed.
+	var netErr net.Error
+	if _, isReply := rueidis.IsRedisErr(err); isReply || errors.Is(err, errNodeBusy) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout() {
+		return err
+	}
+	if hint := s.peers.Hint(addr, peer.Redis, peerHintWait); hint != "" {
+		return fmt.Errorf("%w (%s)", err, hint)
+	}
+	return err
 }
 
 // nodeClient returns the client for addr, creating the entry (not the
