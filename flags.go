@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -87,6 +88,11 @@ func checkFlags(f flags) error {
 	if f.redisPasswordFile != "" && len(f.redisAddrs) == 0 {
 		errs = append(errs, errors.New("--redis.password-file is for the --redis.addr cluster; give --redis.addr, or set password: {file: PATH} in the config file"))
 	}
+	for _, addr := range *f.webConfig.WebListenAddresses {
+		if err := checkListenAddress(addr); err != nil {
+			errs = append(errs, fmt.Errorf("--web.listen-address %q: %w", addr, err))
+		}
+	}
 	if path := *f.webConfig.WebConfigFile; path != "" {
 		if err := web.Validate(path); err != nil {
 			errs = append(errs, fmt.Errorf("--web.config.file %s: %w", path, err))
@@ -113,6 +119,19 @@ func checkTelemetryPath(p string, pprof bool) error {
 	}
 	if pprof && strings.HasPrefix(p+"/", "/debug/pprof/") {
 		return fmt.Errorf("%q collides with /debug/pprof/ (--web.enable-pprof)", p)
+	}
+	return nil
+}
+
+// checkListenAddress refuses what net.Listen would, without listening:
+// the port may still be taken at start.
+func checkListenAddress(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want [HOST]:PORT, as in :9877")
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("port %q is not a port number", port)
 	}
 	return nil
 }

@@ -69,6 +69,7 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		{"broken web config", []string{kafka, "--web.config.file=" + brokenWebConfig}, "--web.config.file " + brokenWebConfig + ": yaml: unmarshal errors:\n  line 2: cannot unmarshal !!seq into string", nil},
 		{"web config with a typo", []string{kafka, "--web.config.file=" + unknownKeyWebConfig}, "--web.config.file " + unknownKeyWebConfig + ": yaml: unmarshal errors:\n  line 1: field basic_auth_user not found", nil},
 		{"missing web config", []string{kafka, "--web.config.file=" + filepath.Join(dir, "no-web.yml")}, "--web.config.file " + filepath.Join(dir, "no-web.yml"), nil},
+		{"listen address without port", []string{kafka, "--web.listen-address=localhost"}, `--web.listen-address "localhost": want [HOST]:PORT, as in :9877`, nil},
 		{"idle timeout", []string{kafka, "--web.idle-timeout=0s"}, "--web.idle-timeout 0s must be positive", nil},
 		{"config file over 1 MiB", []string{"--config.file=" + hugeConfig}, "config file " + hugeConfig + " is larger than 1024 KiB", nil},
 		{"cluster name not UTF-8", []string{kafka, "--kafka.cluster-name=caf\xe9"}, `kafka cluster 1: name "caf\xe9" is not valid UTF-8`, nil},
