@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,6 +41,13 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 	unknownKeyWebConfig := write("web-typo.yml", "basic_auth_user:\n  u: x\n")
 	hugeConfig := write("huge.yml", "redis:\n  - addrs: [127.0.0.1:1]\n"+strings.Repeat("#\n", 600_000))
 	kafka := "--kafka.server=127.0.0.1:9092"
+	// The start mode listens on a port this test holds: should a case pass
+	// every check, the start fails at once instead of serving forever.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
 	cases := []struct {
 		name string
 		args []string
@@ -76,7 +84,7 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for _, mode := range [][]string{{"--config.check"}, {"--web.listen-address=127.0.0.1:0"}} {
+			for _, mode := range [][]string{{"--config.check"}, {"--web.listen-address=" + busy.Addr().String()}} {
 				code, out := runArgs(t, append(c.args, mode...)...)
 				if code != 1 || strings.Count(out, c.want) != 1 {
 					t.Errorf("%s: exit %d, output %q; want exit 1 and %q once", mode[0], code, out, c.want)
