@@ -25,7 +25,7 @@ func sections(t *testing.T) []Section {
 	return []Section{
 		{"Kafka", "Every series carries `kafka_cluster`. While `kafka_up` is 0 only `kafka_up` and the `kafka_exporter_*` series are served.", FromSets(kafka.Sets()...)},
 		{"Redis Cluster", "Every series carries `redis_cluster`. While `redis_cluster_up` is 0 only it and the `redis_cluster_exporter_*` series are served.", FromSets(redis.Sets()...)},
-		{"The exporter itself", "Besides Go runtime (`go_*`) and process (`process_*`) series.", self},
+		{"The exporter itself", "Besides Go runtime (`go_*`), process (`process_*`) and `/metrics` handler (`promhttp_metric_handler_*`) series.", self},
 	}
 }
 
