@@ -5,6 +5,7 @@ package exportertest
 import (
 	"bytes"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"net/http"
@@ -38,7 +39,10 @@ func Binary(t testing.TB) string {
 		// One fixed path per user instead of a new temp dir per test binary:
 		// build beside it and rename, which is atomic, so a test still
 		// running the previous binary keeps its copy.
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("failover_exporter-test-%d", os.Getuid()))
+		// The path is also per checkout: two work trees testing at once
+		// must never run each other's binary.
+		root := lab.RepoRoot(t)
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("failover_exporter-test-%d-%08x", os.Getuid(), crc32.ChecksumIEEE([]byte(root))))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			buildErr = err
 			return
@@ -50,7 +54,7 @@ func Binary(t testing.TB) string {
 		}
 		tmp.Close()
 		cmd := exec.Command("go", "build", "-o", tmp.Name(), ".")
-		cmd.Dir = lab.RepoRoot(t)
+		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			os.Remove(tmp.Name())
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
