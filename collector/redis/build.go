@@ -45,6 +45,11 @@ func buildSnapshot(views []nodeView) (*Snapshot, error) {
 	if len(views) == 0 {
 		return nil, errors.New("no node answered")
 	}
+	members := decideMembership(views)
+	views = members.views
+	if len(views) == 0 {
+		return nil, errors.New("no node that answered is a member of the cluster")
+	}
 	slices.SortStableFunc(views, func(a, b nodeView) int {
 		if c := cmp.Compare(b.Info.CurrentEpoch, a.Info.CurrentEpoch); c != 0 {
 			return c
@@ -67,6 +72,9 @@ func buildSnapshot(views []nodeView) (*Snapshot, error) {
 		v := &views[vi]
 		for li := range v.Nodes {
 			line := &v.Nodes[li]
+			if !members.members[line.ID] {
+				continue // a foreign node some member still lists
+			}
 			m := get(line.ID)
 			if line.Flags.Myself {
 				m.own, m.view = line, v
@@ -85,9 +93,9 @@ func buildSnapshot(views []nodeView) (*Snapshot, error) {
 		}
 	}
 
-	owners, consistent := mergeSlotOwners(views)
+	owners, consistent := mergeSlotOwners(views, members.members)
 
-	snap := &Snapshot{ViewsConsistent: consistent}
+	snap := &Snapshot{ViewsConsistent: consistent, Foreign: members.foreign}
 	index := map[string]int{}
 	for _, id := range ids {
 		m := merged[id]
@@ -117,6 +125,11 @@ func buildSnapshot(views []nodeView) (*Snapshot, error) {
 		if m.own != nil && m.other != nil && m.other.Addr != "" {
 			// Others dial the node at the address they know, so report that one.
 			n.Addr = m.other.Addr
+		}
+		if n.Addr == "" && m.view != nil {
+			// A node nobody has met does not know its own address yet; the
+			// exporter reached it at this one.
+			n.Addr = m.view.Addr
 		}
 		switch {
 		case m.failSeen:
@@ -235,7 +248,7 @@ func dedupeViews(views []nodeView) []nodeView {
 // agree. Where they disagree the claim with the highest config epoch wins,
 // which is the rule Redis Cluster itself uses to settle conflicts; views are
 // ranked so that equal epochs go to the most up-to-date view.
-func mergeSlotOwners(views []nodeView) (owners [SlotCount]string, consistent bool) {
+func mergeSlotOwners(views []nodeView, members map[string]bool) (owners [SlotCount]string, consistent bool) {
 	var epochs [SlotCount]uint64
 	var claimed [SlotCount]bool
 	var first, current [SlotCount]string
@@ -243,6 +256,9 @@ func mergeSlotOwners(views []nodeView) (owners [SlotCount]string, consistent boo
 	for vi := range views {
 		current = [SlotCount]string{}
 		for _, line := range views[vi].Nodes {
+			if !members[line.ID] {
+				continue
+			}
 			for _, r := range line.Slots {
 				for slot := r.First; slot <= r.Last; slot++ {
 					current[slot] = line.ID

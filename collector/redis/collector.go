@@ -28,6 +28,8 @@ type descs struct {
 	currentEpoch        *exposition.Desc
 	viewsConsistent     *exposition.Desc
 	failovers           *exposition.Desc
+	foreignNodes        *exposition.Desc
+	foreignNodeInfo     *exposition.Desc
 
 	nodeInfo          *exposition.Desc
 	nodeMaster        *exposition.Desc
@@ -78,7 +80,7 @@ var metrics = func() descs {
 		},
 
 		stateOK: newGauge("redis_cluster_state_ok",
-			"1 if every reachable master reports cluster_state:ok, 0 if any reports fail."+fromRefresh),
+			"1 if every reachable member master reports cluster_state:ok, 0 if any reports fail."+fromRefresh),
 		slots: newGauge("redis_cluster_slots",
 			"Hash slots by the state of the master owning them in the cluster's view (unassigned: no owner); the states sum to 16384."+fromRefresh, "state"),
 		slotsWithoutReplica: newGauge("redis_cluster_slots_without_replica",
@@ -86,13 +88,18 @@ var metrics = func() descs {
 		masters: newGauge("redis_cluster_masters",
 			"Masters that own at least one hash slot."+fromRefresh),
 		knownNodes: newGauge("redis_cluster_known_nodes",
-			"Nodes in the cluster topology."+fromRefresh),
+			"Member nodes: listed by the majority of slot-serving masters (foreign nodes are counted apart)."+fromRefresh),
 		currentEpoch: newGauge("redis_cluster_current_epoch",
 			"Highest cluster current epoch reported by a reachable node."+fromRefresh),
 		viewsConsistent: newGauge("redis_cluster_views_consistent",
 			"1 if all reachable nodes agree on which master owns each slot."+fromRefresh),
 		failovers: newCounter("redis_cluster_failovers_total",
 			"Times a shard's master changed to a node that was its replica, observed by this exporter."+fromRefresh),
+		foreignNodes: newGauge("redis_cluster_foreign_nodes",
+			"Nodes that answered but are not members: not listed by the majority of slot-serving masters, or not listing them."+fromRefresh),
+		foreignNodeInfo: newGauge("redis_cluster_foreign_node_info",
+			"Always 1 for a foreign node; reason is not_listed or not_listing_cluster, role what the node claims."+fromRefresh,
+			"node_id", "address", "role", "reason"),
 
 		nodeInfo: newGauge("redis_cluster_node_info",
 			"Always 1; role is master or replica, master_id the id of a replica's master."+fromRefresh, "node_id", "address", "role", "master_id"),
@@ -290,6 +297,10 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot) {
 	ch.Add(metrics.currentEpoch, float64(s.CurrentEpoch), cluster)
 	ch.Add(metrics.viewsConsistent, bool01(s.ViewsConsistent), cluster)
 	ch.Add(metrics.failovers, float64(s.Failovers), cluster)
+	ch.Add(metrics.foreignNodes, float64(len(s.Foreign)), cluster)
+	for _, f := range s.Foreign {
+		ch.Add(metrics.foreignNodeInfo, 1, cluster, f.ID, f.Addr, string(f.Role), string(f.Reason))
+	}
 
 	for i := range s.Nodes {
 		n := &s.Nodes[i]

@@ -43,6 +43,9 @@ func testSnapshot() *Snapshot {
 				ConfigEpoch: 7, Reachable: true, MasterLinkUp: true, Keys: 42, MemoryUsed: 1e6,
 				HasReplicationLag: true, ReplicationLagBytes: 14, RoleChanges: 1},
 		},
+		Foreign: []ForeignNode{
+			{ID: idE, Addr: "127.0.0.1:7004", Reason: ForeignNotListed, Role: RoleReplica, KnownNodes: 4},
+		},
 	}
 }
 
@@ -98,18 +101,18 @@ func TestCollectorSetRemove(t *testing.T) {
 	c := NewCollector()
 	c.Set("a", staticWatcher(t, "a", testSnapshot(), nil))
 	c.Set("b", staticWatcher(t, "b", testSnapshot(), nil))
-	// Per cluster of testSnapshot: 5 health series, 11 cluster series, and
-	// node series: 17 for the reachable master, 13 for the unreachable one
-	// (nothing read from the node itself), 18 for the replica (its lag and
-	// master link).
-	if got := testutil.CollectAndCount(c); got != 2*(5+11+17+13+18) {
-		t.Errorf("two clusters: %d series, want %d", got, 2*(5+11+17+13+18))
+	// Per cluster of testSnapshot: 5 health series, 12 cluster series, one
+	// series for its foreign node, and node series: 17 for the reachable
+	// master, 13 for the unreachable one (nothing read from the node
+	// itself), 18 for the replica (its lag and master link).
+	if got := testutil.CollectAndCount(c); got != 2*(5+12+1+17+13+18) {
+		t.Errorf("two clusters: %d series, want %d", got, 2*(5+12+1+17+13+18))
 	}
 	c.Set("b", staticWatcher(t, "b", &Snapshot{ViewsConsistent: true}, nil))
 	c.Remove("a")
 	// A cluster without nodes: the health and cluster series only.
-	if got := testutil.CollectAndCount(c); got != 5+11 {
-		t.Errorf("after replacing b and removing a: %d series, want %d", got, 5+11)
+	if got := testutil.CollectAndCount(c); got != 5+12 {
+		t.Errorf("after replacing b and removing a: %d series, want %d", got, 5+12)
 	}
 	c.Remove("b")
 	if got := testutil.CollectAndCount(c); got != 0 {
@@ -248,7 +251,13 @@ redis_cluster_exporter_refreshes_total{redis_cluster="main"} 1
 # HELP redis_cluster_failovers_total Times a shard's master changed to a node that was its replica, observed by this exporter. As of the last refresh.
 # TYPE redis_cluster_failovers_total counter
 redis_cluster_failovers_total{redis_cluster="main"} 2
-# HELP redis_cluster_known_nodes Nodes in the cluster topology. As of the last refresh.
+# HELP redis_cluster_foreign_nodes Nodes that answered but are not members: not listed by the majority of slot-serving masters, or not listing them. As of the last refresh.
+# TYPE redis_cluster_foreign_nodes gauge
+redis_cluster_foreign_nodes{redis_cluster="main"} 1
+# HELP redis_cluster_foreign_node_info Always 1 for a foreign node; reason is not_listed or not_listing_cluster, role what the node claims. As of the last refresh.
+# TYPE redis_cluster_foreign_node_info gauge
+redis_cluster_foreign_node_info{address="127.0.0.1:7004",node_id="40b05f86ee6521480c7d10fefca3163a70a1e6c3",reason="not_listed",redis_cluster="main",role="replica"} 1
+# HELP redis_cluster_known_nodes Member nodes: listed by the majority of slot-serving masters (foreign nodes are counted apart). As of the last refresh.
 # TYPE redis_cluster_known_nodes gauge
 redis_cluster_known_nodes{redis_cluster="main"} 3
 # HELP redis_cluster_masters Masters that own at least one hash slot. As of the last refresh.
@@ -341,7 +350,7 @@ redis_cluster_slots{redis_cluster="main",state="unassigned"} 6000
 # HELP redis_cluster_slots_without_replica Hash slots whose master has no healthy replica. As of the last refresh.
 # TYPE redis_cluster_slots_without_replica gauge
 redis_cluster_slots_without_replica{redis_cluster="main"} 383
-# HELP redis_cluster_state_ok 1 if every reachable master reports cluster_state:ok, 0 if any reports fail. As of the last refresh.
+# HELP redis_cluster_state_ok 1 if every reachable member master reports cluster_state:ok, 0 if any reports fail. As of the last refresh.
 # TYPE redis_cluster_state_ok gauge
 redis_cluster_state_ok{redis_cluster="main"} 1
 # HELP redis_cluster_up 1 if the last refresh read the cluster topology from at least one node.

@@ -4,11 +4,11 @@
 //
 // Data flows one way, in the same steps and file names as collector/kafka:
 // source.go reads every node with rueidis, the pure parsers
-// (clusternodes.go, info.go) decode the replies, build.go merges the nodes'
-// views into a Snapshot, transitions.go counts transitions against the
-// previous Snapshot, watcher.go refreshes it on an interval, and
-// collector.go turns the current Snapshot into metrics without talking to
-// the cluster.
+// (clusternodes.go, info.go) decode the replies, membership.go decides
+// which nodes the cluster counts, build.go merges the members' views into a
+// Snapshot, transitions.go counts transitions against the previous
+// Snapshot, watcher.go refreshes it on an interval, and collector.go turns
+// the current Snapshot into metrics without talking to the cluster.
 package redis
 
 // NodeState is a node's health in the cluster's view.
@@ -39,7 +39,7 @@ const (
 // published; the counters (Failovers, Node.RoleChanges) are carried forward
 // from the previous snapshot by carryTransitions.
 type Snapshot struct {
-	// StateOK is true when every reachable master says cluster_state:ok.
+	// StateOK is true when every reachable member master says cluster_state:ok.
 	StateOK bool
 	// Slots by the state of their owner; the four add up to SlotCount.
 	SlotsOK, SlotsPFail, SlotsFail, SlotsUnassigned int
@@ -47,7 +47,7 @@ type Snapshot struct {
 	SlotsWithoutReplica int
 	// Masters is the number of masters owning at least one slot.
 	Masters int
-	// KnownNodes is the number of nodes in the merged topology.
+	// KnownNodes is the number of members (len(Nodes)).
 	KnownNodes int
 	// CurrentEpoch is the highest cluster_current_epoch of any reachable node.
 	CurrentEpoch uint64
@@ -56,8 +56,12 @@ type Snapshot struct {
 	ViewsConsistent bool
 	// Failovers counts shards whose master changed to one of its replicas.
 	Failovers uint64
-	// Nodes is sorted by address, then id.
+	// Nodes are the cluster's members, sorted by address, then id.
 	Nodes []Node
+	// Foreign are the nodes that answered but are not members (see
+	// membership.go), sorted by address, then id. They count in no other
+	// field.
+	Foreign []ForeignNode
 }
 
 // Node is one node of the merged topology.

@@ -136,9 +136,15 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	}
 
 	if prev != nil {
-		known := make([]string, 0, len(prev.Nodes))
+		known := make([]string, 0, len(prev.Nodes)+len(prev.Foreign))
 		for _, n := range prev.Nodes {
 			known = append(known, n.Addr)
+		}
+		// Foreign nodes are read again so that they stay reported (a
+		// forgotten replica is listed by no member) until they rejoin or
+		// stop answering.
+		for _, f := range prev.Foreign {
+			known = append(known, f.Addr)
 		}
 		query(known)
 	}
@@ -156,7 +162,11 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 		return nil, err
 	}
 	carryTransitions(prev, snap)
-	s.dropClientsExcept(append(topologyAddrs(views), s.cfg.Addrs...))
+	keep := append(topologyAddrs(views), s.cfg.Addrs...)
+	for _, f := range snap.Foreign {
+		keep = append(keep, f.Addr)
+	}
+	s.dropClientsExcept(keep)
 	return snap, nil
 }
 

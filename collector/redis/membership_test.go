@@ -1,0 +1,144 @@
+package redis
+
+import (
+	"slices"
+	"testing"
+)
+
+// without returns the lines minus the one of node id.
+func without(lines []string, id string) []string {
+	return slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return l[:len(id)] == id })
+}
+
+// The replica D was forgotten (CLUSTER FORGET) by the five others. D still
+// lists them all and says it replicates A; the cluster no longer counts it.
+func TestBuildSnapshotForgottenReplica(t *testing.T) {
+	rest := without(healthyLines, idD)
+	views := []nodeView{
+		testView(t, idA, rest, 6, true, masterRepl(1000)),
+		testView(t, idB, rest, 6, true, masterRepl(500, replicaOffset{Addr: addrOf[idE], Offset: 500})),
+		testView(t, idC, rest, 6, true, masterRepl(0, replicaOffset{Addr: addrOf[idF], Offset: 0})),
+		testView(t, idD, healthyLines, 6, true, replicaUp),
+		testView(t, idE, rest, 6, true, replicaUp),
+		testView(t, idF, rest, 6, true, replicaUp),
+	}
+	snap, err := buildSnapshot(views)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.KnownNodes != 5 || snap.SlotsWithoutReplica != 5461 || snap.Masters != 3 || !snap.StateOK || !snap.ViewsConsistent {
+		t.Errorf("cluster: known %d without replica %d masters %d state %v consistent %v",
+			snap.KnownNodes, snap.SlotsWithoutReplica, snap.Masters, snap.StateOK, snap.ViewsConsistent)
+	}
+	if a := nodeByID(t, snap, idA); a.HealthyReplicas != 0 {
+		t.Errorf("A has %d healthy replicas, want 0: the cluster forgot D", a.HealthyReplicas)
+	}
+	for _, n := range snap.Nodes {
+		if n.ID == idD {
+			t.Errorf("forgotten D is still a member: %+v", n)
+		}
+	}
+	want := []ForeignNode{{ID: idD, Addr: addrOf[idD], Reason: ForeignNotListed, Role: RoleReplica, KnownNodes: 6}}
+	if !slices.Equal(snap.Foreign, want) {
+		t.Errorf("foreign = %+v, want %+v", snap.Foreign, want)
+	}
+}
+
+// CLUSTER RESET SOFT on replica D: D now lists only itself, as an empty
+// master whose cluster_state is fail; the others still list it.
+func TestBuildSnapshotResetReplica(t *testing.T) {
+	resetD := []string{idD + " 127.0.0.1:17103@27103 master - 0 0 0 connected"}
+	others := append(without(healthyLines, idD), idD+" 127.0.0.1:17103@27103 master - 0 0 0 connected")
+	views := []nodeView{
+		testView(t, idA, others, 6, true, masterRepl(0)),
+		testView(t, idB, others, 6, true, masterRepl(0)),
+		testView(t, idC, others, 6, true, masterRepl(0)),
+		testView(t, idD, resetD, 0, false, masterRepl(0)),
+		testView(t, idE, others, 6, true, replicaUp),
+	}
+	snap, err := buildSnapshot(views)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !snap.StateOK {
+		t.Error("state_ok is 0 because of the reset node, which is not a member")
+	}
+	if snap.SlotsOK != SlotCount || snap.KnownNodes != 5 || snap.Masters != 3 || snap.SlotsWithoutReplica != 5461 {
+		t.Errorf("cluster: ok %d known %d masters %d without replica %d",
+			snap.SlotsOK, snap.KnownNodes, snap.Masters, snap.SlotsWithoutReplica)
+	}
+	if len(snap.Foreign) != 1 || snap.Foreign[0].ID != idD || snap.Foreign[0].Reason != ForeignNotListing ||
+		snap.Foreign[0].Role != RoleMaster || snap.Foreign[0].KnownNodes != 1 {
+		t.Errorf("foreign = %+v, want D, not listing the cluster", snap.Foreign)
+	}
+}
+
+// A seed address serves another cluster (X, Y, Z): the cluster with more
+// slot-serving masters reached is ours, and the other one changes nothing.
+func TestBuildSnapshotForeignCluster(t *testing.T) {
+	const (
+		idX = "1111111111111111111111111111111111111111"
+		idY = "2222222222222222222222222222222222222222"
+	)
+	otherLines := []string{
+		idX + " 127.0.0.1:18000@28000 master - 0 0 1 connected 0-8191",
+		idY + " 127.0.0.1:18001@28001 master - 0 0 2 connected 8192-16383",
+	}
+	x := testView(t, idX, otherLines, 9, false, masterRepl(0))
+	x.Addr = "127.0.0.1:18000"
+	views := append(healthyViews(t), x)
+	snap, err := buildSnapshot(views)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !snap.StateOK || snap.KnownNodes != 6 || snap.CurrentEpoch != 6 || !snap.ViewsConsistent ||
+		nodeByID(t, snap, idA).Slots != 5461 {
+		t.Errorf("the other cluster leaked into this one: %+v", *snap)
+	}
+	if len(snap.Foreign) != 1 || snap.Foreign[0].ID != idX || snap.Foreign[0].Reason != ForeignNotListed ||
+		snap.Foreign[0].Slots != 8192 {
+		t.Errorf("foreign = %+v, want X claiming 8192 slots", snap.Foreign)
+	}
+}
+
+// A node that never met anyone does not know its own IP (CLUSTER NODES
+// says ":port@bus"); it is reported at the address it was reached on.
+func TestBuildSnapshotNeverMetNode(t *testing.T) {
+	const idN = "3333333333333333333333333333333333333333"
+	lone := testView(t, idN, []string{idN + " :17200@27200 master - 0 0 0 connected"}, 0, false, masterRepl(0))
+	lone.Addr = "127.0.0.1:17200"
+
+	snap, err := buildSnapshot(append(healthyViews(t), lone))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.KnownNodes != 6 || !snap.StateOK {
+		t.Errorf("cluster: known %d state %v", snap.KnownNodes, snap.StateOK)
+	}
+	if len(snap.Foreign) != 1 || snap.Foreign[0].Addr != "127.0.0.1:17200" || snap.Foreign[0].Reason != ForeignNotListed {
+		t.Errorf("foreign = %+v", snap.Foreign)
+	}
+
+	// Alone, it is the whole cluster, still with its seed address.
+	snap, err = buildSnapshot([]nodeView{lone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Nodes) != 1 || snap.Nodes[0].Addr != "127.0.0.1:17200" || len(snap.Foreign) != 0 {
+		t.Errorf("lone node: nodes %+v foreign %+v", snap.Nodes, snap.Foreign)
+	}
+}
+
+// Forgetting a node on one master of three changes nothing: the majority
+// still lists it.
+func TestBuildSnapshotForgottenByMinority(t *testing.T) {
+	views := healthyViews(t)
+	views[0] = testView(t, idA, without(healthyLines, idF), 6, true, masterRepl(0, replicaOffset{Addr: addrOf[idD]}))
+	snap, err := buildSnapshot(views)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.KnownNodes != 6 || len(snap.Foreign) != 0 || nodeByID(t, snap, idC).HealthyReplicas != 1 {
+		t.Errorf("known %d foreign %+v", snap.KnownNodes, snap.Foreign)
+	}
+}
