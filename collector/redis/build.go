@@ -34,6 +34,8 @@ type mergedNode struct {
 	view  *nodeView        // the node's own view, if it was reached
 
 	failSeen, pfailSeen, noaddrSeen, handshakeSeen bool
+	// notFailSeen: some other view lists the node without the fail flag.
+	notFailSeen bool
 }
 
 // buildSnapshot merges the views of the reachable nodes into one snapshot.
@@ -87,15 +89,19 @@ func buildSnapshot(views []nodeView) (*Snapshot, error) {
 			// node, so one view saying it is enough; PFAIL is one observer's
 			// suspicion, reported as such.
 			m.failSeen = m.failSeen || line.Flags.Fail
+			m.notFailSeen = m.notFailSeen || !line.Flags.Fail
 			m.pfailSeen = m.pfailSeen || line.Flags.PFail
 			m.noaddrSeen = m.noaddrSeen || line.Flags.NoAddr
 			m.handshakeSeen = m.handshakeSeen || line.Flags.Handshake
 		}
 	}
 
-	owners, consistent := mergeSlotOwners(views, members.members)
+	owners, disputedSlots := mergeSlotOwners(views, members.members)
 
-	snap := &Snapshot{ViewsConsistent: consistent, Foreign: members.foreign}
+	snap := &Snapshot{Foreign: members.foreign}
+	snap.disputes, snap.SlotsInMigration = findDisputes(views, merged, disputedSlots)
+	// Until settleDisputes has seen the disputes last, every one counts.
+	snap.ViewsConsistent = len(snap.disputes) == 0
 	index := map[string]int{}
 	for _, id := range ids {
 		m := merged[id]
@@ -244,15 +250,15 @@ func dedupeViews(views []nodeView) []nodeView {
 	return out
 }
 
-// mergeSlotOwners returns the owner of every slot and whether all views
-// agree. Where they disagree the claim with the highest config epoch wins,
-// which is the rule Redis Cluster itself uses to settle conflicts; views are
-// ranked so that equal epochs go to the most up-to-date view.
-func mergeSlotOwners(views []nodeView, members map[string]bool) (owners [SlotCount]string, consistent bool) {
+// mergeSlotOwners returns the owner of every slot and the slots on which
+// the views disagree. Where they disagree the claim with the highest config
+// epoch wins, which is the rule Redis Cluster itself uses to settle
+// conflicts; views are ranked so that equal epochs go to the most up-to-date
+// view. Whether a disagreement is a conflict is for settleDisputes.
+func mergeSlotOwners(views []nodeView, members map[string]bool) (owners [SlotCount]string, disputed []int) {
 	var epochs [SlotCount]uint64
-	var claimed [SlotCount]bool
+	var claimed, differs [SlotCount]bool
 	var first, current [SlotCount]string
-	consistent = true
 	for vi := range views {
 		current = [SlotCount]string{}
 		for _, line := range views[vi].Nodes {
@@ -270,11 +276,21 @@ func mergeSlotOwners(views []nodeView, members map[string]bool) (owners [SlotCou
 		}
 		if vi == 0 {
 			first = current
-		} else if consistent && current != first {
-			consistent = false
+			continue
+		}
+		if current == first {
+			continue
+		}
+		for slot := range current {
+			differs[slot] = differs[slot] || current[slot] != first[slot]
 		}
 	}
-	return owners, consistent
+	for slot, d := range differs {
+		if d {
+			disputed = append(disputed, slot)
+		}
+	}
+	return owners, disputed
 }
 
 // clusterStateOK is false as soon as one reachable master reports

@@ -27,6 +27,8 @@ type descs struct {
 	knownNodes          *exposition.Desc
 	currentEpoch        *exposition.Desc
 	viewsConsistent     *exposition.Desc
+	slotsInMigration    *exposition.Desc
+	slotsInConflict     *exposition.Desc
 	failovers           *exposition.Desc
 	foreignNodes        *exposition.Desc
 	foreignNodeInfo     *exposition.Desc
@@ -92,7 +94,11 @@ var metrics = func() descs {
 		currentEpoch: newGauge("redis_cluster_current_epoch",
 			"Highest cluster current epoch reported by a reachable node."+fromRefresh),
 		viewsConsistent: newGauge("redis_cluster_views_consistent",
-			"1 if all reachable nodes agree on which master owns each slot."+fromRefresh),
+			"0 if the members have disagreed on a slot's owner or on a node's failure for over 15 s, outside any slot migration; 1 otherwise."+fromRefresh),
+		slotsInMigration: newGauge("redis_cluster_slots_in_migration",
+			"Hash slots some member has in migrating or importing state (a reshard in progress)."+fromRefresh),
+		slotsInConflict: newGauge("redis_cluster_slots_in_conflict",
+			"Hash slots whose owner the members have disputed for over 15 s, outside any slot migration."+fromRefresh),
 		failovers: newCounter("redis_cluster_failovers_total",
 			"Times a shard's master changed to a node that was its replica, observed by this exporter."+fromRefresh),
 		foreignNodes: newGauge("redis_cluster_foreign_nodes",
@@ -296,6 +302,8 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot) {
 	ch.Add(metrics.knownNodes, float64(s.KnownNodes), cluster)
 	ch.Add(metrics.currentEpoch, float64(s.CurrentEpoch), cluster)
 	ch.Add(metrics.viewsConsistent, bool01(s.ViewsConsistent), cluster)
+	ch.Add(metrics.slotsInMigration, float64(s.SlotsInMigration), cluster)
+	ch.Add(metrics.slotsInConflict, float64(s.SlotsInConflict), cluster)
 	ch.Add(metrics.failovers, float64(s.Failovers), cluster)
 	ch.Add(metrics.foreignNodes, float64(len(s.Foreign)), cluster)
 	for _, f := range s.Foreign {

@@ -34,6 +34,7 @@ func testSnapshot() *Snapshot {
 	return &Snapshot{
 		StateOK: true, SlotsOK: 10001, SlotsFail: 383, SlotsUnassigned: 6000,
 		SlotsWithoutReplica: 383, Masters: 2, KnownNodes: 3, CurrentEpoch: 7, ViewsConsistent: true, Failovers: 2,
+		SlotsInMigration: 1,
 		Nodes: []Node{
 			{ID: idA, Addr: "127.0.0.1:7000", Role: RoleMaster, State: NodeStateOK, LinkConnected: true,
 				ConfigEpoch: 7, Slots: 10001, HealthyReplicas: 1, Reachable: true, MigratingSlots: 1,
@@ -101,18 +102,18 @@ func TestCollectorSetRemove(t *testing.T) {
 	c := NewCollector()
 	c.Set("a", staticWatcher(t, "a", testSnapshot(), nil))
 	c.Set("b", staticWatcher(t, "b", testSnapshot(), nil))
-	// Per cluster of testSnapshot: 5 health series, 12 cluster series, one
+	// Per cluster of testSnapshot: 5 health series, 14 cluster series, one
 	// series for its foreign node, and node series: 17 for the reachable
 	// master, 13 for the unreachable one (nothing read from the node
 	// itself), 18 for the replica (its lag and master link).
-	if got := testutil.CollectAndCount(c); got != 2*(5+12+1+17+13+18) {
-		t.Errorf("two clusters: %d series, want %d", got, 2*(5+12+1+17+13+18))
+	if got := testutil.CollectAndCount(c); got != 2*(5+14+1+17+13+18) {
+		t.Errorf("two clusters: %d series, want %d", got, 2*(5+14+1+17+13+18))
 	}
 	c.Set("b", staticWatcher(t, "b", &Snapshot{ViewsConsistent: true}, nil))
 	c.Remove("a")
 	// A cluster without nodes: the health and cluster series only.
-	if got := testutil.CollectAndCount(c); got != 5+12 {
-		t.Errorf("after replacing b and removing a: %d series, want %d", got, 5+12)
+	if got := testutil.CollectAndCount(c); got != 5+14 {
+		t.Errorf("after replacing b and removing a: %d series, want %d", got, 5+14)
 	}
 	c.Remove("b")
 	if got := testutil.CollectAndCount(c); got != 0 {
@@ -356,9 +357,15 @@ redis_cluster_state_ok{redis_cluster="main"} 1
 # HELP redis_cluster_up 1 if the last refresh read the cluster topology from at least one node.
 # TYPE redis_cluster_up gauge
 redis_cluster_up{redis_cluster="main"} 1
-# HELP redis_cluster_views_consistent 1 if all reachable nodes agree on which master owns each slot. As of the last refresh.
+# HELP redis_cluster_views_consistent 0 if the members have disagreed on a slot's owner or on a node's failure for over 15 s, outside any slot migration; 1 otherwise. As of the last refresh.
 # TYPE redis_cluster_views_consistent gauge
 redis_cluster_views_consistent{redis_cluster="main"} 1
+# HELP redis_cluster_slots_in_migration Hash slots some member has in migrating or importing state (a reshard in progress). As of the last refresh.
+# TYPE redis_cluster_slots_in_migration gauge
+redis_cluster_slots_in_migration{redis_cluster="main"} 1
+# HELP redis_cluster_slots_in_conflict Hash slots whose owner the members have disputed for over 15 s, outside any slot migration. As of the last refresh.
+# TYPE redis_cluster_slots_in_conflict gauge
+redis_cluster_slots_in_conflict{redis_cluster="main"} 0
 `
 
 // BenchmarkWriteText100Nodes is what /metrics pays per scrape: the page is

@@ -57,7 +57,17 @@ type membership struct {
 // decideMembership splits the views into members and foreign nodes. Views
 // must be deduplicated (one per node id).
 func decideMembership(views []nodeView) membership {
-	voters := chooseVoters(views)
+	listed := make(map[string]map[string]bool, len(views)) // by viewer id
+	for _, v := range views {
+		ids := make(map[string]bool, len(v.Nodes))
+		for _, line := range v.Nodes {
+			ids[line.ID] = true
+		}
+		listed[v.self().ID] = ids
+	}
+	lists := func(v nodeView, id string) bool { return listed[v.self().ID][id] }
+
+	voters := chooseVoters(views, lists)
 	quorum := len(voters)/2 + 1
 	listedBy := map[string]int{}
 	voterIDs := make([]string, 0, len(voters))
@@ -80,7 +90,7 @@ func decideMembership(views []nodeView) membership {
 		switch {
 		case !m.members[self.ID]:
 			reason = ForeignNotListed
-		case countListed(v, voterIDs) < quorum:
+		case countListed(v, voterIDs, lists) < quorum:
 			reason = ForeignNotListing
 			delete(m.members, self.ID)
 		}
@@ -110,7 +120,7 @@ func decideMembership(views []nodeView) membership {
 // reached is this exporter's cluster, ties going to the one with the lowest
 // address. With no slot-serving master reached (all down, or slots not yet
 // assigned) every reached node votes, by the same grouping.
-func chooseVoters(views []nodeView) []nodeView {
+func chooseVoters(views []nodeView, lists func(nodeView, string) bool) []nodeView {
 	var candidates []nodeView
 	for _, v := range views {
 		if self := v.self(); self.Flags.Master && self.SlotCount() > 0 {
@@ -164,13 +174,8 @@ func chooseVoters(views []nodeView) []nodeView {
 	return voters
 }
 
-// lists reports whether the view has a line for the node id.
-func lists(v nodeView, id string) bool {
-	return slices.ContainsFunc(v.Nodes, func(l clusterNodeLine) bool { return l.ID == id })
-}
-
-// countListed counts the ids the view has a line for.
-func countListed(v nodeView, ids []string) int {
+// countListed counts the ids the view lists.
+func countListed(v nodeView, ids []string, lists func(nodeView, string) bool) int {
 	n := 0
 	for _, id := range ids {
 		if lists(v, id) {

@@ -11,6 +11,8 @@
 // the current Snapshot into metrics without talking to the cluster.
 package redis
 
+import "time"
+
 // NodeState is a node's health in the cluster's view.
 type NodeState string
 
@@ -51,9 +53,18 @@ type Snapshot struct {
 	KnownNodes int
 	// CurrentEpoch is the highest cluster_current_epoch of any reachable node.
 	CurrentEpoch uint64
-	// ViewsConsistent is false when reachable nodes disagree about which
-	// master owns some slot.
+	// ViewsConsistent is false when the members disagree about which master
+	// owns some slot, or whether some node has failed, for longer than
+	// disputeSettleTime and not because of a migration (consistency.go).
 	ViewsConsistent bool
+	// SlotsInMigration are slots some member has in migrating or importing
+	// state (a reshard in progress).
+	SlotsInMigration int
+	// SlotsInConflict are slots whose owner the members have disputed for
+	// longer than disputeSettleTime, outside any migration.
+	SlotsInConflict int
+	// disputes dates every current disagreement from when it was first seen.
+	disputes map[disputeKey]time.Time
 	// Failovers counts shards whose master changed to one of its replicas.
 	Failovers uint64
 	// Nodes are the cluster's members, sorted by address, then id.

@@ -162,6 +162,7 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 		return nil, err
 	}
 	carryTransitions(prev, snap)
+	settleDisputes(prev, snap, time.Now())
 	keep := append(topologyAddrs(views), s.cfg.Addrs...)
 	for _, f := range snap.Foreign {
 		keep = append(keep, f.Addr)

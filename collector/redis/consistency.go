@@ -1,0 +1,85 @@
+package redis
+
+import (
+	"time"
+)
+
+// Consistency: do the members agree, or are they merely converging?
+//
+// Redis Cluster nodes disagree by design for a while: during a reshard a
+// slot has one owner in some views and another in the rest until CLUSTER
+// SETSLOT ... NODE has reached everyone, and after any config change gossip
+// needs some time to spread it. Neither is a split brain. A disagreement is
+// a conflict only when it is not explained by a migration in progress and
+// has outlived disputeSettleTime.
+
+// disputeSettleTime is how long the members may disagree about a slot's
+// owner, or about whether a node has failed, before it counts as a
+// conflict. Gossip spreads a config change in well under a second on a
+// healthy cluster; 15 s is Redis's default cluster-node-timeout, the time
+// after which the cluster itself acts on a silent node.
+const disputeSettleTime = 15 * time.Second
+
+// disputeKey names one thing the members disagree about: a slot's owner
+// (NodeID empty) or whether node NodeID has failed (Slot -1).
+type disputeKey struct {
+	Slot   int
+	NodeID string
+}
+
+// findDisputes lists the disputes that a migration does not explain, and
+// counts the slots some member has in migrating or importing state (only a
+// node itself reports those, so only reached members count).
+func findDisputes(views []nodeView, merged map[string]*mergedNode, disputedSlots []int) (map[disputeKey]time.Time, int) {
+	var inMigration [SlotCount]bool
+	slotsInMigration := 0
+	mark := func(moves []slotMove) {
+		for _, mv := range moves {
+			if mv.Slot >= 0 && mv.Slot < SlotCount && !inMigration[mv.Slot] {
+				inMigration[mv.Slot] = true
+				slotsInMigration++
+			}
+		}
+	}
+	for _, v := range views {
+		self := v.self()
+		mark(self.Migrating)
+		mark(self.Importing)
+	}
+	disputes := map[disputeKey]time.Time{}
+	for _, slot := range disputedSlots {
+		if !inMigration[slot] {
+			disputes[disputeKey{Slot: slot}] = time.Time{}
+		}
+	}
+	for id, m := range merged {
+		if m.failSeen && m.notFailSeen {
+			disputes[disputeKey{Slot: -1, NodeID: id}] = time.Time{}
+		}
+	}
+	return disputes, slotsInMigration
+}
+
+// settleDisputes dates each dispute of next from when it was first seen
+// (carried over from prev) and sets ViewsConsistent and SlotsInConflict
+// from those older than disputeSettleTime.
+func settleDisputes(prev, next *Snapshot, now time.Time) {
+	conflicts := 0
+	for key := range next.disputes {
+		since := now
+		if prev != nil {
+			if t, ok := prev.disputes[key]; ok {
+				since = t
+			}
+		}
+		next.disputes[key] = since
+		if now.Sub(since) < disputeSettleTime {
+			continue
+		}
+		conflicts++
+		if key.NodeID == "" {
+			next.SlotsInConflict++
+		}
+	}
+	next.ViewsConsistent = conflicts == 0
+}
