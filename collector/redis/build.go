@@ -15,6 +15,9 @@ type nodeView struct {
 	Replication replicationInfo
 	UsedMemory  uint64
 	Keys        int64
+	// Zone is the availability-zone from HELLO (Valkey 8.1+), empty when
+	// the server has none or none is set.
+	Zone string
 }
 
 // self returns the view's myself line.
@@ -156,6 +159,7 @@ func buildSnapshot(views []nodeView) (*Snapshot, error) {
 			n.MasterLinkUp = !v.Replication.IsMaster && v.Replication.MasterLinkUp
 			n.Keys = v.Keys
 			n.MemoryUsed = v.UsedMemory
+			n.Zone = v.Zone
 		}
 		index[id] = len(snap.Nodes)
 		snap.Nodes = append(snap.Nodes, n)
@@ -214,6 +218,7 @@ func buildSnapshot(views []nodeView) (*Snapshot, error) {
 		}
 	}
 
+	assessFailureDomains(snap)
 	snap.StateOK = clusterStateOK(snap, merged)
 	for _, v := range views {
 		snap.CurrentEpoch = max(snap.CurrentEpoch, v.Info.CurrentEpoch)

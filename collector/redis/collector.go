@@ -30,24 +30,26 @@ type descs struct {
 	slotsInMigration    *exposition.Desc
 	slotsInConflict     *exposition.Desc
 	failovers           *exposition.Desc
+	slotsOneDomain      *exposition.Desc
 	foreignNodes        *exposition.Desc
 	foreignNodeInfo     *exposition.Desc
 
-	nodeInfo          *exposition.Desc
-	nodeMaster        *exposition.Desc
-	nodeSlots         *exposition.Desc
-	nodeReplicas      *exposition.Desc
-	nodeState         *exposition.Desc
-	nodeLinkConnected *exposition.Desc
-	nodeConfigEpoch   *exposition.Desc
-	nodeMigrating     *exposition.Desc
-	nodeImporting     *exposition.Desc
-	nodeUp            *exposition.Desc
-	nodeMasterLinkUp  *exposition.Desc
-	nodeLag           *exposition.Desc
-	nodeKeys          *exposition.Desc
-	nodeMemoryUsed    *exposition.Desc
-	nodeRoleChanges   *exposition.Desc
+	nodeInfo            *exposition.Desc
+	nodeMaster          *exposition.Desc
+	nodeSlots           *exposition.Desc
+	nodeReplicas        *exposition.Desc
+	nodeState           *exposition.Desc
+	nodeLinkConnected   *exposition.Desc
+	nodeConfigEpoch     *exposition.Desc
+	nodeMigrating       *exposition.Desc
+	nodeImporting       *exposition.Desc
+	nodeUp              *exposition.Desc
+	nodeMasterLinkUp    *exposition.Desc
+	nodeLag             *exposition.Desc
+	nodeKeys            *exposition.Desc
+	nodeMemoryUsed      *exposition.Desc
+	nodeReplicasOutside *exposition.Desc
+	nodeRoleChanges     *exposition.Desc
 }
 
 // healthSeries holds the refresh health families, served first; series
@@ -101,6 +103,8 @@ var metrics = func() descs {
 			"Hash slots whose owner the members have disputed for over 15 s, outside any slot migration."+fromRefresh),
 		failovers: newCounter("redis_cluster_failovers_total",
 			"Times a shard's master changed to a node that was its replica, observed by this exporter."+fromRefresh),
+		slotsOneDomain: newGauge("redis_cluster_slots_in_one_failure_domain",
+			"Hash slots whose master has healthy replicas, all in the master's failure domain: its host (IP), or its availability zone where every copy reports one (Valkey 8.1+)."+fromRefresh, "domain"),
 		foreignNodes: newGauge("redis_cluster_foreign_nodes",
 			"Nodes that answered but are not members: not listed by the majority of slot-serving masters, or not listing them."+fromRefresh),
 		foreignNodeInfo: newGauge("redis_cluster_foreign_node_info",
@@ -135,6 +139,9 @@ var metrics = func() descs {
 			"Keys stored on the node (DBSIZE)."+fromRefresh, node...),
 		nodeMemoryUsed: newGauge("redis_cluster_node_memory_used_bytes",
 			"Memory the node uses (used_memory)."+fromRefresh, node...),
+		nodeReplicasOutside: newGauge("redis_cluster_node_replicas_outside_failure_domain",
+			"For a master with healthy replicas, how many are on another host (domain=host) or in another availability zone (domain=zone, when every copy reports one)."+fromRefresh,
+			"node_id", "address", "domain"),
 		nodeRoleChanges: newCounter("redis_cluster_node_role_changes_total",
 			"Role changes of the node observed by this exporter."+fromRefresh, node...),
 	}
@@ -288,6 +295,7 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot) {
 	nodeLabels := []string{cluster, "", ""}
 	stateLabels := []string{cluster, "", "", ""}
 	infoLabels := []string{cluster, "", "", "", ""}
+	domainLabels := []string{cluster, "", "", ""}
 
 	ch.Add(metrics.stateOK, bool01(s.StateOK), cluster)
 	for _, slots := range []struct {
@@ -305,6 +313,10 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot) {
 	ch.Add(metrics.slotsInMigration, float64(s.SlotsInMigration), cluster)
 	ch.Add(metrics.slotsInConflict, float64(s.SlotsInConflict), cluster)
 	ch.Add(metrics.failovers, float64(s.Failovers), cluster)
+	ch.Add(metrics.slotsOneDomain, float64(s.SlotsOneHost), cluster, "host")
+	if s.ZonesKnown {
+		ch.Add(metrics.slotsOneDomain, float64(s.SlotsOneZone), cluster, "zone")
+	}
 	ch.Add(metrics.foreignNodes, float64(len(s.Foreign)), cluster)
 	for _, f := range s.Foreign {
 		ch.Add(metrics.foreignNodeInfo, 1, cluster, f.ID, f.Addr, string(f.Role), string(f.Reason))
@@ -319,6 +331,15 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot) {
 		ch.Add(metrics.nodeSlots, float64(n.Slots), nodeLabels...)
 		if n.Role == RoleMaster {
 			ch.Add(metrics.nodeReplicas, float64(n.HealthyReplicas), nodeLabels...)
+			domainLabels[1], domainLabels[2] = n.ID, n.Addr
+			if n.HealthyReplicas > 0 {
+				domainLabels[3] = "host"
+				ch.Add(metrics.nodeReplicasOutside, float64(n.ReplicasOtherHost), domainLabels...)
+			}
+			if n.HasZoneSpread {
+				domainLabels[3] = "zone"
+				ch.Add(metrics.nodeReplicasOutside, float64(n.ReplicasOtherZone), domainLabels...)
+			}
 		}
 		stateLabels[1], stateLabels[2] = n.ID, n.Addr
 		for _, state := range nodeStates {

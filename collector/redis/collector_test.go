@@ -34,10 +34,11 @@ func testSnapshot() *Snapshot {
 	return &Snapshot{
 		StateOK: true, SlotsOK: 10001, SlotsFail: 383, SlotsUnassigned: 6000,
 		SlotsWithoutReplica: 383, Masters: 2, KnownNodes: 3, CurrentEpoch: 7, ViewsConsistent: true, Failovers: 2,
-		SlotsInMigration: 1,
+		SlotsInMigration: 1, SlotsOneHost: 0, SlotsOneZone: 10001, ZonesKnown: true,
 		Nodes: []Node{
 			{ID: idA, Addr: "127.0.0.1:7000", Role: RoleMaster, State: NodeStateOK, LinkConnected: true,
 				ConfigEpoch: 7, Slots: 10001, HealthyReplicas: 1, Reachable: true, MigratingSlots: 1,
+				Zone: "z1", ReplicasOtherHost: 1, HasZoneSpread: true, ReplicasOtherZone: 0,
 				Keys: 42, MemoryUsed: 2e6, RoleChanges: 1},
 			{ID: idB, Addr: "127.0.0.1:7001", Role: RoleMaster, State: NodeStateFail, ConfigEpoch: 2, Slots: 383},
 			{ID: idD, Addr: "127.0.0.1:7003", Role: RoleReplica, MasterID: idA, State: NodeStateOK, LinkConnected: true,
@@ -102,18 +103,21 @@ func TestCollectorSetRemove(t *testing.T) {
 	c := NewCollector()
 	c.Set("a", staticWatcher(t, "a", testSnapshot(), nil))
 	c.Set("b", staticWatcher(t, "b", testSnapshot(), nil))
-	// Per cluster of testSnapshot: 5 health series, 14 cluster series, one
-	// series for its foreign node, and node series: 17 for the reachable
-	// master, 13 for the unreachable one (nothing read from the node
-	// itself), 18 for the replica (its lag and master link).
-	if got := testutil.CollectAndCount(c); got != 2*(5+14+1+17+13+18) {
-		t.Errorf("two clusters: %d series, want %d", got, 2*(5+14+1+17+13+18))
+	// Per cluster of testSnapshot: 5 health series, 16 cluster series (with
+	// the zone row of slots_in_one_failure_domain: it has zones), one series
+	// for its foreign node, and node series: 19 for the reachable master
+	// (with its host and zone spread), 13 for the unreachable one (nothing
+	// read from the node itself), 18 for the replica (its lag and master
+	// link).
+	if got := testutil.CollectAndCount(c); got != 2*(5+16+1+19+13+18) {
+		t.Errorf("two clusters: %d series, want %d", got, 2*(5+16+1+19+13+18))
 	}
 	c.Set("b", staticWatcher(t, "b", &Snapshot{ViewsConsistent: true}, nil))
 	c.Remove("a")
-	// A cluster without nodes: the health and cluster series only.
-	if got := testutil.CollectAndCount(c); got != 5+14 {
-		t.Errorf("after replacing b and removing a: %d series, want %d", got, 5+14)
+	// A cluster without nodes: the health and cluster series only, without
+	// a zone row.
+	if got := testutil.CollectAndCount(c); got != 5+15 {
+		t.Errorf("after replacing b and removing a: %d series, want %d", got, 5+15)
 	}
 	c.Remove("b")
 	if got := testutil.CollectAndCount(c); got != 0 {
@@ -252,6 +256,14 @@ redis_cluster_exporter_refreshes_total{redis_cluster="main"} 1
 # HELP redis_cluster_failovers_total Times a shard's master changed to a node that was its replica, observed by this exporter. As of the last refresh.
 # TYPE redis_cluster_failovers_total counter
 redis_cluster_failovers_total{redis_cluster="main"} 2
+# HELP redis_cluster_node_replicas_outside_failure_domain For a master with healthy replicas, how many are on another host (domain=host) or in another availability zone (domain=zone, when every copy reports one). As of the last refresh.
+# TYPE redis_cluster_node_replicas_outside_failure_domain gauge
+redis_cluster_node_replicas_outside_failure_domain{address="127.0.0.1:7000",domain="host",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 1
+redis_cluster_node_replicas_outside_failure_domain{address="127.0.0.1:7000",domain="zone",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 0
+# HELP redis_cluster_slots_in_one_failure_domain Hash slots whose master has healthy replicas, all in the master's failure domain: its host (IP), or its availability zone where every copy reports one (Valkey 8.1+). As of the last refresh.
+# TYPE redis_cluster_slots_in_one_failure_domain gauge
+redis_cluster_slots_in_one_failure_domain{domain="host",redis_cluster="main"} 0
+redis_cluster_slots_in_one_failure_domain{domain="zone",redis_cluster="main"} 10001
 # HELP redis_cluster_foreign_nodes Nodes that answered but are not members: not listed by the majority of slot-serving masters, or not listing them. As of the last refresh.
 # TYPE redis_cluster_foreign_nodes gauge
 redis_cluster_foreign_nodes{redis_cluster="main"} 1

@@ -65,6 +65,12 @@ type Snapshot struct {
 	SlotsInConflict int
 	// disputes dates every current disagreement from when it was first seen.
 	disputes map[disputeKey]time.Time
+	// SlotsOneHost are slots whose master has healthy replicas, all on the
+	// master's host (IP). SlotsOneZone is the same for availability zones,
+	// over the masters whose copies all report a zone; ZonesKnown is false
+	// when no member reports one (then SlotsOneZone means nothing).
+	SlotsOneHost, SlotsOneZone int
+	ZonesKnown                 bool
 	// Failovers counts shards whose master changed to one of its replicas.
 	Failovers uint64
 	// Nodes are the cluster's members, sorted by address, then id.
@@ -99,8 +105,13 @@ type Node struct {
 	MigratingSlots int
 	ImportingSlots int
 	MasterLinkUp   bool // replicas only
-	Keys           int64
-	MemoryUsed     uint64
+	Zone           string
+	// For a master with healthy replicas: how many are on another host
+	// (IP) than the master, and, when HasZoneSpread, in another zone.
+	ReplicasOtherHost, ReplicasOtherZone int
+	HasZoneSpread                        bool
+	Keys                                 int64
+	MemoryUsed                           uint64
 
 	// HasReplicationLag is set for a replica whose master was reachable and
 	// lists it in INFO replication.

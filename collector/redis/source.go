@@ -356,6 +356,8 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 		client.B().Info().Section("replication").Build(),
 		client.B().Info().Section("memory").Build(),
 		client.B().Dbsize().Build(),
+		// Valkey 8.1 reports the node's availability-zone only here.
+		client.B().Hello().Build(),
 	)
 	texts := make([]string, 4)
 	for i := range texts {
@@ -367,11 +369,22 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 	if err != nil {
 		return nodeView{}, fmt.Errorf("%s: %w", commandNames[4], err)
 	}
-	return parseNodeView(nc.addr, texts[0], texts[1], texts[2], texts[3], keys)
+	view, err := parseNodeView(nc.addr, texts[0], texts[1], texts[2], texts[3], keys)
+	if err != nil {
+		return view, err
+	}
+	hello, err := replies[5].AsMap()
+	if err != nil {
+		return nodeView{}, fmt.Errorf("HELLO: %w", err)
+	}
+	if zone, ok := hello["availability_zone"]; ok {
+		view.Zone, _ = zone.ToString()
+	}
+	return view, nil
 }
 
 // commandNames names the commands queryNode sends, in order, for errors.
-var commandNames = []string{"CLUSTER NODES", "CLUSTER INFO", "INFO replication", "INFO memory", "DBSIZE"}
+var commandNames = []string{"CLUSTER NODES", "CLUSTER INFO", "INFO replication", "INFO memory", "DBSIZE", "HELLO"}
 
 // parseNodeView decodes one node's replies.
 func parseNodeView(addr, nodes, info, replication, memory string, keys int64) (nodeView, error) {

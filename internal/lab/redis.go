@@ -29,6 +29,10 @@ type RedisOptions struct {
 	TLSDir string
 	// ACLFile, if set, is loaded by every node (aclfile).
 	ACLFile string
+	// Hosts are the loopback addresses the nodes bind to, in turn (default
+	// 127.0.0.1); two make two "hosts" for failure-domain tests. See
+	// REDIS_LAB_HOSTS in scripts/redis/cluster.sh.
+	Hosts []string
 }
 
 // RedisCluster is a Redis Cluster of local redis-server processes (or
@@ -43,6 +47,7 @@ type RedisCluster struct {
 	nodeTimeout time.Duration
 	tlsDir      string
 	aclFile     string
+	hosts       []string
 }
 
 // RedisNode is one line of CLUSTER NODES, as the lab reads it.
@@ -89,6 +94,10 @@ func StartRedisCluster(t testing.TB, opts RedisOptions) *RedisCluster {
 		nodeTimeout: opts.NodeTimeout,
 		tlsDir:      opts.TLSDir,
 		aclFile:     opts.ACLFile,
+		hosts:       opts.Hosts,
+	}
+	if len(c.hosts) == 0 {
+		c.hosts = []string{"127.0.0.1"}
 	}
 	for i := range total {
 		c.ports = append(c.ports, c.basePort+i)
@@ -157,6 +166,7 @@ func (c *RedisCluster) run(args ...string) (string, error) {
 	if c.aclFile != "" {
 		cmd.Env = append(cmd.Env, "REDIS_LAB_ACL_FILE="+c.aclFile)
 	}
+	cmd.Env = append(cmd.Env, "REDIS_LAB_HOSTS="+strings.Join(c.hosts, " "))
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -184,11 +194,12 @@ func (c *RedisCluster) logs() string {
 	return b.String()
 }
 
-// Addrs returns every node's address, "127.0.0.1:port".
+// Addrs returns every node's address, "host:port" (127.0.0.1 unless
+// RedisOptions.Hosts says otherwise).
 func (c *RedisCluster) Addrs() []string {
 	addrs := make([]string, len(c.ports))
 	for i, p := range c.ports {
-		addrs[i] = "127.0.0.1:" + strconv.Itoa(p)
+		addrs[i] = c.Host(p) + ":" + strconv.Itoa(p)
 	}
 	return addrs
 }
@@ -197,7 +208,16 @@ func (c *RedisCluster) Addrs() []string {
 // port (Redis's default: client port + 10000), which speaks the nodes'
 // binary gossip protocol, not RESP.
 func (c *RedisCluster) BusAddr(port int) string {
-	return "127.0.0.1:" + strconv.Itoa(port+10000)
+	return c.Host(port) + ":" + strconv.Itoa(port+10000)
+}
+
+// Host returns the address the node on port binds to, as cluster.sh picks
+// it: the hosts in turn, by the port's offset from the base port.
+func (c *RedisCluster) Host(port int) string {
+	if len(c.hosts) == 0 {
+		return "127.0.0.1"
+	}
+	return c.hosts[(port-c.basePort)%len(c.hosts)]
 }
 
 // Ports returns every node's client port.
@@ -266,7 +286,7 @@ func (c *RedisCluster) TryCLI(port int, args ...string) (string, error) {
 		full = append(full, "--tls", "--cacert", filepath.Join(c.tlsDir, "ca.pem"),
 			"--cert", filepath.Join(c.tlsDir, "client.pem"), "--key", filepath.Join(c.tlsDir, "client-key.pem"))
 	}
-	full = append(full, "-h", "127.0.0.1", "-p", strconv.Itoa(port))
+	full = append(full, "-h", c.Host(port), "-p", strconv.Itoa(port))
 	full = append(full, args...)
 	// redis-cli has no overall timeout; a paused node would hang it.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

