@@ -2,6 +2,8 @@ package redis
 
 import (
 	"fmt"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,4 +103,46 @@ func containsLine(text, line string) bool {
 		}
 	}
 	return false
+}
+
+// TestIntegrationNeverMetNode: a cluster-enabled node that never met anyone
+// does not know its own IP (CLUSTER NODES says ":port@bus" on Redis 7). As a
+// seed beside a real cluster it is a foreign node; alone it is the whole
+// "cluster". Either way its series carry the seed address.
+func TestIntegrationNeverMetNode(t *testing.T) {
+	server, _ := lab.RedisBinaries(t)
+	port := lab.PickBasePort(t, 0, 10000)
+	dir := t.TempDir()
+	lone := exec.Command(server, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+		"--cluster-config-file", "nodes.conf", "--dir", dir, "--save", "", "--appendonly", "no")
+	if err := lone.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = lone.Process.Kill()
+		_ = lone.Wait()
+	})
+	seed := "127.0.0.1:" + strconv.Itoa(port)
+
+	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3})
+	e := startExporter(t, []string{seed, c.Addrs()[0]})
+	lab.RedisWaitFor(t, 10*time.Second, "lone seed reported as foreign", func() error {
+		s := e.gather()
+		return firstError(
+			s.expect(1, "redis_cluster_state_ok"),
+			s.expect(3, "redis_cluster_known_nodes"),
+			s.expect(1, "redis_cluster_foreign_nodes"),
+			s.expect(1, "redis_cluster_foreign_node_info", "address", seed, "reason", string(ForeignNotListed), "role", "master"),
+		)
+	})
+
+	alone := startExporter(t, []string{seed})
+	lab.RedisWaitFor(t, 10*time.Second, "lone node reported at its seed address", func() error {
+		s := alone.gather()
+		return firstError(
+			s.expect(1, "redis_cluster_known_nodes"),
+			s.expect(1, "redis_cluster_node_up", "address", seed),
+			absent(s, "redis_cluster_node_up", "address", ""),
+		)
+	})
 }

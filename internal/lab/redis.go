@@ -78,7 +78,7 @@ func (n RedisNode) OwnsSlot(slot int) bool {
 func StartRedisCluster(t testing.TB, opts RedisOptions) *RedisCluster {
 	t.Helper()
 	script := filepath.Join(RepoRoot(t), "scripts", "redis", "cluster.sh")
-	serverPath, cliPath := redisBinaries(t, script)
+	serverPath, cliPath := RedisBinaries(t)
 	if opts.Masters == 0 {
 		opts.Masters = 3
 	}
@@ -126,10 +126,11 @@ func RedisServer() string {
 	return "redis"
 }
 
-// redisBinaries asks cluster.sh which server and CLI it will run, so the
+// RedisBinaries asks cluster.sh which server and CLI it will run, so the
 // choice lives in one place, and fails the test saying how to install them.
-func redisBinaries(t testing.TB, script string) (server, cli string) {
+func RedisBinaries(t testing.TB) (server, cli string) {
 	t.Helper()
+	script := filepath.Join(RepoRoot(t), "scripts", "redis", "cluster.sh")
 	out, err := exec.Command("bash", script, "binaries").CombinedOutput()
 	if err != nil {
 		t.Fatalf("cluster.sh binaries: %v\n%s", err, out)
