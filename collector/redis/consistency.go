@@ -30,7 +30,7 @@ type disputeKey struct {
 // findDisputes lists the disputes that a migration does not explain, and
 // counts the slots some member has in migrating or importing state (only a
 // node itself reports those, so only reached members count).
-func findDisputes(views []nodeView, merged map[string]*mergedNode, disputedSlots []int) (map[disputeKey]time.Time, int) {
+func findDisputes(views []nodeView, merged map[string]*mergedNode, disputedSlots []int) (map[disputeKey]disputeAge, int) {
 	var inMigration [SlotCount]bool
 	slotsInMigration := 0
 	mark := func(moves []slotMove) {
@@ -46,39 +46,56 @@ func findDisputes(views []nodeView, merged map[string]*mergedNode, disputedSlots
 		mark(self.Migrating)
 		mark(self.Importing)
 	}
-	disputes := map[disputeKey]time.Time{}
+	disputes := map[disputeKey]disputeAge{}
 	for _, slot := range disputedSlots {
 		if !inMigration[slot] {
-			disputes[disputeKey{Slot: slot}] = time.Time{}
+			disputes[disputeKey{Slot: slot}] = disputeAge{}
 		}
 	}
 	for id, m := range merged {
 		if m.failSeen && m.notFailSeen {
-			disputes[disputeKey{Slot: -1, NodeID: id}] = time.Time{}
+			disputes[disputeKey{Slot: -1, NodeID: id}] = disputeAge{}
 		}
 	}
 	return disputes, slotsInMigration
 }
 
+// disputeGap is how long a dispute may go unseen and still keep its age:
+// a refresh that misses one side of it (a slow node, a dropped query) must
+// not restart the settling clock of a lasting conflict.
+const disputeGap = 5 * time.Second
+
+// disputeAge is when a dispute was first seen, and last seen.
+type disputeAge struct{ since, seen time.Time }
+
 // settleDisputes dates each dispute of next from when it was first seen
-// (carried over from prev) and sets ViewsConsistent and SlotsInConflict
-// from those older than disputeSettleTime.
+// (carried over from prev, across gaps up to disputeGap) and sets
+// ViewsConsistent and SlotsInConflict from those older than
+// disputeSettleTime.
 func settleDisputes(prev, next *Snapshot, now time.Time) {
 	conflicts := 0
 	for key := range next.disputes {
-		since := now
+		age := disputeAge{since: now, seen: now}
 		if prev != nil {
-			if t, ok := prev.disputes[key]; ok {
-				since = t
+			if p, ok := prev.disputes[key]; ok {
+				age.since = p.since
 			}
 		}
-		next.disputes[key] = since
-		if now.Sub(since) < disputeSettleTime {
+		next.disputes[key] = age
+		if now.Sub(age.since) < disputeSettleTime {
 			continue
 		}
 		conflicts++
 		if key.NodeID == "" {
 			next.SlotsInConflict++
+		}
+	}
+	if prev != nil {
+		// Unseen this time, but recently: remembered, not counted.
+		for key, p := range prev.disputes {
+			if _, ok := next.disputes[key]; !ok && now.Sub(p.seen) < disputeGap {
+				next.disputes[key] = p
+			}
 		}
 	}
 	next.ViewsConsistent = conflicts == 0

@@ -147,3 +147,43 @@ func TestConsistencyNodeFailDisputed(t *testing.T) {
 		t.Errorf("consistent %v slots in conflict %d, want false 0", later.ViewsConsistent, later.SlotsInConflict)
 	}
 }
+
+// A refresh that misses one side of a conflict (the view that disagrees
+// did not answer in time) does not restart its settling clock; a dispute
+// gone for longer than disputeGap does.
+func TestConsistencyGapKeepsAge(t *testing.T) {
+	bClaims := append([]string(nil), healthyLines...)
+	bClaims[1] = idB + " 127.0.0.1:17101@27101 master - 0 0 2 connected 0 5461-10922"
+	both := []nodeView{
+		testView(t, idB, bClaims, 6, true, masterRepl(0)),
+		testView(t, idC, healthyLines, 6, true, masterRepl(0)),
+	}
+	onlyB := both[:1]
+	start := time.Unix(1000, 0)
+	step := func(prev *Snapshot, views []nodeView, at time.Duration) *Snapshot {
+		t.Helper()
+		snap, err := buildSnapshot(views)
+		if err != nil {
+			t.Fatal(err)
+		}
+		settleDisputes(prev, snap, start.Add(at))
+		return snap
+	}
+	s := step(nil, both, 0)
+	s = step(s, onlyB, 4*time.Second) // C missed: no dispute seen
+	if !s.ViewsConsistent {
+		t.Error("a missed view is not a conflict")
+	}
+	s = step(s, both, disputeSettleTime)
+	if s.ViewsConsistent || s.SlotsInConflict != 1 {
+		t.Errorf("after a 4 s gap the dispute restarted its clock: consistent %v in conflict %d", s.ViewsConsistent, s.SlotsInConflict)
+	}
+
+	s = step(nil, both, 0)
+	s = step(s, onlyB, time.Second)
+	s = step(s, onlyB, disputeGap+time.Second) // gone for longer than the gap
+	s = step(s, both, disputeSettleTime)
+	if !s.ViewsConsistent {
+		t.Error("a dispute gone for longer than disputeGap kept its old age")
+	}
+}

@@ -11,8 +11,6 @@
 // the current Snapshot into metrics without talking to the cluster.
 package redis
 
-import "time"
-
 // NodeState is a node's health in the cluster's view.
 type NodeState string
 
@@ -63,8 +61,9 @@ type Snapshot struct {
 	// SlotsInConflict are slots whose owner the members have disputed for
 	// longer than disputeSettleTime, outside any migration.
 	SlotsInConflict int
-	// disputes dates every current disagreement from when it was first seen.
-	disputes map[disputeKey]time.Time
+	// disputes dates every current disagreement from when it was first
+	// seen, and keeps those unseen for less than disputeGap.
+	disputes map[disputeKey]disputeAge
 	// SlotsOneHost are slots whose master has healthy replicas, all on the
 	// master's host (IP). SlotsOneZone is the same for availability zones,
 	// over the masters whose copies all report a zone; ZonesKnown is false
