@@ -208,7 +208,7 @@ func snapshot100Nodes() *Snapshot {
 		snap.Nodes = append(snap.Nodes,
 			Node{ID: masterID, Addr: fmt.Sprintf("10.0.0.%d:6379", i), Role: RoleMaster, State: NodeStateOK,
 				LinkConnected: true, ConfigEpoch: uint64(i), Slots: SlotCount / 50, HealthyReplicas: 1,
-				Reachable: true, Keys: 1e6, MemoryUsed: 1e9},
+				ReplicasOtherHost: 1, Reachable: true, Keys: 1e6, MemoryUsed: 1e9},
 			Node{ID: fmt.Sprintf("%040x", 1000+i), Addr: fmt.Sprintf("10.0.1.%d:6379", i), Role: RoleReplica,
 				MasterID: masterID, State: NodeStateOK, LinkConnected: true, ConfigEpoch: uint64(i),
 				Reachable: true, MasterLinkUp: true, HasReplicationLag: true, Keys: 1e6, MemoryUsed: 1e9})

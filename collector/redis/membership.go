@@ -57,15 +57,16 @@ type membership struct {
 // decideMembership splits the views into members and foreign nodes. Views
 // must be deduplicated (one per node id).
 func decideMembership(views []nodeView) membership {
-	listed := make(map[string]map[string]bool, len(views)) // by viewer id
+	// The ids each view lists, by the view's address (one view per node).
+	listed := make(map[string]map[string]bool, len(views))
 	for _, v := range views {
 		ids := make(map[string]bool, len(v.Nodes))
 		for _, line := range v.Nodes {
 			ids[line.ID] = true
 		}
-		listed[v.self().ID] = ids
+		listed[v.Addr] = ids
 	}
-	lists := func(v nodeView, id string) bool { return listed[v.self().ID][id] }
+	lists := func(v nodeView, id string) bool { return listed[v.Addr][id] }
 
 	voters := chooseVoters(views, lists)
 	quorum := len(voters)/2 + 1

@@ -1,7 +1,9 @@
 package redis
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -140,5 +142,50 @@ func TestBuildSnapshotForgottenByMinority(t *testing.T) {
 	}
 	if snap.KnownNodes != 6 || len(snap.Foreign) != 0 || nodeByID(t, snap, idC).HealthyReplicas != 1 {
 		t.Errorf("known %d foreign %+v", snap.KnownNodes, snap.Foreign)
+	}
+}
+
+// views100Nodes is what 50 masters and their 50 replicas, all reached and
+// agreeing, tell one refresh.
+func views100Nodes(b *testing.B) []nodeView {
+	var text strings.Builder
+	ids := make([]string, 100)
+	for i := range 50 {
+		ids[i], ids[50+i] = fmt.Sprintf("%040x", i), fmt.Sprintf("%040x", 1000+i)
+		first, last := i*SlotCount/50, (i+1)*SlotCount/50-1
+		fmt.Fprintf(&text, "%s 10.0.0.%d:6379@16379 master - 0 0 %d connected %d-%d\n", ids[i], i, i+1, first, last)
+		fmt.Fprintf(&text, "%s 10.0.1.%d:6379@16379 slave %s 0 0 %d connected\n", ids[50+i], i, ids[i], i+1)
+	}
+	views := make([]nodeView, 100)
+	for i, id := range ids {
+		lines, err := parseClusterNodes(text.String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for j := range lines {
+			lines[j].Flags.Myself = lines[j].ID == id
+		}
+		addr := lines[0].Addr
+		for _, l := range lines {
+			if l.ID == id {
+				addr = l.Addr
+			}
+		}
+		views[i] = nodeView{Addr: addr, Nodes: lines, Info: clusterInfo{StateOK: true, CurrentEpoch: 50},
+			Replication: replicationInfo{IsMaster: i < 50, MasterLinkUp: i >= 50}}
+	}
+	return views
+}
+
+// BenchmarkBuildSnapshot100Nodes is the merge each refresh of a 100-node
+// cluster pays: membership, slot owners, consistency, failure domains.
+func BenchmarkBuildSnapshot100Nodes(b *testing.B) {
+	views := views100Nodes(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		snap, err := buildSnapshot(views)
+		if err != nil || snap.KnownNodes != 100 || len(snap.Foreign) != 0 {
+			b.Fatalf("snapshot: %v %+v", err, snap)
+		}
 	}
 }
