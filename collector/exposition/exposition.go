@@ -2,6 +2,11 @@
 // them either as prometheus.Metric values (for the registry and for tests)
 // or straight into Prometheus text exposition format.
 //
+// Histograms are classic histograms (cumulative _bucket series with an le
+// label, _sum and _count). Native histograms do not fit this path: text
+// format 0.0.4 has no encoding for them, only the protobuf format does, and
+// the text path is what keeps large clusters cheap to scrape.
+//
 // The text path exists for size: a cluster with 10,000 partitions has over
 // 100,000 series, and building a prometheus.Metric, a protobuf message and
 // a sorted metric family for each on every scrape costs about a second on a
@@ -28,6 +33,9 @@ type Desc struct {
 	Help      string
 	ValueType prometheus.ValueType
 	Labels    []string
+	// Buckets are the upper bounds of a histogram family, without +Inf;
+	// nil for gauges and counters.
+	Buckets []float64
 	// Prom is the equivalent client_golang descriptor.
 	Prom  *prometheus.Desc
 	index int
@@ -53,11 +61,33 @@ func (s *Set) Counter(name, help string, labels ...string) *Desc {
 	return s.add(name, help, prometheus.CounterValue, labels)
 }
 
-func (s *Set) add(name, help string, vt prometheus.ValueType, labels []string) *Desc {
-	typ := "gauge"
-	if vt == prometheus.CounterValue {
-		typ = "counter"
+// Histogram adds a classic histogram family with the given bucket upper
+// bounds (ascending, without +Inf).
+func (s *Set) Histogram(name, help string, buckets []float64, labels ...string) *Desc {
+	d := s.add(name, help, prometheus.UntypedValue, labels)
+	d.Buckets = buckets
+	return d
+}
+
+// IsHistogram reports whether the family is a histogram.
+func (d *Desc) IsHistogram() bool { return d.Buckets != nil }
+
+// Type is the family's type as the TYPE line spells it.
+func (d *Desc) Type() string { return typeName(d.ValueType) }
+
+func typeName(vt prometheus.ValueType) string {
+	switch vt {
+	case prometheus.CounterValue:
+		return "counter"
+	case prometheus.UntypedValue:
+		// Only histograms are added untyped.
+		return "histogram"
 	}
+	return "gauge"
+}
+
+func (s *Set) add(name, help string, vt prometheus.ValueType, labels []string) *Desc {
+	typ := typeName(vt)
 	d := &Desc{
 		Name:      name,
 		Help:      help,
@@ -84,6 +114,29 @@ func (s *Set) Names() []string {
 // Descs lists the descriptors in the set, in order.
 func (s *Set) Descs() []*Desc { return append([]*Desc(nil), s.descs...) }
 
+// SeriesNames lists the names a query can select: the family names, and
+// for histograms their _bucket, _sum and _count series instead.
+func (s *Set) SeriesNames() []string {
+	var out []string
+	for _, d := range s.descs {
+		if d.IsHistogram() {
+			out = append(out, d.Name+"_bucket", d.Name+"_sum", d.Name+"_count")
+			continue
+		}
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+// Types maps each family name to its type ("gauge", "counter", "histogram").
+func (s *Set) Types() map[string]string {
+	out := make(map[string]string, len(s.descs))
+	for _, d := range s.descs {
+		out[d.Name] = d.Type()
+	}
+	return out
+}
+
 // Describe sends every descriptor.
 func (s *Set) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range s.descs {
@@ -94,6 +147,9 @@ func (s *Set) Describe(ch chan<- *prometheus.Desc) {
 // Sink receives series.
 type Sink interface {
 	Add(d *Desc, value float64, labelValues ...string)
+	// AddHistogram adds one histogram: cumulative[i] observations were at
+	// most d.Buckets[i]; count includes those above the last bound.
+	AddHistogram(d *Desc, count uint64, sum float64, cumulative []uint64, labelValues ...string)
 }
 
 // ChanSink turns series into const metrics on a Collect channel.
@@ -102,6 +158,22 @@ type ChanSink chan<- prometheus.Metric
 // Add implements Sink.
 func (c ChanSink) Add(d *Desc, value float64, labelValues ...string) {
 	c <- prometheus.MustNewConstMetric(d.Prom, d.ValueType, value, labelValues...)
+}
+
+// AddHistogram implements Sink.
+func (c ChanSink) AddHistogram(d *Desc, count uint64, sum float64, cumulative []uint64, labelValues ...string) {
+	checkBuckets(d, cumulative)
+	buckets := make(map[float64]uint64, len(d.Buckets))
+	for i, le := range d.Buckets {
+		buckets[le] = cumulative[i]
+	}
+	c <- prometheus.MustNewConstHistogram(d.Prom, count, sum, buckets, labelValues...)
+}
+
+func checkBuckets(d *Desc, cumulative []uint64) {
+	if !d.IsHistogram() || len(cumulative) != len(d.Buckets) {
+		panic(fmt.Sprintf("%s: %d bucket counts for %d buckets", d.Name, len(cumulative), len(d.Buckets)))
+	}
 }
 
 // Page holds the rendered sample lines of one set for one source (one
@@ -140,6 +212,56 @@ func (p *Page) Add(d *Desc, value float64, labelValues ...string) {
 	b = append(b, ' ')
 	b = appendFloat(b, value)
 	b = append(b, '\n')
+	p.lines[d.index] = b
+}
+
+// AddHistogram implements Sink by appending the _bucket lines, then _sum
+// and _count, in the order client_golang writes them (le last).
+func (p *Page) AddHistogram(d *Desc, count uint64, sum float64, cumulative []uint64, labelValues ...string) {
+	checkBuckets(d, cumulative)
+	if len(labelValues) != len(d.Labels) {
+		panic(fmt.Sprintf("%s: %d label values for %d labels", d.Name, len(labelValues), len(d.Labels)))
+	}
+	if !p.sameLabels(d.Labels, labelValues) {
+		p.formatLabels(d, labelValues)
+	}
+	// The label part without its closing brace, so that le can follow.
+	open := p.lastLabels[:len(p.lastLabels)-1]
+	b := p.lines[d.index]
+	bucket := func(le []byte, n uint64) {
+		b = append(b, d.Name...)
+		b = append(b, "_bucket"...)
+		if len(open) > 1 {
+			b = append(b, open...)
+			b = append(b, ',')
+		} else {
+			b = append(b, '{')
+		}
+		b = append(b, `le="`...)
+		b = append(b, le...)
+		b = append(b, `"} `...)
+		b = strconv.AppendUint(b, n, 10)
+		b = append(b, '\n')
+	}
+	var le []byte
+	for i, bound := range d.Buckets {
+		le = appendFloat(le[:0], bound)
+		bucket(le, cumulative[i])
+	}
+	bucket([]byte("+Inf"), count)
+	for _, part := range []struct {
+		suffix string
+		value  float64
+	}{{"_sum", sum}, {"_count", float64(count)}} {
+		b = append(b, d.Name...)
+		b = append(b, part.suffix...)
+		if len(open) > 1 {
+			b = append(b, p.lastLabels...)
+		}
+		b = append(b, ' ')
+		b = appendFloat(b, part.value)
+		b = append(b, '\n')
+	}
 	p.lines[d.index] = b
 }
 

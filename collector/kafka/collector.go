@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/failover-exporter/failover_exporter/collector/episode"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 )
@@ -51,6 +52,10 @@ type descs struct {
 
 	clusterBrokers         *exposition.Desc
 	clusterExpectedBrokers *exposition.Desc
+
+	// Indexed by Condition.
+	episodeSeconds     [conditionCount]*exposition.Desc
+	openEpisodeSeconds [conditionCount]*exposition.Desc
 }
 
 // healthSeries holds the refresh health families, served first; series
@@ -69,6 +74,18 @@ func newGauge(name, help string, labels ...string) *exposition.Desc {
 func newCounter(name, help string, labels ...string) *exposition.Desc {
 	return series.Counter(name, help, append([]string{clusterLabel}, labels...)...)
 }
+
+func newHistogram(name, help string, labels ...string) *exposition.Desc {
+	return series.Histogram(name, help, episode.Buckets, append([]string{clusterLabel}, labels...)...)
+}
+
+// episodeHelp is appended to the HELP of every episode histogram.
+const episodeHelp = ", from the first refresh that saw it to the first that no longer did; one observation per partition episode when it ends. " +
+	"Episodes already under way when the exporter started are not observed."
+
+// openEpisodeHelp is appended to the HELP of every open-episode gauge.
+const openEpisodeHelp = ", as of the last successful refresh; absent while none is open. " +
+	"For an episode already under way when the exporter started, counted from its first refresh."
 
 // metrics is the collector's metric table: every family it can emit, each
 // name a literal.
@@ -147,6 +164,22 @@ var metrics = func() descs {
 		clusterExpectedBrokers: newGauge("kafka_cluster_expected_brokers",
 			"Brokers that are live or hold replica assignments; fewer live than expected means brokers are down"+fromRefresh),
 	}
+	x.episodeSeconds = [conditionCount]*exposition.Desc{
+		ConditionOffline: newHistogram("kafka_partition_offline_episode_seconds",
+			"How long partitions of the topic had no leader"+episodeHelp, topic...),
+		ConditionUnderMinISR: newHistogram("kafka_partition_under_min_isr_episode_seconds",
+			"How long partitions of the topic had fewer in-sync replicas than min.insync.replicas (acks=all writes refused)"+episodeHelp, topic...),
+		ConditionUnderReplicated: newHistogram("kafka_partition_under_replicated_episode_seconds",
+			"How long partitions of the topic had out-of-sync replicas"+episodeHelp, topic...),
+	}
+	x.openEpisodeSeconds = [conditionCount]*exposition.Desc{
+		ConditionOffline: newGauge("kafka_partition_offline_open_episode_seconds",
+			"Age of the oldest ongoing episode of a partition of the topic without a leader"+openEpisodeHelp, topic...),
+		ConditionUnderMinISR: newGauge("kafka_partition_under_min_isr_open_episode_seconds",
+			"Age of the oldest ongoing episode of a partition of the topic under min.insync.replicas"+openEpisodeHelp, topic...),
+		ConditionUnderReplicated: newGauge("kafka_partition_under_replicated_open_episode_seconds",
+			"Age of the oldest ongoing episode of an under-replicated partition of the topic"+openEpisodeHelp, topic...),
+	}
 	return x
 }()
 
@@ -154,9 +187,17 @@ var metrics = func() descs {
 // documentation and contract tests.
 func Sets() []*exposition.Set { return []*exposition.Set{healthSeries, series} }
 
-// MetricNames returns every metric name the Kafka collector can emit.
+// MetricNames returns every metric family the Kafka collector can emit.
 func MetricNames() []string {
 	names := append(healthSeries.Names(), series.Names()...)
+	sort.Strings(names)
+	return names
+}
+
+// SeriesNames returns every metric name a query can select: MetricNames
+// with each histogram replaced by its _bucket, _sum and _count series.
+func SeriesNames() []string {
+	names := append(healthSeries.SeriesNames(), series.SeriesNames()...)
 	sort.Strings(names)
 	return names
 }
@@ -332,6 +373,7 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, partitionMetr
 			ch.Add(metrics.topicUnderMinISR, float64(t.UnderMinISR), topicLabels...)
 			ch.Add(metrics.topicAtMinISR, float64(t.AtMinISR), topicLabels...)
 		}
+		emitEpisodes(ch, s, t.Name, topicLabels)
 		if !partitionMetrics {
 			continue
 		}
@@ -352,6 +394,25 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, partitionMetr
 			ch.Add(metrics.partitionLeaderChanges, float64(p.LeaderChanges), partLabels...)
 			ch.Add(metrics.partitionISRShrinks, float64(p.ISRShrinks), partLabels...)
 			ch.Add(metrics.partitionISRExpands, float64(p.ISRExpands), partLabels...)
+		}
+	}
+}
+
+// emitEpisodes emits a topic's episode histograms (once some episode ended)
+// and the age of its oldest open episodes.
+func emitEpisodes(ch exposition.Sink, s *Snapshot, topic string, topicLabels []string) {
+	if ended := s.Episodes.Ended[topic]; ended != nil {
+		for c, h := range ended {
+			if h != nil {
+				ch.AddHistogram(metrics.episodeSeconds[c], h.Count, h.Sum, h.Cumulative, topicLabels...)
+			}
+		}
+	}
+	if oldest := s.Episodes.Oldest[topic]; oldest != nil {
+		for c, since := range oldest {
+			if !since.IsZero() {
+				ch.Add(metrics.openEpisodeSeconds[c], s.ReadAt.Sub(since).Seconds(), topicLabels...)
+			}
 		}
 	}
 }

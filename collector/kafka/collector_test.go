@@ -10,6 +10,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 )
@@ -172,26 +173,44 @@ func TestCollectorWithoutPartitionMetrics(t *testing.T) {
 }
 
 func TestMetricNamesCoverEverythingCollected(t *testing.T) {
-	c := collectorAfterFailover(t)
 	known := map[string]bool{}
-	for _, n := range MetricNames() {
+	for _, n := range SeriesNames() {
 		known[n] = true
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
+	// The failover exercises the state series, the episodes the
+	// histograms and open-episode gauges.
+	reg.MustRegister(collectorAfterFailover(t))
+	episodes := prometheus.NewPedanticRegistry()
+	episodes.MustRegister(collectorThroughEpisodes(t))
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	episodeFamilies, err := episodes.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
 	seen := 0
-	for _, mf := range families {
-		if !known[mf.GetName()] {
-			t.Errorf("collected %s, which MetricNames does not list", mf.GetName())
+	seenNames := map[string]bool{}
+	for _, mf := range append(families, episodeFamilies...) {
+		if seenNames[mf.GetName()] {
+			continue
 		}
-		seen++
+		seenNames[mf.GetName()] = true
+		names := []string{mf.GetName()}
+		if mf.GetType() == dto.MetricType_HISTOGRAM {
+			names = []string{mf.GetName() + "_bucket", mf.GetName() + "_sum", mf.GetName() + "_count"}
+		}
+		for _, name := range names {
+			if !known[name] {
+				t.Errorf("collected %s, which SeriesNames does not list", name)
+			}
+			seen++
+		}
 	}
 	if seen != len(known) {
-		t.Errorf("collected %d metric families, MetricNames lists %d: each should be exercised by this snapshot", seen, len(known))
+		t.Errorf("collected %d metric names, SeriesNames lists %d: each should be exercised by these snapshots", seen, len(known))
 	}
 }
 
@@ -199,6 +218,17 @@ func TestMetricNamesCoverEverythingCollected(t *testing.T) {
 // produce the same families, series and values.
 func TestWriteTextMatchesCollect(t *testing.T) {
 	c := collectorAfterFailover(t)
+	episodes := collectorThroughEpisodes(t)
+	var episodeText strings.Builder
+	if err := episodes.WriteText(&episodeText); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.CollectAndCompare(episodes, strings.NewReader(episodeText.String())); err != nil {
+		t.Errorf("text rendering of episode histograms differs from Collect: %v", err)
+	}
+	if !strings.Contains(episodeText.String(), `kafka_partition_offline_episode_seconds_bucket{kafka_cluster="main",topic="t",le="10"} 1`) {
+		t.Errorf("text lacks the offline episode histogram:\n%s", episodeText.String())
+	}
 
 	var text strings.Builder
 	if err := c.WriteText(&text); err != nil {

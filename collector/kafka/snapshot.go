@@ -19,6 +19,9 @@ type Snapshot struct {
 	// TopicConfigs caches each topic's effective min.insync.replicas so
 	// that configs are re-read only every topic_config_refresh_interval.
 	TopicConfigs TopicConfigCache
+	// Episodes times offline, under-min-ISR and under-replicated partitions
+	// across refreshes.
+	Episodes Episodes
 }
 
 // Broker is one broker, live or referenced by an assignment.

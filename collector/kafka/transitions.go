@@ -13,7 +13,10 @@ import "slices"
 //     "no leader";
 //   - an ISR shrink is a refresh in which the ISR lost at least one member;
 //   - an ISR expand is a refresh in which it gained at least one member.
+//
+// It also times episodes (carryEpisodes), which the first snapshot starts.
 func carryTransitions(prev, next *Snapshot) {
+	carryEpisodes(prev, next)
 	if prev == nil {
 		return
 	}

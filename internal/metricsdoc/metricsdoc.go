@@ -25,11 +25,7 @@ func FromSets(sets ...*exposition.Set) []Metric {
 	var out []Metric
 	for _, s := range sets {
 		for _, d := range s.Descs() {
-			typ := "gauge"
-			if d.ValueType == prometheus.CounterValue {
-				typ = "counter"
-			}
-			out = append(out, Metric{Name: d.Name, Type: typ, Help: d.Help, Labels: append([]string(nil), d.Labels...)})
+			out = append(out, Metric{Name: d.Name, Type: d.Type(), Help: d.Help, Labels: append([]string(nil), d.Labels...)})
 		}
 	}
 	sortByName(out)

@@ -1,0 +1,99 @@
+// Package episode times conditions seen in consecutive snapshots (a
+// partition without a leader, a Redis master failing): when one begins, how
+// old it is while it lasts, and how long it took once it ends. It knows
+// nothing about Kafka, Redis or the metric format; the sources call Step
+// while carrying state from one snapshot to the next, and the collectors
+// emit the results.
+//
+// Resolution is one refresh: an episode begins at the first refresh that
+// sees the condition and ends at the first that no longer does, so a
+// measured duration is within one refresh interval of the real one, and an
+// episode shorter than a refresh may be missed altogether.
+package episode
+
+import (
+	"sort"
+	"time"
+)
+
+// Buckets are the histogram upper bounds in seconds: from a refresh-short
+// blip to an hour-long outage, dense where failovers usually end (a Kafka
+// leader election takes seconds, a Redis failover a couple of node
+// timeouts).
+var Buckets = []float64{0.5, 1, 2.5, 5, 10, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600}
+
+// Histogram counts the durations of ended episodes. It is immutable: Observe
+// returns a new one, so snapshots can share histograms that did not change.
+type Histogram struct {
+	// Cumulative[i] counts the episodes that lasted at most Buckets[i] seconds.
+	Cumulative []uint64
+	Count      uint64
+	// Sum is the total duration in seconds.
+	Sum float64
+}
+
+// Observe returns a copy of h (which may be nil) with one more episode of
+// the given duration.
+func (h *Histogram) Observe(d time.Duration) *Histogram {
+	next := &Histogram{Cumulative: make([]uint64, len(Buckets))}
+	if h != nil {
+		copy(next.Cumulative, h.Cumulative)
+		next.Count, next.Sum = h.Count, h.Sum
+	}
+	seconds := d.Seconds()
+	for i := sort.SearchFloat64s(Buckets, seconds); i < len(Buckets); i++ {
+		next.Cumulative[i]++
+	}
+	next.Count++
+	next.Sum += seconds
+	return next
+}
+
+// Open is an episode that has begun and not yet ended.
+type Open struct {
+	// Since is when the first refresh that saw the condition read the cluster.
+	Since time.Time
+	// StartSeen is false when the condition already held at the exporter's
+	// first refresh (it was restarted mid-outage): the episode's real start
+	// is unknown, Since is only a lower bound, and its duration is not
+	// observed when it ends, so that a restart never records a made-up
+	// duration.
+	StartSeen bool
+}
+
+// Age is how long the episode had lasted at now.
+func (o Open) Age(now time.Time) time.Duration { return now.Sub(o.Since) }
+
+// Ended is an episode that ended in this refresh.
+type Ended[K comparable] struct {
+	Key      K
+	Duration time.Duration
+	// StartSeen is false for an episode that was under way before the
+	// exporter's first refresh; its Duration is a lower bound.
+	StartSeen bool
+}
+
+// Step carries the open episodes of the previous snapshot into the next,
+// read at now. active lists the keys whose condition holds now (duplicates
+// are harmless). first is true for the exporter's first snapshot of the
+// cluster, whose conditions are episodes of unknown start. It returns the
+// episodes open now and those that ended, in no particular order.
+func Step[K comparable](prev map[K]Open, first bool, now time.Time, active []K) (open map[K]Open, ended []Ended[K]) {
+	if len(active) > 0 {
+		open = make(map[K]Open, len(active))
+	}
+	for _, k := range active {
+		if o, ok := prev[k]; ok {
+			open[k] = o
+			continue
+		}
+		open[k] = Open{Since: now, StartSeen: !first}
+	}
+	for k, o := range prev {
+		if _, still := open[k]; still {
+			continue
+		}
+		ended = append(ended, Ended[K]{Key: k, Duration: now.Sub(o.Since), StartSeen: o.StartSeen})
+	}
+	return open, ended
+}
