@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -225,10 +228,12 @@ type Sample struct {
 }
 
 // Series returns every series of the metric whose labels include match.
+// A histogram's series are named as in a query: name_bucket (with an le
+// label), name_sum and name_count.
 func (m Metrics) Series(name string, match map[string]string) []Sample {
 	mf, ok := m[name]
 	if !ok {
-		return nil
+		return m.histogramSeries(name, match)
 	}
 	var out []Sample
 	for _, metric := range mf.GetMetric() {
@@ -282,6 +287,53 @@ func (m Metrics) Describe(name string, match map[string]string) string {
 		return name + ": no series"
 	}
 	return strings.Join(lines, "\n")
+}
+
+// histogramSeries returns the _bucket, _sum or _count series of a histogram.
+func (m Metrics) histogramSeries(name string, match map[string]string) []Sample {
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		base, ok := strings.CutSuffix(name, suffix)
+		mf := m[base]
+		if !ok || mf == nil || mf.GetType() != dto.MetricType_HISTOGRAM {
+			continue
+		}
+		var out []Sample
+		for _, metric := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, lp := range metric.GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			h := metric.GetHistogram()
+			switch suffix {
+			case "_sum":
+				if matches(labels, match) {
+					out = append(out, Sample{Labels: labels, Value: h.GetSampleSum()})
+				}
+			case "_count":
+				if matches(labels, match) {
+					out = append(out, Sample{Labels: labels, Value: float64(h.GetSampleCount())})
+				}
+			case "_bucket":
+				buckets := h.GetBucket()
+				for i := 0; i <= len(buckets); i++ {
+					le, count := "+Inf", h.GetSampleCount()
+					if i < len(buckets) {
+						le, count = strconv.FormatFloat(buckets[i].GetUpperBound(), 'g', -1, 64), buckets[i].GetCumulativeCount()
+						if math.IsInf(buckets[i].GetUpperBound(), +1) {
+							continue
+						}
+					}
+					withLE := maps.Clone(labels)
+					withLE["le"] = le
+					if matches(withLE, match) {
+						out = append(out, Sample{Labels: withLE, Value: float64(count)})
+					}
+				}
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 func matches(labels, match map[string]string) bool {

@@ -1,0 +1,255 @@
+package e2e
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/failover-exporter/failover_exporter/internal/exportertest"
+	"github.com/failover-exporter/failover_exporter/internal/lab"
+)
+
+// metadataProbe reads one partition's leader and ISR from a broker that the
+// test never kills, every probeInterval, independently of the exporter: it
+// is the stopwatch the exporter's episode durations are checked against.
+type metadataProbe struct {
+	mu      sync.Mutex
+	samples []probeSample
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+type probeSample struct {
+	at      time.Time
+	leaders map[string]int32 // by topic, partition 0
+	isr     map[string]int
+}
+
+const probeInterval = 100 * time.Millisecond
+
+func startMetadataProbe(t *testing.T, addr string, topics ...string) *metadataProbe {
+	t.Helper()
+	conf := saramaConfig()
+	broker := sarama.NewBroker(addr)
+	if err := broker.Open(conf); err != nil {
+		t.Fatalf("probe: open %s: %v", addr, err)
+	}
+	p := &metadataProbe{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		defer broker.Close()
+		ticker := time.NewTicker(probeInterval)
+		defer ticker.Stop()
+		for {
+			md, err := broker.GetMetadata(sarama.NewMetadataRequest(conf.Version, topics))
+			at := time.Now()
+			if err == nil {
+				s := probeSample{at: at, leaders: map[string]int32{}, isr: map[string]int{}}
+				for _, tm := range md.Topics {
+					for _, pm := range tm.Partitions {
+						if pm.ID == 0 {
+							s.leaders[tm.Name] = pm.Leader
+							s.isr[tm.Name] = len(pm.Isr)
+						}
+					}
+				}
+				p.mu.Lock()
+				p.samples = append(p.samples, s)
+				p.mu.Unlock()
+			}
+			select {
+			case <-p.stop:
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *metadataProbe) close() {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+	}
+	<-p.done
+}
+
+// outage returns the first span after since during which cond held, as the
+// probe saw it, and whether it has ended.
+func (p *metadataProbe) outage(since time.Time, cond func(probeSample) bool) (start, end time.Time, ended bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.samples {
+		if s.at.Before(since) {
+			continue
+		}
+		switch {
+		case start.IsZero() && cond(s):
+			start = s.at
+		case !start.IsZero() && !cond(s):
+			return start, s.at, true
+		}
+	}
+	return start, time.Time{}, false
+}
+
+// histogramOf reads the count and sum of a topic's episode histogram; ok is
+// false while the topic has none.
+func histogramOf(m exportertest.Metrics, name, topic string) (count, sum float64, ok bool) {
+	labels := map[string]string{"topic": topic}
+	count, ok = m.Value(name+"_count", labels)
+	if !ok {
+		return 0, 0, false
+	}
+	sum, _ = m.Value(name+"_sum", labels)
+	return count, sum, true
+}
+
+// TestKafkaEpisodeDurations kills real brokers and checks the episode
+// histograms against outages timed by an independent metadata probe:
+//   - an RF 1 partition whose only broker is killed and restarted after a
+//     measured delay: one offline episode, as long as the probe saw it
+//     within one refresh interval;
+//   - an RF 3 / min.insync.replicas 2 partition losing two of its brokers:
+//     one under-min-ISR episode, likewise;
+//   - an exporter restarted in the middle of that outage reports the open
+//     episode from its first refresh and observes no episode when it ends,
+//     since it never saw it begin.
+//
+// Five nodes, so that two dead brokers leave a controller quorum. ELR is
+// off: with it, Kafka 4.1 keeps an RF 1 partition whose broker was killed
+// -9 offline after the broker returns (scripts/kafka/cluster.sh, ELR note),
+// and this test times outages that end.
+func TestKafkaEpisodeDurations(t *testing.T) {
+	const (
+		solo     = "solo"  // RF 1 on broker 4
+		strict   = "acked" // RF 3 on brokers 1, 2, 3; min.insync.replicas 2 (cluster default)
+		refresh  = time.Second
+		tolerate = refresh + 2*probeInterval
+	)
+	cluster := lab.StartKafka(t, lab.KafkaOptions{Nodes: 5, Env: []string{"KAFKA_LAB_ELR=0"}})
+	bootstrap := cluster.Bootstrap()
+	admin, err := sarama.NewClusterAdmin(bootstrap, saramaConfig())
+	if err != nil {
+		t.Fatalf("admin client: %v", err)
+	}
+	for topic, replicas := range map[string][]int32{solo: {4}, strict: {1, 2, 3}} {
+		err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: -1, ReplicationFactor: -1,
+			ReplicaAssignment: map[int32][]int32{0: replicas}}, false)
+		if err != nil {
+			t.Fatalf("create topic %s: %v", topic, err)
+		}
+	}
+	admin.Close()
+
+	args := []string{"--kafka.server=" + strings.Join(bootstrap, ","), "--kafka.cluster-name=lab", fmt.Sprintf("--refresh.interval=%s", refresh)}
+	exporter := exportertest.Start(t, args...)
+	restarted := exportertest.Start(t, args...)
+	probe := startMetadataProbe(t, cluster.BrokerAddr(5), solo, strict)
+	for _, e := range []*exportertest.Exporter{exporter, restarted} {
+		waitMetrics(t, e, 60*time.Second, "both topics led and acked in sync", func(m exportertest.Metrics) (bool, string) {
+			soloLeader, _ := m.Value("kafka_partition_leader", partitionLabels(solo, 0))
+			isr, _ := m.Value("kafka_partition_in_sync_replicas", partitionLabels(strict, 0))
+			return soloLeader == 4 && isr == 3, m.Describe("kafka_partition_leader", nil)
+		})
+	}
+
+	// 1. RF 1: kill broker 4, restart it a measured while after the
+	// exporter shows the partition offline.
+	killedAt := time.Now()
+	cluster.Kill(t, 4)
+	waitMetrics(t, exporter, 60*time.Second, "solo offline", func(m exportertest.Metrics) (bool, string) {
+		age, ok := m.Value("kafka_partition_offline_open_episode_seconds", map[string]string{"topic": solo})
+		return ok && age >= 2, m.Describe("kafka_partition_offline_open_episode_seconds", nil)
+	})
+	cluster.Restart(t, 4)
+	m, _ := waitMetrics(t, exporter, 90*time.Second, "one offline episode of solo", func(m exportertest.Metrics) (bool, string) {
+		count, _, _ := histogramOf(m, "kafka_partition_offline_episode_seconds", solo)
+		return count >= 1, m.Describe("kafka_partition_offline_episode_seconds_count", nil)
+	})
+	offlineStart, offlineEnd, ended := probe.outage(killedAt, func(s probeSample) bool { return s.leaders[solo] == -1 })
+	if !ended {
+		t.Fatalf("the probe saw no complete offline span of solo/0 (started %v)", offlineStart)
+	}
+	measured := offlineEnd.Sub(offlineStart)
+	count, sum, _ := histogramOf(m, "kafka_partition_offline_episode_seconds", solo)
+	t.Logf("FIGURE kafka RF1 offline episode: probe measured %s, exporter observed %.2fs (refresh %s)", measured.Round(10*time.Millisecond), sum, refresh)
+	if count != 1 {
+		t.Errorf("offline episodes of solo = %v, want 1", count)
+	}
+	if diff := math.Abs(sum - measured.Seconds()); diff > tolerate.Seconds() {
+		t.Errorf("offline episode of solo lasted %.2fs, probe measured %s: off by %.2fs, more than %s", sum, measured, diff, tolerate)
+	}
+	if _, ok := m.Value("kafka_partition_offline_open_episode_seconds", map[string]string{"topic": solo}); ok {
+		t.Errorf("solo still has an open offline episode after its leader came back")
+	}
+	if _, _, ok := histogramOf(m, "kafka_partition_offline_episode_seconds", strict); ok {
+		t.Errorf("acked was never offline but has an offline episode histogram")
+	}
+	// solo (RF 1, min ISR 2) has been under min ISR since before the
+	// exporter started: that episode is open, never observed.
+	if _, _, ok := histogramOf(m, "kafka_partition_under_min_isr_episode_seconds", solo); ok {
+		t.Errorf("solo's under-min-ISR episode began before the exporter but was observed:\n%s", m.Describe("kafka_partition_under_min_isr_episode_seconds_count", nil))
+	}
+
+	// 2. RF 3 / min ISR 2: kill brokers 2 and 3 (1 leads and stays).
+	killedAt = time.Now()
+	cluster.Kill(t, 2)
+	cluster.Kill(t, 3)
+	waitMetrics(t, exporter, 60*time.Second, "acked under min ISR", func(m exportertest.Metrics) (bool, string) {
+		_, ok := m.Value("kafka_partition_under_min_isr_open_episode_seconds", map[string]string{"topic": strict})
+		return ok, m.Describe("kafka_partition_in_sync_replicas", map[string]string{"topic": strict})
+	})
+
+	// 3. Restart the second exporter mid-outage.
+	restarted.Stop()
+	restartedAt := time.Now()
+	restarted = exportertest.Start(t, args...)
+	restarted.WaitReady(t, 30*time.Second)
+	first := restarted.Scrape(t)
+	age, ok := first.Value("kafka_partition_under_min_isr_open_episode_seconds", map[string]string{"topic": strict})
+	if !ok {
+		t.Errorf("the restarted exporter's first refresh does not report the open under-min-ISR episode:\n%s", first.Describe("kafka_partition_in_sync_replicas", nil))
+	} else if age > time.Since(restartedAt).Seconds() {
+		t.Errorf("the restarted exporter reports an episode %.1fs old, older than itself (%s): it invented a start", age, time.Since(restartedAt))
+	}
+	time.Sleep(2 * time.Second)
+	cluster.Restart(t, 2)
+	cluster.Restart(t, 3)
+	m, _ = waitMetrics(t, exporter, 120*time.Second, "one under-min-ISR episode of acked", func(m exportertest.Metrics) (bool, string) {
+		count, _, _ := histogramOf(m, "kafka_partition_under_min_isr_episode_seconds", strict)
+		return count >= 1, m.Describe("kafka_partition_in_sync_replicas", map[string]string{"topic": strict})
+	})
+	underStart, underEnd, ended := probe.outage(killedAt, func(s probeSample) bool { return s.isr[strict] < 2 })
+	if !ended {
+		t.Fatalf("the probe saw no complete under-min-ISR span of acked/0 (started %v)", underStart)
+	}
+	measured = underEnd.Sub(underStart)
+	count, sum, _ = histogramOf(m, "kafka_partition_under_min_isr_episode_seconds", strict)
+	t.Logf("FIGURE kafka RF3/min2 under-min-ISR episode: probe measured %s, exporter observed %.2fs (refresh %s)", measured.Round(10*time.Millisecond), sum, refresh)
+	if count != 1 {
+		t.Errorf("under-min-ISR episodes of acked = %v, want 1", count)
+	}
+	if diff := math.Abs(sum - measured.Seconds()); diff > tolerate.Seconds() {
+		t.Errorf("under-min-ISR episode of acked lasted %.2fs, probe measured %s: off by %.2fs, more than %s", sum, measured, diff, tolerate)
+	}
+	if _, _, ok := histogramOf(m, "kafka_partition_offline_episode_seconds", strict); ok {
+		t.Errorf("acked kept its leader but has an offline episode")
+	}
+
+	after, _ := waitMetrics(t, restarted, 30*time.Second, "the restarted exporter sees acked recovered", func(m exportertest.Metrics) (bool, string) {
+		_, open := m.Value("kafka_partition_under_min_isr_open_episode_seconds", map[string]string{"topic": strict})
+		return !open, m.Describe("kafka_partition_under_min_isr_open_episode_seconds", nil)
+	})
+	if count, _, ok := histogramOf(after, "kafka_partition_under_min_isr_episode_seconds", strict); ok {
+		t.Errorf("the restarted exporter observed %v under-min-ISR episodes of acked, whose start it never saw", count)
+	}
+}
