@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
+	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/config"
 )
 
@@ -34,6 +36,7 @@ type flags struct {
 	enablePprof       bool
 	logLevel          string
 	logFormat         string
+	eventCapacity     int
 	webConfig         *web.FlagConfig
 }
 
@@ -56,6 +59,7 @@ func defineServeFlags(app *kingpin.Application, f *flags) {
 	app.Flag("web.enable-pprof", "Serve Go profiles under /debug/pprof/ (and link them from the landing page).").BoolVar(&f.enablePprof)
 	app.Flag("log.level", "Only log messages with the given severity or above: debug, info, warn, error.").Default("info").EnumVar(&f.logLevel, "debug", "info", "warn", "error")
 	app.Flag("log.format", "Output format of log messages: logfmt or json.").Default("logfmt").EnumVar(&f.logFormat, "logfmt", "json")
+	app.Flag("events.capacity", "How many of the latest cluster events (transitions seen between refreshes) to keep for /api/v1/events and the status page.").Default(strconv.Itoa(events.DefaultCapacity)).IntVar(&f.eventCapacity)
 	f.webConfig = kingpinflag.AddFlags(app, ":9877")
 }
 
@@ -65,6 +69,9 @@ func checkFlags(f flags) error {
 	var errs []error
 	if err := checkTelemetryPath(f.telemetryPath, f.enablePprof); err != nil {
 		errs = append(errs, fmt.Errorf("--web.telemetry-path %w", err))
+	}
+	if f.eventCapacity <= 0 {
+		errs = append(errs, fmt.Errorf("--events.capacity %d must be at least 1", f.eventCapacity))
 	}
 	if f.idleTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--web.idle-timeout %s must be positive", f.idleTimeout))
@@ -116,6 +123,9 @@ func checkTelemetryPath(p string, pprof bool) error {
 	// make http.ServeMux panic.
 	if p == "/-" || strings.HasPrefix(p, "/-/") {
 		return fmt.Errorf("%q collides with the exporter's /-/healthy, /-/ready and /-/reload", p)
+	}
+	if p == "/api/v1/events" {
+		return fmt.Errorf("%q collides with the event log", p)
 	}
 	if pprof && strings.HasPrefix(p+"/", "/debug/pprof/") {
 		return fmt.Errorf("%q collides with /debug/pprof/ (--web.enable-pprof)", p)

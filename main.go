@@ -171,7 +171,7 @@ func runServe(f flags, logs loggers) error {
 	reg.MustRegister(self.Collectors()...)
 	reloadOK, reloadTime := self.ReloadOK, self.ReloadTime
 
-	manager := collector.NewManager(logger)
+	manager := collector.NewManager(logger, f.eventCapacity)
 	if err := manager.Apply(cfg); err != nil {
 		return err
 	}
@@ -210,6 +210,7 @@ func runServe(f flags, logs loggers) error {
 		}),
 		ready:  manager.Ready,
 		reload: reload,
+		events: manager.Events().Handler(),
 	})
 	if err != nil {
 		return err

@@ -18,6 +18,8 @@ type endpoints struct {
 	ready   func() bool
 	// reload is nil when there is no config file to read again.
 	reload func() error
+	// events serves the event log as JSON.
+	events http.Handler
 }
 
 // newMux routes the exporter's endpoints.
@@ -26,6 +28,7 @@ func newMux(f flags, reg *prometheus.Registry, e endpoints) (*http.ServeMux, err
 	// InstrumentMetricHandler adds promhttp_metric_handler_requests_total
 	// and _requests_in_flight, as every exporter built on promhttp has.
 	mux.Handle(f.telemetryPath, onlyGet(promhttp.InstrumentMetricHandler(reg, e.metrics)))
+	mux.Handle("/api/v1/events", e.events)
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "Healthy")
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
+	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/collector/redis"
@@ -34,20 +35,26 @@ type Manager struct {
 	logger log.Logger
 	kafka  *kafka.Collector
 	redis  *redis.Collector
+	events *events.Log
 
 	mu      sync.Mutex
 	running map[string]*running
 }
 
-// NewManager returns a manager with no clusters.
-func NewManager(logger log.Logger) *Manager {
+// NewManager returns a manager with no clusters, whose event log keeps the
+// last eventCapacity events (events.DefaultCapacity when not positive).
+func NewManager(logger log.Logger, eventCapacity int) *Manager {
 	return &Manager{
 		logger:  logger,
 		kafka:   kafka.NewCollector(),
 		redis:   redis.NewCollector(),
+		events:  events.NewLog(eventCapacity, logger),
 		running: map[string]*running{},
 	}
 }
+
+// Events is the log of the transitions every watcher observed.
+func (m *Manager) Events() *events.Log { return m.events }
 
 // TextWriters are the cluster collectors, served as pre-rendered text
 // after the registry: a large cluster's series are too many for the
@@ -101,7 +108,10 @@ func (m *Manager) Apply(cfg *config.Config) error {
 	for _, kc := range cfg.Kafka {
 		s, err := plan(m, "kafka/"+kc.Name, kc,
 			func() (*watch.Watcher[kafka.Snapshot], error) { return kafka.NewWatcher(kc, m.logger) },
-			func(w *watch.Watcher[kafka.Snapshot]) { m.kafka.Set(kc.Name, w, kc.PartitionMetricsEnabled()) },
+			func(w *watch.Watcher[kafka.Snapshot]) {
+				m.kafka.Set(kc.Name, w, kc.PartitionMetricsEnabled())
+				events.Follow(m.events, "kafka", kc.Name, w, func(s *kafka.Snapshot) []events.Event { return s.Events.All() })
+			},
 			func() { m.kafka.Remove(kc.Name) })
 		if err != nil {
 			return fmt.Errorf("kafka cluster %q: %w", kc.Name, err)

@@ -4,7 +4,11 @@
 // Prometheus metrics (collector.go).
 package kafka
 
-import "time"
+import (
+	"time"
+
+	"github.com/failover-exporter/failover_exporter/collector/events"
+)
 
 // Snapshot is the replication state of one cluster as read by one refresh.
 // It is never modified after it is published.
@@ -22,6 +26,9 @@ type Snapshot struct {
 	// Episodes times offline, under-min-ISR and under-replicated partitions
 	// across refreshes.
 	Episodes Episodes
+	// Events are the transitions between the previous snapshot and this
+	// one, in broker then topic and partition order.
+	Events events.List
 }
 
 // Broker is one broker, live or referenced by an assignment.

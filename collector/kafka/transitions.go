@@ -1,6 +1,12 @@
 package kafka
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/failover-exporter/failover_exporter/collector/events"
+)
 
 // carryTransitions copies the transition counters of prev into next and adds
 // the transitions between the two snapshots. A partition seen for the first
@@ -14,11 +20,32 @@ import "slices"
 //   - an ISR shrink is a refresh in which the ISR lost at least one member;
 //   - an ISR expand is a refresh in which it gained at least one member.
 //
-// It also times episodes (carryEpisodes), which the first snapshot starts.
+// It also times episodes (carryEpisodes), which the first snapshot starts,
+// and lists every transition as an event in next.Events; the first
+// snapshot has none, so a restarted exporter reports no made-up changes.
 func carryTransitions(prev, next *Snapshot) {
 	carryEpisodes(prev, next)
 	if prev == nil {
 		return
+	}
+	at := next.ReadAt
+	for i := range next.Brokers {
+		nb := &next.Brokers[i]
+		pb := findBroker(prev.Brokers, nb.ID)
+		wasUp := pb != nil && pb.Up
+		switch {
+		case nb.Up && !wasUp:
+			next.Events.Add(at, events.KafkaBrokerUp, events.BrokerSubject(nb.ID, nb.Address), "", "")
+		case !nb.Up && wasUp:
+			next.Events.Add(at, events.KafkaBrokerDown, events.BrokerSubject(nb.ID, pb.Address), "", "")
+		}
+	}
+	for i := range prev.Brokers {
+		// A broker that vanished from the metadata holds no assignment any
+		// more; if it was live, it went down.
+		if pb := &prev.Brokers[i]; pb.Up && findBroker(next.Brokers, pb.ID) == nil {
+			next.Events.Add(at, events.KafkaBrokerDown, events.BrokerSubject(pb.ID, pb.Address), "", "")
+		}
 	}
 	prevTopics := make(map[string]*Topic, len(prev.Topics))
 	for i := range prev.Topics {
@@ -39,14 +66,34 @@ func carryTransitions(prev, next *Snapshot) {
 			np.LeaderChanges = pp.LeaderChanges
 			np.ISRShrinks = pp.ISRShrinks
 			np.ISRExpands = pp.ISRExpands
+			subject := events.PartitionSubject(nt.Name, np.ID)
 			if np.Leader != pp.Leader {
 				np.LeaderChanges++
+				kind := events.KafkaLeaderChange
+				switch {
+				case np.Offline():
+					kind = events.KafkaPartitionOffline
+				case pp.Offline():
+					kind = events.KafkaPartitionOnline
+				}
+				next.Events.Add(at, kind, subject, leaderText(pp.Leader), leaderText(np.Leader))
 			}
 			if lostMember(pp.ISR, np.ISR) {
 				np.ISRShrinks++
+				next.Events.Add(at, events.KafkaISRShrink, subject, isrText(pp.ISR), isrText(np.ISR))
 			}
 			if lostMember(np.ISR, pp.ISR) {
 				np.ISRExpands++
+				next.Events.Add(at, events.KafkaISRExpand, subject, isrText(pp.ISR), isrText(np.ISR))
+			}
+			if nt.MinISR > 0 && pt.MinISR > 0 {
+				was, is := pp.UnderMinISR(pt.MinISR), np.UnderMinISR(nt.MinISR)
+				switch {
+				case is && !was:
+					next.Events.Add(at, events.KafkaUnderMinISRBegin, subject, isrText(pp.ISR), isrText(np.ISR))
+				case was && !is:
+					next.Events.Add(at, events.KafkaUnderMinISREnd, subject, isrText(pp.ISR), isrText(np.ISR))
+				}
 			}
 		}
 	}
@@ -61,6 +108,17 @@ func carryTransitions(prev, next *Snapshot) {
 		}
 	}
 }
+
+// leaderText is a leader ID as events show it: "none" for no leader.
+func leaderText(id int32) string {
+	if id == NoLeader {
+		return "none"
+	}
+	return strconv.FormatInt(int64(id), 10)
+}
+
+// isrText is an ISR as events show it, e.g. "[1 2 3]".
+func isrText(isr []int32) string { return fmt.Sprint(isr) }
 
 // lostMember reports whether some member of from is missing from to.
 func lostMember(from, to []int32) bool {

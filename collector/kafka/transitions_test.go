@@ -1,10 +1,14 @@
 package kafka
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/failover-exporter/failover_exporter/collector/events"
 )
 
 // snapshotOf builds a snapshot of topic "t" with one partition per entry.
@@ -76,5 +80,58 @@ func TestCarryTransitionsRemembersDownBrokerAddress(t *testing.T) {
 	b1 := next.Brokers[0]
 	if b1.Up || b1.Address != prev.Brokers[0].Address {
 		t.Errorf("down broker 1 = %+v, want Up=false and last known address %q", b1, prev.Brokers[0].Address)
+	}
+}
+
+func TestTransitionsAreEvents(t *testing.T) {
+	rs := []int32{1, 2, 3}
+	// Broker 1 dies: partition 0 (RF 3) fails over to 2 and shrinks under
+	// min ISR 2 only later; partition 1 (RF 1 on broker 1) goes offline.
+	before := snapshotAt(0, rs, part{1, rs, []int32{1, 2}}, part{1, []int32{1}, []int32{1}})
+	after := snapshotAt(3, []int32{2, 3}, part{2, rs, []int32{2}}, part{-1, []int32{1}, []int32{1}})
+	back := snapshotAt(9, rs, part{2, rs, []int32{2, 1}}, part{1, []int32{1}, []int32{1}})
+	carryTransitions(nil, before)
+	carryTransitions(before, after)
+	carryTransitions(after, back)
+	if got := before.Events.All(); len(got) != 0 {
+		t.Errorf("the first snapshot has events: %+v", got)
+	}
+	type ev struct {
+		kind          events.Kind
+		subject       string
+		before, after string
+	}
+	summarize := func(s *Snapshot) []ev {
+		var out []ev
+		for _, e := range s.Events.All() {
+			subject := e.Subject.NodeID
+			if e.Subject.Partition != nil {
+				subject = fmt.Sprintf("%s/%d", e.Subject.Topic, *e.Subject.Partition)
+			}
+			if !e.Time.Equal(s.ReadAt) {
+				t.Errorf("%v at %v, want the refresh's read time %v", e.Kind, e.Time, s.ReadAt)
+			}
+			out = append(out, ev{e.Kind, subject, e.Before, e.After})
+		}
+		return out
+	}
+	wantAfter := []ev{
+		{events.KafkaBrokerDown, "1", "", ""},
+		{events.KafkaLeaderChange, "t/0", "1", "2"},
+		{events.KafkaISRShrink, "t/0", "[1 2]", "[2]"},
+		{events.KafkaUnderMinISRBegin, "t/0", "[1 2]", "[2]"},
+		{events.KafkaPartitionOffline, "t/1", "1", "none"},
+	}
+	if got := summarize(after); !slices.Equal(got, wantAfter) {
+		t.Errorf("events after the kill:\n got %+v\nwant %+v", got, wantAfter)
+	}
+	wantBack := []ev{
+		{events.KafkaBrokerUp, "1", "", ""},
+		{events.KafkaISRExpand, "t/0", "[2]", "[2 1]"},
+		{events.KafkaUnderMinISREnd, "t/0", "[2]", "[2 1]"},
+		{events.KafkaPartitionOnline, "t/1", "none", "1"},
+	}
+	if got := summarize(back); !slices.Equal(got, wantBack) {
+		t.Errorf("events after the return:\n got %+v\nwant %+v", got, wantBack)
 	}
 }

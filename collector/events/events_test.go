@@ -1,0 +1,145 @@
+package events
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func listOf(n int, at time.Time, kind Kind) []Event {
+	var l List
+	for i := range n {
+		l.Add(at, kind, PartitionSubject("t", int32(i)), "", "")
+	}
+	return l.All()
+}
+
+func TestLogKeepsTheNewestNewestFirst(t *testing.T) {
+	var out bytes.Buffer
+	l := NewLog(3, log.NewLogfmtLogger(&out))
+	l.Record("kafka", "a", listOf(2, t0, KafkaLeaderChange))
+	l.Record("redis", "b", listOf(1, t0.Add(time.Second), RedisPromotion))
+	l.Record("kafka", "a", listOf(1, t0.Add(2*time.Second), KafkaISRShrink))
+
+	got := l.Query("", time.Time{}, 0)
+	if len(got) != 3 {
+		t.Fatalf("kept %d events, want the capacity 3: %+v", len(got), got)
+	}
+	if got[0].Kind != KafkaISRShrink || got[1].Kind != RedisPromotion || got[2].Kind != KafkaLeaderChange || *got[2].Subject.Partition != 1 {
+		t.Errorf("not newest first, or the oldest not dropped: %+v", got)
+	}
+	if got[1].System != "redis" || got[1].Cluster != "b" {
+		t.Errorf("system and cluster not stamped: %+v", got[1])
+	}
+	if a := l.Query("a", time.Time{}, 0); len(a) != 2 || a[0].Cluster != "a" || a[1].Cluster != "a" {
+		t.Errorf("cluster filter: %+v", a)
+	}
+	if recent := l.Query("", t0.Add(time.Second), 0); len(recent) != 2 {
+		t.Errorf("since filter kept %d, want 2", len(recent))
+	}
+	if one := l.Query("", time.Time{}, 1); len(one) != 1 || one[0].Kind != KafkaISRShrink {
+		t.Errorf("limit: %+v", one)
+	}
+	logged := out.String()
+	if n := strings.Count(logged, `msg="cluster event"`); n != 4 {
+		t.Errorf("logged %d events, want every recorded one (4):\n%s", n, logged)
+	}
+	for _, want := range []string{"level=info", "system=redis", "cluster=b", "kind=promotion", "kind=leader_change", "topic=t", "partition=0"} {
+		if !strings.Contains(logged, want) {
+			t.Errorf("log lacks %s:\n%s", want, logged)
+		}
+	}
+}
+
+func TestListTruncatesABurst(t *testing.T) {
+	evs := listOf(MaxPerRefresh+5, t0, KafkaISRShrink)
+	if len(evs) != MaxPerRefresh+1 {
+		t.Fatalf("%d events, want %d and one truncation marker", len(evs), MaxPerRefresh)
+	}
+	if last := evs[len(evs)-1]; last.Kind != EventsTruncated || last.After != "5" {
+		t.Errorf("marker %+v, want events_truncated after=5", last)
+	}
+}
+
+func TestHandler(t *testing.T) {
+	l := NewLog(10, log.NewNopLogger())
+	l.Record("kafka", "a", listOf(1, t0, KafkaPartitionOffline))
+	l.Record("kafka", "b", listOf(1, t0.Add(time.Minute), KafkaPartitionOnline))
+	get := func(query string) (int, string) {
+		rec := httptest.NewRecorder()
+		l.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/events"+query, nil))
+		return rec.Code, rec.Body.String()
+	}
+	code, body := get("?cluster=a")
+	var resp Response
+	if err := json.Unmarshal([]byte(body), &resp); err != nil || code != 200 {
+		t.Fatalf("%d %s: %v", code, body, err)
+	}
+	if len(resp.Events) != 1 || resp.Events[0].Kind != KafkaPartitionOffline || *resp.Events[0].Subject.Partition != 0 {
+		t.Errorf("events %+v", resp.Events)
+	}
+	if !strings.Contains(body, `"partition":0`) || !strings.Contains(body, `"time":"2026-03-01T12:00:00Z"`) {
+		t.Errorf("body %s", body)
+	}
+	if _, body := get("?since=" + t0.Add(30*time.Second).Format(time.RFC3339)); !strings.Contains(body, "partition_online") || strings.Contains(body, "partition_offline") {
+		t.Errorf("since filter: %s", body)
+	}
+	if _, body := get("?cluster=nope"); strings.TrimSpace(body) != `{"events":[]}` {
+		t.Errorf("no match should be an empty list: %s", body)
+	}
+	for _, bad := range []string{"?since=yesterday", "?since=-5m", "?limit=0", "?limit=x"} {
+		if code, body := get(bad); code != 400 || !strings.Contains(body, "want") {
+			t.Errorf("%s: %d %s, want 400 with a message", bad, code, body)
+		}
+	}
+	rec := httptest.NewRecorder()
+	l.Handler().ServeHTTP(rec, httptest.NewRequest("POST", "/api/v1/events", nil))
+	if rec.Code != 405 {
+		t.Errorf("POST: %d", rec.Code)
+	}
+}
+
+func TestParseSinceDuration(t *testing.T) {
+	now := t0
+	got, err := ParseSince("15m", now)
+	if err != nil || !got.Equal(now.Add(-15*time.Minute)) {
+		t.Errorf("15m: %v %v", got, err)
+	}
+}
+
+type snap struct{ events []Event }
+
+func TestFollowRecordsEachSnapshotOnce(t *testing.T) {
+	results := []any{
+		&snap{listOf(1, t0, KafkaLeaderChange)},
+		context.DeadlineExceeded, // a failed refresh republishes the previous snapshot
+		&snap{listOf(2, t0.Add(time.Second), KafkaISRShrink)},
+	}
+	i := 0
+	w := watch.New("a", time.Second, time.Second, func(context.Context, *snap) (*snap, error) {
+		r := results[i]
+		i++
+		if err, ok := r.(error); ok {
+			return nil, err
+		}
+		return r.(*snap), nil
+	}, log.NewNopLogger())
+	l := NewLog(10, log.NewNopLogger())
+	Follow(l, "kafka", "a", w, func(s *snap) []Event { return s.events })
+	for range results {
+		w.RefreshOnce(context.Background())
+	}
+	if got := l.Query("", time.Time{}, 0); len(got) != 3 {
+		t.Errorf("recorded %d events, want 3 (none twice): %+v", len(got), got)
+	}
+}

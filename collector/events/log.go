@@ -1,0 +1,119 @@
+package events
+
+import (
+	"sync"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+)
+
+// DefaultCapacity is how many events a Log keeps unless configured.
+const DefaultCapacity = 1000
+
+// Log keeps the most recent events of every cluster in a ring buffer and
+// logs each once as it is recorded.
+type Log struct {
+	logger log.Logger
+
+	mu     sync.RWMutex
+	ring   []Event
+	next   int // where the next event goes
+	filled bool
+}
+
+// NewLog returns a log keeping the last capacity events (DefaultCapacity
+// when capacity is not positive).
+func NewLog(capacity int, logger log.Logger) *Log {
+	if capacity <= 0 {
+		capacity = DefaultCapacity
+	}
+	return &Log{logger: logger, ring: make([]Event, capacity)}
+}
+
+// Record stamps the events with their system and cluster, logs each at
+// info level and keeps them.
+func (l *Log) Record(system, cluster string, evs []Event) {
+	if len(evs) == 0 {
+		return
+	}
+	for i := range evs {
+		e := evs[i]
+		e.System, e.Cluster = system, cluster
+		l.logEvent(e)
+		l.mu.Lock()
+		l.ring[l.next] = e
+		l.next = (l.next + 1) % len(l.ring)
+		l.filled = l.filled || l.next == 0
+		l.mu.Unlock()
+	}
+}
+
+func (l *Log) logEvent(e Event) {
+	kv := []any{"msg", "cluster event", "system", e.System, "cluster", e.Cluster, "kind", string(e.Kind),
+		"event_time", e.Time.UTC().Format(time.RFC3339Nano)}
+	if e.Subject.Topic != "" {
+		kv = append(kv, "topic", e.Subject.Topic)
+	}
+	if e.Subject.Partition != nil {
+		kv = append(kv, "partition", *e.Subject.Partition)
+	}
+	if e.Subject.NodeID != "" {
+		kv = append(kv, "node_id", e.Subject.NodeID)
+	}
+	if e.Subject.Address != "" {
+		kv = append(kv, "address", e.Subject.Address)
+	}
+	if e.Before != "" {
+		kv = append(kv, "before", e.Before)
+	}
+	if e.After != "" {
+		kv = append(kv, "after", e.After)
+	}
+	level.Info(l.logger).Log(kv...)
+}
+
+// Query returns the kept events of cluster (every cluster when empty) at
+// or after since (every time when zero), newest first, at most limit of
+// them (all when limit is not positive). Events of one refresh keep their
+// order relative to each other, reversed like the rest.
+func (l *Log) Query(cluster string, since time.Time, limit int) []Event {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	n := l.next
+	if l.filled {
+		n = len(l.ring)
+	}
+	var out []Event
+	for i := 1; i <= n; i++ {
+		e := l.ring[(l.next-i+len(l.ring))%len(l.ring)]
+		if cluster != "" && e.Cluster != cluster {
+			continue
+		}
+		if !since.IsZero() && e.Time.Before(since) {
+			continue
+		}
+		out = append(out, e)
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	return out
+}
+
+// Follow records the events of every new snapshot w publishes, read from
+// it by eventsOf. A failed refresh republishes the previous snapshot, whose
+// events are not recorded twice. Call it before the watcher runs.
+func Follow[S any](l *Log, system, cluster string, w *watch.Watcher[S], eventsOf func(*S) []Event) {
+	var last *S // only touched on the watcher's goroutine
+	w.OnPublish(func() {
+		s := w.Current().Snapshot
+		if s == nil || s == last {
+			return
+		}
+		last = s
+		l.Record(system, cluster, eventsOf(s))
+	})
+}
