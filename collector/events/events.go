@@ -31,15 +31,15 @@ const (
 
 // Redis Cluster transitions.
 const (
-	RedisNodePFail       Kind = "node_pfail"
-	RedisNodeFail        Kind = "node_fail"
-	RedisNodeRecovered   Kind = "node_recovered"
-	RedisPromotion       Kind = "promotion"
-	RedisRoleChange      Kind = "role_change"
-	RedisSlotsMoved      Kind = "slots_moved"
-	RedisClusterState    Kind = "cluster_state"
-	RedisNodeJoined      Kind = "node_joined"
-	RedisNodeLeft        Kind = "node_left"
+	RedisNodePFail     Kind = "node_pfail"
+	RedisNodeFail      Kind = "node_fail"
+	RedisNodeRecovered Kind = "node_recovered"
+	RedisPromotion     Kind = "promotion"
+	RedisRoleChange    Kind = "role_change"
+	RedisSlotsMoved    Kind = "slots_moved"
+	RedisClusterState  Kind = "cluster_state"
+	RedisNodeJoined    Kind = "node_joined"
+	RedisNodeLeft      Kind = "node_left"
 )
 
 // EventsTruncated marks a refresh whose transitions exceeded MaxPerRefresh:
