@@ -121,7 +121,10 @@ func (m *Manager) Apply(cfg *config.Config) error {
 	for _, rc := range cfg.Redis {
 		s, err := plan(m, "redis/"+rc.Name, rc,
 			func() (*watch.Watcher[redis.Snapshot], error) { return redis.NewWatcher(rc, m.logger) },
-			func(w *watch.Watcher[redis.Snapshot]) { m.redis.Set(rc.Name, w) },
+			func(w *watch.Watcher[redis.Snapshot]) {
+				m.redis.Set(rc.Name, w)
+				events.Follow(m.events, "redis", rc.Name, w, func(s *redis.Snapshot) []events.Event { return s.Events.All() })
+			},
 			func() { m.redis.Remove(rc.Name) })
 		if err != nil {
 			return fmt.Errorf("redis cluster %q: %w", rc.Name, err)

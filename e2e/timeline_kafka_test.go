@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
@@ -214,11 +217,14 @@ func TestKafkaEpisodeDurations(t *testing.T) {
 	restartedAt := time.Now()
 	restarted = exportertest.Start(t, args...)
 	restarted.WaitReady(t, 30*time.Second)
-	first := restarted.Scrape(t)
-	age, ok := first.Value("kafka_partition_under_min_isr_open_episode_seconds", map[string]string{"topic": strict})
-	if !ok {
-		t.Errorf("the restarted exporter's first refresh does not report the open under-min-ISR episode:\n%s", first.Describe("kafka_partition_in_sync_replicas", nil))
-	} else if age > time.Since(restartedAt).Seconds() {
+	// Its first refresh that can judge min ISR (it reads topic configs,
+	// which may fail once while brokers are dead) reports the episode,
+	// counted from that refresh.
+	first, _ := waitMetrics(t, restarted, 30*time.Second, "the restarted exporter reports the open under-min-ISR episode", func(m exportertest.Metrics) (bool, string) {
+		_, ok := m.Value("kafka_partition_under_min_isr_open_episode_seconds", map[string]string{"topic": strict})
+		return ok, m.Describe("kafka_topic_min_insync_replicas", nil) + "\n" + m.Describe("kafka_partition_in_sync_replicas", nil)
+	})
+	if age := value(t, first, "kafka_partition_under_min_isr_open_episode_seconds", map[string]string{"topic": strict}); age > time.Since(restartedAt).Seconds() {
 		t.Errorf("the restarted exporter reports an episode %.1fs old, older than itself (%s): it invented a start", age, time.Since(restartedAt))
 	}
 	time.Sleep(2 * time.Second)
@@ -245,6 +251,25 @@ func TestKafkaEpisodeDurations(t *testing.T) {
 		t.Errorf("acked kept its leader but has an offline episode")
 	}
 
+	// The event log tells the same story, newest first.
+	evs := fetchEvents(t, exporter.URL, "?cluster=lab")
+	offline := eventIndex(evs, "partition_offline", solo, 0)
+	online := eventIndex(evs, "partition_online", solo, 0)
+	if offline < 0 || online < 0 || online > offline {
+		t.Errorf("events: want partition_offline then partition_online for solo/0 (newest first: online at a lower index); got offline at %d, online at %d:\n%s", offline, online, describeEvents(evs))
+	}
+	begin := eventIndex(evs, "under_min_isr_begin", strict, 0)
+	end := eventIndex(evs, "under_min_isr_end", strict, 0)
+	if begin < 0 || end < 0 || end > begin {
+		t.Errorf("events: want under_min_isr_begin then under_min_isr_end for acked/0; got begin at %d, end at %d:\n%s", begin, end, describeEvents(evs))
+	}
+	if down := eventIndex(evs, "broker_down", "", 4); down < offline {
+		t.Errorf("events: broker 4 down (at %d) should come no later than solo/0 offline (at %d):\n%s", down, offline, describeEvents(evs))
+	}
+	if n := len(fetchEvents(t, exporter.URL, "?cluster=elsewhere")); n != 0 {
+		t.Errorf("?cluster=elsewhere returned %d events", n)
+	}
+
 	after, _ := waitMetrics(t, restarted, 30*time.Second, "the restarted exporter sees acked recovered", func(m exportertest.Metrics) (bool, string) {
 		_, open := m.Value("kafka_partition_under_min_isr_open_episode_seconds", map[string]string{"topic": strict})
 		return !open, m.Describe("kafka_partition_under_min_isr_open_episode_seconds", nil)
@@ -252,4 +277,50 @@ func TestKafkaEpisodeDurations(t *testing.T) {
 	if count, _, ok := histogramOf(after, "kafka_partition_under_min_isr_episode_seconds", strict); ok {
 		t.Errorf("the restarted exporter observed %v under-min-ISR episodes of acked, whose start it never saw", count)
 	}
+	if i := eventIndex(fetchEvents(t, restarted.URL, ""), "under_min_isr_begin", strict, 0); i >= 0 {
+		t.Errorf("the restarted exporter reports an under_min_isr_begin it never saw")
+	}
+}
+
+// fetchEvents reads /api/v1/events with the given query.
+func fetchEvents(t *testing.T, baseURL, query string) []events.Event {
+	t.Helper()
+	resp, err := http.Get(baseURL + "/api/v1/events" + query)
+	if err != nil {
+		t.Fatalf("GET /api/v1/events: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /api/v1/events%s: %s", query, resp.Status)
+	}
+	var body events.Response
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("decode /api/v1/events: %v", err)
+	}
+	return body.Events
+}
+
+// eventIndex is the position of the newest event of kind about a topic's
+// partition, or (topic "") about broker or node id, -1 when absent.
+func eventIndex(evs []events.Event, kind, topic string, id int) int {
+	for i, e := range evs {
+		if string(e.Kind) != kind {
+			continue
+		}
+		if topic == "" && e.Subject.NodeID == fmt.Sprint(id) {
+			return i
+		}
+		if topic != "" && e.Subject.Topic == topic && e.Subject.Partition != nil && int(*e.Subject.Partition) == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func describeEvents(evs []events.Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "%s %s %+v %s -> %s\n", e.Time.Format("15:04:05.000"), e.Kind, e.Subject, e.Before, e.After)
+	}
+	return b.String()
 }

@@ -75,10 +75,13 @@ type Ended[K comparable] struct {
 
 // Step carries the open episodes of the previous snapshot into the next,
 // read at now. active lists the keys whose condition holds now (duplicates
-// are harmless). first is true for the exporter's first snapshot of the
-// cluster, whose conditions are episodes of unknown start. It returns the
-// episodes open now and those that ended, in no particular order.
-func Step[K comparable](prev map[K]Open, first bool, now time.Time, active []K) (open map[K]Open, ended []Ended[K]) {
+// are harmless). startSeen reports, for a key not open before, whether the
+// previous snapshot could tell that its condition did not hold: false on
+// the exporter's first snapshot of the cluster, for a subject it had not
+// seen, or one whose condition it could not evaluate, so that the episode
+// is one of unknown start. It returns the episodes open now and those that
+// ended, in no particular order.
+func Step[K comparable](prev map[K]Open, now time.Time, active []K, startSeen func(K) bool) (open map[K]Open, ended []Ended[K]) {
 	if len(active) > 0 {
 		open = make(map[K]Open, len(active))
 	}
@@ -87,7 +90,9 @@ func Step[K comparable](prev map[K]Open, first bool, now time.Time, active []K) 
 			open[k] = o
 			continue
 		}
-		open[k] = Open{Since: now, StartSeen: !first}
+		if _, dup := open[k]; !dup {
+			open[k] = Open{Since: now, StartSeen: startSeen(k)}
+		}
 	}
 	for k, o := range prev {
 		if _, still := open[k]; still {

@@ -36,17 +36,19 @@ func TestStep(t *testing.T) {
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 
 	// Exporter starts while "a" is already bad: an episode of unknown start.
-	open, ended := Step[string](nil, true, at(0), []string{"a"})
+	never := func(string) bool { return false }
+	always := func(string) bool { return true }
+	open, ended := Step[string](nil, at(0), []string{"a"}, never)
 	if len(ended) != 0 || open["a"].StartSeen || !open["a"].Since.Equal(at(0)) {
 		t.Fatalf("first refresh: open %v ended %v", open, ended)
 	}
 	// "b" goes bad: its start is seen.
-	open, ended = Step(open, false, at(5), []string{"a", "b", "b"})
+	open, ended = Step(open, at(5), []string{"a", "b", "b"}, always)
 	if len(ended) != 0 || !open["b"].StartSeen || !open["b"].Since.Equal(at(5)) || open["a"].Since != at(0) {
 		t.Fatalf("second refresh: open %v ended %v", open, ended)
 	}
 	// Both recover in the same refresh.
-	open, ended = Step(open, false, at(12), nil)
+	open, ended = Step(open, at(12), nil, always)
 	if open != nil || len(ended) != 2 {
 		t.Fatalf("third refresh: open %v ended %v", open, ended)
 	}

@@ -34,12 +34,14 @@ const (
 	RedisNodePFail     Kind = "node_pfail"
 	RedisNodeFail      Kind = "node_fail"
 	RedisNodeRecovered Kind = "node_recovered"
-	RedisPromotion     Kind = "promotion"
-	RedisRoleChange    Kind = "role_change"
-	RedisSlotsMoved    Kind = "slots_moved"
-	RedisClusterState  Kind = "cluster_state"
-	RedisNodeJoined    Kind = "node_joined"
-	RedisNodeLeft      Kind = "node_left"
+	// RedisNodeState is any other change of a node's state (handshake, noaddr).
+	RedisNodeState    Kind = "node_state"
+	RedisPromotion    Kind = "promotion"
+	RedisRoleChange   Kind = "role_change"
+	RedisSlotsMoved   Kind = "slots_moved"
+	RedisClusterState Kind = "cluster_state"
+	RedisNodeJoined   Kind = "node_joined"
+	RedisNodeLeft     Kind = "node_left"
 )
 
 // EventsTruncated marks a refresh whose transitions exceeded MaxPerRefresh:

@@ -48,8 +48,9 @@ type Episodes struct {
 type TopicEpisodes [conditionCount]*episode.Histogram
 
 // carryEpisodes times the conditions of next's partitions against prev's
-// (nil for the exporter's first snapshot, whose conditions are episodes of
-// unknown start): it opens an episode where a condition begins, observes
+// (nil for the exporter's first snapshot). A condition already present
+// when the exporter first sees a topic, or first knows its min ISR, is an
+// episode of unknown start. It opens an episode where a condition begins, observes
 // its duration in the topic's histogram where it ends, and drops the
 // histograms of topics that are gone.
 func carryEpisodes(prev, next *Snapshot) {
@@ -72,8 +73,12 @@ func carryEpisodes(prev, next *Snapshot) {
 	}
 
 	var before Episodes
+	prevMinISR := map[string]int{} // by topic, for topics prev had
 	if prev != nil {
 		before = prev.Episodes
+		for i := range prev.Topics {
+			prevMinISR[prev.Topics[i].Name] = prev.Topics[i].MinISR
+		}
 	}
 	topics := make(map[string]bool, len(next.Topics))
 	for i := range next.Topics {
@@ -87,7 +92,13 @@ func carryEpisodes(prev, next *Snapshot) {
 	}
 	oldest := map[string]*[conditionCount]time.Time{}
 	for c := range conditionCount {
-		open, closed := episode.Step(before.Open[c], prev == nil, next.ReadAt, active[c])
+		// The start is seen when prev had the topic and, for min ISR,
+		// knew the topic's min.insync.replicas (it may be read late).
+		startSeen := func(k PartitionKey) bool {
+			minISR, ok := prevMinISR[k.Topic]
+			return ok && (c != ConditionUnderMinISR || minISR > 0)
+		}
+		open, closed := episode.Step(before.Open[c], next.ReadAt, active[c], startSeen)
 		next.Episodes.Open[c] = open
 		for _, e := range closed {
 			// A partition that vanished with its topic ended nothing; an

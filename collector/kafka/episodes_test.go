@@ -167,3 +167,25 @@ func TestEpisodeHistogramsShareUnchangedTopics(t *testing.T) {
 		t.Errorf("histograms of a deleted topic kept: %v", gone.Episodes.Ended)
 	}
 }
+
+func TestMinISRReadLateMakesAnEpisodeOfUnknownStart(t *testing.T) {
+	rs := []int32{1, 2, 3}
+	// The first refresh could not read min.insync.replicas; the second
+	// could, and finds the partition already under it.
+	s0 := snapshotAt(0, rs, part{1, rs, []int32{1}})
+	s0.Topics[0].MinISR = 0
+	s1 := snapshotAt(5, rs, part{1, rs, []int32{1}})
+	s2 := snapshotAt(9, rs, part{1, rs, rs})
+	carryTransitions(nil, s0)
+	carryTransitions(s0, s1)
+	carryTransitions(s1, s2)
+	if o := s1.Episodes.Open[ConditionUnderMinISR][PartitionKey{"t", 0}]; o.StartSeen || !o.Since.Equal(s1.ReadAt) {
+		t.Errorf("under-min-ISR episode found with min ISR first known: %+v, want unknown start at %v", o, s1.ReadAt)
+	}
+	if ended := s2.Episodes.Ended["t"]; ended != nil {
+		t.Errorf("episodes of unknown start were observed (under min ISR since min ISR was known, under-replicated since the first refresh): %+v", ended)
+	}
+	if len(s2.Episodes.Open[ConditionUnderMinISR]) != 0 {
+		t.Errorf("the episode is still open after the ISR healed")
+	}
+}

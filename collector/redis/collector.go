@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/failover-exporter/failover_exporter/collector/episode"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 )
@@ -50,6 +51,11 @@ type descs struct {
 	nodeMemoryUsed      *exposition.Desc
 	nodeReplicasOutside *exposition.Desc
 	nodeRoleChanges     *exposition.Desc
+
+	failoverSeconds          *exposition.Desc
+	slotsUnservedSeconds     *exposition.Desc
+	failoverOpenSeconds      *exposition.Desc
+	slotsUnservedOpenSeconds *exposition.Desc
 }
 
 // healthSeries holds the refresh health families, served first; series
@@ -67,6 +73,10 @@ func newGauge(name, help string, labels ...string) *exposition.Desc {
 
 func newCounter(name, help string, labels ...string) *exposition.Desc {
 	return series.Counter(name, help, append([]string{clusterLabel}, labels...)...)
+}
+
+func newHistogram(name, help string, labels ...string) *exposition.Desc {
+	return series.Histogram(name, help, episode.Buckets, append([]string{clusterLabel}, labels...)...)
 }
 
 // metrics is the collector's metric table: every family it can emit, each
@@ -144,6 +154,20 @@ var metrics = func() descs {
 			"node_id", "address", "domain"),
 		nodeRoleChanges: newCounter("redis_cluster_node_role_changes_total",
 			"Role changes of the node observed by this exporter."+fromRefresh, node...),
+
+		failoverSeconds: newHistogram("redis_cluster_failover_seconds",
+			"How long failovers took, from the first refresh that saw a master owning slots flagged PFAIL or FAIL to the first that saw one of its replicas promoted, "+
+				"not failing and owning slots; one observation per failover. A master that recovers before a replica takes over is not a failover. "+
+				"Failovers already under way when the exporter started are not observed."),
+		slotsUnservedSeconds: newHistogram("redis_cluster_slots_unserved_episode_seconds",
+			"How long some hash slots were unserved (owner flagged PFAIL or FAIL, or no owner), from the first refresh that saw it to the first that did not. "+
+				"Episodes already under way when the exporter started are not observed."),
+		failoverOpenSeconds: newGauge("redis_cluster_failover_open_episode_seconds",
+			"Age of the oldest failover under way (a master owning slots flagged PFAIL or FAIL, no replica promoted yet); absent while none is. "+
+				"For one already under way when the exporter started, counted from its first refresh."+fromRefresh),
+		slotsUnservedOpenSeconds: newGauge("redis_cluster_slots_unserved_open_episode_seconds",
+			"Age of the ongoing episode of unserved hash slots; absent while every slot is served. "+
+				"For one already under way when the exporter started, counted from its first refresh."+fromRefresh),
 	}
 }()
 
@@ -154,6 +178,14 @@ func Sets() []*exposition.Set { return []*exposition.Set{healthSeries, series} }
 // MetricNames returns every metric name the Redis collector can emit.
 func MetricNames() []string {
 	names := append(healthSeries.Names(), series.Names()...)
+	sort.Strings(names)
+	return names
+}
+
+// SeriesNames returns every metric name a query can select: MetricNames
+// with each histogram replaced by its _bucket, _sum and _count series.
+func SeriesNames() []string {
+	names := append(healthSeries.SeriesNames(), series.SeriesNames()...)
 	sort.Strings(names)
 	return names
 }
@@ -321,6 +353,7 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot) {
 	for _, f := range s.Foreign {
 		ch.Add(metrics.foreignNodeInfo, 1, cluster, f.ID, f.Addr, string(f.Role), string(f.Reason))
 	}
+	emitEpisodes(ch, cluster, s)
 
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
@@ -363,5 +396,23 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot) {
 		}
 		ch.Add(metrics.nodeKeys, float64(n.Keys), nodeLabels...)
 		ch.Add(metrics.nodeMemoryUsed, float64(n.MemoryUsed), nodeLabels...)
+	}
+}
+
+// emitEpisodes emits the failover and unserved-slot histograms (once one
+// ended) and the age of the open episodes.
+func emitEpisodes(ch exposition.Sink, cluster string, s *Snapshot) {
+	e := &s.Episodes
+	if h := e.FailoverSeconds; h != nil {
+		ch.AddHistogram(metrics.failoverSeconds, h.Count, h.Sum, h.Cumulative, cluster)
+	}
+	if h := e.SlotsUnservedSeconds; h != nil {
+		ch.AddHistogram(metrics.slotsUnservedSeconds, h.Count, h.Sum, h.Cumulative, cluster)
+	}
+	if oldest, ok := e.OldestFailover(); ok {
+		ch.Add(metrics.failoverOpenSeconds, oldest.Age(s.ReadAt).Seconds(), cluster)
+	}
+	if e.SlotsUnserved != nil {
+		ch.Add(metrics.slotsUnservedOpenSeconds, e.SlotsUnserved.Age(s.ReadAt).Seconds(), cluster)
 	}
 }

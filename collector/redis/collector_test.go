@@ -128,7 +128,7 @@ func TestCollectorSetRemove(t *testing.T) {
 func TestMetricNamesAreCollected(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	c := NewCollector()
-	c.Set("main", staticWatcher(t, "main", testSnapshot(), nil))
+	c.Set("main", staticWatcher(t, "main", withEpisodes(testSnapshot()), nil))
 	reg.MustRegister(c)
 	families, err := reg.Gather()
 	if err != nil {
@@ -160,7 +160,7 @@ func TestMetricNamesAreCollected(t *testing.T) {
 // produce the same families, series and values.
 func TestWriteTextMatchesCollect(t *testing.T) {
 	c := NewCollector()
-	c.Set("main", staticWatcher(t, "main", testSnapshot(), nil))
+	c.Set("main", staticWatcher(t, "main", withEpisodes(testSnapshot()), nil))
 	c.Set("other", staticWatcher(t, "other", nil, errors.New("no node answered")))
 
 	var text strings.Builder
@@ -173,6 +173,8 @@ func TestWriteTextMatchesCollect(t *testing.T) {
 	for _, line := range []string{
 		`redis_cluster_up{redis_cluster="other"} 0`,
 		`redis_cluster_node_slots{address="127.0.0.1:7000",node_id="` + idA + `",redis_cluster="main"} 10001`,
+		`redis_cluster_failover_seconds_bucket{redis_cluster="main",le="2.5"} 1`,
+		`redis_cluster_slots_unserved_episode_seconds_sum{redis_cluster="main"} 23`,
 	} {
 		if !strings.Contains(text.String(), line+"\n") {
 			t.Errorf("text lacks %s:\n%s", line, text.String())

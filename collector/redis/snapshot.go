@@ -11,6 +11,12 @@
 // the current Snapshot into metrics without talking to the cluster.
 package redis
 
+import (
+	"time"
+
+	"github.com/failover-exporter/failover_exporter/collector/events"
+)
+
 // NodeState is a node's health in the cluster's view.
 type NodeState string
 
@@ -39,6 +45,8 @@ const (
 // published; the counters (Failovers, Node.RoleChanges) are carried forward
 // from the previous snapshot by carryTransitions.
 type Snapshot struct {
+	// ReadAt is when the refresh that built it finished reading the nodes.
+	ReadAt time.Time
 	// StateOK is true when every reachable member master says cluster_state:ok.
 	StateOK bool
 	// Slots by the state of their owner; the four add up to SlotCount.
@@ -78,6 +86,10 @@ type Snapshot struct {
 	// membership.go), sorted by address, then id. They count in no other
 	// field.
 	Foreign []ForeignNode
+	// Episodes times failovers and unserved slots across refreshes.
+	Episodes Episodes
+	// Events are the transitions between the previous snapshot and this one.
+	Events events.List
 }
 
 // Node is one node of the merged topology.

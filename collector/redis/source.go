@@ -161,6 +161,7 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	if err != nil {
 		return nil, err
 	}
+	snap.ReadAt = time.Now()
 	carryTransitions(prev, snap)
 	settleDisputes(prev, snap, time.Now())
 	keep := append(topologyAddrs(views), s.cfg.Addrs...)

@@ -1,5 +1,11 @@
 package redis
 
+import (
+	"strconv"
+
+	"github.com/failover-exporter/failover_exporter/collector/events"
+)
+
 // carryTransitions carries the counters of prev forward into next and adds
 // the transitions between the two: a node whose role changed, and a replica
 // that became a master owning slots (a failover, automatic or manual). It is
@@ -7,10 +13,16 @@ package redis
 // at zero. A node that left the topology takes its counter with it; if it
 // comes back its counter restarts at zero, which Prometheus reads as a
 // counter reset.
+//
+// It also times failover and unserved-slot episodes (carryEpisodes), which
+// the first snapshot starts, and lists every transition as an event in
+// next.Events (none for the first snapshot).
 func carryTransitions(prev, next *Snapshot) {
+	carryEpisodes(prev, next)
 	if prev == nil {
 		return
 	}
+	defer transitionEvents(prev, next)
 	next.Failovers = prev.Failovers
 	before := make(map[string]*Node, len(prev.Nodes))
 	for i := range prev.Nodes {
@@ -34,4 +46,71 @@ func carryTransitions(prev, next *Snapshot) {
 			next.Failovers++
 		}
 	}
+}
+
+// transitionEvents lists the transitions between prev and next as events:
+// cluster state first, then node by node in next's order, then nodes that
+// left the topology.
+func transitionEvents(prev, next *Snapshot) {
+	at := next.ReadAt
+	if prev.StateOK != next.StateOK {
+		next.Events.Add(at, events.RedisClusterState, events.Subject{}, clusterStateText(prev.StateOK), clusterStateText(next.StateOK))
+	}
+	before := make(map[string]*Node, len(prev.Nodes))
+	for i := range prev.Nodes {
+		before[prev.Nodes[i].ID] = &prev.Nodes[i]
+	}
+	seen := make(map[string]bool, len(next.Nodes))
+	for i := range next.Nodes {
+		n := &next.Nodes[i]
+		seen[n.ID] = true
+		subject := events.NodeSubject(n.ID, n.Addr)
+		p, ok := before[n.ID]
+		if !ok {
+			next.Events.Add(at, events.RedisNodeJoined, subject, "", roleText(n))
+			continue
+		}
+		if p.State != n.State {
+			kind := events.RedisNodeState // handshake, noaddr
+			switch n.State {
+			case NodeStatePFail:
+				kind = events.RedisNodePFail
+			case NodeStateFail:
+				kind = events.RedisNodeFail
+			case NodeStateOK:
+				kind = events.RedisNodeRecovered
+			}
+			next.Events.Add(at, kind, subject, string(p.State), string(n.State))
+		}
+		if p.Role != n.Role || p.MasterID != n.MasterID {
+			kind := events.RedisRoleChange
+			if p.Role == RoleReplica && n.Role == RoleMaster && n.Slots > 0 {
+				kind = events.RedisPromotion
+			}
+			next.Events.Add(at, kind, subject, roleText(p), roleText(n))
+		}
+		if p.Slots != n.Slots {
+			next.Events.Add(at, events.RedisSlotsMoved, subject, strconv.Itoa(p.Slots), strconv.Itoa(n.Slots))
+		}
+	}
+	for i := range prev.Nodes {
+		if p := &prev.Nodes[i]; !seen[p.ID] {
+			next.Events.Add(at, events.RedisNodeLeft, events.NodeSubject(p.ID, p.Addr), roleText(p), "")
+		}
+	}
+}
+
+func clusterStateText(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "fail"
+}
+
+// roleText is a node's role as events show it: "master", or "replica of ID".
+func roleText(n *Node) string {
+	if n.Role == RoleReplica {
+		return "replica of " + n.MasterID
+	}
+	return string(n.Role)
 }

@@ -1,0 +1,140 @@
+package redis
+
+import (
+	"slices"
+
+	"github.com/failover-exporter/failover_exporter/collector/episode"
+)
+
+// Episodes are the timed conditions of a cluster, carried from snapshot to
+// snapshot by carryEpisodes.
+type Episodes struct {
+	// Failovers holds, by master node ID, the masters that are flagged
+	// PFAIL or FAIL and not yet replaced.
+	Failovers map[string]FailoverEpisode
+	// SlotsUnserved is open while some slot has no owner or a failing one.
+	SlotsUnserved *episode.Open
+
+	// FailoverSeconds and SlotsUnservedSeconds count the durations of the
+	// episodes that ended while this exporter watched (nil while none).
+	FailoverSeconds      *episode.Histogram
+	SlotsUnservedSeconds *episode.Histogram
+}
+
+// FailoverEpisode is a failing master waiting to be replaced.
+type FailoverEpisode struct {
+	episode.Open
+	// Replicas are the IDs of every node seen replicating the master
+	// during the episode: one of them taking its slots ends it.
+	Replicas []string
+}
+
+// OldestFailover is the oldest open failover episode, ok false when none.
+func (e *Episodes) OldestFailover() (oldest episode.Open, ok bool) {
+	for _, f := range e.Failovers {
+		if !ok || f.Since.Before(oldest.Since) {
+			oldest, ok = f.Open, true
+		}
+	}
+	return oldest, ok
+}
+
+// failing reports whether some other node flags the node as unreachable.
+func failing(n *Node) bool { return n.State == NodeStatePFail || n.State == NodeStateFail }
+
+// carryEpisodes times failovers and unserved slots in next against prev
+// (nil for the exporter's first snapshot, whose open conditions are
+// episodes of unknown start).
+//
+// A failover episode begins at the first refresh that sees a master that
+// owns slots flagged PFAIL or FAIL, and ends at the first refresh that sees
+// one of its replicas promoted: a master, not failing, owning slots. A
+// master that recovers before any replica takes over ends its episode
+// without a failover, so nothing is observed; the unserved-slots episode
+// still records the outage.
+func carryEpisodes(prev, next *Snapshot) {
+	var before Episodes
+	if prev != nil {
+		before = prev.Episodes
+	}
+	// Only the exporter's first snapshot cannot tell when a condition began.
+	first := prev == nil
+	now := next.ReadAt
+	byID := make(map[string]*Node, len(next.Nodes))
+	for i := range next.Nodes {
+		byID[next.Nodes[i].ID] = &next.Nodes[i]
+	}
+	replicasOf := func(masterID string) []string {
+		var ids []string
+		for i := range next.Nodes {
+			if next.Nodes[i].Role == RoleReplica && next.Nodes[i].MasterID == masterID {
+				ids = append(ids, next.Nodes[i].ID)
+			}
+		}
+		return ids
+	}
+
+	next.Episodes.FailoverSeconds = before.FailoverSeconds
+	next.Episodes.SlotsUnservedSeconds = before.SlotsUnservedSeconds
+	failovers := map[string]FailoverEpisode{}
+	for id, f := range before.Failovers {
+		promoted := slices.ContainsFunc(f.Replicas, func(rid string) bool {
+			r := byID[rid]
+			return r != nil && r.Role == RoleMaster && r.Slots > 0 && !failing(r)
+		})
+		if promoted {
+			if f.StartSeen {
+				next.Episodes.FailoverSeconds = next.Episodes.FailoverSeconds.Observe(f.Age(now))
+			}
+			continue
+		}
+		m := byID[id]
+		if m == nil || (m.Role == RoleMaster && !failing(m) && m.Slots > 0) || m.Role == RoleReplica {
+			// Recovered in place, rejoined as a replica, or forgotten by
+			// the cluster without a replica taking over: no failover to time.
+			continue
+		}
+		for _, rid := range replicasOf(id) {
+			if !slices.Contains(f.Replicas, rid) {
+				f.Replicas = append(slices.Clip(f.Replicas), rid)
+			}
+		}
+		failovers[id] = f
+	}
+	for i := range next.Nodes {
+		n := &next.Nodes[i]
+		if n.Role != RoleMaster || n.Slots == 0 || !failing(n) {
+			continue
+		}
+		if _, open := failovers[n.ID]; open {
+			continue
+		}
+		replicas := replicasOf(n.ID)
+		if prev != nil {
+			// A replica promoted in the very refresh that first saw its
+			// master fail is already listed as a master now.
+			for j := range prev.Nodes {
+				if p := &prev.Nodes[j]; p.Role == RoleReplica && p.MasterID == n.ID && !slices.Contains(replicas, p.ID) {
+					replicas = append(replicas, p.ID)
+				}
+			}
+		}
+		// A master the previous snapshot did not know may have been
+		// failing for a while.
+		known := prev != nil && slices.ContainsFunc(prev.Nodes, func(p Node) bool { return p.ID == n.ID })
+		failovers[n.ID] = FailoverEpisode{Open: episode.Open{Since: now, StartSeen: !first && known}, Replicas: replicas}
+	}
+	if len(failovers) > 0 {
+		next.Episodes.Failovers = failovers
+	}
+
+	unserved := next.SlotsPFail+next.SlotsFail+next.SlotsUnassigned > 0
+	switch {
+	case unserved && before.SlotsUnserved != nil:
+		next.Episodes.SlotsUnserved = before.SlotsUnserved
+	case unserved:
+		next.Episodes.SlotsUnserved = &episode.Open{Since: now, StartSeen: !first}
+	case before.SlotsUnserved != nil && before.SlotsUnserved.StartSeen:
+		next.Episodes.SlotsUnservedSeconds = next.Episodes.SlotsUnservedSeconds.Observe(before.SlotsUnserved.Age(now))
+	}
+}

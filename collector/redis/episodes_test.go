@@ -1,0 +1,227 @@
+package redis
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/failover-exporter/failover_exporter/collector/episode"
+)
+
+var episodeT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// at builds a snapshot read at t0 plus seconds, with its slot counts
+// derived from the nodes' states as the topology merge would.
+func at(seconds float64, nodes ...Node) *Snapshot {
+	s := &Snapshot{ReadAt: episodeT0.Add(time.Duration(seconds * float64(time.Second))), Nodes: nodes}
+	for _, n := range nodes {
+		switch n.State {
+		case NodeStatePFail:
+			s.SlotsPFail += n.Slots
+		case NodeStateFail:
+			s.SlotsFail += n.Slots
+		default:
+			s.SlotsOK += n.Slots
+		}
+	}
+	return s
+}
+
+func master(id string, slots int, state NodeState) Node {
+	return Node{ID: id, Role: RoleMaster, Slots: slots, State: state}
+}
+
+func replica(id, of string, state NodeState) Node {
+	return Node{ID: id, Role: RoleReplica, MasterID: of, State: state}
+}
+
+// chain applies the transitions of each snapshot to the next, as refreshes do.
+func chain(snaps ...*Snapshot) *Snapshot {
+	var prev *Snapshot
+	for _, s := range snaps {
+		carryTransitions(prev, s)
+		prev = s
+	}
+	return prev
+}
+
+func TestFailoverEpisodeFromFlagToPromotion(t *testing.T) {
+	last := chain(
+		at(0, master(idA, 5461, NodeStateOK), replica(idD, idA, NodeStateOK)),
+		at(2, master(idA, 5461, NodeStatePFail), replica(idD, idA, NodeStateOK)),
+		at(3, master(idA, 5461, NodeStateFail), replica(idD, idA, NodeStateOK)),
+		at(4.5, master(idA, 0, NodeStateFail), master(idD, 5461, NodeStateOK)),
+	)
+	h := last.Episodes.FailoverSeconds
+	if h == nil || h.Count != 1 || h.Sum != 2.5 {
+		t.Fatalf("failover histogram %+v, want one 2.5 s failover (first PFAIL at 2 s to promotion at 4.5 s)", h)
+	}
+	u := last.Episodes.SlotsUnservedSeconds
+	if u == nil || u.Count != 1 || u.Sum != 2.5 {
+		t.Errorf("unserved-slots histogram %+v, want one 2.5 s episode", u)
+	}
+	if len(last.Episodes.Failovers) != 0 || last.Episodes.SlotsUnserved != nil {
+		t.Errorf("episodes still open after the promotion: %+v", last.Episodes)
+	}
+	if last.Failovers != 1 {
+		t.Errorf("failovers counter %d, want 1", last.Failovers)
+	}
+}
+
+func TestFailoverEpisodeOpenAge(t *testing.T) {
+	last := chain(
+		at(0, master(idA, 5461, NodeStateOK), replica(idD, idA, NodeStateOK)),
+		at(1, master(idA, 5461, NodeStatePFail), replica(idD, idA, NodeStateOK)),
+		at(7, master(idA, 5461, NodeStateFail), replica(idD, idA, NodeStateOK)),
+	)
+	oldest, ok := last.Episodes.OldestFailover()
+	if !ok || oldest.Age(last.ReadAt) != 6*time.Second || !oldest.StartSeen {
+		t.Errorf("oldest open failover %+v (ok %v), want 6 s old", oldest, ok)
+	}
+	if last.Episodes.SlotsUnserved == nil || last.Episodes.SlotsUnserved.Age(last.ReadAt) != 6*time.Second {
+		t.Errorf("unserved slots episode %+v, want 6 s old", last.Episodes.SlotsUnserved)
+	}
+}
+
+func TestMasterBackWithoutFailoverObservesNoFailover(t *testing.T) {
+	last := chain(
+		at(0, master(idA, 5461, NodeStateOK), replica(idD, idA, NodeStateOK)),
+		at(1, master(idA, 5461, NodeStatePFail), replica(idD, idA, NodeStateOK)),
+		at(2, master(idA, 5461, NodeStateOK), replica(idD, idA, NodeStateOK)),
+	)
+	if last.Episodes.FailoverSeconds != nil {
+		t.Errorf("a master that came back in place was timed as a failover: %+v", last.Episodes.FailoverSeconds)
+	}
+	if u := last.Episodes.SlotsUnservedSeconds; u == nil || u.Count != 1 || u.Sum != 1 {
+		t.Errorf("unserved-slots histogram %+v, want one 1 s episode", u)
+	}
+	if len(last.Episodes.Failovers) != 0 {
+		t.Errorf("episode left open: %+v", last.Episodes.Failovers)
+	}
+}
+
+func TestRestartMidFailoverObservesNothing(t *testing.T) {
+	first := chain(at(10, master(idA, 5461, NodeStateFail), replica(idD, idA, NodeStateOK)))
+	oldest, ok := first.Episodes.OldestFailover()
+	if !ok || oldest.StartSeen || oldest.Age(first.ReadAt) != 0 {
+		t.Fatalf("first refresh: open failover %+v (ok %v), want one of unknown start, 0 s old", oldest, ok)
+	}
+	last := chain(first, at(12, master(idA, 0, NodeStateFail), master(idD, 5461, NodeStateOK)))
+	if last.Episodes.FailoverSeconds != nil || last.Episodes.SlotsUnservedSeconds != nil {
+		t.Errorf("episodes whose start the exporter never saw were observed: %+v", last.Episodes)
+	}
+	if len(last.Episodes.Failovers) != 0 || last.Episodes.SlotsUnserved != nil {
+		t.Errorf("episodes left open after the promotion: %+v", last.Episodes)
+	}
+}
+
+func TestPromotionSeenInTheSameRefreshAsTheFlag(t *testing.T) {
+	// The refresh interval was longer than the failover: the master is
+	// already FAIL with no slots when first seen failing. No slots were
+	// seen unserved, and no failover can be timed: it began and ended
+	// between two refreshes.
+	last := chain(
+		at(0, master(idA, 5461, NodeStateOK), replica(idD, idA, NodeStateOK)),
+		at(5, master(idA, 0, NodeStateFail), master(idD, 5461, NodeStateOK)),
+	)
+	if last.Episodes.FailoverSeconds != nil || len(last.Episodes.Failovers) != 0 {
+		t.Errorf("episodes %+v, want none", last.Episodes)
+	}
+	if last.Failovers != 1 {
+		t.Errorf("the failover counter still counts it: %d", last.Failovers)
+	}
+}
+
+func TestTransitionsAreEvents(t *testing.T) {
+	s0 := at(0, master(idA, 5461, NodeStateOK), replica(idD, idA, NodeStateOK))
+	s0.StateOK = true
+	s1 := at(2, master(idA, 5461, NodeStatePFail), replica(idD, idA, NodeStateOK))
+	s1.StateOK = true
+	s2 := at(3, master(idA, 5461, NodeStateFail), replica(idD, idA, NodeStateOK))
+	s3 := at(4, master(idA, 0, NodeStateFail), master(idD, 5461, NodeStateOK))
+	s3.StateOK = true
+	chain(s0, s1, s2, s3)
+	var got []string
+	for _, s := range []*Snapshot{s0, s1, s2, s3} {
+		for _, e := range s.Events.All() {
+			if !e.Time.Equal(s.ReadAt) {
+				t.Errorf("%s at %v, want %v", e.Kind, e.Time, s.ReadAt)
+			}
+			id := e.Subject.NodeID
+			if len(id) > 4 {
+				id = id[:4]
+			}
+			got = append(got, string(e.Kind)+" "+id+" "+e.Before+" -> "+e.After)
+		}
+	}
+	want := []string{
+		"node_pfail 099a ok -> pfail",
+		"cluster_state  ok -> fail",
+		"node_fail 099a pfail -> fail",
+		"cluster_state  fail -> ok",
+		"slots_moved 099a 5461 -> 0",
+		"promotion c096 replica of " + idA + " -> master",
+		"slots_moved c096 0 -> 5461",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("events:\n%v\nwant\n%v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("event %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+}
+
+// withEpisodes adds one ended and one open episode of each kind to s.
+func withEpisodes(s *Snapshot) *Snapshot {
+	s.ReadAt = episodeT0.Add(10 * time.Second)
+	var h *episode.Histogram
+	s.Episodes = Episodes{
+		Failovers:            map[string]FailoverEpisode{idB: {Open: episode.Open{Since: episodeT0, StartSeen: true}}},
+		SlotsUnserved:        &episode.Open{Since: episodeT0.Add(4 * time.Second)},
+		FailoverSeconds:      h.Observe(1500 * time.Millisecond),
+		SlotsUnservedSeconds: h.Observe(3 * time.Second).Observe(20 * time.Second),
+	}
+	return s
+}
+
+func TestEpisodeExposition(t *testing.T) {
+	c := NewCollector()
+	c.Set("main", staticWatcher(t, "main", withEpisodes(testSnapshot()), nil))
+	want := `
+# HELP redis_cluster_failover_open_episode_seconds Age of the oldest failover under way (a master owning slots flagged PFAIL or FAIL, no replica promoted yet); absent while none is. For one already under way when the exporter started, counted from its first refresh. As of the last refresh.
+# TYPE redis_cluster_failover_open_episode_seconds gauge
+redis_cluster_failover_open_episode_seconds{redis_cluster="main"} 10
+# HELP redis_cluster_slots_unserved_open_episode_seconds Age of the ongoing episode of unserved hash slots; absent while every slot is served. For one already under way when the exporter started, counted from its first refresh. As of the last refresh.
+# TYPE redis_cluster_slots_unserved_open_episode_seconds gauge
+redis_cluster_slots_unserved_open_episode_seconds{redis_cluster="main"} 6
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
+		"redis_cluster_failover_open_episode_seconds", "redis_cluster_slots_unserved_open_episode_seconds"); err != nil {
+		t.Error(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		switch f.GetName() {
+		case "redis_cluster_failover_seconds":
+			h := f.GetMetric()[0].GetHistogram()
+			if f.GetType() != dto.MetricType_HISTOGRAM || h.GetSampleCount() != 1 || h.GetSampleSum() != 1.5 || h.GetBucket()[1].GetCumulativeCount() != 0 || h.GetBucket()[2].GetCumulativeCount() != 1 {
+				t.Errorf("failover histogram %v", f)
+			}
+		case "redis_cluster_slots_unserved_episode_seconds":
+			if h := f.GetMetric()[0].GetHistogram(); h.GetSampleCount() != 2 || h.GetSampleSum() != 23 {
+				t.Errorf("unserved histogram %v", f)
+			}
+		}
+	}
+}
