@@ -24,6 +24,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/slotcmd"
+	"github.com/failover-exporter/failover_exporter/status"
 )
 
 const exporterName = collector.ExporterName
@@ -211,6 +212,7 @@ func runServe(f flags, logs loggers) error {
 		ready:  manager.Ready,
 		reload: reload,
 		events: manager.Events().Handler(),
+		status: status.Sources{Kafka: manager.Kafka().States, Redis: manager.Redis().States, Events: manager.Events()},
 	})
 	if err != nil {
 		return err

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/pprof"
-	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
-	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/failover-exporter/failover_exporter/status"
 )
 
 // endpoints are what the HTTP server needs from the rest of the exporter.
@@ -20,6 +20,8 @@ type endpoints struct {
 	reload func() error
 	// events serves the event log as JSON.
 	events http.Handler
+	// status is what the status page on / reads.
+	status status.Sources
 }
 
 // newMux routes the exporter's endpoints.
@@ -63,22 +65,21 @@ func newMux(f flags, reg *prometheus.Registry, e endpoints) (*http.ServeMux, err
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	if f.telemetryPath != "/" {
-		landing, err := web.NewLandingPage(web.LandingConfig{
-			Name:        "Failover Exporter",
-			Description: "Kafka replication and Redis Cluster sharding and failover",
-			Version:     version.Info(),
-			// The profile links work only when the profiles are served.
-			Profiling: strconv.FormatBool(f.enablePprof),
-			Links: []web.LandingLinks{
-				{Address: f.telemetryPath, Text: "Metrics"},
-				{Address: "/-/healthy", Text: "Health"},
-				{Address: "/-/ready", Text: "Readiness", Description: "ready once every cluster was read once"},
-			},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("landing page: %w", err)
+		links := []status.Link{
+			{Address: f.telemetryPath, Text: "Metrics"},
+			{Address: "/-/healthy", Text: "Health"},
+			{Address: "/-/ready", Text: "Readiness", Description: "ready once every cluster was read once"},
+			{Address: "/api/v1/events", Text: "Events", Description: "the latest cluster events as JSON, newest first; ?cluster=NAME&since=15m"},
 		}
-		mux.Handle("/", landing)
+		// The profile links work only when the profiles are served.
+		if f.enablePprof {
+			links = append(links,
+				status.Link{Address: "/debug/pprof/", Text: "Profiles", Description: "Go runtime profiles (--web.enable-pprof)"},
+				status.Link{Address: "/debug/pprof/heap", Text: "Heap"},
+				status.Link{Address: "/debug/pprof/goroutine?debug=1", Text: "Goroutines"},
+			)
+		}
+		mux.Handle("/", &status.Page{Title: "Failover Exporter", Version: version.Info(), Links: links, Sources: e.status})
 	}
 	return mux, nil
 }

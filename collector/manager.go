@@ -53,6 +53,12 @@ func NewManager(logger log.Logger, eventCapacity int) *Manager {
 	}
 }
 
+// Kafka is the Kafka collector, for the status page.
+func (m *Manager) Kafka() *kafka.Collector { return m.kafka }
+
+// Redis is the Redis collector, for the status page.
+func (m *Manager) Redis() *redis.Collector { return m.redis }
+
 // Events is the log of the transitions every watcher observed.
 func (m *Manager) Events() *events.Log { return m.events }
 

@@ -265,6 +265,17 @@ func (c *Collector) sorted() ([]string, []watchedCluster) {
 	return names, clusters
 }
 
+// States returns every cluster's latest published state, in name order.
+// It never waits on a cluster.
+func (c *Collector) States() []watch.Named[Snapshot] {
+	names, clusters := c.sorted()
+	out := make([]watch.Named[Snapshot], len(names))
+	for i, name := range names {
+		out[i] = watch.Named[Snapshot]{Name: name, State: clusters[i].watcher.Current()}
+	}
+	return out
+}
+
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	names, clusters := c.sorted()

@@ -199,6 +199,7 @@ func buildSnapshot(views []nodeView) (*Snapshot, error) {
 		}
 	}
 
+	snap.SlotRanges = slotRanges(&owners)
 	for _, owner := range owners {
 		if owner == "" {
 			snap.SlotsUnassigned++
@@ -320,4 +321,18 @@ func clusterStateOK(snap *Snapshot, merged map[string]*mergedNode) bool {
 		}
 	}
 	return true
+}
+
+// slotRanges turns the slot map into runs of consecutive slots with the
+// same owner ("" for unassigned), in slot order.
+func slotRanges(owners *[SlotCount]string) []SlotRange {
+	var runs []SlotRange
+	for slot, owner := range owners {
+		if n := len(runs); n > 0 && runs[n-1].Owner == owner {
+			runs[n-1].Last = slot
+			continue
+		}
+		runs = append(runs, SlotRange{First: slot, Last: slot, Owner: owner})
+	}
+	return runs
 }

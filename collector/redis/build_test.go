@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -93,6 +94,10 @@ func TestBuildSnapshotHealthy(t *testing.T) {
 	}
 	if e := nodeByID(t, snap, idE); !e.HasReplicationLag || e.ReplicationLagBytes != 0 {
 		t.Errorf("E: %+v", e)
+	}
+	wantRanges := []SlotRange{{0, 5460, idA}, {5461, 10922, idB}, {10923, 16383, idC}}
+	if !slices.Equal(snap.SlotRanges, wantRanges) {
+		t.Errorf("slot ranges %+v, want %+v", snap.SlotRanges, wantRanges)
 	}
 	for i := 1; i < len(snap.Nodes); i++ {
 		if snap.Nodes[i-1].Addr > snap.Nodes[i].Addr {

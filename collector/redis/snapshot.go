@@ -86,10 +86,20 @@ type Snapshot struct {
 	// membership.go), sorted by address, then id. They count in no other
 	// field.
 	Foreign []ForeignNode
+	// SlotRanges is the merged slot map as runs of consecutive slots with
+	// one owner, covering all 16384 slots in order.
+	SlotRanges []SlotRange
 	// Episodes times failovers and unserved slots across refreshes.
 	Episodes Episodes
 	// Events are the transitions between the previous snapshot and this one.
 	Events events.List
+}
+
+// SlotRange is slots First to Last (inclusive) owned by the node with ID
+// Owner, or unassigned when Owner is empty.
+type SlotRange struct {
+	First, Last int
+	Owner       string
 }
 
 // Node is one node of the merged topology.

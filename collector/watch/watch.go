@@ -38,6 +38,13 @@ type State[S any] struct {
 	Failures  uint64
 }
 
+// Named is a watched cluster's name and latest published state, as the
+// status page reads them.
+type Named[S any] struct {
+	Name  string
+	State *State[S]
+}
+
 // Watcher owns one goroutine that refreshes a snapshot on an interval.
 type Watcher[S any] struct {
 	name     string
