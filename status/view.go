@@ -94,22 +94,22 @@ type brokerRow struct {
 
 type redisView struct {
 	clusterHead
-	StateOK                           bool
-	KnownNodes, Masters, Reachable    int
-	SlotsOK, SlotsPFail, SlotsFail    int
-	SlotsUnassigned                   int
-	ViewsConsistent                   bool
-	OpenFailover, OpenUnserved        string
-	Strip                             []slotRun
-	Shards                            []shardRow
-	ShardsMore                        int
-	Events                            []eventRow
+	StateOK                        bool
+	KnownNodes, Masters, Reachable int
+	SlotsOK, SlotsPFail, SlotsFail int
+	SlotsUnassigned                int
+	ViewsConsistent                bool
+	OpenFailover, OpenUnserved     string
+	Strip                          []slotRun
+	Shards                         []shardRow
+	ShardsMore                     int
+	Events                         []eventRow
 }
 
 type slotRun struct {
 	First, Last int
-	Owner       string // address, or "unassigned"
-	State       string // ok, pfail, fail, unassigned
+	Owner       string       // address, or "unassigned"
+	State       string       // ok, pfail, fail, unassigned
 	Color       template.CSS // computed here, never from the cluster
 	Percent     string       // width
 }
