@@ -252,7 +252,7 @@ func TestKafkaEpisodeDurations(t *testing.T) {
 	}
 
 	// The event log tells the same story, newest first.
-	evs := fetchEvents(t, exporter.URL, "?cluster=lab")
+	evs := fetchEvents(t, exporter, "?cluster=lab")
 	offline := eventIndex(evs, "partition_offline", solo, 0)
 	online := eventIndex(evs, "partition_online", solo, 0)
 	if offline < 0 || online < 0 || online > offline {
@@ -266,7 +266,7 @@ func TestKafkaEpisodeDurations(t *testing.T) {
 	if down := eventIndex(evs, "broker_down", "", 4); down < offline {
 		t.Errorf("events: broker 4 down (at %d) should come no later than solo/0 offline (at %d):\n%s", down, offline, describeEvents(evs))
 	}
-	if n := len(fetchEvents(t, exporter.URL, "?cluster=elsewhere")); n != 0 {
+	if n := len(fetchEvents(t, exporter, "?cluster=elsewhere")); n != 0 {
 		t.Errorf("?cluster=elsewhere returned %d events", n)
 	}
 
@@ -277,15 +277,15 @@ func TestKafkaEpisodeDurations(t *testing.T) {
 	if count, _, ok := histogramOf(after, "kafka_partition_under_min_isr_episode_seconds", strict); ok {
 		t.Errorf("the restarted exporter observed %v under-min-ISR episodes of acked, whose start it never saw", count)
 	}
-	if i := eventIndex(fetchEvents(t, restarted.URL, ""), "under_min_isr_begin", strict, 0); i >= 0 {
+	if i := eventIndex(fetchEvents(t, restarted, ""), "under_min_isr_begin", strict, 0); i >= 0 {
 		t.Errorf("the restarted exporter reports an under_min_isr_begin it never saw")
 	}
 }
 
 // fetchEvents reads /api/v1/events with the given query.
-func fetchEvents(t *testing.T, baseURL, query string) []events.Event {
+func fetchEvents(t *testing.T, e *exportertest.Exporter, query string) []events.Event {
 	t.Helper()
-	resp, err := http.Get(baseURL + "/api/v1/events" + query)
+	resp, err := e.Get("/api/v1/events" + query)
 	if err != nil {
 		t.Fatalf("GET /api/v1/events: %v", err)
 	}

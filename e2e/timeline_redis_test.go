@@ -214,7 +214,7 @@ func TestRedisFailoverDuration(t *testing.T) {
 		}
 	}
 
-	evs := fetchEvents(t, e.URL, "?cluster=lab")
+	evs := fetchEvents(t, e, "?cluster=lab")
 	flaggedAt := -1
 	for i, ev := range evs {
 		if (ev.Kind == "node_pfail" || ev.Kind == "node_fail") && ev.Subject.NodeID == victim.ID {

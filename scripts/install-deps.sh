@@ -4,14 +4,14 @@
 # apt-get update runs at most once, and only if something must be installed.
 #
 # Usage: scripts/install-deps.sh [COMPONENT...]   (default: all)
-# Components: kafka redis valkey prometheus
+# Components: kafka redis valkey prometheus chromium
 #
 # One function per component, install_<name>; add a component by adding a
 # function and its name to ALL_COMPONENTS.
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-ALL_COMPONENTS=(kafka redis valkey prometheus)
+ALL_COMPONENTS=(kafka redis valkey prometheus chromium)
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -104,6 +104,14 @@ install_prometheus() {
   command -v prometheus-alertmanager >/dev/null 2>&1 || pkgs+=(prometheus-alertmanager)
   ((${#pkgs[@]} == 0)) || apt_install "${pkgs[@]}"
   log "prometheus: ok"
+}
+
+# Headless Chromium renders the status page in e2e/status_page_test.go and
+# takes the screenshots in docs/; Debian's package, started by the test
+# itself (no browser download, no driver).
+install_chromium() {
+  command -v chromium >/dev/null 2>&1 || apt_install chromium
+  log "chromium: ok ($(chromium --version 2>/dev/null | head -1))"
 }
 
 # goreleaser for scripts/release-check.sh: built from source through the Go

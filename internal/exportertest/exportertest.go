@@ -81,6 +81,22 @@ type Exporter struct {
 	cmd  *exec.Cmd
 	logs *lab.SyncBuffer
 	done chan struct{}
+	// user and password are sent as basic auth when user is set.
+	user, password string
+}
+
+// Get sends GET path to the exporter (with its basic auth, if any), with
+// a 5 s timeout.
+func (e *Exporter) Get(path string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, e.URL+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if e.user != "" {
+		req.SetBasicAuth(e.user, e.password)
+	}
+	client := http.Client{Timeout: 5 * time.Second}
+	return client.Do(req)
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -99,6 +115,18 @@ func FreePort(t testing.TB) int {
 // Its log is printed when the test fails.
 func Start(t testing.TB, args ...string) *Exporter {
 	t.Helper()
+	return start(t, "", "", args)
+}
+
+// StartWithBasicAuth is Start for an exporter whose --web.config.file (in
+// args) requires HTTP basic auth: the helpers send user and password.
+func StartWithBasicAuth(t testing.TB, user, password string, args ...string) *Exporter {
+	t.Helper()
+	return start(t, user, password, args)
+}
+
+func start(t testing.TB, user, password string, args []string) *Exporter {
+	t.Helper()
 	bin := Binary(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 	cmd := exec.Command(bin, append([]string{"--web.listen-address=" + addr}, args...)...)
@@ -107,7 +135,7 @@ func Start(t testing.TB, args ...string) *Exporter {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start exporter: %v", err)
 	}
-	e := &Exporter{URL: "http://" + addr, Addr: addr, cmd: cmd, logs: logs, done: make(chan struct{})}
+	e := &Exporter{URL: "http://" + addr, Addr: addr, cmd: cmd, logs: logs, done: make(chan struct{}), user: user, password: password}
 	go func() { _ = cmd.Wait(); close(e.done) }()
 	t.Cleanup(func() {
 		e.Stop()
@@ -117,7 +145,7 @@ func Start(t testing.TB, args ...string) *Exporter {
 	})
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		resp, err := http.Get(e.URL + "/-/healthy")
+		resp, err := e.Get("/-/healthy")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -166,7 +194,7 @@ func (e *Exporter) WaitReady(t testing.TB, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		resp, err := http.Get(e.URL + "/-/ready")
+		resp, err := e.Get("/-/ready")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -192,8 +220,7 @@ func (e *Exporter) Scrape(t testing.TB) Metrics {
 
 // TryScrape fetches and parses /metrics, returning errors to the caller.
 func (e *Exporter) TryScrape() (Metrics, error) {
-	client := http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get(e.URL + "/metrics")
+	resp, err := e.Get("/metrics")
 	if err != nil {
 		return nil, err
 	}
