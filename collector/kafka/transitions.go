@@ -66,7 +66,6 @@ func carryTransitions(prev, next *Snapshot) {
 			np.LeaderChanges = pp.LeaderChanges
 			np.ISRShrinks = pp.ISRShrinks
 			np.ISRExpands = pp.ISRExpands
-			subject := events.PartitionSubject(nt.Name, np.ID)
 			if np.Leader != pp.Leader {
 				np.LeaderChanges++
 				kind := events.KafkaLeaderChange
@@ -76,23 +75,23 @@ func carryTransitions(prev, next *Snapshot) {
 				case pp.Offline():
 					kind = events.KafkaPartitionOnline
 				}
-				next.Events.Add(at, kind, subject, leaderText(pp.Leader), leaderText(np.Leader))
+				next.Events.Add(at, kind, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
 			}
 			if lostMember(pp.ISR, np.ISR) {
 				np.ISRShrinks++
-				next.Events.Add(at, events.KafkaISRShrink, subject, isrText(pp.ISR), isrText(np.ISR))
+				next.Events.Add(at, events.KafkaISRShrink, events.PartitionSubject(nt.Name, np.ID), isrText(pp.ISR), isrText(np.ISR))
 			}
 			if lostMember(np.ISR, pp.ISR) {
 				np.ISRExpands++
-				next.Events.Add(at, events.KafkaISRExpand, subject, isrText(pp.ISR), isrText(np.ISR))
+				next.Events.Add(at, events.KafkaISRExpand, events.PartitionSubject(nt.Name, np.ID), isrText(pp.ISR), isrText(np.ISR))
 			}
 			if nt.MinISR > 0 && pt.MinISR > 0 {
 				was, is := pp.UnderMinISR(pt.MinISR), np.UnderMinISR(nt.MinISR)
 				switch {
 				case is && !was:
-					next.Events.Add(at, events.KafkaUnderMinISRBegin, subject, isrText(pp.ISR), isrText(np.ISR))
+					next.Events.Add(at, events.KafkaUnderMinISRBegin, events.PartitionSubject(nt.Name, np.ID), isrText(pp.ISR), isrText(np.ISR))
 				case was && !is:
-					next.Events.Add(at, events.KafkaUnderMinISREnd, subject, isrText(pp.ISR), isrText(np.ISR))
+					next.Events.Add(at, events.KafkaUnderMinISREnd, events.PartitionSubject(nt.Name, np.ID), isrText(pp.ISR), isrText(np.ISR))
 				}
 			}
 		}
