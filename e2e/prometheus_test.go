@@ -34,6 +34,12 @@ const (
 var emptyPanels = map[string]string{
 	"redis-cluster.json/" + liveRedisBare + "/Replica link to master":      "the cluster has no replicas; master_link_up is a replica-only series",
 	"redis-cluster.json/" + liveRedisBare + "/Replication lag per replica": "the cluster has no replicas; replication_lag_bytes is a replica-only series",
+	// Episode percentiles exist once an episode ended.
+	"kafka-replication.json/" + liveKafka + "/Time to recover: offline":          "no partition goes offline: the topic has 3 replicas and one broker is killed",
+	"kafka-replication.json/" + liveKafka + "/Time to recover: under min ISR":    "no partition goes under min ISR: ISR 2 = min.insync.replicas 2 with one broker killed",
+	"kafka-replication.json/" + liveKafka + "/Time to recover: under-replicated": "the dashboard is read while the killed broker is still down: no under-replicated episode has ended",
+	"redis-cluster.json/" + liveRedisBare + "/Time to recover: failover":         "the cluster has no replicas, so no failover",
+	"redis-cluster.json/" + liveRedisBare + "/Time to recover: slots unserved":   "the dashboard is read while the killed master is still down: the unserved-slot episode has not ended",
 }
 
 // liveLab is what the subtests of TestLiveFailover share.
