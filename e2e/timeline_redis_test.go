@@ -233,3 +233,79 @@ func TestRedisFailoverDuration(t *testing.T) {
 			flaggedAt, promotion, describeEvents(evs))
 	}
 }
+
+// TestRedisRestartMidOutage kills a master that has no replica (its slots
+// stay unserved until it returns) and restarts one of two exporters in the
+// middle: the restarted one reports the open episode from its first
+// refresh and observes nothing when the master comes back, since it never
+// saw the outage begin; the one that ran throughout observes one episode
+// as long as the cluster's views show.
+func TestRedisRestartMidOutage(t *testing.T) {
+	const refresh = 500 * time.Millisecond
+	tolerate := refresh + 2*probeInterval
+	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3})
+	args := []string{"--redis.addr=" + strings.Join(c.Addrs(), ","), "--redis.cluster-name=lab", "--refresh.interval=" + refresh.String()}
+	steady := exportertest.Start(t, args...)
+	restarted := exportertest.Start(t, args...)
+	for _, e := range []*exportertest.Exporter{steady, restarted} {
+		waitMetrics(t, e, 30*time.Second, "all slots ok", func(m exportertest.Metrics) (bool, string) {
+			ok, _ := m.Value("redis_cluster_slots", map[string]string{"state": "ok"})
+			return ok == 16384, m.Describe("redis_cluster_slots", nil)
+		})
+	}
+	probe := startNodesProbe(t, c.Addrs())
+	victim := c.Masters(t)[0]
+	killedAt := time.Now()
+	c.Kill(t, victim.Port)
+	waitMetrics(t, steady, 30*time.Second, "slots unserved", func(m exportertest.Metrics) (bool, string) {
+		_, open := m.Value("redis_cluster_slots_unserved_open_episode_seconds", nil)
+		return open, m.Describe("redis_cluster_slots", nil)
+	})
+
+	restarted.Stop()
+	restartedAt := time.Now()
+	restarted = exportertest.Start(t, args...)
+	restarted.WaitReady(t, 30*time.Second)
+	first := restarted.Scrape(t)
+	age, open := first.Value("redis_cluster_slots_unserved_open_episode_seconds", nil)
+	if !open {
+		t.Errorf("the restarted exporter's first refresh does not report the outage:\n%s", first.Describe("redis_cluster_slots", nil))
+	} else if age > time.Since(restartedAt).Seconds() {
+		t.Errorf("the restarted exporter reports an outage %.1fs old, older than itself (%s)", age, time.Since(restartedAt))
+	}
+	if _, open := first.Value("redis_cluster_failover_open_episode_seconds", nil); !open {
+		t.Errorf("the restarted exporter does not report the master failing without a replica taking over")
+	}
+
+	time.Sleep(time.Second)
+	c.Restart(t, victim.Port)
+	m, _ := waitMetrics(t, steady, 60*time.Second, "one unserved-slot episode", func(m exportertest.Metrics) (bool, string) {
+		n, _ := m.Value("redis_cluster_slots_unserved_episode_seconds_count", nil)
+		return n >= 1, m.Describe("redis_cluster_slots", nil)
+	})
+	time.Sleep(time.Second) // let the probe see the slots served
+	start, end, ended := probe.span(killedAt, func(s nodesSample) bool { return s.flagged(victim.ID) })
+	if !ended {
+		t.Fatalf("the probe saw no end of the outage (started %v)", start)
+	}
+	measured := end.Sub(start)
+	sum := value(t, m, "redis_cluster_slots_unserved_episode_seconds_sum", nil)
+	t.Logf("FIGURE redis master without replica killed and restarted: cluster views measured %s of PFAIL/FAIL, exporter observed %.2fs unserved", measured.Round(10*time.Millisecond), sum)
+	if n := value(t, m, "redis_cluster_slots_unserved_episode_seconds_count", nil); n != 1 {
+		t.Errorf("unserved-slot episodes = %v, want 1", n)
+	}
+	if diff := math.Abs(sum - measured.Seconds()); diff > tolerate.Seconds() {
+		t.Errorf("slots unserved for %.2fs per the exporter, %s per the cluster's views", sum, measured)
+	}
+	if _, ok := m.Value("redis_cluster_failover_seconds_count", nil); ok {
+		t.Errorf("a master that came back without a replica taking over was timed as a failover")
+	}
+
+	after, _ := waitMetrics(t, restarted, 30*time.Second, "the restarted exporter sees the slots served", func(m exportertest.Metrics) (bool, string) {
+		_, open := m.Value("redis_cluster_slots_unserved_open_episode_seconds", nil)
+		return !open, m.Describe("redis_cluster_slots", nil)
+	})
+	if n, ok := after.Value("redis_cluster_slots_unserved_episode_seconds_count", nil); ok {
+		t.Errorf("the restarted exporter observed %v unserved-slot episodes whose start it never saw", n)
+	}
+}
