@@ -45,7 +45,7 @@ type clusterHead struct {
 	EventsLink string
 }
 
-func head(system, name string, up bool, hasData bool, lastErr error, lastOK time.Time, refreshes, failures uint64, now time.Time) clusterHead {
+func head(name string, up bool, hasData bool, lastErr error, lastOK time.Time, refreshes, failures uint64, now time.Time) clusterHead {
 	h := clusterHead{Name: name, Up: up, HasData: hasData, Refreshes: refreshes, Failures: failures,
 		EventsLink: "api/v1/events?cluster=" + name}
 	if lastErr != nil {
@@ -151,6 +151,9 @@ func ago(d time.Duration) string {
 }
 
 func age(d time.Duration) string {
+	if d < time.Second {
+		return "0s"
+	}
 	return strings.TrimSuffix(ago(d), " ago")
 }
 
@@ -187,7 +190,7 @@ func shortID(id string) string {
 
 func kafkaViewOf(named watch.Named[kafka.Snapshot], log *events.Log, now time.Time) kafkaView {
 	st := named.State
-	v := kafkaView{clusterHead: head("kafka", named.Name, st.Up, st.Snapshot != nil, st.LastError, st.LastSuccess, st.Refreshes, st.Failures, now)}
+	v := kafkaView{clusterHead: head(named.Name, st.Up, st.Snapshot != nil, st.LastError, st.LastSuccess, st.Refreshes, st.Failures, now)}
 	v.Events = eventRows(log, named.Name, now)
 	s := st.Snapshot
 	if s == nil {
@@ -298,7 +301,7 @@ func findPartition(s *kafka.Snapshot, topic string, id int32) *kafka.Partition {
 
 func redisViewOf(named watch.Named[redis.Snapshot], log *events.Log, now time.Time) redisView {
 	st := named.State
-	v := redisView{clusterHead: head("redis", named.Name, st.Up, st.Snapshot != nil, st.LastError, st.LastSuccess, st.Refreshes, st.Failures, now)}
+	v := redisView{clusterHead: head(named.Name, st.Up, st.Snapshot != nil, st.LastError, st.LastSuccess, st.Refreshes, st.Failures, now)}
 	v.Events = eventRows(log, named.Name, now)
 	s := st.Snapshot
 	if s == nil {
