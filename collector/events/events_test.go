@@ -143,3 +143,46 @@ func TestFollowRecordsEachSnapshotOnce(t *testing.T) {
 		t.Errorf("recorded %d events, want 3 (none twice): %+v", len(got), got)
 	}
 }
+
+func TestParseSince(t *testing.T) {
+	now := t0
+	for _, c := range []struct {
+		in   string
+		want time.Time
+		ok   bool
+	}{
+		{"", time.Time{}, true},
+		{"15m", now.Add(-15 * time.Minute), true},
+		{"1h30m", now.Add(-90 * time.Minute), true},
+		{"2026-03-01T11:00:00Z", t0.Add(-time.Hour), true},
+		{"2026-03-01T12:00:00.5+01:00", time.Date(2026, 3, 1, 11, 0, 0, 5e8, time.UTC), true},
+		{"0s", time.Time{}, false},
+		{"-5m", time.Time{}, false},
+		{"yesterday", time.Time{}, false},
+		{"2026-03-01", time.Time{}, false},
+		{"1700000000", time.Time{}, false},
+	} {
+		got, err := ParseSince(c.in, now)
+		if (err == nil) != c.ok || (c.ok && !got.Equal(c.want)) {
+			t.Errorf("ParseSince(%q) = %v, %v; want %v, ok %v", c.in, got, err, c.want, c.ok)
+		}
+	}
+}
+
+func FuzzParseSince(f *testing.F) {
+	for _, s := range []string{"", "15m", "2026-03-01T11:00:00Z", "-1h", "9999999999h", "2026-13-40T99:99:99Z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := ParseSince(s, t0)
+		if err != nil {
+			if !strings.Contains(err.Error(), "since") {
+				t.Errorf("error %q does not name the parameter", err)
+			}
+			return
+		}
+		if s != "" && got.IsZero() {
+			t.Errorf("ParseSince(%q) accepted but gave no time", s)
+		}
+	})
+}
