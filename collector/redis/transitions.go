@@ -22,7 +22,6 @@ func carryTransitions(prev, next *Snapshot) {
 	if prev == nil {
 		return
 	}
-	defer transitionEvents(prev, next)
 	next.Failovers = prev.Failovers
 	before := make(map[string]*Node, len(prev.Nodes))
 	for i := range prev.Nodes {
@@ -46,6 +45,7 @@ func carryTransitions(prev, next *Snapshot) {
 			next.Failovers++
 		}
 	}
+	transitionEvents(prev, next)
 }
 
 // transitionEvents lists the transitions between prev and next as events:
