@@ -72,6 +72,7 @@ func redisFailingOver() *redis.Snapshot {
 		},
 		SlotRanges: []redis.SlotRange{{First: 0, Last: 8191, Owner: idA}, {First: 8192, Last: 16383, Owner: idB}},
 	}
+	s.Foreign = []redis.ForeignNode{{ID: "ffffffff55555555555555555555555555555555", Addr: "127.0.0.1:7009", Reason: redis.ForeignNotListed}}
 	s.Episodes.Failovers = map[string]redis.FailoverEpisode{idA: {Open: episode.Open{Since: t0.Add(37 * time.Second), StartSeen: true}}}
 	s.Episodes.SlotsUnserved = &episode.Open{Since: t0.Add(37 * time.Second), StartSeen: true}
 	return s
@@ -130,6 +131,7 @@ func TestPageShowsTheTrouble(t *testing.T) {
 		`data-first="8192" data-last="16383" data-owner="127.0.0.1:7001" data-state="ok"`,
 		`<tr data-node="` + idD + `" data-role="replica"`, `lag 12 B`,
 		`<tr data-kind="node_fail">`,
+		`<tr class="warn"><td><code>ffffffff</code></td><td>127.0.0.1:7009</td><td>not_listed</td></tr>`,
 		`api/v1/events?cluster=main`,
 	} {
 		if !strings.Contains(body, want) {

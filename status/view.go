@@ -103,6 +103,7 @@ type redisView struct {
 	Strip                          []slotRun
 	Shards                         []shardRow
 	ShardsMore                     int
+	Foreign                        []foreignRow
 	Events                         []eventRow
 }
 
@@ -112,6 +113,13 @@ type slotRun struct {
 	State       string       // ok, pfail, fail, unassigned
 	Color       template.CSS // computed here, never from the cluster
 	Percent     string       // width
+}
+
+// foreignRow is a node that answered but is not a member of the cluster.
+type foreignRow struct {
+	ShortID string
+	Address string
+	Reason  string
 }
 
 type shardRow struct {
@@ -354,6 +362,12 @@ func redisViewOf(named watch.Named[redis.Snapshot], log *events.Log, now time.Ti
 			}
 		}
 		v.Shards = append(v.Shards, shard)
+	}
+	for i, f := range s.Foreign {
+		if i == maxMasters {
+			break
+		}
+		v.Foreign = append(v.Foreign, foreignRow{ShortID: shortID(f.ID), Address: f.Addr, Reason: string(f.Reason)})
 	}
 	// Masters serving slots first, then by address.
 	sort.SliceStable(v.Shards, func(i, j int) bool { return v.Shards[i].Master.Slots > 0 && v.Shards[j].Master.Slots == 0 })

@@ -42,6 +42,10 @@ const (
 	RedisClusterState Kind = "cluster_state"
 	RedisNodeJoined   Kind = "node_joined"
 	RedisNodeLeft     Kind = "node_left"
+	// A node that answered but is not a member (forgotten, reset, or of
+	// another cluster); After (or Before, when it went) is why.
+	RedisForeignNodeSeen Kind = "foreign_node_seen"
+	RedisForeignNodeGone Kind = "foreign_node_gone"
 )
 
 // EventsTruncated marks a refresh whose transitions exceeded MaxPerRefresh:

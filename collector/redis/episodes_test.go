@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/failover-exporter/failover_exporter/collector/episode"
+	"github.com/failover-exporter/failover_exporter/collector/events"
 )
 
 var episodeT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -223,5 +224,20 @@ redis_cluster_slots_unserved_open_episode_seconds{redis_cluster="main"} 6
 				t.Errorf("unserved histogram %v", f)
 			}
 		}
+	}
+}
+
+func TestForeignNodesAreEvents(t *testing.T) {
+	s0 := at(0, master(idA, 16384, NodeStateOK))
+	s1 := at(1, master(idA, 16384, NodeStateOK))
+	s1.Foreign = []ForeignNode{{ID: idB, Addr: "127.0.0.1:7001", Reason: ForeignNotListed}}
+	s2 := at(2, master(idA, 16384, NodeStateOK))
+	chain(s0, s1, s2)
+	if got := s1.Events.All(); len(got) != 1 || got[0].Kind != events.RedisForeignNodeSeen || got[0].Subject.NodeID != idB ||
+		got[0].Subject.Address != "127.0.0.1:7001" || got[0].After != string(ForeignNotListed) {
+		t.Errorf("a foreign node answering: %+v", got)
+	}
+	if got := s2.Events.All(); len(got) != 1 || got[0].Kind != events.RedisForeignNodeGone || got[0].Before != string(ForeignNotListed) {
+		t.Errorf("a foreign node gone: %+v", got)
 	}
 }

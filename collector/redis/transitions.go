@@ -50,7 +50,7 @@ func carryTransitions(prev, next *Snapshot) {
 
 // transitionEvents lists the transitions between prev and next as events:
 // cluster state first, then node by node in next's order, then nodes that
-// left the topology.
+// left the topology, then foreign nodes that appeared or went.
 func transitionEvents(prev, next *Snapshot) {
 	at := next.ReadAt
 	if prev.StateOK != next.StateOK {
@@ -96,6 +96,22 @@ func transitionEvents(prev, next *Snapshot) {
 	for i := range prev.Nodes {
 		if p := &prev.Nodes[i]; !seen[p.ID] {
 			next.Events.Add(at, events.RedisNodeLeft, events.NodeSubject(p.ID, p.Addr), roleText(p), "")
+		}
+	}
+	foreignBefore := make(map[string]bool, len(prev.Foreign))
+	for _, f := range prev.Foreign {
+		foreignBefore[f.ID] = true
+	}
+	foreignNow := make(map[string]bool, len(next.Foreign))
+	for _, f := range next.Foreign {
+		foreignNow[f.ID] = true
+		if !foreignBefore[f.ID] {
+			next.Events.Add(at, events.RedisForeignNodeSeen, events.NodeSubject(f.ID, f.Addr), "", string(f.Reason))
+		}
+	}
+	for _, f := range prev.Foreign {
+		if !foreignNow[f.ID] {
+			next.Events.Add(at, events.RedisForeignNodeGone, events.NodeSubject(f.ID, f.Addr), string(f.Reason), "")
 		}
 	}
 }
