@@ -32,6 +32,12 @@ type Histogram struct {
 	Sum float64
 }
 
+// Empty returns a histogram without observations. Collectors serve one as
+// soon as an episode could end, so that the first observation is an
+// increase Prometheus sees: a series that appears already at 1 looks to
+// increase() and rate() as if nothing had happened.
+func Empty() *Histogram { return &Histogram{Cumulative: make([]uint64, len(Buckets))} }
+
 // Observe returns a copy of h (which may be nil) with one more episode of
 // the given duration.
 func (h *Histogram) Observe(d time.Duration) *Histogram {

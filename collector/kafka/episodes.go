@@ -38,8 +38,9 @@ type Episodes struct {
 	// episode of each condition began (zero when none is open).
 	Oldest map[string]*[conditionCount]time.Time
 	// Ended holds, per topic, the durations of the episodes that ended
-	// while this exporter watched. Entries are shared between snapshots
-	// until they change.
+	// while this exporter watched, from the start of the topic's first
+	// episode of each condition (empty until one ends). Entries are shared
+	// between snapshots until they change.
 	Ended map[string]*TopicEpisodes
 }
 
@@ -114,6 +115,16 @@ func carryEpisodes(prev, next *Snapshot) {
 			ended[e.Key.Topic] = h
 		}
 		for key, o := range open {
+			// The topic's histogram is served from the start of its first
+			// episode, at zero, so that the episode's end is an increase.
+			if h := ended[key.Topic]; h == nil || h[c] == nil {
+				withEmpty := &TopicEpisodes{}
+				if h != nil {
+					*withEmpty = *h
+				}
+				withEmpty[c] = episode.Empty()
+				ended[key.Topic] = withEmpty
+			}
 			o2 := oldest[key.Topic]
 			if o2 == nil {
 				o2 = &[conditionCount]time.Time{}

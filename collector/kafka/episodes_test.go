@@ -135,10 +135,21 @@ func TestRestartMidOutageInventsNoEpisode(t *testing.T) {
 	if !strings.Contains(first, `kafka_partition_offline_open_episode_seconds{kafka_cluster="main",topic="t"} 0`) {
 		t.Errorf("the open episode is not reported from the first refresh:\n%s", first)
 	}
+	if !strings.Contains(first, `kafka_partition_offline_episode_seconds_count{kafka_cluster="main",topic="t"} 0`) {
+		t.Errorf("the topic's histogram is not served at zero from the start of its first episode:\n%s", first)
+	}
 	w.RefreshOnce(context.Background())
 	after := gatherText(t, c)
-	if strings.Contains(after, "_episode_seconds") {
-		t.Errorf("an episode of unknown start was observed or is still open:\n%s", after)
+	for _, line := range []string{
+		`kafka_partition_offline_episode_seconds_count{kafka_cluster="main",topic="t"} 0`,
+		`kafka_partition_offline_episode_seconds_sum{kafka_cluster="main",topic="t"} 0`,
+	} {
+		if !strings.Contains(after, line) {
+			t.Errorf("an episode of unknown start was observed: want %s in:\n%s", line, after)
+		}
+	}
+	if strings.Contains(after, "_open_episode_seconds") {
+		t.Errorf("an episode is still open after the recovery:\n%s", after)
 	}
 }
 
@@ -182,8 +193,10 @@ func TestMinISRReadLateMakesAnEpisodeOfUnknownStart(t *testing.T) {
 	if o := s1.Episodes.Open[ConditionUnderMinISR][PartitionKey{"t", 0}]; o.StartSeen || !o.Since.Equal(s1.ReadAt) {
 		t.Errorf("under-min-ISR episode found with min ISR first known: %+v, want unknown start at %v", o, s1.ReadAt)
 	}
-	if ended := s2.Episodes.Ended["t"]; ended != nil {
-		t.Errorf("episodes of unknown start were observed (under min ISR since min ISR was known, under-replicated since the first refresh): %+v", ended)
+	for c, h := range s2.Episodes.Ended["t"] {
+		if h != nil && h.Count != 0 {
+			t.Errorf("condition %d: an episode of unknown start was observed (under min ISR since min ISR was known, under-replicated since the first refresh): %+v", c, h)
+		}
 	}
 	if len(s2.Episodes.Open[ConditionUnderMinISR]) != 0 {
 		t.Errorf("the episode is still open after the ISR healed")

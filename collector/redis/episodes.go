@@ -16,7 +16,8 @@ type Episodes struct {
 	SlotsUnserved *episode.Open
 
 	// FailoverSeconds and SlotsUnservedSeconds count the durations of the
-	// episodes that ended while this exporter watched (nil while none).
+	// episodes that ended while this exporter watched (empty from the
+	// exporter's first snapshot on).
 	FailoverSeconds      *episode.Histogram
 	SlotsUnservedSeconds *episode.Histogram
 }
@@ -76,6 +77,12 @@ func carryEpisodes(prev, next *Snapshot) {
 
 	next.Episodes.FailoverSeconds = before.FailoverSeconds
 	next.Episodes.SlotsUnservedSeconds = before.SlotsUnservedSeconds
+	if first {
+		// Served at zero from the start: two series per cluster, and the
+		// first failover is then an increase Prometheus sees.
+		next.Episodes.FailoverSeconds = episode.Empty()
+		next.Episodes.SlotsUnservedSeconds = episode.Empty()
+	}
 	failovers := map[string]FailoverEpisode{}
 	for id, f := range before.Failovers {
 		promoted := slices.ContainsFunc(f.Replicas, func(rid string) bool {

@@ -94,7 +94,7 @@ func TestMasterBackWithoutFailoverObservesNoFailover(t *testing.T) {
 		at(1, master(idA, 5461, NodeStatePFail), replica(idD, idA, NodeStateOK)),
 		at(2, master(idA, 5461, NodeStateOK), replica(idD, idA, NodeStateOK)),
 	)
-	if last.Episodes.FailoverSeconds != nil {
+	if observed(last.Episodes.FailoverSeconds) != 0 {
 		t.Errorf("a master that came back in place was timed as a failover: %+v", last.Episodes.FailoverSeconds)
 	}
 	if u := last.Episodes.SlotsUnservedSeconds; u == nil || u.Count != 1 || u.Sum != 1 {
@@ -112,8 +112,11 @@ func TestRestartMidFailoverObservesNothing(t *testing.T) {
 		t.Fatalf("first refresh: open failover %+v (ok %v), want one of unknown start, 0 s old", oldest, ok)
 	}
 	last := chain(first, at(12, master(idA, 0, NodeStateFail), master(idD, 5461, NodeStateOK)))
-	if last.Episodes.FailoverSeconds != nil || last.Episodes.SlotsUnservedSeconds != nil {
+	if observed(last.Episodes.FailoverSeconds) != 0 || observed(last.Episodes.SlotsUnservedSeconds) != 0 {
 		t.Errorf("episodes whose start the exporter never saw were observed: %+v", last.Episodes)
+	}
+	if last.Episodes.FailoverSeconds == nil || last.Episodes.SlotsUnservedSeconds == nil {
+		t.Errorf("the histograms are not served at zero from the first refresh: %+v", last.Episodes)
 	}
 	if len(last.Episodes.Failovers) != 0 || last.Episodes.SlotsUnserved != nil {
 		t.Errorf("episodes left open after the promotion: %+v", last.Episodes)
@@ -129,7 +132,7 @@ func TestPromotionSeenInTheSameRefreshAsTheFlag(t *testing.T) {
 		at(0, master(idA, 5461, NodeStateOK), replica(idD, idA, NodeStateOK)),
 		at(5, master(idA, 0, NodeStateFail), master(idD, 5461, NodeStateOK)),
 	)
-	if last.Episodes.FailoverSeconds != nil || len(last.Episodes.Failovers) != 0 {
+	if observed(last.Episodes.FailoverSeconds) != 0 || len(last.Episodes.Failovers) != 0 {
 		t.Errorf("episodes %+v, want none", last.Episodes)
 	}
 	if last.Failovers != 1 {
@@ -240,4 +243,12 @@ func TestForeignNodesAreEvents(t *testing.T) {
 	if got := s2.Events.All(); len(got) != 1 || got[0].Kind != events.RedisForeignNodeGone || got[0].Before != string(ForeignNotListed) {
 		t.Errorf("a foreign node gone: %+v", got)
 	}
+}
+
+// observed is how many episodes h counts (none for nil).
+func observed(h *episode.Histogram) uint64 {
+	if h == nil {
+		return 0
+	}
+	return h.Count
 }
