@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-kit/log"
 
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/config"
 )
 
@@ -63,14 +64,12 @@ func runningNow(m *Manager) map[string]*running {
 // upSeries returns the up lines /metrics serves, sorted.
 func upSeries(t *testing.T, m *Manager) []string {
 	t.Helper()
-	var text strings.Builder
-	for _, w := range m.TextWriters() {
-		if err := w.WriteText(&text); err != nil {
-			t.Fatal(err)
-		}
+	text, err := exposition.PlainText(m.TextWriters()...)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var up []string
-	for _, line := range strings.Split(text.String(), "\n") {
+	for _, line := range strings.Split(string(text), "\n") {
 		if strings.HasPrefix(line, "kafka_up{") || strings.HasPrefix(line, "redis_cluster_up{") {
 			up = append(up, line)
 		}

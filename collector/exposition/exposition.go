@@ -10,20 +10,21 @@
 // The text path exists for size: a cluster with 10,000 partitions has over
 // 100,000 series, and building a prometheus.Metric, a protobuf message and
 // a sorted metric family for each on every scrape costs about a second on a
-// small machine. Rendering the text once per refresh and copying it on each
-// scrape costs milliseconds. Both paths are driven by the same emitting
-// code, and a test checks that they produce the same series.
+// small machine. The text is rendered once per refresh, compressed as it is
+// rendered, and each scrape copies the compressed bytes (gzip clients) or
+// decompresses them (plain clients). Both paths are driven by the same
+// emitting code, and a test checks that they produce the same series.
 package exposition
 
 import (
 	"bytes"
 	"fmt"
-	"io"
+	"hash/crc32"
 	"math"
 	"sort"
 	"strconv"
-	"strings"
 
+	"github.com/klauspost/compress/flate"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -42,8 +43,8 @@ type Desc struct {
 	// order lists label indexes sorted by label name: client_golang sorts
 	// labels, and the text path matches it byte for byte.
 	order []int
-	// header is the rendered HELP and TYPE lines.
-	header []byte
+	// header is the HELP and TYPE lines, compressed.
+	header fragment
 }
 
 // Set is an ordered collection of descriptors, usually one collector's.
@@ -96,7 +97,7 @@ func (s *Set) add(name, help string, vt prometheus.ValueType, labels []string) *
 		Prom:      prometheus.NewDesc(name, help, labels, nil),
 		index:     len(s.descs),
 		order:     sortedOrder(labels),
-		header:    fmt.Appendf(nil, "# HELP %s %s\n# TYPE %s %s\n", name, escapeHelp(help), name, typ),
+		header:    compressFragment(fmt.Appendf(nil, "# HELP %s %s\n# TYPE %s %s\n", name, escapeHelp(help), name, typ)),
 	}
 	s.descs = append(s.descs, d)
 	return d
@@ -176,164 +177,213 @@ func checkBuckets(d *Desc, cumulative []uint64) {
 	}
 }
 
-// Page holds the rendered sample lines of one set for one source (one
-// cluster), family by family. It is immutable once rendered.
-type Page struct {
-	set   *Set
-	lines [][]byte
+// Discard is a Sink that keeps nothing.
+var Discard Sink = discard{}
 
-	// The label part of the last line, reused while consecutive lines carry
-	// the same label names and values: a partition's dozen series share one
-	// label set, and formatting it once per partition halves rendering time.
-	lastLabelNames  []string
-	lastLabelValues []string
-	lastLabels      []byte
+type discard struct{}
+
+func (discard) Add(*Desc, float64, ...string) {}
+
+func (discard) AddHistogram(*Desc, uint64, float64, []uint64, ...string) {}
+
+// Rendered holds one source's series of one set (usually one cluster's),
+// rendered once and compressed family by family. It is immutable.
+//
+// The plain text is never held whole: at 100,000 Kafka partitions it is
+// over 100 MB, about 25 times its compressed size. Plain-text scrapes
+// decompress it on the fly, so both encodings come from one rendering.
+type Rendered struct {
+	set      *Set
+	families []fragment
+	// compressed is the total compressed size, to size the next rendering.
+	compressed int
 }
 
-// NewPage returns an empty page for the set.
-func (s *Set) NewPage() *Page {
-	return &Page{set: s, lines: make([][]byte, len(s.descs))}
-}
-
-// Add implements Sink by appending one sample line.
-func (p *Page) Add(d *Desc, value float64, labelValues ...string) {
-	if len(labelValues) != len(d.Labels) {
-		// The same mistake panics in MustNewConstMetric; both paths agree.
-		panic(fmt.Sprintf("%s: %d label values for %d labels", d.Name, len(labelValues), len(d.Labels)))
+// Size is the number of bytes of the plain text, headers excluded.
+func (r *Rendered) Size() int64 {
+	var n int64
+	for _, f := range r.families {
+		n += f.size
 	}
-	b := p.lines[d.index]
-	b = append(b, d.Name...)
-	if len(labelValues) > 0 {
-		if !p.sameLabels(d.Labels, labelValues) {
-			p.formatLabels(d, labelValues)
+	return n
+}
+
+// lineBufferSize is how much plain text a rendering holds before handing
+// it to the compressor.
+const lineBufferSize = 32 << 10
+
+// Render calls emit once per family of the set, keeping only that family's
+// series each time, and compresses each family's lines into a fragment.
+// Calling emit once per family lets families stream out one after the other
+// in exposition order while emit walks its source in whatever order suits
+// it (partition by partition, say). prev, if not nil, is the previous
+// rendering of the same source, used to size the buffer.
+func (s *Set) Render(prev *Rendered, emit func(Sink)) *Rendered {
+	var out bytes.Buffer
+	if prev != nil {
+		out.Grow(prev.compressed + prev.compressed/8)
+	}
+	zw := flateWriters.Get().(*flate.Writer)
+	defer func() {
+		zw.Reset(nil)
+		flateWriters.Put(zw)
+	}()
+	sink := &familySink{zw: zw, line: make([]byte, 0, lineBufferSize)}
+	type span struct {
+		start, end int
+		crc        uint32
+		size       int64
+	}
+	spans := make([]span, len(s.descs))
+	for i, d := range s.descs {
+		sink.want = d
+		sink.crc, sink.size = 0, 0
+		start := out.Len()
+		zw.Reset(&out)
+		emit(sink)
+		if sink.size == 0 && len(sink.line) == 0 {
+			continue
 		}
-		b = append(b, p.lastLabels...)
+		sink.flushLines()
+		_ = zw.Flush() // a bytes.Buffer does not fail
+		spans[i] = span{start: start, end: out.Len(), crc: sink.crc, size: sink.size}
+	}
+	r := &Rendered{set: s, families: make([]fragment, len(s.descs)), compressed: out.Len()}
+	data := out.Bytes()
+	for i, sp := range spans {
+		if sp.size > 0 {
+			r.families[i] = newFragment(data[sp.start:sp.end:sp.end], sp.crc, sp.size)
+		}
+	}
+	return r
+}
+
+// Wants reports whether sink keeps series of any of the families: false
+// only while Render runs a pass for another family. Emitters may use it to
+// skip work whose series would be dropped; they need not.
+func Wants(sink Sink, families ...*Desc) bool {
+	f, ok := sink.(*familySink)
+	if !ok {
+		return true
+	}
+	for _, d := range families {
+		if d == f.want {
+			return true
+		}
+	}
+	return false
+}
+
+// familySink formats the series of one family and compresses them.
+type familySink struct {
+	want *Desc
+	zw   *flate.Writer
+	line []byte
+	crc  uint32
+	size int64
+}
+
+// Add implements Sink.
+func (f *familySink) Add(d *Desc, value float64, labelValues ...string) {
+	if d != f.want {
+		return
+	}
+	checkLabels(d, labelValues)
+	b := append(f.line, d.Name...)
+	if len(labelValues) > 0 {
+		b = appendLabels(append(b, '{'), d, labelValues)
+		b = append(b, '}')
 	}
 	b = append(b, ' ')
 	b = appendFloat(b, value)
-	b = append(b, '\n')
-	p.lines[d.index] = b
+	f.line = append(b, '\n')
+	f.maybeFlush()
 }
 
-// AddHistogram implements Sink by appending the _bucket lines, then _sum
-// and _count, in the order client_golang writes them (le last).
-func (p *Page) AddHistogram(d *Desc, count uint64, sum float64, cumulative []uint64, labelValues ...string) {
+// AddHistogram implements Sink: the _bucket lines, then _sum and _count,
+// in the order client_golang writes them (le last).
+func (f *familySink) AddHistogram(d *Desc, count uint64, sum float64, cumulative []uint64, labelValues ...string) {
+	if d != f.want {
+		return
+	}
 	checkBuckets(d, cumulative)
-	if len(labelValues) != len(d.Labels) {
-		panic(fmt.Sprintf("%s: %d label values for %d labels", d.Name, len(labelValues), len(d.Labels)))
-	}
-	if !p.sameLabels(d.Labels, labelValues) {
-		p.formatLabels(d, labelValues)
-	}
-	// The label part without its closing brace, so that le can follow.
-	open := p.lastLabels[:len(p.lastLabels)-1]
-	b := p.lines[d.index]
-	bucket := func(le []byte, n uint64) {
+	checkLabels(d, labelValues)
+	b := f.line
+	bucket := func(le float64, inf bool, n uint64) {
 		b = append(b, d.Name...)
-		b = append(b, "_bucket"...)
-		if len(open) > 1 {
-			b = append(b, open...)
-			b = append(b, ',')
-		} else {
-			b = append(b, '{')
+		b = append(b, "_bucket{"...)
+		if len(labelValues) > 0 {
+			b = append(appendLabels(b, d, labelValues), ',')
 		}
 		b = append(b, `le="`...)
-		b = append(b, le...)
+		if inf {
+			b = append(b, "+Inf"...)
+		} else {
+			b = appendFloat(b, le)
+		}
 		b = append(b, `"} `...)
 		b = strconv.AppendUint(b, n, 10)
 		b = append(b, '\n')
 	}
-	var le []byte
 	for i, bound := range d.Buckets {
-		le = appendFloat(le[:0], bound)
-		bucket(le, cumulative[i])
+		bucket(bound, false, cumulative[i])
 	}
-	bucket([]byte("+Inf"), count)
+	bucket(0, true, count)
 	for _, part := range []struct {
 		suffix string
 		value  float64
 	}{{"_sum", sum}, {"_count", float64(count)}} {
 		b = append(b, d.Name...)
 		b = append(b, part.suffix...)
-		if len(open) > 1 {
-			b = append(b, p.lastLabels...)
+		if len(labelValues) > 0 {
+			b = appendLabels(append(b, '{'), d, labelValues)
+			b = append(b, '}')
 		}
 		b = append(b, ' ')
 		b = appendFloat(b, part.value)
 		b = append(b, '\n')
 	}
-	p.lines[d.index] = b
+	f.line = b
+	f.maybeFlush()
 }
 
-func (p *Page) sameLabels(names, values []string) bool {
-	if len(names) != len(p.lastLabelNames) || len(names) == 0 {
-		return false
+func checkLabels(d *Desc, labelValues []string) {
+	if len(labelValues) != len(d.Labels) {
+		// The same mistake panics in MustNewConstMetric; both paths agree.
+		panic(fmt.Sprintf("%s: %d label values for %d labels", d.Name, len(labelValues), len(d.Labels)))
 	}
-	for i, v := range values {
-		if v != p.lastLabelValues[i] || names[i] != p.lastLabelNames[i] {
-			return false
-		}
-	}
-	return true
 }
 
-func (p *Page) formatLabels(d *Desc, values []string) {
-	l := p.lastLabels[:0]
-	l = append(l, '{')
+// appendLabels appends name="value" pairs in label name order, as
+// client_golang sorts them, without braces.
+func appendLabels(b []byte, d *Desc, values []string) []byte {
 	for n, i := range d.order {
 		if n > 0 {
-			l = append(l, ',')
+			b = append(b, ',')
 		}
-		l = append(l, d.Labels[i]...)
-		l = append(l, '=', '"')
-		l = appendEscapedLabelValue(l, values[i])
-		l = append(l, '"')
+		b = append(b, d.Labels[i]...)
+		b = append(b, '=', '"')
+		b = appendEscapedLabelValue(b, values[i])
+		b = append(b, '"')
 	}
-	l = append(l, '}')
-	p.lastLabels = l
-	p.lastLabelNames = d.Labels
-	p.lastLabelValues = append(p.lastLabelValues[:0], values...)
+	return b
 }
 
-// WriteText writes the families of the set in order, each with its HELP and
-// TYPE once, followed by the lines of every page. Families without lines
-// are left out.
-func (s *Set) WriteText(w io.Writer, pages []*Page) error {
-	for i, d := range s.descs {
-		empty := true
-		for _, p := range pages {
-			if len(p.lines[i]) > 0 {
-				empty = false
-				break
-			}
-		}
-		if empty {
-			continue
-		}
-		if _, err := w.Write(d.header); err != nil {
-			return err
-		}
-		for _, p := range pages {
-			if len(p.lines[i]) == 0 {
-				continue
-			}
-			if _, err := w.Write(p.lines[i]); err != nil {
-				return err
-			}
-		}
+func (f *familySink) maybeFlush() {
+	if len(f.line) >= lineBufferSize {
+		f.flushLines()
 	}
-	return nil
 }
 
-// Size is the number of bytes the page's lines take, headers excluded.
-func (p *Page) Size() int {
-	n := 0
-	for _, l := range p.lines {
-		n += len(l)
+func (f *familySink) flushLines() {
+	if len(f.line) == 0 {
+		return
 	}
-	return n
+	f.crc = crc32.Update(f.crc, crc32.IEEETable, f.line)
+	f.size += int64(len(f.line))
+	_, _ = f.zw.Write(f.line) // writes to a bytes.Buffer
+	f.line = f.line[:0]
 }
-
 func sortedOrder(labels []string) []int {
 	order := make([]int, len(labels))
 	for i := range order {
@@ -341,21 +391,6 @@ func sortedOrder(labels []string) []int {
 	}
 	sort.Slice(order, func(a, b int) bool { return labels[order[a]] < labels[order[b]] })
 	return order
-}
-
-// NewPageSized returns an empty page whose buffers are sized like prev's,
-// so that re-rendering a cluster of similar size does not regrow them.
-func (s *Set) NewPageSized(prev *Page) *Page {
-	p := s.NewPage()
-	if prev == nil || prev.set != s {
-		return p
-	}
-	for i, l := range prev.lines {
-		if n := len(l); n > 0 {
-			p.lines[i] = make([]byte, 0, n+n/8)
-		}
-	}
-	return p
 }
 
 func appendFloat(b []byte, v float64) []byte {
@@ -373,7 +408,7 @@ func appendFloat(b []byte, v float64) []byte {
 }
 
 func appendEscapedLabelValue(b []byte, v string) []byte {
-	if !strings.ContainsAny(v, "\\\"\n") {
+	if !needsEscape(v) {
 		return append(b, v...)
 	}
 	for i := 0; i < len(v); i++ {
@@ -389,6 +424,17 @@ func appendEscapedLabelValue(b []byte, v string) []byte {
 		}
 	}
 	return b
+}
+
+// needsEscape is strings.ContainsAny(v, "\\\"\n") without its setup cost,
+// which shows at a million label values per rendering.
+func needsEscape(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c == '\\' || c == '"' || c == '\n' {
+			return true
+		}
+	}
+	return false
 }
 
 func escapeHelp(h string) string {

@@ -2,36 +2,35 @@ package exposition
 
 import (
 	"bufio"
-	"compress/gzip"
+	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 )
 
-// TextWriter writes metric families in text exposition format. Families
-// must not overlap with those of the registry or other writers.
+// TextWriter adds metric families rendered ahead of the scrape to a
+// response. Families must not overlap with those of the registry or other
+// writers.
 type TextWriter interface {
-	WriteText(w io.Writer) error
+	AppendText(st *Stream)
 }
 
 // ErrorLogger receives errors that happen while serving a scrape.
 type ErrorLogger func(msg string, err error)
 
-var gzipPool = sync.Pool{New: func() any {
-	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
-	return w
-}}
-
 // Handler serves the registry's families followed by the writers' in text
 // exposition format 0.0.4, gzip-compressed when the client accepts it.
 // Like promhttp with ContinueOnError, a failing collector is logged and the
 // rest is still served.
+//
+// The registry holds the few small families made at scrape time (Go and
+// process metrics, self metrics); they are encoded per scrape. The writers'
+// families are already compressed: gzip clients get those bytes as they
+// are, plain clients get them decompressed on the fly.
 func Handler(g prometheus.Gatherer, writers []TextWriter, logError ErrorLogger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		families, gatherErr := g.Gather()
@@ -43,33 +42,33 @@ func Handler(g prometheus.Gatherer, writers []TextWriter, logError ErrorLogger) 
 		// The body depends on Accept-Encoding; caches must key on it.
 		w.Header().Add("Vary", "Accept-Encoding")
 
-		var out io.Writer = w
-		if acceptsGzip(r) {
-			w.Header().Set("Content-Encoding", "gzip")
-			gz := gzipPool.Get().(*gzip.Writer)
-			gz.Reset(w)
-			defer func() {
-				_ = gz.Close()
-				gzipPool.Put(gz)
-			}()
-			out = gz
-		}
-		buf := bufio.NewWriterSize(out, 64<<10)
-		enc := expfmt.NewEncoder(buf, contentType)
+		var registryText bytes.Buffer
+		enc := expfmt.NewEncoder(&registryText, contentType)
 		for _, mf := range families {
 			if err := enc.Encode(mf); err != nil {
 				logError("error encoding metric family", err)
-				return
+				break
 			}
 		}
+		var st Stream
 		for _, tw := range writers {
-			if err := tw.WriteText(buf); err != nil {
-				logError("error writing metrics", fmt.Errorf("write text: %w", err))
-				return
-			}
+			tw.AppendText(&st)
 		}
-		if err := buf.Flush(); err != nil {
-			logError("error writing metrics", err)
+
+		buf := bufio.NewWriterSize(w, 64<<10)
+		var err error
+		if acceptsGzip(r) {
+			w.Header().Set("Content-Encoding", "gzip")
+			registry := compressFragment(registryText.Bytes())
+			err = st.writeGzip(buf, &registry)
+		} else if _, err = buf.Write(registryText.Bytes()); err == nil {
+			err = st.writePlain(buf)
+		}
+		if err == nil {
+			err = buf.Flush()
+		}
+		if err != nil {
+			logError("error writing metrics", fmt.Errorf("write text: %w", err))
 		}
 	})
 }

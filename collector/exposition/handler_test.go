@@ -12,19 +12,23 @@ import (
 
 type setWriter struct {
 	set   *Set
-	pages []*Page
+	pages []*Rendered
 }
 
-func (s setWriter) WriteText(w io.Writer) error { return s.set.WriteText(w, s.pages) }
+func (s setWriter) AppendText(st *Stream) { st.AddSet(s.set, s.pages) }
+
+// renderSeries renders the series given as (desc, value, labels) calls.
+func renderSeries(set *Set, add func(Sink)) *Rendered { return set.Render(nil, add) }
 
 func TestHandlerMergesRegistryAndPages(t *testing.T) {
 	set := &Set{}
 	up := set.Gauge("demo_up", "1 if up.", "demo_cluster")
 	changes := set.Counter("demo_changes_total", "Changes\nseen.", "node", "demo_cluster")
-	a, b := set.NewPage(), set.NewPage()
-	a.Add(up, 1, "a")
-	a.Add(changes, 3, `we"ird\node`, "a")
-	b.Add(up, 0, "b")
+	a := renderSeries(set, func(s Sink) {
+		s.Add(up, 1, "a")
+		s.Add(changes, 3, `we"ird\node`, "a")
+	})
+	b := renderSeries(set, func(s Sink) { s.Add(up, 0, "b") })
 
 	reg := prometheus.NewRegistry()
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "demo_build_info", Help: "Build."})
@@ -33,7 +37,7 @@ func TestHandlerMergesRegistryAndPages(t *testing.T) {
 
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest("GET", "/metrics", nil)
-	Handler(reg, []TextWriter{setWriter{set, []*Page{a, b}}}, func(string, error) {}).ServeHTTP(rec, req)
+	Handler(reg, []TextWriter{setWriter{set, []*Rendered{a, b}}}, func(string, error) {}).ServeHTTP(rec, req)
 	want := `# HELP demo_build_info Build.
 # TYPE demo_build_info gauge
 demo_build_info 1
@@ -54,7 +58,7 @@ demo_changes_total{demo_cluster="a",node="we\"ird\\node"} 3
 
 	rec = httptest.NewRecorder()
 	req.Header.Set("Accept-Encoding", "deflate, gzip;q=0.5")
-	Handler(reg, []TextWriter{setWriter{set, []*Page{a, b}}}, func(string, error) {}).ServeHTTP(rec, req)
+	Handler(reg, []TextWriter{setWriter{set, []*Rendered{a, b}}}, func(string, error) {}).ServeHTTP(rec, req)
 	if rec.Header().Get("Content-Encoding") != "gzip" {
 		t.Fatal("gzip accepted but not used")
 	}
@@ -88,24 +92,26 @@ func TestAppendFloat(t *testing.T) {
 	}
 }
 
-func TestPageReusesLabelsOnlyWhenTheyMatch(t *testing.T) {
+func TestRenderGroupsFamiliesInSetOrder(t *testing.T) {
 	set := &Set{}
 	a := set.Gauge("a", "A.", "x", "y")
 	b := set.Gauge("b", "B.", "x", "y")
 	c := set.Gauge("c", "C.", "x", "z")
-	p := set.NewPage()
-	p.Add(a, 1, "1", "2")
-	p.Add(b, 2, "1", "2")
-	p.Add(c, 3, "1", "2")
-	p.Add(a, 4, "1", "3")
-	var out strings.Builder
-	if err := set.WriteText(&out, []*Page{p}); err != nil {
+	set.Gauge("unused", "Never emitted.")
+	p := renderSeries(set, func(s Sink) {
+		s.Add(c, 3, "1", "2")
+		s.Add(a, 1, "1", "2")
+		s.Add(b, 2, "1", "2")
+		s.Add(a, 4, "1", "3")
+	})
+	out, err := PlainText(setWriter{set, []*Rendered{p}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	want := "# HELP a A.\n# TYPE a gauge\na{x=\"1\",y=\"2\"} 1\na{x=\"1\",y=\"3\"} 4\n" +
 		"# HELP b B.\n# TYPE b gauge\nb{x=\"1\",y=\"2\"} 2\n" +
 		"# HELP c C.\n# TYPE c gauge\nc{x=\"1\",z=\"2\"} 3\n"
-	if out.String() != want {
-		t.Errorf("got:\n%s\nwant:\n%s", out.String(), want)
+	if string(out) != want {
+		t.Errorf("got:\n%s\nwant:\n%s", out, want)
 	}
 }

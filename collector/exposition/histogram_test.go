@@ -9,7 +9,7 @@ import (
 )
 
 // histogramCollector sends the same histograms through ChanSink that the
-// test renders through a Page.
+// test renders through Render.
 type histogramCollector struct {
 	set  *Set
 	emit func(Sink)
@@ -24,18 +24,17 @@ func TestHistogramTextMatchesClientGolang(t *testing.T) {
 	bare := set.Histogram("demo_bare_seconds", "No labels.", []float64{1, 10})
 	gauge := set.Gauge("demo_open_seconds", "Open.", "demo_cluster", "topic")
 	emit := func(s Sink) {
-		// A gauge with the same labels first: the page reuses its label text.
+		// A gauge with the same labels first.
 		s.Add(gauge, 12.5, "a", `we"ird`)
 		s.AddHistogram(labelled, 7, 1234.25, []uint64{1, 2, 2, 6}, "a", `we"ird`)
 		s.AddHistogram(labelled, 0, 0, []uint64{0, 0, 0, 0}, "b", "t")
 		s.AddHistogram(bare, 3, 0.75, []uint64{3, 3})
 	}
-	page := set.NewPage()
-	emit(page)
-	var got bytes.Buffer
-	if err := set.WriteText(&got, []*Page{page}); err != nil {
+	text, err := PlainText(setWriter{set, []*Rendered{set.Render(nil, emit)}})
+	if err != nil {
 		t.Fatal(err)
 	}
+	got := bytes.NewBuffer(text)
 
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(histogramCollector{set, emit})
@@ -52,7 +51,7 @@ func TestHistogramTextMatchesClientGolang(t *testing.T) {
 		byName[mf.GetName()] = b.Bytes()
 	}
 	var want bytes.Buffer
-	// WriteText keeps the set's order; the registry sorts by name.
+	// The text path keeps the set's order; the registry sorts by name.
 	for _, name := range set.Names() {
 		want.Write(byName[name])
 	}

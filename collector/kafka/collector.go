@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"io"
 	"sort"
 	"strconv"
 	"sync"
@@ -213,13 +212,12 @@ type Collector struct {
 	mu       sync.RWMutex
 	clusters map[string]watchedCluster
 
-	renderMu sync.Mutex
-	rendered map[string]*renderedPage
+	renderer *exposition.Renderer
 }
 
 // NewCollector returns a collector with no clusters.
 func NewCollector() *Collector {
-	return &Collector{clusters: map[string]watchedCluster{}, rendered: map[string]*renderedPage{}}
+	return &Collector{clusters: map[string]watchedCluster{}, renderer: exposition.NewRenderer(healthSeries, series)}
 }
 
 // Set adds or replaces the watcher of the cluster called name. Call it
@@ -230,7 +228,9 @@ func (c *Collector) Set(name string, w *watch.Watcher[Snapshot], partitionMetric
 	c.mu.Lock()
 	c.clusters[name] = wc
 	c.mu.Unlock()
-	w.OnPublish(func() { c.page(name, wc) })
+	// A rendering of the watcher this one replaces is not served for it.
+	c.renderer.Remove(name)
+	w.OnPublish(func() { c.render(name, wc) })
 }
 
 // Remove stops serving the cluster called name.
@@ -238,9 +238,7 @@ func (c *Collector) Remove(name string) {
 	c.mu.Lock()
 	delete(c.clusters, name)
 	c.mu.Unlock()
-	c.renderMu.Lock()
-	delete(c.rendered, name)
-	c.renderMu.Unlock()
+	c.renderer.Remove(name)
 }
 
 // Describe implements prometheus.Collector.
@@ -296,51 +294,44 @@ func emitState(health, snapshotSink exposition.Sink, name string, state *watch.S
 	emitSnapshot(snapshotSink, name, state.Snapshot, partitionMetrics)
 }
 
-// renderedPage caches one cluster's text for one published state.
-type renderedPage struct {
+// AppendText adds every cluster's series to a response. Each cluster is
+// rendered once per refresh, on its watcher's goroutine; a scrape takes the
+// latest rendering and never waits for one in progress.
+func (c *Collector) AppendText(st *exposition.Stream) {
+	names, clusters := c.sorted()
+	for i, name := range names {
+		// Only a cluster set but not refreshed yet has no rendering.
+		if !c.renderer.Has(name) {
+			c.render(name, clusters[i])
+		}
+	}
+	c.renderer.AppendText(st, names)
+}
+
+// renderKey identifies what a rendering shows.
+type renderKey struct {
 	state            *watch.State[Snapshot]
 	partitionMetrics bool
-	health           *exposition.Page
-	series           *exposition.Page
 }
 
-// WriteText writes every cluster's series in text exposition format. Each
-// cluster is rendered once per refresh; scrapes in between copy the text.
-func (c *Collector) WriteText(w io.Writer) error {
-	names, clusters := c.sorted()
-	health := make([]*exposition.Page, 0, len(names))
-	pages := make([]*exposition.Page, 0, len(names))
-	for i, name := range names {
-		page := c.page(name, clusters[i])
-		health = append(health, page.health)
-		pages = append(pages, page.series)
-	}
-	if err := healthSeries.WriteText(w, health); err != nil {
-		return err
-	}
-	return series.WriteText(w, pages)
+func (c *Collector) render(name string, wc watchedCluster) {
+	c.renderer.Render(name, func() (any, exposition.EmitFunc) {
+		state := wc.watcher.Current()
+		return renderKey{state, wc.partitionMetrics}, func(sinks ...exposition.Sink) {
+			emitState(sinks[0], sinks[1], name, state, wc.partitionMetrics)
+		}
+	})
 }
 
-func (c *Collector) page(name string, wc watchedCluster) *renderedPage {
-	state := wc.watcher.Current()
-	c.renderMu.Lock()
-	defer c.renderMu.Unlock()
-	if p, ok := c.rendered[name]; ok && p.state == state && p.partitionMetrics == wc.partitionMetrics {
-		return p
+// partitionFamilies lists every family the partition loop of emitSnapshot
+// emits; one missing here would be left out of the text path, which
+// TestWriteTextMatchesCollect catches.
+func (x *descs) partitionFamilies() []*exposition.Desc {
+	return []*exposition.Desc{
+		x.partitionLeader, x.partitionReplicas, x.partitionISR, x.partitionOfflineReplicas,
+		x.partitionUnderReplicated, x.partitionUnderMinISR, x.partitionAtMinISR, x.partitionOffline,
+		x.partitionLeaderIsPreferred, x.partitionLeaderChanges, x.partitionISRShrinks, x.partitionISRExpands,
 	}
-	var prevSeries *exposition.Page
-	if p, ok := c.rendered[name]; ok {
-		prevSeries = p.series
-	}
-	page := &renderedPage{
-		state:            state,
-		partitionMetrics: wc.partitionMetrics,
-		health:           healthSeries.NewPage(),
-		series:           series.NewPageSized(prevSeries),
-	}
-	emitState(page.health, page.series, name, state, wc.partitionMetrics)
-	c.rendered[name] = page
-	return page
 }
 
 func bool01(b bool) float64 {
@@ -372,6 +363,9 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, partitionMetr
 		ch.Add(metrics.brokerReplicaPartitions, float64(b.ReplicaPartitions), brokerLabels...)
 		ch.Add(metrics.brokerOutOfSync, float64(b.OutOfSyncReplicas), brokerLabels...)
 	}
+	// While rendering one non-partition family, skip the partition loop,
+	// nine tenths of the work.
+	partitionMetrics = partitionMetrics && exposition.Wants(ch, metrics.partitionFamilies()...)
 	for ti := range s.Topics {
 		t := &s.Topics[ti]
 		topicLabels[1] = t.Name

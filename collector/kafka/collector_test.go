@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 )
 
@@ -219,26 +220,28 @@ func TestMetricNamesCoverEverythingCollected(t *testing.T) {
 func TestWriteTextMatchesCollect(t *testing.T) {
 	c := collectorAfterFailover(t)
 	episodes := collectorThroughEpisodes(t)
-	var episodeText strings.Builder
-	if err := episodes.WriteText(&episodeText); err != nil {
+	episodeBytes, err := exposition.PlainText(episodes)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := testutil.CollectAndCompare(episodes, strings.NewReader(episodeText.String())); err != nil {
+	episodeText := string(episodeBytes)
+	if err := testutil.CollectAndCompare(episodes, strings.NewReader(episodeText)); err != nil {
 		t.Errorf("text rendering of episode histograms differs from Collect: %v", err)
 	}
-	if !strings.Contains(episodeText.String(), `kafka_partition_offline_episode_seconds_bucket{kafka_cluster="main",topic="t",le="10"} 1`) {
-		t.Errorf("text lacks the offline episode histogram:\n%s", episodeText.String())
+	if !strings.Contains(episodeText, `kafka_partition_offline_episode_seconds_bucket{kafka_cluster="main",topic="t",le="10"} 1`) {
+		t.Errorf("text lacks the offline episode histogram:\n%s", episodeText)
 	}
 
-	var text strings.Builder
-	if err := c.WriteText(&text); err != nil {
+	plain, err := exposition.PlainText(c)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := testutil.CollectAndCompare(c, strings.NewReader(text.String())); err != nil {
+	text := string(plain)
+	if err := testutil.CollectAndCompare(c, strings.NewReader(text)); err != nil {
 		t.Errorf("text rendering differs from Collect: %v", err)
 	}
-	if !strings.Contains(text.String(), `kafka_partition_leader{kafka_cluster="main",partition="0",topic="t"} 2`) {
-		t.Errorf("text lacks the leader series:\n%s", text.String())
+	if !strings.Contains(text, `kafka_partition_leader{kafka_cluster="main",partition="0",topic="t"} 2`) {
+		t.Errorf("text lacks the leader series:\n%s", text)
 	}
 }
 
@@ -248,12 +251,16 @@ func TestWriteTextRendersOncePerRefresh(t *testing.T) {
 	c := NewCollector()
 	c.Set("main", w, true)
 	w.RefreshOnce(context.Background())
-	first := c.page("main", c.clusters["main"])
-	if again := c.page("main", c.clusters["main"]); again != first {
+	first := c.renderer.Latest("main")
+	if first == nil {
+		t.Fatal("refresh did not render the cluster")
+	}
+	c.render("main", c.clusters["main"])
+	if again := c.renderer.Latest("main"); again[1] != first[1] {
 		t.Error("page re-rendered without a new refresh")
 	}
 	w.RefreshOnce(context.Background())
-	if next := c.page("main", c.clusters["main"]); next == first {
+	if next := c.renderer.Latest("main"); next[1] == first[1] {
 		t.Error("page not re-rendered after a refresh")
 	}
 }

@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"io"
 	"sort"
 	"sync"
 
@@ -196,13 +195,12 @@ type Collector struct {
 	mu       sync.RWMutex
 	clusters map[string]*watch.Watcher[Snapshot]
 
-	renderMu sync.Mutex
-	rendered map[string]*renderedPage
+	renderer *exposition.Renderer
 }
 
 // NewCollector returns a collector with no clusters.
 func NewCollector() *Collector {
-	return &Collector{clusters: map[string]*watch.Watcher[Snapshot]{}, rendered: map[string]*renderedPage{}}
+	return &Collector{clusters: map[string]*watch.Watcher[Snapshot]{}, renderer: exposition.NewRenderer(healthSeries, series)}
 }
 
 // Set adds or replaces the watcher of the cluster called name. Call it
@@ -212,7 +210,9 @@ func (c *Collector) Set(name string, w *watch.Watcher[Snapshot]) {
 	c.mu.Lock()
 	c.clusters[name] = w
 	c.mu.Unlock()
-	w.OnPublish(func() { c.page(name, w) })
+	// A rendering of the watcher this one replaces is not served for it.
+	c.renderer.Remove(name)
+	w.OnPublish(func() { c.render(name, w) })
 }
 
 // Remove stops serving the cluster called name.
@@ -220,9 +220,7 @@ func (c *Collector) Remove(name string) {
 	c.mu.Lock()
 	delete(c.clusters, name)
 	c.mu.Unlock()
-	c.renderMu.Lock()
-	delete(c.rendered, name)
-	c.renderMu.Unlock()
+	c.renderer.Remove(name)
 }
 
 // Describe implements prometheus.Collector.
@@ -278,49 +276,25 @@ func emitState(health, snapshotSink exposition.Sink, name string, state *watch.S
 	emitSnapshot(snapshotSink, name, state.Snapshot)
 }
 
-// renderedPage caches one cluster's text for one published state.
-type renderedPage struct {
-	state  *watch.State[Snapshot]
-	health *exposition.Page
-	series *exposition.Page
-}
-
-// WriteText writes every cluster's series in text exposition format. Each
-// cluster is rendered once per refresh; scrapes in between copy the text.
-func (c *Collector) WriteText(w io.Writer) error {
+// AppendText adds every cluster's series to a response. Each cluster is
+// rendered once per refresh, on its watcher's goroutine; a scrape takes the
+// latest rendering and never waits for one in progress.
+func (c *Collector) AppendText(st *exposition.Stream) {
 	names, clusters := c.sorted()
-	health := make([]*exposition.Page, 0, len(names))
-	pages := make([]*exposition.Page, 0, len(names))
 	for i, name := range names {
-		page := c.page(name, clusters[i])
-		health = append(health, page.health)
-		pages = append(pages, page.series)
+		// Only a cluster set but not refreshed yet has no rendering.
+		if !c.renderer.Has(name) {
+			c.render(name, clusters[i])
+		}
 	}
-	if err := healthSeries.WriteText(w, health); err != nil {
-		return err
-	}
-	return series.WriteText(w, pages)
+	c.renderer.AppendText(st, names)
 }
 
-func (c *Collector) page(name string, w *watch.Watcher[Snapshot]) *renderedPage {
-	state := w.Current()
-	c.renderMu.Lock()
-	defer c.renderMu.Unlock()
-	if p, ok := c.rendered[name]; ok && p.state == state {
-		return p
-	}
-	var prevSeries *exposition.Page
-	if p, ok := c.rendered[name]; ok {
-		prevSeries = p.series
-	}
-	page := &renderedPage{
-		state:  state,
-		health: healthSeries.NewPage(),
-		series: series.NewPageSized(prevSeries),
-	}
-	emitState(page.health, page.series, name, state)
-	c.rendered[name] = page
-	return page
+func (c *Collector) render(name string, w *watch.Watcher[Snapshot]) {
+	c.renderer.Render(name, func() (any, exposition.EmitFunc) {
+		state := w.Current()
+		return state, func(sinks ...exposition.Sink) { emitState(sinks[0], sinks[1], name, state) }
+	})
 }
 
 func bool01(b bool) float64 {

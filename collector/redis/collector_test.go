@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 )
 
@@ -163,11 +163,12 @@ func TestWriteTextMatchesCollect(t *testing.T) {
 	c.Set("main", staticWatcher(t, "main", withEpisodes(testSnapshot()), nil))
 	c.Set("other", staticWatcher(t, "other", nil, errors.New("no node answered")))
 
-	var text strings.Builder
-	if err := c.WriteText(&text); err != nil {
+	plain, err := exposition.PlainText(c)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := testutil.CollectAndCompare(c, strings.NewReader(text.String())); err != nil {
+	text := string(plain)
+	if err := testutil.CollectAndCompare(c, strings.NewReader(text)); err != nil {
 		t.Errorf("text rendering differs from Collect: %v", err)
 	}
 	for _, line := range []string{
@@ -176,11 +177,11 @@ func TestWriteTextMatchesCollect(t *testing.T) {
 		`redis_cluster_failover_seconds_bucket{redis_cluster="main",le="2.5"} 1`,
 		`redis_cluster_slots_unserved_episode_seconds_sum{redis_cluster="main"} 23`,
 	} {
-		if !strings.Contains(text.String(), line+"\n") {
-			t.Errorf("text lacks %s:\n%s", line, text.String())
+		if !strings.Contains(text, line+"\n") {
+			t.Errorf("text lacks %s:\n%s", line, text)
 		}
 	}
-	if strings.Contains(text.String(), `redis_cluster_state_ok{redis_cluster="other"}`) {
+	if strings.Contains(text, `redis_cluster_state_ok{redis_cluster="other"}`) {
 		t.Error("text serves snapshot series of a cluster whose refresh failed")
 	}
 }
@@ -192,12 +193,16 @@ func TestWriteTextRendersOncePerRefresh(t *testing.T) {
 	c := NewCollector()
 	c.Set("main", w)
 	w.RefreshOnce(context.Background())
-	first := c.page("main", w)
-	if again := c.page("main", w); again != first {
+	first := c.renderer.Latest("main")
+	if first == nil {
+		t.Fatal("refresh did not render the cluster")
+	}
+	c.render("main", w)
+	if again := c.renderer.Latest("main"); again[1] != first[1] {
 		t.Error("page re-rendered without a new refresh")
 	}
 	w.RefreshOnce(context.Background())
-	if next := c.page("main", w); next == first {
+	if next := c.renderer.Latest("main"); next[1] == first[1] {
 		t.Error("page not re-rendered after a refresh")
 	}
 }
@@ -382,31 +387,32 @@ redis_cluster_slots_in_migration{redis_cluster="main"} 1
 redis_cluster_slots_in_conflict{redis_cluster="main"} 0
 `
 
-// BenchmarkWriteText100Nodes is what /metrics pays per scrape: the page is
-// rendered once per refresh and copied.
+// BenchmarkWriteText100Nodes is what a plain-text scrape pays: the page is
+// rendered and compressed once per refresh and decompressed per scrape (a
+// gzip scrape copies the compressed bytes).
 func BenchmarkWriteText100Nodes(b *testing.B) {
 	c := NewCollector()
 	c.Set("bench", staticWatcher(b, "bench", snapshot100Nodes(), nil))
-	var out bytes.Buffer
+	var out []byte
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		out.Reset()
-		if err := c.WriteText(&out); err != nil {
+		var err error
+		if out, err = exposition.PlainText(c); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(out.Len()), "bytes/scrape")
+	b.ReportMetric(float64(len(out)), "bytes/scrape")
 }
 
 // BenchmarkRender100Nodes is what each refresh pays to render the page,
 // its buffers sized from the previous page as Collector.page does.
 func BenchmarkRender100Nodes(b *testing.B) {
 	snap := snapshot100Nodes()
-	prev := series.NewPage()
-	emitSnapshot(prev, "bench", snap)
+	emit := func(s exposition.Sink) { emitSnapshot(s, "bench", snap) }
+	prev := series.Render(nil, emit)
 	b.ReportAllocs()
 	for b.Loop() {
-		emitSnapshot(series.NewPageSized(prev), "bench", snap)
+		series.Render(prev, emit)
 	}
 }
