@@ -38,6 +38,12 @@ type source struct {
 	// last, so that brokers which accept connections but never answer
 	// cannot use up every refresh's deadline ahead of a live one.
 	failing map[string]bool
+	// inFlight are attempts abandoned at a refresh deadline that have not
+	// answered yet, by address. A later refresh waits for such an attempt
+	// instead of sending the same request again, so that a broker slower
+	// than the deadline (a large cluster's Metadata on a busy broker) never
+	// has more than one of our requests, and its response, in flight.
+	inFlight map[string]chan metadataAttempt
 	// now is time.Now, replaceable in tests.
 	now func() time.Time
 	// peers says what answered at an address that failed; answered are
@@ -119,7 +125,8 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 // current connection, then every known broker, then the bootstrap servers;
 // addresses whose last attempt failed go last. Each attempt is
 // abandoned when the refresh deadline passes: it finishes (within its dial
-// and request timeouts) in the background and closes its connection.
+// and request timeouts) in the background, and the next attempt at the same
+// address takes its outcome instead of sending another request.
 func (s *source) readMetadata(ctx context.Context) (*sarama.MetadataResponse, *sarama.Broker, error) {
 	candidates := make([]string, 0, 1+len(s.known)+len(s.cfg.BootstrapServers))
 	if s.conn != nil {
@@ -142,21 +149,36 @@ func (s *source) readMetadata(ctx context.Context) (*sarama.MetadataResponse, *s
 	if s.failing == nil {
 		s.failing = map[string]bool{}
 	}
+	// Abandoned attempts that answered since are stale: drop them, and
+	// their connections, rather than keep their responses.
+	for addr, done := range s.inFlight {
+		select {
+		case r := <-done:
+			delete(s.inFlight, addr)
+			s.discard(addr, r)
+		default:
+		}
+	}
 	var errs []error
 	for _, addr := range candidates {
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, fmt.Errorf("refresh deadline reached: %w", err))
 			break
 		}
-		// The attempt owns the connection until it reports back.
-		conn := s.conn
-		s.conn = nil
-		if conn != nil && conn.Addr() != addr {
-			_ = conn.Close()
-			conn = nil
+		done, pending := s.inFlight[addr]
+		if pending {
+			delete(s.inFlight, addr)
+		} else {
+			// The attempt owns the connection until it reports back.
+			conn := s.conn
+			s.conn = nil
+			if conn != nil && conn.Addr() != addr {
+				_ = conn.Close()
+				conn = nil
+			}
+			done = make(chan metadataAttempt, 1)
+			go func() { done <- s.fetchMetadata(conn, addr) }()
 		}
-		done := make(chan metadataAttempt, 1)
-		go func() { done <- s.fetchMetadata(conn, addr) }()
 		select {
 		case r := <-done:
 			if r.err != nil {
@@ -174,17 +196,10 @@ func (s *source) readMetadata(ctx context.Context) (*sarama.MetadataResponse, *s
 		case <-ctx.Done():
 			s.failing[addr] = true
 			errs = append(errs, fmt.Errorf("%s: %w", addr, s.explain(addr, fmt.Errorf("no answer before the refresh deadline: %w", ctx.Err()), 0)))
-			go func() {
-				r := <-done
-				if r.broker != nil {
-					_ = r.broker.Close()
-				}
-				if r.err != nil {
-					// The refresh already reported the deadline; this is
-					// the cause, for whoever debugs a slow TLS or SASL login.
-					level.Debug(s.logger).Log("msg", "abandoned metadata attempt failed", "addr", addr, "err", r.err)
-				}
-			}()
+			if s.inFlight == nil {
+				s.inFlight = map[string]chan metadataAttempt{}
+			}
+			s.inFlight[addr] = done
 		}
 		// Only the deadline case gets here: no time is left for another broker.
 		break
@@ -301,7 +316,25 @@ func (s *source) probeBrokers(ctx context.Context, snap *Snapshot, connected str
 }
 
 // close releases the connection; the watcher calls it when it stops.
-func (s *source) close() { s.disconnect() }
+func (s *source) close() {
+	s.disconnect()
+	for addr, done := range s.inFlight {
+		go func() { s.discard(addr, <-done) }()
+	}
+	s.inFlight = nil
+}
+
+// discard closes the connection of an abandoned attempt.
+func (s *source) discard(addr string, r metadataAttempt) {
+	if r.broker != nil {
+		_ = r.broker.Close()
+	}
+	if r.err != nil {
+		// The refresh already reported the deadline; this is the cause, for
+		// whoever debugs a slow TLS or SASL login.
+		level.Debug(s.logger).Log("msg", "abandoned metadata attempt failed", "addr", addr, "err", r.err)
+	}
+}
 
 // topicConfigs returns the min.insync.replicas of every watched topic. All
 // topics are re-read when the cache is older than the configured interval;

@@ -141,3 +141,48 @@ func TestRefreshFailsClearlyWhenNoBrokerAnswers(t *testing.T) {
 		t.Errorf("err = %v, want one naming the unreachable broker", err)
 	}
 }
+
+// A broker slower than the refresh deadline gets one Metadata request, not
+// one more per refresh: each would carry a whole cluster's response, and at
+// 100,000 partitions they piled up to hundreds of megabytes. The refresh
+// after the slow answer arrives uses it.
+func TestSlowBrokerGetsOneMetadataRequestAtATime(t *testing.T) {
+	// At the deadline the source asks what answers at an address that never
+	// answered Metadata (peer.Cache), with a probe the mock cannot decode;
+	// the mock reports that to its reporter, which only logs it here.
+	m := &mockCluster{t: t, broker: sarama.NewMockBrokerAddr(loggingReporter{t}, 1, "127.0.0.1:0")}
+	t.Cleanup(m.broker.Close)
+	m.serve(map[string]string{"a": "2"})
+	m.broker.SetLatency(700 * time.Millisecond)
+	src, _ := testSource(t, m.broker.Addr())
+	for i := 0; i < 3; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		_, err := src.refresh(ctx, nil)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "no answer before the refresh deadline") {
+			t.Fatalf("refresh %d: err = %v, want the deadline", i, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	snap, err := src.refresh(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Topics) != 1 {
+		t.Errorf("topics %+v, want a", snap.Topics)
+	}
+	if metadata, _ := m.requests(); metadata != 1 {
+		t.Errorf("%d Metadata requests over 4 refreshes of a slow broker, want 1", metadata)
+	}
+}
+
+// loggingReporter is a sarama.TestReporter that logs errors instead of
+// failing the test.
+type loggingReporter struct{ t *testing.T }
+
+func (r loggingReporter) Error(args ...any)                 { r.t.Log(args...) }
+func (r loggingReporter) Errorf(format string, args ...any) { r.t.Logf(format, args...) }
+func (r loggingReporter) Fatal(args ...any)                 { r.t.Fatal(args...) }
+func (r loggingReporter) Fatalf(format string, args ...any) { r.t.Fatalf(format, args...) }
+func (r loggingReporter) Helper()                           { r.t.Helper() }

@@ -35,9 +35,14 @@ var (
 	buildErr  error
 )
 
-// Binary builds the exporter once per test binary and returns its path.
+// Binary builds the exporter once per test binary and returns its path, or
+// returns $FAILOVER_EXPORTER_BINARY if set.
 func Binary(t testing.TB) string {
 	t.Helper()
+	// A prebuilt binary, to compare builds in one run (see BENCHMARKS.md).
+	if bin := os.Getenv("FAILOVER_EXPORTER_BINARY"); bin != "" {
+		return bin
+	}
 	buildOnce.Do(func() {
 		// One fixed path per user instead of a new temp dir per test binary:
 		// build beside it and rename, which is atomic, so a test still
