@@ -113,6 +113,8 @@ func BenchmarkMetricsResponse10kPartitions(b *testing.B)      { benchmarkMetrics
 func BenchmarkMetricsResponse10kPartitionsGzip(b *testing.B)  { benchmarkMetrics(b, 10_000, true) }
 func BenchmarkMetricsResponse100kPartitions(b *testing.B)     { benchmarkMetrics(b, 100_000, false) }
 func BenchmarkMetricsResponse100kPartitionsGzip(b *testing.B) { benchmarkMetrics(b, 100_000, true) }
+func BenchmarkMetricsResponse500kPartitions(b *testing.B)     { benchmarkMetrics(b, 500_000, false) }
+func BenchmarkMetricsResponse500kPartitionsGzip(b *testing.B) { benchmarkMetrics(b, 500_000, true) }
 
 // The same through client_golang's registry and promhttp, for the ratio.
 func BenchmarkRegistryResponse10kPartitions(b *testing.B) {
@@ -135,6 +137,7 @@ func benchmarkRender(b *testing.B, partitions int) {
 
 func BenchmarkRender10kPartitions(b *testing.B)  { benchmarkRender(b, 10_000) }
 func BenchmarkRender100kPartitions(b *testing.B) { benchmarkRender(b, 100_000) }
+func BenchmarkRender500kPartitions(b *testing.B) { benchmarkRender(b, 500_000) }
 
 func benchmarkBuild(b *testing.B, partitions int) {
 	md := syntheticMetadata(partitions)
@@ -150,3 +153,4 @@ func benchmarkBuild(b *testing.B, partitions int) {
 // The refresh side: building and diffing a snapshot from a decoded response.
 func BenchmarkRefresh10kPartitions(b *testing.B)  { benchmarkBuild(b, 10_000) }
 func BenchmarkRefresh100kPartitions(b *testing.B) { benchmarkBuild(b, 100_000) }
+func BenchmarkRefresh500kPartitions(b *testing.B) { benchmarkBuild(b, 500_000) }

@@ -63,8 +63,10 @@ func (l *clusterNodeLine) SlotCount() int {
 // unassigned that are not.
 func parseClusterNodes(reply string) ([]clusterNodeLine, error) {
 	reply = stripVerbatimPrefix(reply)
-	var lines []clusterNodeLine
-	seen := map[string]bool{}
+	// Sized up front: with 100 nodes, every node's reply lists 100 lines,
+	// and growing the slice was most of a refresh's garbage.
+	lines := make([]clusterNodeLine, 0, strings.Count(reply, "\n")+1)
+	seen := make(map[string]bool, cap(lines))
 	for i, raw := range strings.Split(reply, "\n") {
 		raw = strings.TrimSpace(raw)
 		if raw == "" {

@@ -72,6 +72,9 @@ func newSource(cfg config.RedisCluster, logger log.Logger) (*source, error) {
 // clientName is how the exporter's connections show up in CLIENT LIST.
 const clientName = "failover_exporter"
 
+// monitorRingScale makes each connection's ring 2^3 entries.
+const monitorRingScale = 3
+
 // clientOption builds the rueidis options shared by every node's client;
 // InitAddress is filled in per node. It reads the password once, so that a
 // missing secret is reported at (re)load time rather than on every refresh.
@@ -95,10 +98,21 @@ func clientOption(cfg config.RedisCluster) (rueidis.ClientOption, error) {
 		// Closes a connection whose reads or writes stall (a hung node), so a
 		// stuck connection is replaced rather than reused.
 		ConnWriteTimeout: cfg.CommandTimeout,
-		// The exporter sends a handful of commands per refresh; small
-		// buffers keep 100-node clusters cheap.
-		ReadBufferEachConn:  64 << 10,
+		// Sized for a monitor, not for application traffic: the exporter
+		// sends one pipeline of a few small commands per node per refresh.
+		// rueidis's defaults (0.5 MiB buffers and a 1,024-entry ring per
+		// connection, two connections per node on two cores) cost about
+		// 1 MB per node, most of a 100-node cluster's footprint.
+		//
+		// Replies larger than the read buffer (CLUSTER NODES of a large
+		// cluster) are read through it, not into it.
+		ReadBufferEachConn:  16 << 10,
 		WriteBufferEachConn: 4 << 10,
+		// Entries for commands in flight on a connection: one pipeline per
+		// refresh, plus rueidis's keepalive PING.
+		RingScaleEachConn: monitorRingScale,
+		// -1: one connection per node (2^0), whatever GOMAXPROCS.
+		PipelineMultiplex: -1,
 	}
 	if cfg.Password.IsSet() {
 		password, err := cfg.Password.Value()
