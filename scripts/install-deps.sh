@@ -107,8 +107,9 @@ install_prometheus() {
 }
 
 # Headless Chromium renders the status page in e2e/status_page_test.go and
-# takes the screenshots in docs/; Debian's package, started by the test
-# itself (no browser download, no driver).
+# takes the screenshots in docs/, and shows /metrics in
+# e2e/clients_test.go; Debian's package, started by the test itself (no
+# browser download, no driver).
 install_chromium() {
   command -v chromium >/dev/null 2>&1 || apt_install chromium
   log "chromium: ok ($(chromium --version 2>/dev/null | head -1))"
