@@ -199,15 +199,6 @@ type Rendered struct {
 	compressed int
 }
 
-// Size is the number of bytes of the plain text, headers excluded.
-func (r *Rendered) Size() int64 {
-	var n int64
-	for _, f := range r.families {
-		n += f.size
-	}
-	return n
-}
-
 // lineBufferSize is how much plain text a rendering holds before handing
 // it to the compressor.
 const lineBufferSize = 32 << 10
