@@ -21,8 +21,10 @@ import (
 
 // Kafka API keys counted by the proxy.
 const (
-	faultAPIMetadata        = 3
-	faultAPIDescribeConfigs = 32
+	faultAPIMetadata                   = 3
+	faultAPIDescribeConfigs            = 32
+	faultAPIListPartitionReassignments = 46
+	faultAPIDescribeQuorum             = 55
 )
 
 // Timings of the exporter under fault: a short interval so that a test
@@ -225,8 +227,8 @@ func faultKafkaScrapeBurst(t *testing.T, cluster *lab.KafkaCluster) {
 	})
 
 	type window struct {
-		connections, metadata, describe, other, refreshes, scrapes int
-		slowest                                                    time.Duration
+		connections, metadata, describe, reassignments, quorum, other, refreshes, scrapes int
+		slowest                                                                           time.Duration
 	}
 	measure := func(burst bool) window {
 		var w window
@@ -249,6 +251,10 @@ func faultKafkaScrapeBurst(t *testing.T, cluster *lab.KafkaCluster) {
 				w.metadata = d
 			case faultAPIDescribeConfigs:
 				w.describe = d
+			case faultAPIListPartitionReassignments:
+				w.reassignments = d
+			case faultAPIDescribeQuorum:
+				w.quorum = d
 			default:
 				w.other += d
 			}
@@ -267,11 +273,16 @@ func faultKafkaScrapeBurst(t *testing.T, cluster *lab.KafkaCluster) {
 		if w.metadata < w.refreshes-1 || w.metadata > w.refreshes+1 {
 			t.Errorf("%s: %d Metadata requests through the proxy for %d refreshes: the exporter is not (only) using the proxy, or refreshes send more than one", w.what, w.metadata, w.refreshes)
 		}
+		// One ListPartitionReassignments and one DescribeQuorum per refresh,
+		// whatever the partition count; nothing else while all is healthy.
+		if w.reassignments < w.refreshes-1 || w.reassignments > w.refreshes+1 || w.quorum < w.refreshes-1 || w.quorum > w.refreshes+1 {
+			t.Errorf("%s: %d ListPartitionReassignments and %d DescribeQuorum requests for %d refreshes, want one each per refresh", w.what, w.reassignments, w.quorum, w.refreshes)
+		}
 		if w.connections != 0 || w.other != 0 {
 			t.Errorf("%s: %d new connections and %d other requests in a steady state", w.what, w.connections, w.other)
 		}
 	}
-	if burst.metadata > idle.metadata+1 || burst.describe > idle.describe+1 {
+	if burst.metadata > idle.metadata+1 || burst.describe > idle.describe+1 || burst.reassignments > idle.reassignments+1 || burst.quorum > idle.quorum+1 {
 		t.Errorf("%d scrapes raised Metadata requests from %d to %d and DescribeConfigs from %d to %d: scrapes reach the cluster",
 			burst.scrapes, idle.metadata, burst.metadata, idle.describe, burst.describe)
 	}

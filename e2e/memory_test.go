@@ -69,9 +69,13 @@ func fakeLargeCluster(t *testing.T, partitions int, churn bool) string {
 			{ApiKey: 3, MinVersion: 0, MaxVersion: 12}, // Metadata
 			{ApiKey: 18, MinVersion: 0, MaxVersion: 3}, // ApiVersions
 			{ApiKey: 32, MinVersion: 0, MaxVersion: 4}, // DescribeConfigs
+			{ApiKey: 46, MinVersion: 0, MaxVersion: 0}, // ListPartitionReassignments
 		}),
 		"MetadataRequest":        sarama.NewMockSequence(sequence...),
 		"DescribeConfigsRequest": sarama.NewMockWrapper(configs),
+		// No reassignment in progress: the reassignment series are served
+		// (all 0), as for a real cluster.
+		"ListPartitionReassignmentsRequest": sarama.NewMockWrapper(&sarama.ListPartitionReassignmentsResponse{}),
 	})
 	return broker.Addr()
 }

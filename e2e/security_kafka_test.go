@@ -36,7 +36,7 @@ const (
 // are watched by one exporter process at once, so the broker is started
 // once and the whole test takes seconds after it is up.
 func TestSecurityKafka(t *testing.T) {
-	const topic = "secured"
+	const topic, belowMinTopic = "secured", "secured-below-min-isr"
 	start := time.Now()
 	tlsFiles := secWriteCerts(t)
 	dir := t.TempDir()
@@ -49,7 +49,12 @@ func TestSecurityKafka(t *testing.T) {
 		Authorizer: true,
 	})
 	clusterUp := time.Since(start)
-	secCreateTopic(t, cluster.InternalBootstrap(), topic)
+	secCreateTopic(t, cluster.InternalBootstrap(), topic, 3, nil)
+	// RF 1 with min.insync.replicas 2 is always below min ISR, so every
+	// refresh asks for its eligible leader replicas with franz-go: the
+	// second client goes through the same TLS and SASL as sarama.
+	minISR2 := "2"
+	secCreateTopic(t, cluster.InternalBootstrap(), belowMinTopic, 1, map[string]*string{"min.insync.replicas": &minISR2})
 	secGrantKafkaACLs(t, cluster.InternalBootstrap())
 
 	passwordFile := secWriteSecretFile(t, dir, "kafka-password", secKafkaPassword)
@@ -105,6 +110,22 @@ func TestSecurityKafka(t *testing.T) {
 			if v := value(t, m, "kafka_topic_min_insync_replicas", map[string]string{"kafka_cluster": name, "topic": topic}); v != 1 {
 				t.Errorf("kafka_topic_min_insync_replicas = %v, want 1", v)
 			}
+			// And ListPartitionReassignments (Describe on the Cluster).
+			if v := value(t, m, "kafka_topic_reassigning_partitions", map[string]string{"kafka_cluster": name, "topic": topic}); v != 0 {
+				t.Errorf("kafka_topic_reassigning_partitions = %v, want 0", v)
+			}
+			// And franz-go's ApiVersions and DescribeTopicPartitions, with
+			// the TLS and SASL settings sarama got from the same function.
+			below := map[string]string{"kafka_cluster": name, "topic": belowMinTopic, "partition": "0"}
+			if v := value(t, m, "kafka_partition_under_min_isr", below); v != 1 {
+				t.Errorf("%s: under min ISR = %v, want 1 (RF 1, min ISR 2)", belowMinTopic, v)
+			}
+			if v := value(t, m, "kafka_partition_eligible_leader_replicas", below); v != 0 {
+				t.Errorf("%s: eligible leader replicas = %v, want 0", belowMinTopic, v)
+			}
+			if logs := secClusterLog(e.Logs(), name); strings.Contains(logs, "eligible leader replicas failed") {
+				t.Errorf("the franz-go client failed:\n%s", logs)
+			}
 		})
 	}
 	for name, want := range bad {
@@ -134,10 +155,24 @@ func TestSecurityKafka(t *testing.T) {
 		if n := len(m.Series("kafka_topic_min_insync_replicas", labels)); n != 0 {
 			t.Errorf("min ISR served without DescribeConfigs: %s", m.Describe("kafka_topic_min_insync_replicas", labels))
 		}
+		if n := len(m.Series("kafka_topic_reassigning_partitions", labels)); n != 0 {
+			t.Errorf("reassignments served without Describe on the Cluster: %s", m.Describe("kafka_topic_reassigning_partitions", labels))
+		}
 		logs := secClusterLog(e.Logs(), "describe-only")
 		const want = "reading topic configs failed"
 		if !strings.Contains(logs, want) || !strings.Contains(logs, "not authorized to access this topic") {
 			t.Errorf("log does not say %q with the authorization error:\n%s", want, logs)
+		}
+		// A lasting refusal is a warning once, then debug lines.
+		const refused = "listing partition reassignments failed"
+		warned := 0
+		for _, line := range strings.Split(logs, "\n") {
+			if strings.Contains(line, refused) && strings.Contains(line, "level=warn") {
+				warned++
+			}
+		}
+		if warned != 1 || !strings.Contains(logs, "not authorized to send this request type") {
+			t.Errorf("log warns %q %d times, want once, with the authorization error:\n%s", refused, warned, logs)
 		}
 		t.Logf("first log line: %s", strings.SplitN(logs, "\n", 2)[0])
 	})
@@ -218,7 +253,7 @@ func secKafkaConfig(bootstrap []string, tlsFiles certs.Files, passwordFile, wron
 
 // secCreateTopic creates a 3-partition topic through the PLAINTEXT
 // internal listener, as an administrator would.
-func secCreateTopic(t *testing.T, bootstrap []string, name string) {
+func secCreateTopic(t *testing.T, bootstrap []string, name string, partitions int32, configs map[string]*string) {
 	t.Helper()
 	conf := sarama.NewConfig()
 	conf.Version = sarama.V3_7_0_0
@@ -229,13 +264,13 @@ func secCreateTopic(t *testing.T, bootstrap []string, name string) {
 		t.Fatalf("admin client on %v: %v", bootstrap, err)
 	}
 	defer admin.Close()
-	if err := admin.CreateTopic(name, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}, false); err != nil {
+	if err := admin.CreateTopic(name, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1, ConfigEntries: configs}, false); err != nil {
 		t.Fatalf("create topic %s: %v", name, err)
 	}
 }
 
 // secGrantKafkaACLs gives secKafkaUser the documented minimal ACLs (Describe and
-// DescribeConfigs on all topics, nothing on the cluster) and
+// DescribeConfigs on all topics, Describe on the cluster) and
 // secKafkaDescribeOnlyUser only Describe on topics, through the internal
 // listener, whose principal is a super user.
 func secGrantKafkaACLs(t *testing.T, bootstrap []string) {
@@ -260,6 +295,8 @@ func secGrantKafkaACLs(t *testing.T, bootstrap []string) {
 	err = admin.CreateACLs([]*sarama.ResourceAcls{
 		{Resource: allTopics, Acls: allow(secKafkaUser, sarama.AclOperationDescribe, sarama.AclOperationDescribeConfigs)},
 		{Resource: allTopics, Acls: allow(secKafkaDescribeOnlyUser, sarama.AclOperationDescribe)},
+		{Resource: sarama.Resource{ResourceType: sarama.AclResourceCluster, ResourceName: "kafka-cluster", ResourcePatternType: sarama.AclPatternLiteral},
+			Acls: allow(secKafkaUser, sarama.AclOperationDescribe)},
 	})
 	if err != nil {
 		t.Fatalf("create ACLs: %v", err)

@@ -45,7 +45,7 @@ func syntheticSnapshot(partitions int) *Snapshot {
 	for _, t := range md.Topics {
 		minISR[t.Name] = 2
 	}
-	return buildSnapshot(md, all, TopicConfigCache{MinISR: minISR, ReadAt: time.Now()}, time.Now())
+	return buildSnapshot(md, all, TopicConfigCache{MinISR: minISR, ReadAt: time.Now()}, nil, time.Now())
 }
 
 // metricsHandlerFor serves snapshot as /metrics does: the collector is set
@@ -141,11 +141,11 @@ func BenchmarkRender500kPartitions(b *testing.B) { benchmarkRender(b, 500_000) }
 
 func benchmarkBuild(b *testing.B, partitions int) {
 	md := syntheticMetadata(partitions)
-	prev := buildSnapshot(md, all, TopicConfigCache{}, time.Now())
+	prev := buildSnapshot(md, all, TopicConfigCache{}, nil, time.Now())
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		next := buildSnapshot(md, all, TopicConfigCache{}, time.Now())
+		next := buildSnapshot(md, all, TopicConfigCache{}, nil, time.Now())
 		carryTransitions(prev, next)
 	}
 }

@@ -13,7 +13,10 @@ import (
 // decides which topics get topic and partition series; broker counts cover
 // every partition, because a broker's load does not depend on what the
 // exporter is asked to show. configs supplies min.insync.replicas.
-func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, configs TopicConfigCache, readAt time.Time) *Snapshot {
+// reassignments is the ListPartitionReassignments answer by topic and
+// partition, nil when it is unknown (see Snapshot.ReassignmentsKnown).
+func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, configs TopicConfigCache,
+	reassignments map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus, readAt time.Time) *Snapshot {
 	brokers := map[int32]*Broker{}
 	for _, b := range md.Brokers {
 		brokers[b.ID()] = &Broker{ID: b.ID(), Address: b.Addr(), Rack: b.Rack(), Up: true}
@@ -28,13 +31,14 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 		return b
 	}
 
-	snap := &Snapshot{ReadAt: readAt, TopicConfigs: configs}
+	snap := &Snapshot{ReadAt: readAt, TopicConfigs: configs, ReassignmentsKnown: reassignments != nil}
 	for _, tm := range md.Topics {
 		if tm.Err != sarama.ErrNoError && len(tm.Partitions) == 0 {
 			// A topic being deleted or not yet created has no partition data.
 			continue
 		}
 		topic := Topic{Name: tm.Name, MinISR: configs.MinISR[tm.Name]}
+		topic.UncleanElectionEnabled, topic.UncleanElectionKnown = configs.Unclean[tm.Name]
 		keep := keepTopic(tm.Name)
 		if keep {
 			topic.Partitions = make([]Partition, 0, len(tm.Partitions))
@@ -49,6 +53,9 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 			if p.Leader < 0 {
 				p.Leader = NoLeader
 			}
+			if ra := reassignments[tm.Name][pm.ID]; ra != nil && reassignmentInProgress(p.Replicas, ra) {
+				p.AddingReplicas, p.RemovingReplicas = ra.AddingReplicas, ra.RemovingReplicas
+			}
 			inISR := func(id int32) bool { return slices.Contains(p.ISR, id) }
 			for _, id := range p.Replicas {
 				b := brokerFor(id)
@@ -59,6 +66,12 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 				if !b.Up || slices.Contains(pm.OfflineReplicas, id) {
 					p.OfflineReplicas = append(p.OfflineReplicas, id)
 				}
+				if slices.Contains(p.AddingReplicas, id) {
+					b.AddingReplicas++
+				}
+				if slices.Contains(p.RemovingReplicas, id) {
+					b.RemovingReplicas++
+				}
 			}
 			if p.Leader != NoLeader {
 				brokerFor(p.Leader).LeaderPartitions++
@@ -66,7 +79,10 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 			if !keep {
 				continue
 			}
-			topic.ReplicationFactor = max(topic.ReplicationFactor, len(p.Replicas))
+			topic.ReplicationFactor = max(topic.ReplicationFactor, p.ReplicationFactor())
+			if p.Reassigning() {
+				topic.ReassigningPartitions++
+			}
 			if p.UnderReplicated() {
 				topic.UnderReplicated++
 			}
@@ -96,5 +112,76 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 	return snap
 }
 
+// reassignmentInProgress applies kafka-topics.sh's rule: a reassignment
+// read a moment before the metadata may have completed in between, and it
+// still counts only while some listed replica is being added or removed.
+func reassignmentInProgress(replicas []int32, ra *sarama.PartitionReplicaReassignmentsStatus) bool {
+	for _, id := range replicas {
+		if slices.Contains(ra.AddingReplicas, id) || slices.Contains(ra.RemovingReplicas, id) {
+			return true
+		}
+	}
+	return false
+}
+
 // brokerLabel formats a broker ID as a label value.
 func brokerLabel(id int32) string { return strconv.FormatInt(int64(id), 10) }
+
+// countNoCleanLeader sets each topic's NoCleanLeader count once the ELR is
+// known; without it an empty ISR says nothing about clean recovery.
+func (s *Snapshot) countNoCleanLeader() {
+	if !s.ELRKnown {
+		return
+	}
+	for i := range s.Topics {
+		t := &s.Topics[i]
+		t.NoCleanLeader = 0
+		for j := range t.Partitions {
+			if t.Partitions[j].NoCleanLeader() {
+				t.NoCleanLeader++
+			}
+		}
+	}
+}
+
+// countRacks fills in the rack series' counts. It runs after
+// carryTransitions, which remembers the rack of brokers that went down.
+func (s *Snapshot) countRacks() {
+	rackOf := make(map[int32]string, len(s.Brokers))
+	racks := map[string]bool{}
+	for _, b := range s.Brokers {
+		if b.Rack != "" {
+			rackOf[b.ID] = b.Rack
+			racks[b.Rack] = true
+		}
+	}
+	s.Racks = len(racks)
+	if s.Racks == 0 {
+		return
+	}
+	distinct := func(ids []int32) int {
+		seen := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			if r := rackOf[id]; r != "" {
+				seen[r] = true
+			}
+		}
+		return len(seen)
+	}
+	for i := range s.Topics {
+		t := &s.Topics[i]
+		t.RackUnsafe = 0
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			// Replicas being added are not counted, as for the replication factor.
+			target := p.Replicas
+			if len(p.AddingReplicas) > 0 {
+				target = slices.DeleteFunc(slices.Clone(p.Replicas), func(id int32) bool { return slices.Contains(p.AddingReplicas, id) })
+			}
+			p.ReplicaRacks, p.ISRRacks = distinct(target), distinct(p.ISR)
+			if p.RackUnsafe(s.Racks) {
+				t.RackUnsafe++
+			}
+		}
+	}
+}

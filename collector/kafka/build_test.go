@@ -28,7 +28,7 @@ func TestBuildSnapshotDerivesPartitionAndBrokerState(t *testing.T) {
 	md.AddTopicPartition("payments", 0, 3, []int32{3, 2}, []int32{3}, nil, sarama.ErrNoError)
 	configs := TopicConfigCache{MinISR: map[string]int{"orders": 2, "payments": 2}}
 
-	s := buildSnapshot(md, all, configs, time.Unix(0, 0))
+	s := buildSnapshot(md, all, configs, nil, time.Unix(0, 0))
 
 	if got := len(s.Topics); got != 2 {
 		t.Fatalf("topics = %d, want 2", got)
@@ -83,7 +83,7 @@ func TestBuildSnapshotFilterKeepsBrokerCountsWhole(t *testing.T) {
 	md := threeBrokerMetadata(1, 2, 3)
 	md.AddTopicPartition("keep", 0, 1, []int32{1, 2, 3}, []int32{1, 2, 3}, nil, sarama.ErrNoError)
 	md.AddTopicPartition("__consumer_offsets", 0, 1, []int32{1, 2, 3}, []int32{1, 2, 3}, nil, sarama.ErrNoError)
-	s := buildSnapshot(md, func(t string) bool { return t == "keep" }, TopicConfigCache{}, time.Now())
+	s := buildSnapshot(md, func(t string) bool { return t == "keep" }, TopicConfigCache{}, nil, time.Now())
 	if len(s.Topics) != 1 || s.Topics[0].Name != "keep" {
 		t.Fatalf("topics = %+v, want only keep", s.Topics)
 	}
@@ -95,7 +95,7 @@ func TestBuildSnapshotFilterKeepsBrokerCountsWhole(t *testing.T) {
 func TestBuildSnapshotUnknownMinISRServesNoGuess(t *testing.T) {
 	md := threeBrokerMetadata(1)
 	md.AddTopicPartition("new", 0, 1, []int32{1}, []int32{1}, nil, sarama.ErrNoError)
-	s := buildSnapshot(md, all, TopicConfigCache{}, time.Now())
+	s := buildSnapshot(md, all, TopicConfigCache{}, nil, time.Now())
 	if s.Topics[0].MinISR != 0 || s.Topics[0].UnderMinISR != 0 || s.Topics[0].AtMinISR != 0 {
 		t.Errorf("topic with unknown min ISR = %+v, want zero min-ISR fields", s.Topics[0])
 	}
@@ -104,8 +104,92 @@ func TestBuildSnapshotUnknownMinISRServesNoGuess(t *testing.T) {
 func TestBuildSnapshotSkipsTopicsWithoutPartitionData(t *testing.T) {
 	md := threeBrokerMetadata(1)
 	md.AddTopic("being-deleted", sarama.ErrUnknownTopicOrPartition)
-	s := buildSnapshot(md, all, TopicConfigCache{}, time.Now())
+	s := buildSnapshot(md, all, TopicConfigCache{}, nil, time.Now())
 	if len(s.Topics) != 0 {
 		t.Errorf("topics = %+v, want none", s.Topics)
+	}
+}
+
+// A reassignment adding broker 3 to partition 0 of an RF-2 topic: Kafka
+// lists replicas [1 2 3] and ISR [1 2] until 3 catches up. Since KIP-352
+// that is neither under-replicated nor RF 3. Partition 1's reassignment
+// completed between the two requests (its replicas no longer include the
+// adding or removing ones), so it counts as done, as kafka-topics.sh does.
+func TestBuildSnapshotReassignmentsFollowKIP352(t *testing.T) {
+	md := threeBrokerMetadata(1, 2, 3)
+	md.AddTopicPartition("moving", 0, 1, []int32{1, 2, 3}, []int32{1, 2}, nil, sarama.ErrNoError)
+	md.AddTopicPartition("moving", 1, 2, []int32{2, 3}, []int32{2, 3}, nil, sarama.ErrNoError)
+	md.AddTopicPartition("moving", 2, 1, []int32{1, 2}, []int32{1}, nil, sarama.ErrNoError)
+	ras := &sarama.ListPartitionReassignmentsResponse{}
+	ras.AddBlock("moving", 0, []int32{1, 2, 3}, []int32{3}, nil)
+	ras.AddBlock("moving", 1, []int32{1, 2, 3}, nil, []int32{1})
+	configs := TopicConfigCache{MinISR: map[string]int{"moving": 2}}
+
+	s := buildSnapshot(md, all, configs, ras.TopicStatus, time.Now())
+
+	if !s.ReassignmentsKnown {
+		t.Fatal("ReassignmentsKnown = false with an answer")
+	}
+	topic := s.Topics[0]
+	p0, p1, p2 := topic.Partitions[0], topic.Partitions[1], topic.Partitions[2]
+	if !p0.Reassigning() || p0.UnderReplicated() || p0.ReplicationFactor() != 2 || !p0.AtMinISR(2) {
+		t.Errorf("partition 0 = %+v: want reassigning, not under-replicated, RF 2, at min ISR", p0)
+	}
+	if p1.Reassigning() || p1.ReplicationFactor() != 2 || len(p1.RemovingReplicas) != 0 {
+		t.Errorf("partition 1 = %+v: its reassignment completed, want not reassigning, RF 2", p1)
+	}
+	if !p2.UnderReplicated() {
+		t.Errorf("partition 2 = %+v: ISR 1 of RF 2 is under-replicated", p2)
+	}
+	if topic.ReplicationFactor != 2 || topic.ReassigningPartitions != 1 || topic.UnderReplicated != 1 {
+		t.Errorf("topic RF %d reassigning %d under-replicated %d; want 2 1 1",
+			topic.ReplicationFactor, topic.ReassigningPartitions, topic.UnderReplicated)
+	}
+	for _, b := range s.Brokers {
+		wantAdding := map[int32]int{3: 1}[b.ID]
+		if b.AddingReplicas != wantAdding || b.RemovingReplicas != 0 {
+			t.Errorf("broker %d adding %d removing %d; want %d and 0", b.ID, b.AddingReplicas, b.RemovingReplicas, wantAdding)
+		}
+	}
+
+	// Without an answer the listed replicas are all the exporter knows.
+	unknown := buildSnapshot(md, all, configs, nil, time.Now())
+	if unknown.ReassignmentsKnown || unknown.Topics[0].ReplicationFactor != 3 || !unknown.Topics[0].Partitions[0].UnderReplicated() {
+		t.Errorf("without reassignments: known %v RF %d; want false, 3, partition 0 under-replicated",
+			unknown.ReassignmentsKnown, unknown.Topics[0].ReplicationFactor)
+	}
+}
+
+// Racks: brokers 1 and 3 in rack a, 2 in rack b (2 racks). RF 2 on 1 and 3
+// is rack-unsafe (1 rack where 2 are possible); on 1 and 2 it is safe, and
+// with 2 out of sync its ISR spans one rack. A replica being added does not
+// make a partition safe before it is part of it.
+func TestCountRacks(t *testing.T) {
+	s := &Snapshot{
+		Brokers: []Broker{{ID: 1, Rack: "a", Up: true}, {ID: 2, Rack: "b"}, {ID: 3, Rack: "a", Up: true}},
+		Topics: []Topic{{Name: "t", Partitions: []Partition{
+			{ID: 0, Leader: 1, Replicas: []int32{1, 3}, ISR: []int32{1, 3}},
+			{ID: 1, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1}},
+			{ID: 2, Leader: 1, Replicas: []int32{1, 3, 2}, ISR: []int32{1, 3}, AddingReplicas: []int32{2}},
+		}}},
+	}
+	s.countRacks()
+	if s.Racks != 2 {
+		t.Fatalf("racks = %d, want 2", s.Racks)
+	}
+	ps := s.Topics[0].Partitions
+	for i, want := range []struct{ replicaRacks, isrRacks int }{{1, 1}, {2, 1}, {1, 1}} {
+		if ps[i].ReplicaRacks != want.replicaRacks || ps[i].ISRRacks != want.isrRacks {
+			t.Errorf("partition %d: replica racks %d ISR racks %d, want %d %d", i, ps[i].ReplicaRacks, ps[i].ISRRacks, want.replicaRacks, want.isrRacks)
+		}
+	}
+	if got := s.Topics[0].RackUnsafe; got != 2 {
+		t.Errorf("rack-unsafe partitions = %d, want 2 (0, and 2 until its adding replica joins)", got)
+	}
+	// No broker with a rack: nothing is counted, and no series are served.
+	plain := buildSnapshot(threeBrokerMetadata(1, 2, 3), all, TopicConfigCache{}, nil, time.Now())
+	plain.countRacks()
+	if plain.Racks != 0 {
+		t.Errorf("racks = %d without broker.rack, want 0", plain.Racks)
 	}
 }

@@ -33,6 +33,15 @@ type descs struct {
 	partitionLeaderChanges     *exposition.Desc
 	partitionISRShrinks        *exposition.Desc
 	partitionISRExpands        *exposition.Desc
+	partitionReassigning       *exposition.Desc
+	partitionAddingReplicas    *exposition.Desc
+	partitionRemovingReplicas  *exposition.Desc
+	partitionELR               *exposition.Desc
+	partitionLastKnownELR      *exposition.Desc
+	partitionNoCleanLeader     *exposition.Desc
+	partitionUncleanElections  *exposition.Desc
+	partitionReplicaRacks      *exposition.Desc
+	partitionISRRacks          *exposition.Desc
 
 	topicPartitions        *exposition.Desc
 	topicReplicationFactor *exposition.Desc
@@ -41,6 +50,10 @@ type descs struct {
 	topicUnderMinISR       *exposition.Desc
 	topicAtMinISR          *exposition.Desc
 	topicOffline           *exposition.Desc
+	topicReassigning       *exposition.Desc
+	topicNoCleanLeader     *exposition.Desc
+	topicUncleanEnabled    *exposition.Desc
+	topicRackUnsafe        *exposition.Desc
 
 	brokerUp                *exposition.Desc
 	brokerReachable         *exposition.Desc
@@ -48,6 +61,8 @@ type descs struct {
 	brokerLeaderPartitions  *exposition.Desc
 	brokerReplicaPartitions *exposition.Desc
 	brokerOutOfSync         *exposition.Desc
+	brokerAddingReplicas    *exposition.Desc
+	brokerRemovingReplicas  *exposition.Desc
 
 	clusterBrokers         *exposition.Desc
 	clusterExpectedBrokers *exposition.Desc
@@ -55,6 +70,16 @@ type descs struct {
 	// Indexed by Condition.
 	episodeSeconds     [conditionCount]*exposition.Desc
 	openEpisodeSeconds [conditionCount]*exposition.Desc
+	clusterRacks       *exposition.Desc
+
+	quorumLeader            *exposition.Desc
+	quorumLeaderEpoch       *exposition.Desc
+	quorumHighWatermark     *exposition.Desc
+	quorumVoters            *exposition.Desc
+	quorumObservers         *exposition.Desc
+	quorumVoterLogEndOffset *exposition.Desc
+	quorumVoterLag          *exposition.Desc
+	quorumVoterCaughtUpAge  *exposition.Desc
 }
 
 // healthSeries holds the refresh health families, served first; series
@@ -92,6 +117,7 @@ var metrics = func() descs {
 	partition := []string{"topic", "partition"}
 	topic := []string{"topic"}
 	broker := []string{"broker"}
+	voter := []string{"voter"}
 	x := descs{
 		health: exposition.Health{
 			Up: healthSeries.Gauge("kafka_up",
@@ -105,13 +131,13 @@ var metrics = func() descs {
 		partitionLeader: newGauge("kafka_partition_leader",
 			"Broker ID of the partition's leader, -1 when it has none"+fromRefresh, partition...),
 		partitionReplicas: newGauge("kafka_partition_replicas",
-			"Number of replicas assigned to the partition"+fromRefresh, partition...),
+			"Replication factor of the partition: its assigned replicas, without those a reassignment is still adding (KIP-352, as kafka-topics.sh counts)"+fromRefresh, partition...),
 		partitionISR: newGauge("kafka_partition_in_sync_replicas",
 			"Number of replicas in the partition's in-sync replica set (ISR)"+fromRefresh, partition...),
 		partitionOfflineReplicas: newGauge("kafka_partition_offline_replicas",
 			"Number of the partition's assigned replicas on brokers that are down or on offline log directories"+fromRefresh, partition...),
 		partitionUnderReplicated: newGauge("kafka_partition_under_replicated",
-			"1 if the ISR is smaller than the assigned replicas"+fromRefresh, partition...),
+			"1 if the ISR is smaller than the replication factor; a replica a reassignment is still adding does not count (KIP-352)"+fromRefresh, partition...),
 		partitionUnderMinISR: newGauge("kafka_partition_under_min_isr",
 			"1 if the ISR is smaller than the topic's effective min.insync.replicas, so acks=all writes fail"+fromRefresh, partition...),
 		partitionAtMinISR: newGauge("kafka_partition_at_min_isr",
@@ -126,11 +152,29 @@ var metrics = func() descs {
 			"Refreshes in which this exporter observed the partition's ISR lose members.", partition...),
 		partitionISRExpands: newCounter("kafka_partition_isr_expands_total",
 			"Refreshes in which this exporter observed the partition's ISR gain members.", partition...),
+		partitionReassigning: newGauge("kafka_partition_reassigning",
+			"1 while a reassignment of the partition is in progress (ListPartitionReassignments)"+fromRefresh, partition...),
+		partitionAddingReplicas: newGauge("kafka_partition_adding_replicas",
+			"Replicas an in-progress reassignment is adding to the partition; served only while it is reassigning"+fromRefresh, partition...),
+		partitionRemovingReplicas: newGauge("kafka_partition_removing_replicas",
+			"Replicas an in-progress reassignment is removing from the partition; served only while it is reassigning"+fromRefresh, partition...),
+		partitionELR: newGauge("kafka_partition_eligible_leader_replicas",
+			"Eligible leader replicas (KIP-966, Kafka 3.9+): replicas out of an ISR below min.insync.replicas that may still lead without losing acknowledged writes; served only for partitions below min ISR, the only ones that can have any"+fromRefresh, partition...),
+		partitionLastKnownELR: newGauge("kafka_partition_last_known_elr",
+			"Last known eligible leader replicas of a partition whose ELR emptied (KIP-966); served only for partitions below min ISR"+fromRefresh, partition...),
+		partitionUncleanElections: newCounter("kafka_partition_unclean_leader_elections_total",
+			"Leader changes this exporter observed to a replica that was in neither the previous ISR nor its eligible or last known eligible leader replicas: unclean elections, which lose acknowledged writes.", partition...),
+		partitionReplicaRacks: newGauge("kafka_partition_replica_racks",
+			"Distinct racks (broker.rack) among the partition's replicas, without those a reassignment is still adding; served when brokers have racks"+fromRefresh, partition...),
+		partitionISRRacks: newGauge("kafka_partition_isr_racks",
+			"Distinct racks (broker.rack) among the partition's in-sync replicas; served when brokers have racks"+fromRefresh, partition...),
+		partitionNoCleanLeader: newGauge("kafka_partition_no_clean_leader",
+			"1 if the partition has no leader and neither an ISR nor an eligible leader replica left: only an unclean election, losing data, can bring it back; served only for partitions below min ISR"+fromRefresh, partition...),
 
 		topicPartitions: newGauge("kafka_topic_partitions",
 			"Number of partitions of the topic"+fromRefresh, topic...),
 		topicReplicationFactor: newGauge("kafka_topic_replication_factor",
-			"Replication factor of the topic (largest replica count of its partitions)"+fromRefresh, topic...),
+			"Replication factor of the topic: the largest of its partitions', without replicas a reassignment is still adding (KIP-352)"+fromRefresh, topic...),
 		topicMinISR: newGauge("kafka_topic_min_insync_replicas",
 			"Effective min.insync.replicas of the topic: its override, else the broker or cluster default"+fromRefresh, topic...),
 		topicUnderReplicated: newGauge("kafka_topic_under_replicated_partitions",
@@ -141,6 +185,14 @@ var metrics = func() descs {
 			"Partitions of the topic whose ISR equals min.insync.replicas"+fromRefresh, topic...),
 		topicOffline: newGauge("kafka_topic_offline_partitions",
 			"Partitions of the topic without a leader"+fromRefresh, topic...),
+		topicReassigning: newGauge("kafka_topic_reassigning_partitions",
+			"Partitions of the topic with a reassignment in progress"+fromRefresh, topic...),
+		topicUncleanEnabled: newGauge("kafka_topic_unclean_leader_election_enabled",
+			"1 if the topic's effective unclean.leader.election.enable is true: a replica outside the ISR may be elected, losing acknowledged writes"+fromRefresh, topic...),
+		topicRackUnsafe: newGauge("kafka_topic_rack_unsafe_partitions",
+			"Partitions of the topic whose replicas sit in fewer racks than they could: min(replication factor, racks in the cluster); served when brokers have racks"+fromRefresh, topic...),
+		topicNoCleanLeader: newGauge("kafka_topic_no_clean_leader_partitions",
+			"Partitions of the topic without a leader, an ISR or an eligible leader replica: only an unclean election can bring them back"+fromRefresh, topic...),
 
 		brokerUp: newGauge("kafka_broker_up",
 			"1 if the broker is registered and live, 0 if replicas are assigned to it but it is not"+fromRefresh, broker...),
@@ -157,11 +209,35 @@ var metrics = func() descs {
 			"Partition replicas assigned to this broker, across all topics"+fromRefresh, broker...),
 		brokerOutOfSync: newGauge("kafka_broker_out_of_sync_replicas",
 			"Replicas on this broker that are not in their partition's ISR, across all topics"+fromRefresh, broker...),
+		brokerAddingReplicas: newGauge("kafka_broker_adding_replicas",
+			"Replicas in-progress reassignments are adding to this broker, across all topics"+fromRefresh, broker...),
+		brokerRemovingReplicas: newGauge("kafka_broker_removing_replicas",
+			"Replicas in-progress reassignments are removing from this broker, across all topics"+fromRefresh, broker...),
 
 		clusterBrokers: newGauge("kafka_cluster_brokers",
 			"Live brokers"+fromRefresh),
 		clusterExpectedBrokers: newGauge("kafka_cluster_expected_brokers",
 			"Brokers that are live or hold replica assignments; fewer live than expected means brokers are down"+fromRefresh),
+
+		clusterRacks: newGauge("kafka_cluster_racks",
+			"Distinct racks (broker.rack) of the brokers, down ones by their last known rack; served when brokers have racks"+fromRefresh),
+
+		quorumLeader: newGauge("kafka_quorum_leader",
+			"Node ID of the KRaft quorum leader, which is the active controller, -1 while there is none (DescribeQuorum)"+fromRefresh),
+		quorumLeaderEpoch: newGauge("kafka_quorum_leader_epoch",
+			"Epoch of the KRaft quorum leader; it rises with every controller election"+fromRefresh),
+		quorumHighWatermark: newGauge("kafka_quorum_high_watermark",
+			"High watermark of the KRaft metadata log (__cluster_metadata)"+fromRefresh),
+		quorumVoters: newGauge("kafka_quorum_voters",
+			"Controllers voting in the KRaft quorum"+fromRefresh),
+		quorumObservers: newGauge("kafka_quorum_observers",
+			"Observers of the KRaft quorum: brokers (and controllers not voting) that replicate the metadata log"+fromRefresh),
+		quorumVoterLogEndOffset: newGauge("kafka_quorum_voter_log_end_offset",
+			"Log end offset of the voter's copy of the metadata log, as the quorum leader knows it"+fromRefresh, voter...),
+		quorumVoterLag: newGauge("kafka_quorum_voter_lag",
+			"Metadata log records the voter is behind the quorum leader (0 for the leader)"+fromRefresh, voter...),
+		quorumVoterCaughtUpAge: newGauge("kafka_quorum_voter_caught_up_age_seconds",
+			"Seconds since the voter last caught up with the quorum leader, by the leader's clock; absent while the leader does not know"+fromRefresh, voter...),
 	}
 	x.episodeSeconds = [conditionCount]*exposition.Desc{
 		ConditionOffline: newHistogram("kafka_partition_offline_episode_seconds",
@@ -331,6 +407,9 @@ func (x *descs) partitionFamilies() []*exposition.Desc {
 		x.partitionLeader, x.partitionReplicas, x.partitionISR, x.partitionOfflineReplicas,
 		x.partitionUnderReplicated, x.partitionUnderMinISR, x.partitionAtMinISR, x.partitionOffline,
 		x.partitionLeaderIsPreferred, x.partitionLeaderChanges, x.partitionISRShrinks, x.partitionISRExpands,
+		x.partitionReassigning, x.partitionAddingReplicas, x.partitionRemovingReplicas,
+		x.partitionELR, x.partitionLastKnownELR, x.partitionNoCleanLeader,
+		x.partitionUncleanElections, x.partitionReplicaRacks, x.partitionISRRacks,
 	}
 }
 
@@ -350,6 +429,25 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, partitionMetr
 	partLabels := []string{cluster, "", ""}
 	ch.Add(metrics.clusterBrokers, float64(s.LiveBrokers()), cluster)
 	ch.Add(metrics.clusterExpectedBrokers, float64(len(s.Brokers)), cluster)
+	if s.Racks > 0 {
+		ch.Add(metrics.clusterRacks, float64(s.Racks), cluster)
+	}
+	if q := s.Quorum; q != nil {
+		ch.Add(metrics.quorumLeader, float64(q.LeaderID), cluster)
+		ch.Add(metrics.quorumLeaderEpoch, float64(q.LeaderEpoch), cluster)
+		ch.Add(metrics.quorumHighWatermark, float64(q.HighWatermark), cluster)
+		ch.Add(metrics.quorumVoters, float64(len(q.Voters)), cluster)
+		ch.Add(metrics.quorumObservers, float64(q.Observers), cluster)
+		voterLabels := []string{cluster, ""}
+		for _, v := range q.Voters {
+			voterLabels[1] = brokerLabel(v.ID)
+			ch.Add(metrics.quorumVoterLogEndOffset, float64(v.LogEndOffset), voterLabels...)
+			ch.Add(metrics.quorumVoterLag, float64(v.Lag), voterLabels...)
+			if v.CaughtUpAge >= 0 {
+				ch.Add(metrics.quorumVoterCaughtUpAge, v.CaughtUpAge.Seconds(), voterLabels...)
+			}
+		}
+	}
 	for i := range s.Brokers {
 		b := &s.Brokers[i]
 		id := brokerLabel(b.ID)
@@ -362,6 +460,10 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, partitionMetr
 		ch.Add(metrics.brokerLeaderPartitions, float64(b.LeaderPartitions), brokerLabels...)
 		ch.Add(metrics.brokerReplicaPartitions, float64(b.ReplicaPartitions), brokerLabels...)
 		ch.Add(metrics.brokerOutOfSync, float64(b.OutOfSyncReplicas), brokerLabels...)
+		if s.ReassignmentsKnown {
+			ch.Add(metrics.brokerAddingReplicas, float64(b.AddingReplicas), brokerLabels...)
+			ch.Add(metrics.brokerRemovingReplicas, float64(b.RemovingReplicas), brokerLabels...)
+		}
 	}
 	// While rendering one non-partition family, skip the partition loop,
 	// nine tenths of the work.
@@ -373,6 +475,18 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, partitionMetr
 		ch.Add(metrics.topicReplicationFactor, float64(t.ReplicationFactor), topicLabels...)
 		ch.Add(metrics.topicUnderReplicated, float64(t.UnderReplicated), topicLabels...)
 		ch.Add(metrics.topicOffline, float64(t.Offline), topicLabels...)
+		if s.ReassignmentsKnown {
+			ch.Add(metrics.topicReassigning, float64(t.ReassigningPartitions), topicLabels...)
+		}
+		if s.ELRKnown {
+			ch.Add(metrics.topicNoCleanLeader, float64(t.NoCleanLeader), topicLabels...)
+		}
+		if s.Racks > 0 {
+			ch.Add(metrics.topicRackUnsafe, float64(t.RackUnsafe), topicLabels...)
+		}
+		if t.UncleanElectionKnown {
+			ch.Add(metrics.topicUncleanEnabled, bool01(t.UncleanElectionEnabled), topicLabels...)
+		}
 		if t.MinISR > 0 {
 			ch.Add(metrics.topicMinISR, float64(t.MinISR), topicLabels...)
 			ch.Add(metrics.topicUnderMinISR, float64(t.UnderMinISR), topicLabels...)
@@ -386,7 +500,7 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, partitionMetr
 			p := &t.Partitions[pi]
 			partLabels[1], partLabels[2] = t.Name, strconv.FormatInt(int64(p.ID), 10)
 			ch.Add(metrics.partitionLeader, float64(p.Leader), partLabels...)
-			ch.Add(metrics.partitionReplicas, float64(len(p.Replicas)), partLabels...)
+			ch.Add(metrics.partitionReplicas, float64(p.ReplicationFactor()), partLabels...)
 			ch.Add(metrics.partitionISR, float64(len(p.ISR)), partLabels...)
 			ch.Add(metrics.partitionOfflineReplicas, float64(len(p.OfflineReplicas)), partLabels...)
 			ch.Add(metrics.partitionUnderReplicated, bool01(p.UnderReplicated()), partLabels...)
@@ -399,6 +513,26 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, partitionMetr
 			ch.Add(metrics.partitionLeaderChanges, float64(p.LeaderChanges), partLabels...)
 			ch.Add(metrics.partitionISRShrinks, float64(p.ISRShrinks), partLabels...)
 			ch.Add(metrics.partitionISRExpands, float64(p.ISRExpands), partLabels...)
+			ch.Add(metrics.partitionUncleanElections, float64(p.UncleanElections), partLabels...)
+			if s.Racks > 0 {
+				ch.Add(metrics.partitionReplicaRacks, float64(p.ReplicaRacks), partLabels...)
+				ch.Add(metrics.partitionISRRacks, float64(p.ISRRacks), partLabels...)
+			}
+			// Series that say something only in a rare state are served only
+			// in it: two fewer series per partition while nothing moves, and
+			// three fewer while every ISR is at or above min ISR.
+			if s.ReassignmentsKnown {
+				ch.Add(metrics.partitionReassigning, bool01(p.Reassigning()), partLabels...)
+				if p.Reassigning() {
+					ch.Add(metrics.partitionAddingReplicas, float64(len(p.AddingReplicas)), partLabels...)
+					ch.Add(metrics.partitionRemovingReplicas, float64(len(p.RemovingReplicas)), partLabels...)
+				}
+			}
+			if s.ELRKnown && p.UnderMinISR(t.MinISR) {
+				ch.Add(metrics.partitionELR, float64(len(p.ELR)), partLabels...)
+				ch.Add(metrics.partitionLastKnownELR, float64(len(p.LastKnownELR)), partLabels...)
+				ch.Add(metrics.partitionNoCleanLeader, bool01(p.NoCleanLeader()), partLabels...)
+			}
 		}
 	}
 }

@@ -76,7 +76,7 @@ kafka_partition_under_min_isr{kafka_cluster="main",partition="0",topic="t"} 0
 # HELP kafka_partition_at_min_isr 1 if the ISR equals the topic's effective min.insync.replicas, so one more loss blocks acks=all writes (as of the last successful refresh).
 # TYPE kafka_partition_at_min_isr gauge
 kafka_partition_at_min_isr{kafka_cluster="main",partition="0",topic="t"} 1
-# HELP kafka_partition_under_replicated 1 if the ISR is smaller than the assigned replicas (as of the last successful refresh).
+# HELP kafka_partition_under_replicated 1 if the ISR is smaller than the replication factor; a replica a reassignment is still adding does not count (KIP-352) (as of the last successful refresh).
 # TYPE kafka_partition_under_replicated gauge
 kafka_partition_under_replicated{kafka_cluster="main",partition="0",topic="t"} 1
 # HELP kafka_broker_up 1 if the broker is registered and live, 0 if replicas are assigned to it but it is not (as of the last successful refresh).
@@ -174,14 +174,32 @@ func TestCollectorWithoutPartitionMetrics(t *testing.T) {
 }
 
 func TestMetricNamesCoverEverythingCollected(t *testing.T) {
+	// After the failover, partition 0 is also being reassigned and a second
+	// partition is offline with an empty ISR: the series served only in
+	// those states are there too.
+	rs := []int32{1, 2, 3}
+	before, _ := failoverSnapshots()
+	after := snapshotOf([]int32{2, 3}, part{2, rs, []int32{2, 3}}, part{-1, rs, nil})
+	after.Topics[0].Partitions[0].RemovingReplicas = []int32{1}
+	after.countNoCleanLeader()
+	for i := range after.Brokers {
+		after.Brokers[i].Rack = "rack-" + brokerLabel(after.Brokers[i].ID%2)
+	}
+	after.countRacks()
+	w := watcherServing(t, before, after)
+	c := NewCollector()
+	c.Set("main", w, true)
+	w.RefreshOnce(context.Background())
+	w.RefreshOnce(context.Background())
 	known := map[string]bool{}
 	for _, n := range SeriesNames() {
 		known[n] = true
 	}
 	reg := prometheus.NewPedanticRegistry()
-	// The failover exercises the state series, the episodes the
-	// histograms and open-episode gauges.
-	reg.MustRegister(collectorAfterFailover(t))
+	// The failover (with a reassignment, an offline partition and racks)
+	// exercises the state series, the episodes the histograms and
+	// open-episode gauges.
+	reg.MustRegister(c)
 	episodes := prometheus.NewPedanticRegistry()
 	episodes.MustRegister(collectorThroughEpisodes(t))
 	families, err := reg.Gather()

@@ -29,6 +29,25 @@ type Snapshot struct {
 	// Events are the transitions between the previous snapshot and this
 	// one, in broker then topic and partition order.
 	Events events.List
+	// ReassignmentsKnown is true when the cluster answered the refresh's
+	// ListPartitionReassignments request. When false (the API is missing
+	// or was refused) reassignment series are not served and replication
+	// factors count every listed replica.
+	ReassignmentsKnown bool
+	// ELRKnown is true when the cluster offers DescribeTopicPartitions
+	// (Kafka 3.9+) and it answered for every partition below min ISR. When
+	// false, eligible leader replica series are not served.
+	ELRKnown bool
+	// ELRUnsupported is true when the cluster does not offer the ELR API
+	// (Kafka before 3.9): the ISR alone then decides who may lead cleanly.
+	ELRUnsupported bool
+	// Racks counts the distinct broker.rack values of the brokers (down
+	// ones by their last known rack); 0 when no broker has a rack, and then
+	// rack series are not served.
+	Racks int
+	// Quorum is the KRaft controller quorum, nil when it could not be read
+	// (then its series are not served).
+	Quorum *Quorum
 }
 
 // Broker is one broker, live or referenced by an assignment.
@@ -51,13 +70,17 @@ type Broker struct {
 	// OutOfSyncReplicas counts replicas on this broker that are not in their
 	// partition's ISR.
 	OutOfSyncReplicas int
+	// AddingReplicas and RemovingReplicas count this broker's replicas that
+	// an in-progress reassignment is adding or removing.
+	AddingReplicas   int
+	RemovingReplicas int
 }
 
 // Topic is one topic and its partitions, sorted by partition ID.
 type Topic struct {
 	Name string
-	// ReplicationFactor is the largest replica count of its partitions
-	// (they differ only mid-reassignment).
+	// ReplicationFactor is the largest ReplicationFactor of its partitions
+	// (they differ only when partitions were reassigned to different sizes).
 	ReplicationFactor int
 	// MinISR is the effective min.insync.replicas; 0 when it could not be
 	// read yet, in which case min-ISR series are not served for the topic.
@@ -68,6 +91,17 @@ type Topic struct {
 	UnderMinISR     int
 	AtMinISR        int
 	Offline         int
+	// ReassigningPartitions counts partitions with a reassignment in progress.
+	ReassigningPartitions int
+	// NoCleanLeader counts partitions for which NoCleanLeader holds, once
+	// the ELR is read (0 until then).
+	NoCleanLeader int
+	// RackUnsafe counts partitions whose replicas sit in fewer racks than
+	// they could: min(replication factor, racks in the cluster).
+	RackUnsafe int
+	// UncleanElectionKnown and UncleanElectionEnabled are the topic's
+	// effective unclean.leader.election.enable, once read.
+	UncleanElectionKnown, UncleanElectionEnabled bool
 }
 
 // Partition is one partition's replication state and the transitions this
@@ -81,10 +115,28 @@ type Partition struct {
 	// OfflineReplicas are assigned replicas whose broker is not live or
 	// whose log directory is offline.
 	OfflineReplicas []int32
+	// AddingReplicas and RemovingReplicas are what an in-progress
+	// reassignment adds and removes. During a reassignment Replicas is the
+	// union of the old and the target replicas (KIP-455).
+	AddingReplicas   []int32
+	RemovingReplicas []int32
+	// ELR are the eligible leader replicas (KIP-966): replicas that left an
+	// ISR already below min ISR and may still lead without losing
+	// acknowledged writes. LastKnownELR are the last ELR members of a
+	// partition whose ELR emptied. Read only for partitions below min ISR;
+	// Kafka keeps both empty otherwise.
+	ELR          []int32
+	LastKnownELR []int32
+	// ReplicaRacks and ISRRacks count the distinct racks of the replicas
+	// and of the ISR (brokers without a rack do not count).
+	ReplicaRacks, ISRRacks int
 
 	LeaderChanges uint64
 	ISRShrinks    uint64
 	ISRExpands    uint64
+	// UncleanElections counts leader changes to a replica that could not
+	// have been elected cleanly (see carryTransitions).
+	UncleanElections uint64
 }
 
 // NoLeader is the leader ID Kafka reports for a partition without a leader.
@@ -94,14 +146,42 @@ const NoLeader int32 = -1
 // neither reads nor writes.
 func (p *Partition) Offline() bool { return p.Leader == NoLeader }
 
-// UnderReplicated reports whether some assigned replica is out of sync.
-func (p *Partition) UnderReplicated() bool { return len(p.ISR) < len(p.Replicas) }
+// ReplicationFactor is the number of replicas the partition is meant to
+// have, counted as Kafka does since KIP-352: the listed replicas without
+// those a reassignment is still adding. A replica being added is not
+// expected in the ISR yet, so it makes a partition neither under-replicated
+// nor bigger.
+func (p *Partition) ReplicationFactor() int { return len(p.Replicas) - len(p.AddingReplicas) }
+
+// Reassigning reports whether a reassignment of the partition is in progress.
+func (p *Partition) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
+}
+
+// UnderReplicated reports whether fewer replicas are in sync than the
+// replication factor, as kafka-topics.sh --under-replicated-partitions does.
+func (p *Partition) UnderReplicated() bool { return len(p.ISR) < p.ReplicationFactor() }
 
 // UnderMinISR reports whether acks=all writes fail with NOT_ENOUGH_REPLICAS.
 func (p *Partition) UnderMinISR(minISR int) bool { return minISR > 0 && len(p.ISR) < minISR }
 
 // AtMinISR reports whether losing one more in-sync replica blocks acks=all writes.
 func (p *Partition) AtMinISR(minISR int) bool { return minISR > 0 && len(p.ISR) == minISR }
+
+// NoCleanLeader reports whether the partition has no leader and no replica
+// left that may lead without losing acknowledged writes: its ISR and its
+// ELR are empty. Only an unclean election (data loss) brings it back.
+// Meaningful only when the snapshot's ELRKnown is true.
+func (p *Partition) NoCleanLeader() bool {
+	return p.Offline() && len(p.ISR) == 0 && len(p.ELR) == 0
+}
+
+// RackUnsafe reports whether the replicas sit in fewer racks than they
+// could, given racks racks in the cluster: losing one rack then costs more
+// replicas than it has to.
+func (p *Partition) RackUnsafe(racks int) bool {
+	return racks > 0 && p.ReplicaRacks < min(p.ReplicationFactor(), racks)
+}
 
 // LeaderIsPreferred reports whether the leader is the first assigned
 // replica, where a preferred-leader election would put it.
@@ -124,5 +204,7 @@ func (s *Snapshot) LiveBrokers() int {
 // they were read.
 type TopicConfigCache struct {
 	MinISR map[string]int
-	ReadAt time.Time
+	// Unclean is each topic's effective unclean.leader.election.enable.
+	Unclean map[string]bool
+	ReadAt  time.Time
 }

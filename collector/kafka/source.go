@@ -14,13 +14,18 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/failover-exporter/failover_exporter/collector/peer"
 	"github.com/failover-exporter/failover_exporter/config"
 )
 
-// minISRConfig is the only topic config the exporter reads.
-const minISRConfig = "min.insync.replicas"
+// The topic configs the exporter reads, in one batched DescribeConfigs.
+const (
+	minISRConfig  = "min.insync.replicas"
+	uncleanConfig = "unclean.leader.election.enable"
+)
 
 // source talks to one Kafka cluster. It keeps one connection to one broker
 // and falls back to the other known brokers, then to the bootstrap servers,
@@ -30,7 +35,24 @@ type source struct {
 	conf   *sarama.Config
 	logger log.Logger
 
+	// franz sends the requests sarama lacks (DescribeTopicPartitions). It
+	// connects on first use and finds brokers by itself.
+	franz *kgo.Client
+	// franzTarget is the address of the broker that answered this refresh's
+	// Metadata request; franz-go requests go to it (franzSeed is the one
+	// franz-go has as its seed).
+	franzTarget, franzSeed string
+	// apis is the last ApiVersions answer franz got, and when.
+	apis   map[int16]bool
+	apisAt time.Time
+	// logged holds the last error logged per kind of optional request, so
+	// that a lasting failure is a warning once, then debug lines.
+	logged map[string]string
+
 	conn *sarama.Broker
+	// forwardConn is a second connection, to the same broker, for requests
+	// the broker forwards to the active controller (see listReassignments).
+	forwardConn *sarama.Broker
 	// known are the addresses of the brokers in the last Metadata response,
 	// tried after the current connection and before the bootstrap servers.
 	known []string
@@ -53,20 +75,38 @@ type source struct {
 }
 
 func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
-	conf, err := saramaConfig(cfg)
+	conf, security, err := clientConfigs(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &source{cfg: cfg, conf: conf, logger: logger, now: time.Now}, nil
+	// ApiVersions v3 is what sarama sends too; later versions add nothing
+	// used here, and sarama's MockBroker (the tests' stand-in for clusters
+	// that lack an API) decodes no later one.
+	versions := kversion.Stable()
+	versions.SetMaxKeyVersion(apiApiVersions, 3)
+	franz, err := kgo.NewClient(append(security,
+		kgo.MaxVersions(versions),
+		kgo.SeedBrokers(cfg.BootstrapServers...),
+		kgo.ClientID(cfg.ClientID),
+		kgo.DialTimeout(cfg.DialTimeout),
+		kgo.RequestTimeoutOverhead(cfg.RequestTimeout),
+		kgo.RetryTimeout(cfg.RequestTimeout),
+		kgo.RequestRetries(1),
+	)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client config: %w", err)
+	}
+	return &source{cfg: cfg, conf: conf, franz: franz, logger: logger, now: time.Now}, nil
 }
 
-// saramaConfig translates the cluster config. Every network call gets the
-// dial and request timeouts, so a hung broker costs at most one timeout.
-func saramaConfig(cfg config.KafkaCluster) (*sarama.Config, error) {
+// clientConfigs translates the cluster config into sarama's config and
+// franz-go's options. Every network call gets the dial and request
+// timeouts, so a hung broker costs at most one timeout.
+func clientConfigs(cfg config.KafkaCluster) (*sarama.Config, []kgo.Opt, error) {
 	conf := sarama.NewConfig()
 	version, err := sarama.ParseKafkaVersion(cfg.Version)
 	if err != nil {
-		return nil, fmt.Errorf("kafka version %q: %w", cfg.Version, err)
+		return nil, nil, fmt.Errorf("kafka version %q: %w", cfg.Version, err)
 	}
 	conf.Version = version
 	conf.ClientID = cfg.ClientID
@@ -76,25 +116,21 @@ func saramaConfig(cfg config.KafkaCluster) (*sarama.Config, error) {
 	conf.Net.MaxOpenRequests = 1
 	conf.Metadata.AllowAutoTopicCreation = false
 
-	tlsConf, err := cfg.TLS.ClientConfig()
+	security, err := clientSecurity(cfg, conf)
 	if err != nil {
-		return nil, err
-	}
-	if tlsConf != nil {
-		conf.Net.TLS.Enable = true
-		conf.Net.TLS.Config = tlsConf
-	}
-	if err := configureSASL(conf, cfg.SASL); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := conf.Validate(); err != nil {
-		return nil, fmt.Errorf("kafka client config: %w", err)
+		return nil, nil, fmt.Errorf("kafka client config: %w", err)
 	}
-	return conf, nil
+	return conf, security, nil
 }
 
-// refresh reads the cluster once: one Metadata request for all topics and,
-// when due or when new topics appeared, one batched DescribeConfigs request.
+// refresh reads the cluster once: one Metadata request for all topics, one
+// ListPartitionReassignments request, one DescribeQuorum request, when due
+// or when new topics appeared one batched DescribeConfigs request, and when
+// partitions are below min ISR the DescribeTopicPartitions requests for
+// their ELR.
 func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	md, broker, err := s.readMetadata(ctx)
 	if err != nil {
@@ -110,9 +146,20 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 		// value was never read get no min-ISR series rather than a guess.
 		level.Warn(s.logger).Log("msg", "reading topic configs failed; keeping cached min.insync.replicas", "err", err)
 	}
-	snap := buildSnapshot(md, s.cfg.Topics.Match, configs, s.now())
+	s.franzTarget = broker.Addr()
+	reassignments := s.listReassignments(ctx, broker.Addr(), md)
+	snap := buildSnapshot(md, s.cfg.Topics.Match, configs, reassignments, s.now())
+	s.readELR(ctx, snap)
+	snap.countNoCleanLeader()
 	carryTransitions(prev, snap)
+	snap.countRacks()
+	// The quorum request is forwarded to the active controller and hangs
+	// when there is none; reading it beside the broker probes keeps it from
+	// eating the probes' time, which is when they matter most.
+	quorum := make(chan *Quorum, 1)
+	go func() { quorum <- s.readQuorum(ctx) }()
 	s.probeBrokers(ctx, snap, broker.Addr())
+	snap.Quorum = <-quorum
 
 	s.known = s.known[:0]
 	for _, b := range md.Brokers {
@@ -315,13 +362,140 @@ func (s *source) probeBrokers(ctx context.Context, snap *Snapshot, connected str
 	wg.Wait()
 }
 
-// close releases the connection; the watcher calls it when it stops.
+// listReassignments sends one ListPartitionReassignments request (Kafka
+// 2.4+, API 46) naming every partition in md to the broker at addr, and
+// returns the in-progress reassignments by topic and partition: empty when
+// there are none, nil when they are unknown. Not knowing them is not a
+// failed refresh: the reassignment series are left out and everything else
+// is served. All topics are asked for, not only the watched ones, because
+// broker series count every partition. (The protocol can ask for "all
+// partitions" with a null topic list, but sarama always sends a list, and
+// an empty one means none.)
+//
+// The broker forwards the request to the active controller and, while there
+// is none (a lost quorum), answers only when the request times out. So it
+// goes over a connection of its own, never the Metadata one, and gets at
+// most half of the refresh's remaining time: the broker probes that follow
+// are what shows a lost quorum.
+func (s *source) listReassignments(ctx context.Context, addr string, md *sarama.MetadataResponse) map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus {
+	budget := s.cfg.RequestTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(deadline)/2)
+	}
+	req := &sarama.ListPartitionReassignmentsRequest{TimeoutMs: int32(max(budget.Milliseconds(), 1))}
+	for _, t := range md.Topics {
+		if len(t.Partitions) == 0 {
+			continue
+		}
+		ids := make([]int32, len(t.Partitions))
+		for i, p := range t.Partitions {
+			ids[i] = p.ID
+		}
+		req.AddBlock(t.Name, ids)
+	}
+
+	// The attempt owns the connection until it reports back.
+	conn := s.forwardConn
+	s.forwardConn = nil
+	if conn != nil && conn.Addr() != addr {
+		_ = conn.Close()
+		conn = nil
+	}
+	type attempt struct {
+		conn *sarama.Broker
+		resp *sarama.ListPartitionReassignmentsResponse
+		err  error
+	}
+	done := make(chan attempt, 1)
+	go func() {
+		if conn != nil {
+			if ok, _ := conn.Connected(); !ok {
+				_ = conn.Close()
+				conn = nil
+			}
+		}
+		if conn == nil {
+			var err error
+			if conn, err = s.open(addr); err != nil {
+				done <- attempt{err: err}
+				return
+			}
+		}
+		resp, err := conn.ListPartitionReassignments(req)
+		done <- attempt{conn: conn, resp: resp, err: err}
+	}()
+	var r attempt
+	timer := time.NewTimer(budget)
+	defer timer.Stop()
+	select {
+	case r = <-done:
+		if r.err != nil && !errors.Is(r.err, sarama.ErrUnsupportedVersion) && r.conn != nil {
+			_ = r.conn.Close() // a transport error leaves it unusable
+		} else {
+			s.forwardConn = r.conn
+		}
+	case <-timer.C:
+		r.err = fmt.Errorf("no answer within %s (is there an active controller?)", budget.Round(time.Millisecond))
+		go func() {
+			if late := <-done; late.conn != nil {
+				_ = late.conn.Close()
+			}
+		}()
+	}
+	err := r.err
+	if err == nil && r.resp.ErrorCode != sarama.ErrNoError {
+		err = r.resp.ErrorCode
+	}
+	switch {
+	case errors.Is(err, sarama.ErrUnsupportedVersion):
+		// sarama answers this without sending anything when the broker's
+		// ApiVersions response does not list the API.
+		level.Debug(s.logger).Log("msg", "broker does not offer ListPartitionReassignments (API 46); reassignment series are not served",
+			"broker", addr)
+		return nil
+	case err != nil:
+		// A refused request (no Describe ACL on the Cluster) fails the same
+		// way every refresh: say it once, not every few seconds.
+		s.logFailure("reassignments", "listing partition reassignments failed; reassignment series are not served", err, "broker", addr)
+		return nil
+	}
+	s.logFailure("reassignments", "", nil)
+	if r.resp.TopicStatus == nil {
+		return map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus{}
+	}
+	return r.resp.TopicStatus
+}
+
+// close releases the connections; the watcher calls it when it stops.
 func (s *source) close() {
 	s.disconnect()
 	for addr, done := range s.inFlight {
 		go func() { s.discard(addr, <-done) }()
 	}
 	s.inFlight = nil
+	if s.forwardConn != nil {
+		_ = s.forwardConn.Close()
+		s.forwardConn = nil
+	}
+	s.franz.Close()
+}
+
+// logFailure logs err of an optional request of the given kind at warn
+// when it differs from the last one logged for that kind, else at debug;
+// a nil err clears the kind, so that the next failure is a warning again.
+func (s *source) logFailure(kind, msg string, err error, keyvals ...any) {
+	if err == nil {
+		delete(s.logged, kind)
+		return
+	}
+	if s.logged == nil {
+		s.logged = map[string]string{}
+	}
+	logAt := level.Debug
+	if text := err.Error(); s.logged[kind] != text {
+		s.logged[kind], logAt = text, level.Warn
+	}
+	logAt(s.logger).Log(append([]any{"msg", msg, "err", err}, keyvals...)...)
 }
 
 // discard closes the connection of an abandoned attempt.
@@ -353,10 +527,13 @@ func (s *source) topicConfigs(broker *sarama.Broker, md *sarama.MetadataResponse
 		}
 	}
 	// Keep cached values only for topics that still exist.
-	next := TopicConfigCache{MinISR: make(map[string]int, len(md.Topics)), ReadAt: cached.ReadAt}
+	next := TopicConfigCache{MinISR: make(map[string]int, len(md.Topics)), Unclean: make(map[string]bool, len(md.Topics)), ReadAt: cached.ReadAt}
 	for _, t := range md.Topics {
 		if v, ok := cached.MinISR[t.Name]; ok {
 			next.MinISR[t.Name] = v
+		}
+		if v, ok := cached.Unclean[t.Name]; ok {
+			next.Unclean[t.Name] = v
 		}
 	}
 	if len(wanted) == 0 {
@@ -365,7 +542,10 @@ func (s *source) topicConfigs(broker *sarama.Broker, md *sarama.MetadataResponse
 		}
 		return next, nil
 	}
-	read, err := describeMinISR(broker, s.conf.Version, wanted)
+	read, unclean, err := describeMinISR(broker, s.conf.Version, wanted)
+	for name, v := range unclean {
+		next.Unclean[name] = v
+	}
 	if err != nil {
 		return next, fmt.Errorf("describe configs for %d topics: %w", len(wanted), err)
 	}
@@ -379,10 +559,11 @@ func (s *source) topicConfigs(broker *sarama.Broker, md *sarama.MetadataResponse
 }
 
 // describeMinISR sends one DescribeConfigs request for the given topics and
-// returns their effective min.insync.replicas (the topic override, else the
-// broker or cluster default, as the broker resolves it). Topics that fail
+// returns their effective min.insync.replicas and
+// unclean.leader.election.enable (the topic override, else the broker or
+// cluster default, as the broker resolves it). Topics that fail
 // individually (deleted meanwhile) are left out.
-func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics []string) (map[string]int, error) {
+func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics []string) (map[string]int, map[string]bool, error) {
 	req := &sarama.DescribeConfigsRequest{Resources: make([]*sarama.ConfigResource, 0, len(topics))}
 	switch {
 	case version.IsAtLeast(sarama.V2_8_0_0):
@@ -396,14 +577,15 @@ func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics [
 	}
 	for _, t := range topics {
 		req.Resources = append(req.Resources, &sarama.ConfigResource{
-			Type: sarama.TopicResource, Name: t, ConfigNames: []string{minISRConfig},
+			Type: sarama.TopicResource, Name: t, ConfigNames: []string{minISRConfig, uncleanConfig},
 		})
 	}
 	resp, err := broker.DescribeConfigs(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make(map[string]int, len(topics))
+	unclean := make(map[string]bool, len(topics))
 	var errs []error
 	for _, r := range resp.Resources {
 		if r.ErrorCode != 0 {
@@ -414,6 +596,15 @@ func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics [
 			continue
 		}
 		for _, c := range r.Configs {
+			if c.Name == uncleanConfig {
+				v, err := strconv.ParseBool(c.Value)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("topic %s: %s=%q is not a boolean", r.Name, uncleanConfig, c.Value))
+					continue
+				}
+				unclean[r.Name] = v
+				continue
+			}
 			if c.Name != minISRConfig {
 				continue
 			}
@@ -425,33 +616,5 @@ func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics [
 			out[r.Name] = v
 		}
 	}
-	return out, errors.Join(errs...)
-}
-
-// configureSASL sets PLAIN or SCRAM authentication from the config.
-func configureSASL(conf *sarama.Config, sc config.SASL) error {
-	if sc.Mechanism == "" {
-		return nil
-	}
-	password, err := sc.Password.Value()
-	if err != nil {
-		return fmt.Errorf("sasl.password: %w", err)
-	}
-	conf.Net.SASL.Enable = true
-	conf.Net.SASL.Handshake = true
-	conf.Net.SASL.User = sc.Username
-	conf.Net.SASL.Password = password
-	switch sc.Mechanism {
-	case "PLAIN":
-		conf.Net.SASL.Mechanism = sarama.SASLTypePlaintext
-	case "SCRAM-SHA-256":
-		conf.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA256
-		conf.Net.SASL.SCRAMClientGeneratorFunc = newSCRAMClient(sha256Hash)
-	case "SCRAM-SHA-512":
-		conf.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
-		conf.Net.SASL.SCRAMClientGeneratorFunc = newSCRAMClient(sha512Hash)
-	default:
-		return fmt.Errorf("unsupported sasl.mechanism %q", sc.Mechanism)
-	}
-	return nil
+	return out, unclean, errors.Join(errs...)
 }

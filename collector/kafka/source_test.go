@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/go-kit/log"
 
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/config"
 )
 
@@ -19,6 +22,9 @@ import (
 type mockCluster struct {
 	t      *testing.T
 	broker *sarama.MockBroker
+	// reassignments, when set, is served to ListPartitionReassignments and
+	// the API (46) is advertised; when nil the broker lacks the API.
+	reassignments *sarama.ListPartitionReassignmentsResponse
 }
 
 func newMockCluster(t *testing.T) *mockCluster {
@@ -38,16 +44,42 @@ func (m *mockCluster) serve(minISR map[string]string) {
 		}
 		configs.Resources = append(configs.Resources, &sarama.ResourceResponse{
 			Type: sarama.TopicResource, Name: topic,
-			Configs: []*sarama.ConfigEntry{{Name: minISRConfig, Value: v}},
+			Configs: []*sarama.ConfigEntry{{Name: minISRConfig, Value: v}, {Name: uncleanConfig, Value: fmt.Sprint(topic == "b")}},
 		})
 	}
-	m.broker.SetHandlerByMap(map[string]sarama.MockResponse{
-		"ApiVersionsRequest": sarama.NewMockApiVersionsResponse(m.t).SetApiKeys([]sarama.ApiVersionsResponseKey{
-			{ApiKey: 3, MaxVersion: 12}, {ApiKey: 18, MaxVersion: 3}, {ApiKey: 32, MaxVersion: 4},
-		}),
+	apis := []sarama.ApiVersionsResponseKey{{ApiKey: 3, MaxVersion: 12}, {ApiKey: 18, MaxVersion: 3}, {ApiKey: 32, MaxVersion: 4}}
+	handlers := map[string]sarama.MockResponse{
 		"MetadataRequest":        sarama.NewMockWrapper(md),
 		"DescribeConfigsRequest": sarama.NewMockWrapper(configs),
-	})
+	}
+	if m.reassignments != nil {
+		apis = append(apis, sarama.ApiVersionsResponseKey{ApiKey: 46, MaxVersion: 0})
+		handlers["ListPartitionReassignmentsRequest"] = sarama.NewMockWrapper(m.reassignments)
+	}
+	handlers["ApiVersionsRequest"] = sarama.NewMockApiVersionsResponse(m.t).SetApiKeys(apis)
+	m.broker.SetHandlerByMap(handlers)
+}
+
+// listReassignmentsRequests counts the ListPartitionReassignments requests
+// sent and returns the partitions the last one asked for, as "topic/id".
+func (m *mockCluster) listReassignmentsRequests() (n int, asked []string) {
+	for _, rr := range m.broker.History() {
+		req, ok := rr.Request.(*sarama.ListPartitionReassignmentsRequest)
+		if !ok {
+			continue
+		}
+		n++
+		// sarama keeps the decoded topics in an unexported field.
+		asked = asked[:0]
+		blocks := reflect.ValueOf(req).Elem().FieldByName("blocks")
+		for it := blocks.MapRange(); it.Next(); {
+			for i := range it.Value().Len() {
+				asked = append(asked, fmt.Sprintf("%s/%d", it.Key().String(), it.Value().Index(i).Int()))
+			}
+		}
+	}
+	sort.Strings(asked)
+	return n, asked
 }
 
 // requests returns, per request kind, how many were sent, and the topics
@@ -70,11 +102,15 @@ func (m *mockCluster) requests() (metadata int, describes [][]string) {
 }
 
 func testSource(t *testing.T, addr string) (*source, *time.Time) {
+	return testSourceLogging(t, addr, log.NewNopLogger())
+}
+
+func testSourceLogging(t *testing.T, addr string, logger log.Logger) (*source, *time.Time) {
 	cfg := config.Config{Kafka: []config.KafkaCluster{{Name: "k", BootstrapServers: []string{addr}}}}
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	src, err := newSource(cfg.Kafka[0], log.NewNopLogger())
+	src, err := newSource(cfg.Kafka[0], logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,12 +139,24 @@ func TestTopicConfigsAreBatchedAndCached(t *testing.T) {
 		refresh()
 		*now = now.Add(5 * time.Second)
 	}
+	// One Metadata request per refresh: franz-go (ApiVersions here) is
+	// pointed at the broker that answered and needs no metadata of its own.
 	metadata, describes := m.requests()
 	if metadata != 3 || len(describes) != 1 || strings.Join(describes[0], ",") != "a,b" {
 		t.Fatalf("3 refreshes sent %d Metadata and DescribeConfigs %v; want 3 and one for [a b]", metadata, describes)
 	}
+	for i := 0; i < 3; i++ {
+		refresh()
+	}
+	if again, _ := m.requests(); again != metadata+3 {
+		t.Fatalf("3 more refreshes sent %d Metadata requests, want 3", again-metadata)
+	}
 	if snap.Topics[0].MinISR != 2 || snap.Topics[1].MinISR != 3 {
 		t.Errorf("min ISR a=%d b=%d, want 2 and 3", snap.Topics[0].MinISR, snap.Topics[1].MinISR)
+	}
+	// unclean.leader.election.enable comes in the same request.
+	if a, b := snap.Topics[0], snap.Topics[1]; !a.UncleanElectionKnown || a.UncleanElectionEnabled || !b.UncleanElectionKnown || !b.UncleanElectionEnabled {
+		t.Errorf("unclean election a=%v/%v b=%v/%v, want known false and known true", a.UncleanElectionKnown, a.UncleanElectionEnabled, b.UncleanElectionKnown, b.UncleanElectionEnabled)
 	}
 
 	// A new topic is described at once, alone.
@@ -186,3 +234,90 @@ func (r loggingReporter) Errorf(format string, args ...any) { r.t.Logf(format, a
 func (r loggingReporter) Fatal(args ...any)                 { r.t.Fatal(args...) }
 func (r loggingReporter) Fatalf(format string, args ...any) { r.t.Fatalf(format, args...) }
 func (r loggingReporter) Helper()                           { r.t.Helper() }
+
+// A broker whose ApiVersions answer lacks ListPartitionReassignments (Kafka
+// before 2.4 and some Kafka-compatible servers) gets no such request; the
+// refresh succeeds, the reassignment series are absent, a debug log says why.
+func TestReassignmentsAbsentWhenTheBrokerLacksTheAPI(t *testing.T) {
+	m := newMockCluster(t)
+	m.serve(map[string]string{"a": "2"})
+	var logs strings.Builder
+	src, _ := testSourceLogging(t, m.broker.Addr(), log.NewLogfmtLogger(&logs))
+	snap, err := src.refresh(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("refresh: %v", err)
+	}
+	if snap.ReassignmentsKnown {
+		t.Error("ReassignmentsKnown = true for a broker without the API")
+	}
+	if n, _ := m.listReassignmentsRequests(); n != 0 {
+		t.Errorf("%d ListPartitionReassignments requests sent to a broker that does not offer the API", n)
+	}
+	if !strings.Contains(logs.String(), "level=debug") || !strings.Contains(logs.String(), "does not offer ListPartitionReassignments (API 46)") {
+		t.Errorf("logs do not explain the missing series at debug level:\n%s", logs.String())
+	}
+	text := renderSnapshot(t, snap)
+	for _, name := range []string{"kafka_partition_reassigning", "kafka_partition_adding_replicas", "kafka_topic_reassigning_partitions", "kafka_broker_adding_replicas"} {
+		if strings.Contains(text, name+"{") {
+			t.Errorf("%s served although reassignments are unknown", name)
+		}
+	}
+	if !strings.Contains(text, `kafka_partition_under_replicated{kafka_cluster="k",partition="0",topic="a"} 0`) {
+		t.Errorf("the rest of the partition series should be unchanged:\n%s", text)
+	}
+}
+
+// With the API, every refresh sends exactly one request, however many
+// topics there are, and its answer reaches the snapshot.
+func TestReassignmentsListedOncePerRefresh(t *testing.T) {
+	m := newMockCluster(t)
+	m.reassignments = &sarama.ListPartitionReassignmentsResponse{}
+	// Broker 1 is being removed from a/1 (the reassignment moves it away).
+	m.reassignments.AddBlock("a", 1, []int32{1, 2}, []int32{2}, []int32{1})
+	m.serve(map[string]string{"a": "2", "b": "2", "c": "2"})
+	src, _ := testSource(t, m.broker.Addr())
+	var snap *Snapshot
+	for range 3 {
+		next, err := src.refresh(context.Background(), snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap = next
+	}
+	n, asked := m.listReassignmentsRequests()
+	if n != 3 {
+		t.Errorf("3 refreshes of 3 topics sent %d ListPartitionReassignments requests, want 3", n)
+	}
+	// An empty topic list would ask for nothing: every partition is named.
+	if got := strings.Join(asked, " "); got != "a/0 a/1 a/2 b/0 b/1 b/2 c/0 c/1 c/2" {
+		t.Errorf("the last request asked for %q, want every partition of a, b and c", got)
+	}
+	if !snap.ReassignmentsKnown || snap.Topics[0].ReassigningPartitions != 1 || !snap.Topics[0].Partitions[1].Reassigning() {
+		t.Errorf("topic a = %+v (known %v), want partition 1 reassigning", snap.Topics[0], snap.ReassignmentsKnown)
+	}
+}
+
+// renderSnapshot renders one snapshot as cluster "k", one line per series
+// in text format (labels in declaration order).
+func renderSnapshot(t *testing.T, snap *Snapshot) string {
+	t.Helper()
+	var sink lineSink
+	emitSnapshot(&sink, "k", snap, true)
+	return sink.String()
+}
+
+// lineSink writes each series as `name{label="value",...} value`.
+type lineSink struct{ strings.Builder }
+
+func (s *lineSink) Add(d *exposition.Desc, value float64, labelValues ...string) {
+	var labels []string
+	for i, name := range d.Labels {
+		labels = append(labels, fmt.Sprintf("%s=%q", name, labelValues[i]))
+	}
+	sort.Strings(labels)
+	fmt.Fprintf(s, "%s{%s} %g\n", d.Name, strings.Join(labels, ","), value)
+}
+
+func (s *lineSink) AddHistogram(d *exposition.Desc, count uint64, sum float64, cumulative []uint64, labelValues ...string) {
+	s.Add(d, float64(count), labelValues...)
+}

@@ -18,7 +18,15 @@ import (
 //   - a leader change is any change of the leader ID, including to and from
 //     "no leader";
 //   - an ISR shrink is a refresh in which the ISR lost at least one member;
-//   - an ISR expand is a refresh in which it gained at least one member.
+//   - an ISR expand is a refresh in which it gained at least one member;
+//   - an unclean election is a leader change to a replica that was neither
+//     in the previous ISR, nor in its ELR or last known ELR, nor being added
+//     by a reassignment, and whose new ISR keeps no member of the previous one
+//     (an unclean election resets the ISR to the new leader). Counted only
+//     when the previous snapshot knew the ELR, or the cluster has none.
+//     A replica that rejoins the ISR and is elected within one refresh
+//     with the rest of the ISR gone would be miscounted; that takes two
+//     failures within one refresh interval.
 //
 // It also times episodes (carryEpisodes), which the first snapshot starts,
 // and lists every transition as an event in next.Events; the first
@@ -66,6 +74,7 @@ func carryTransitions(prev, next *Snapshot) {
 			np.LeaderChanges = pp.LeaderChanges
 			np.ISRShrinks = pp.ISRShrinks
 			np.ISRExpands = pp.ISRExpands
+			np.UncleanElections = pp.UncleanElections
 			if np.Leader != pp.Leader {
 				np.LeaderChanges++
 				kind := events.KafkaLeaderChange
@@ -76,6 +85,9 @@ func carryTransitions(prev, next *Snapshot) {
 					kind = events.KafkaPartitionOnline
 				}
 				next.Events.Add(at, kind, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
+			}
+			if elrKnown(prev, pt) && uncleanElection(pp, np) {
+				np.UncleanElections++
 			}
 			if lostMember(pp.ISR, np.ISR) {
 				np.ISRShrinks++
@@ -145,4 +157,31 @@ func findBroker(bs []Broker, id int32) *Broker {
 		return nil
 	}
 	return &bs[i]
+}
+
+// elrKnown reports whether prev knew the ELR of topic t's partitions that
+// could have one: those below a known min ISR.
+func elrKnown(prev *Snapshot, t *Topic) bool {
+	return prev.ELRUnsupported || (prev.ELRKnown && t.MinISR > 0)
+}
+
+// uncleanElection reports whether the leader changed from prev to next to a
+// replica that could not have been elected cleanly.
+func uncleanElection(prev, next *Partition) bool {
+	if next.Leader == prev.Leader || next.Leader == NoLeader {
+		return false
+	}
+	// Kafka with unclean elections off may still elect the last known ELR
+	// member that was the last leader (KIP-966); that is not counted either.
+	for _, cleanly := range [][]int32{prev.ISR, prev.ELR, prev.LastKnownELR, prev.AddingReplicas} {
+		if slices.Contains(cleanly, next.Leader) {
+			return false
+		}
+	}
+	for _, id := range prev.ISR {
+		if slices.Contains(next.ISR, id) {
+			return false
+		}
+	}
+	return true
 }

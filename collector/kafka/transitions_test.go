@@ -20,7 +20,15 @@ func snapshotOf(live []int32, parts ...struct {
 	for i, p := range parts {
 		md.AddTopicPartition("t", int32(i), p.leader, p.replicas, p.isr, nil, sarama.ErrNoError)
 	}
-	return buildSnapshot(md, all, TopicConfigCache{MinISR: map[string]int{"t": 2}}, time.Now())
+	// An empty reassignment list: the cluster answered that none is in
+	// progress. The ELR is known (and empty: no ELR member was read).
+	s := buildSnapshot(md, all, TopicConfigCache{MinISR: map[string]int{"t": 2}, Unclean: map[string]bool{"t": false}}, noReassignments(), time.Now())
+	s.ELRKnown = true
+	s.countNoCleanLeader()
+	s.Quorum = &Quorum{LeaderID: 1, LeaderEpoch: 3, HighWatermark: 120, Voters: []QuorumVoter{
+		{ID: 1, LogEndOffset: 120, CaughtUpAge: 0}, {ID: 2, LogEndOffset: 118, Lag: 2, CaughtUpAge: time.Second}, {ID: 3, LogEndOffset: 120, CaughtUpAge: 0},
+	}}
+	return s
 }
 
 type part = struct {
@@ -133,5 +141,40 @@ func TestTransitionsAreEvents(t *testing.T) {
 	}
 	if got := summarize(back); !slices.Equal(got, wantBack) {
 		t.Errorf("events after the return:\n got %+v\nwant %+v", got, wantBack)
+	}
+}
+
+func noReassignments() map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus {
+	return map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus{}
+}
+
+func TestCarryTransitionsCountsUncleanElections(t *testing.T) {
+	rs := []int32{1, 2}
+	cases := []struct {
+		name          string
+		before, after Partition
+		elrKnown      bool
+		want          uint64
+	}{
+		{"leader from the ISR", Partition{Leader: 1, Replicas: rs, ISR: rs}, Partition{Leader: 2, Replicas: rs, ISR: []int32{2}}, true, 0},
+		{"ELR off: the last ISR member returns", Partition{Leader: -1, Replicas: rs, ISR: []int32{1}}, Partition{Leader: 1, Replicas: rs, ISR: []int32{1}}, true, 0},
+		{"an eligible leader replica returns", Partition{Leader: -1, Replicas: rs, ELR: []int32{1}}, Partition{Leader: 1, Replicas: rs, ISR: []int32{1}}, true, 0},
+		{"the last known ELR member returns", Partition{Leader: -1, Replicas: rs, LastKnownELR: []int32{1}}, Partition{Leader: 1, Replicas: rs, ISR: []int32{1}}, true, 0},
+		{"a replica being added, caught up and elected", Partition{Leader: 1, Replicas: []int32{1, 2, 3}, ISR: rs, AddingReplicas: []int32{3}}, Partition{Leader: 3, Replicas: []int32{3}, ISR: []int32{3}}, true, 0},
+		{"an out-of-sync replica leads: unclean", Partition{Leader: -1, Replicas: rs, ELR: []int32{1}}, Partition{Leader: 2, Replicas: rs, ISR: []int32{2}}, true, 1},
+		{"ELR off, out-of-sync replica leads: unclean", Partition{Leader: -1, Replicas: rs, ISR: []int32{1}}, Partition{Leader: 2, Replicas: rs, ISR: []int32{2}}, true, 1},
+		{"the new leader rejoined within the refresh, ISR kept", Partition{Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 3}}, Partition{Leader: 2, Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}}, true, 0},
+		{"ELR unknown: not counted", Partition{Leader: -1, Replicas: rs, ISR: nil}, Partition{Leader: 2, Replicas: rs, ISR: []int32{2}}, false, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			prev := &Snapshot{ELRKnown: c.elrKnown, Topics: []Topic{{Name: "t", MinISR: 2, Partitions: []Partition{c.before}}}}
+			prev.Topics[0].Partitions[0].UncleanElections = 5
+			next := &Snapshot{Topics: []Topic{{Name: "t", MinISR: 2, Partitions: []Partition{c.after}}}}
+			carryTransitions(prev, next)
+			if got := next.Topics[0].Partitions[0].UncleanElections; got != 5+c.want {
+				t.Errorf("unclean elections = %d, want %d", got, 5+c.want)
+			}
+		})
 	}
 }

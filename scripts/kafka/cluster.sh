@@ -55,6 +55,9 @@
 #                        JAAS config
 #   KAFKA_LAB_CLIENT_AUTH ssl.client.auth of the client listener: none
 #                        (default), requested or required
+#   KAFKA_LAB_RACKS      number of racks (default 2): node i gets
+#                        broker.rack=rack-$(( (i - 1) % RACKS + 1 )), so with
+#                        3 nodes 1 and 3 share rack-1 and 2 is in rack-2
 #   KAFKA_LAB_AUTHORIZER 1: enable ACLs (StandardAuthorizer, deny when no ACL
 #                        matches); the PLAINTEXT listeners' principal
 #                        User:ANONYMOUS is a super user, so brokers, controllers
@@ -118,6 +121,7 @@ TLS_DIR=${KAFKA_LAB_TLS_DIR:-}
 USERS_FILE=${KAFKA_LAB_USERS_FILE:-}
 CLIENT_AUTH=${KAFKA_LAB_CLIENT_AUTH:-none}
 AUTHORIZER=${KAFKA_LAB_AUTHORIZER:-0}
+RACKS=${KAFKA_LAB_RACKS:-2}
 
 LOG4J_CONF=$SCRIPT_DIR/log4j2.properties
 
@@ -319,6 +323,7 @@ controller.listener.names=CONTROLLER
 # time (--initial-controllers); this list is only for finding them.
 controller.quorum.bootstrap.servers=$(controller_bootstrap)
 log.dirs=$(node_dir "$i")/data
+broker.rack=rack-$(( (i - 1) % RACKS + 1 ))
 
 # Replication as in production: RF 3, acks=all needs 2 in-sync replicas.
 num.partitions=3
@@ -603,6 +608,9 @@ cmd_start() {
     die "KAFKA_LAB_NODES must be 1..99"
   fi
   [[ $ELR == 0 || $ELR == 1 ]] || die "KAFKA_LAB_ELR must be 0 or 1"
+  if ! [[ $RACKS =~ ^[0-9]+$ ]] || ((RACKS < 1)); then
+    die "KAFKA_LAB_RACKS must be a number of racks, 1 or more"
+  fi
   cmd_install
   mkdir -p "$LAB_DIR"
   load_lab_env

@@ -1,0 +1,90 @@
+package kafka
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/go-kit/log"
+)
+
+func TestNoCleanLeader(t *testing.T) {
+	cases := []struct {
+		name string
+		p    Partition
+		want bool
+	}{
+		{"leader", Partition{Leader: 1, ISR: []int32{1}}, false},
+		{"no leader, last leader kept in ISR (ELR off)", Partition{Leader: NoLeader, ISR: []int32{2}}, false},
+		{"no leader, ELR members may return", Partition{Leader: NoLeader, ELR: []int32{2, 3}}, false},
+		{"no leader, no ISR, no ELR", Partition{Leader: NoLeader, LastKnownELR: []int32{3}}, true},
+	}
+	for _, tc := range cases {
+		if got := tc.p.NoCleanLeader(); got != tc.want {
+			t.Errorf("%s: NoCleanLeader = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Only topics with a partition below min ISR are asked for their ELR, so a
+// healthy cluster costs no DescribeTopicPartitions request at all.
+func TestTopicsBelowMinISR(t *testing.T) {
+	md := threeBrokerMetadata(1, 2, 3)
+	md.AddTopicPartition("healthy", 0, 1, []int32{1, 2, 3}, []int32{1, 2, 3}, nil, sarama.ErrNoError)
+	md.AddTopicPartition("at-min", 0, 1, []int32{1, 2, 3}, []int32{1, 2}, nil, sarama.ErrNoError)
+	md.AddTopicPartition("below", 0, 1, []int32{1, 2, 3}, []int32{1, 2, 3}, nil, sarama.ErrNoError)
+	md.AddTopicPartition("below", 1, 1, []int32{1, 2, 3}, []int32{1}, nil, sarama.ErrNoError)
+	md.AddTopicPartition("offline", 0, -1, []int32{1, 2}, nil, nil, sarama.ErrLeaderNotAvailable)
+	md.AddTopicPartition("unknown-min-isr", 0, 1, []int32{1, 2, 3}, []int32{1}, nil, sarama.ErrNoError)
+	configs := TopicConfigCache{MinISR: map[string]int{"healthy": 2, "at-min": 2, "below": 2, "offline": 2}}
+	s := buildSnapshot(md, all, configs, nil, time.Now())
+	if got := topicsBelowMinISR(s); !slices.Equal(got, []string{"below", "offline"}) {
+		t.Errorf("topicsBelowMinISR = %v, want [below offline]", got)
+	}
+	if got := topicsBelowMinISR(snapshotOf([]int32{1, 2, 3}, part{1, []int32{1, 2, 3}, []int32{1, 2, 3}})); len(got) != 0 {
+		t.Errorf("a healthy cluster would be asked about %v", got)
+	}
+}
+
+// Against a broker whose ApiVersions answer lacks DescribeTopicPartitions
+// (Kafka before 3.9) and DescribeQuorum (ZooKeeper mode), with a partition
+// below min ISR: the refresh succeeds, the ELR and quorum series are
+// absent, and debug logs say why.
+func TestELRAndQuorumAbsentWhenTheClusterLacksTheAPIs(t *testing.T) {
+	m := newMockCluster(t)
+	m.serve(map[string]string{"a": "2"}) // RF 1: ISR 1 is below min ISR 2
+	var logs strings.Builder
+	src, _ := testSourceLogging(t, m.broker.Addr(), log.NewLogfmtLogger(&logs))
+	snap, err := src.refresh(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("refresh: %v", err)
+	}
+	if snap.ELRKnown {
+		t.Error("ELRKnown = true for a cluster without DescribeTopicPartitions")
+	}
+	if !snap.Topics[0].Partitions[0].UnderMinISR(2) {
+		t.Fatalf("test setup: partition a/0 should be below min ISR: %+v", snap.Topics[0])
+	}
+	if !strings.Contains(logs.String(), "level=debug") || !strings.Contains(logs.String(), "does not offer DescribeTopicPartitions (API 75") {
+		t.Errorf("logs do not explain the missing series at debug level:\n%s", logs.String())
+	}
+	if snap.Quorum != nil {
+		t.Errorf("quorum = %+v from a cluster without DescribeQuorum", snap.Quorum)
+	}
+	if !strings.Contains(logs.String(), "does not offer DescribeQuorum (API 55") {
+		t.Errorf("logs do not explain the missing quorum series:\n%s", logs.String())
+	}
+	text := renderSnapshot(t, snap)
+	for _, name := range []string{"kafka_partition_eligible_leader_replicas", "kafka_partition_last_known_elr", "kafka_partition_no_clean_leader",
+		"kafka_topic_no_clean_leader_partitions", "kafka_quorum_leader", "kafka_quorum_voter_lag"} {
+		if strings.Contains(text, name+"{") {
+			t.Errorf("%s served although the cluster lacks its API", name)
+		}
+	}
+	if !strings.Contains(text, `kafka_partition_under_min_isr{kafka_cluster="k",partition="0",topic="a"} 1`) {
+		t.Errorf("the rest of the partition series should be unchanged:\n%s", text)
+	}
+}

@@ -1,0 +1,184 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/failover-exporter/failover_exporter/internal/exportertest"
+	"github.com/failover-exporter/failover_exporter/internal/lab"
+)
+
+// kafkaTopicsReports are kafka-topics.sh's partition filters and, for each,
+// which exporter series say the same thing. TopicCommand counts a partition
+// without a leader as under min ISR, and a partition whose leader is not a
+// live broker as unavailable; the exporter keeps those apart
+// (kafka_partition_offline), so the comparison names the combination.
+var kafkaTopicsReports = []struct {
+	flag     string
+	exporter string
+	lists    func(m exportertest.Metrics, p lab.PartitionDescription) (bool, error)
+}{
+	{"--under-replicated-partitions", "kafka_partition_under_replicated == 1",
+		func(m exportertest.Metrics, p lab.PartitionDescription) (bool, error) {
+			return partitionFlag(m, "kafka_partition_under_replicated", p)
+		}},
+	{"--under-min-isr-partitions", "kafka_partition_under_min_isr == 1 or kafka_partition_offline == 1",
+		func(m exportertest.Metrics, p lab.PartitionDescription) (bool, error) {
+			under, err := partitionFlag(m, "kafka_partition_under_min_isr", p)
+			if err != nil {
+				return false, err
+			}
+			offline, err := partitionFlag(m, "kafka_partition_offline", p)
+			return under || offline, err
+		}},
+	{"--at-min-isr-partitions", "kafka_partition_at_min_isr == 1",
+		func(m exportertest.Metrics, p lab.PartitionDescription) (bool, error) {
+			return partitionFlag(m, "kafka_partition_at_min_isr", p)
+		}},
+	{"--unavailable-partitions", "kafka_partition_offline == 1 or the leader's kafka_broker_up == 0",
+		func(m exportertest.Metrics, p lab.PartitionDescription) (bool, error) {
+			offline, err := partitionFlag(m, "kafka_partition_offline", p)
+			if err != nil || offline {
+				return offline, err
+			}
+			leader, err := partitionValue(m, "kafka_partition_leader", p)
+			if err != nil {
+				return false, err
+			}
+			up, ok := m.Value("kafka_broker_up", map[string]string{"kafka_cluster": "lab", "broker": fmt.Sprint(leader)})
+			return !ok || up == 0, nil
+		}},
+}
+
+// assertAgreesWithKafkaTopics runs kafka-topics.sh --describe (Kafka's own
+// TopicCommand) for the topics matching topicRegex, plainly and with each
+// of its partition filters, and checks that the exporter (cluster label
+// "lab") shows every partition the same way: leader, replication factor
+// (KIP-352), ISR size, reassignment, adding and removing replicas, ELR and
+// last known ELR sizes, the no-clean-leader flag, and the same partitions
+// under each filter. Both read a cluster that may still be
+// settling, at slightly different moments, so it retries until they agree
+// or timeout passes. It returns the plain describe they agreed on.
+func assertAgreesWithKafkaTopics(t *testing.T, cluster *lab.KafkaCluster, exporter *exportertest.Exporter, topicRegex, state string, timeout time.Duration) []lab.PartitionDescription {
+	t.Helper()
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		full := cluster.DescribeTopics(t, "--topic", topicRegex)
+		reports := make([][]lab.PartitionDescription, len(kafkaTopicsReports))
+		for i, r := range kafkaTopicsReports {
+			reports[i] = cluster.DescribeTopics(t, "--topic", topicRegex, r.flag)
+		}
+		m := exporter.Scrape(t)
+		diffs := compareWithKafkaTopics(m, full, reports)
+		if len(full) == 0 {
+			diffs = append(diffs, "kafka-topics.sh listed no partition of "+topicRegex)
+		}
+		if len(diffs) == 0 {
+			t.Logf("%s: exporter and kafka-topics.sh agree on %d partitions of %s (attempt %d, %s)",
+				state, len(full), topicRegex, attempt, time.Since(start).Round(time.Second))
+			return full
+		}
+		if time.Since(start) > timeout {
+			var described []string
+			for _, p := range full {
+				described = append(described, fmt.Sprintf("%+v", p))
+			}
+			t.Fatalf("%s: after %s the exporter and kafka-topics.sh still disagree:\n  %s\nkafka-topics.sh --describe:\n  %s",
+				state, timeout, strings.Join(diffs, "\n  "), strings.Join(described, "\n  "))
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// compareWithKafkaTopics lists every difference between a scrape and
+// TopicCommand's plain describe (full) and its filtered ones (reports, in
+// the order of kafkaTopicsReports).
+func compareWithKafkaTopics(m exportertest.Metrics, full []lab.PartitionDescription, reports [][]lab.PartitionDescription) []string {
+	var diffs []string
+	check := func(p lab.PartitionDescription, name string, want int) {
+		got, err := partitionValue(m, name, p)
+		switch {
+		case err != nil:
+			diffs = append(diffs, err.Error())
+		case got != want:
+			diffs = append(diffs, fmt.Sprintf("%s: %s = %d, kafka-topics.sh says %d", p.Key(), name, got, want))
+		}
+	}
+	// checkOrAbsent checks a series the exporter serves only when served
+	// is true; otherwise it must be absent and Kafka's value 0.
+	checkOrAbsent := func(p lab.PartitionDescription, name string, want int, served bool) {
+		if served {
+			check(p, name, want)
+			return
+		}
+		if n := len(m.Series(name, partitionLabels(p.Topic, int(p.Partition)))); n != 0 || want != 0 {
+			diffs = append(diffs, fmt.Sprintf("%s: %d series %s where it is not served; kafka-topics.sh says %d", p.Key(), n, name, want))
+		}
+	}
+	for _, p := range full {
+		check(p, "kafka_partition_leader", int(p.Leader))
+		check(p, "kafka_partition_replicas", len(p.Replicas)-len(p.AddingReplicas))
+		check(p, "kafka_partition_in_sync_replicas", len(p.ISR))
+		check(p, "kafka_partition_reassigning", bool01(p.Reassigning))
+		// Served only while reassigning; absent otherwise, which must
+		// then be what kafka-topics.sh says too.
+		checkOrAbsent(p, "kafka_partition_adding_replicas", len(p.AddingReplicas), p.Reassigning)
+		checkOrAbsent(p, "kafka_partition_removing_replicas", len(p.RemovingReplicas), p.Reassigning)
+		if p.ELRKnown {
+			// Served only below min ISR, the only partitions with an ELR.
+			underMinISR, err := partitionFlag(m, "kafka_partition_under_min_isr", p)
+			if err != nil {
+				diffs = append(diffs, err.Error())
+			}
+			checkOrAbsent(p, "kafka_partition_eligible_leader_replicas", len(p.ELR), underMinISR)
+			checkOrAbsent(p, "kafka_partition_last_known_elr", len(p.LastKnownELR), underMinISR)
+			checkOrAbsent(p, "kafka_partition_no_clean_leader", bool01(p.Leader == -1 && len(p.ISR) == 0 && len(p.ELR) == 0), underMinISR)
+		}
+	}
+	for i, r := range kafkaTopicsReports {
+		var listed []string
+		for _, p := range reports[i] {
+			listed = append(listed, p.Key())
+		}
+		var exported []string
+		for _, p := range full {
+			ok, err := r.lists(m, p)
+			if err != nil {
+				diffs = append(diffs, err.Error())
+				continue
+			}
+			if ok {
+				exported = append(exported, p.Key())
+			}
+		}
+		slices.Sort(listed)
+		slices.Sort(exported)
+		if !slices.Equal(listed, exported) {
+			diffs = append(diffs, fmt.Sprintf("kafka-topics.sh %s lists %v; the exporter's %s lists %v", r.flag, listed, r.exporter, exported))
+		}
+	}
+	return diffs
+}
+
+func partitionValue(m exportertest.Metrics, name string, p lab.PartitionDescription) (int, error) {
+	v, ok := m.Value(name, partitionLabels(p.Topic, int(p.Partition)))
+	if !ok {
+		return 0, fmt.Errorf("%s: no single series %s", p.Key(), name)
+	}
+	return int(v), nil
+}
+
+func partitionFlag(m exportertest.Metrics, name string, p lab.PartitionDescription) (bool, error) {
+	v, err := partitionValue(m, name, p)
+	return v == 1, err
+}
+
+func bool01(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

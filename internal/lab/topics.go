@@ -1,0 +1,158 @@
+package lab
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// PartitionDescription is one partition line of Kafka's own
+// `kafka-topics.sh --describe` (org.apache.kafka.tools.TopicCommand): what
+// Kafka's tooling says about the partition, for tests that compare the
+// exporter with it.
+type PartitionDescription struct {
+	Topic     string
+	Partition int32
+	// Leader is -1 when TopicCommand prints "none".
+	Leader   int32
+	Replicas []int32
+	ISR      []int32
+	// Reassigning is true when TopicCommand printed the Adding and Removing
+	// Replicas fields, which it does only for a partition with a
+	// reassignment in progress.
+	Reassigning      bool
+	AddingReplicas   []int32
+	RemovingReplicas []int32
+	// ELRKnown is false when TopicCommand printed "Elr: N/A" (the broker
+	// did not report eligible leader replicas).
+	ELRKnown     bool
+	ELR          []int32
+	LastKnownELR []int32
+}
+
+// Key is "topic/partition".
+func (p PartitionDescription) Key() string { return fmt.Sprintf("%s/%d", p.Topic, p.Partition) }
+
+// DescribeTopics runs TopicCommand --describe with the given extra
+// arguments (e.g. "--topic", "orders", "--under-replicated-partitions")
+// and parses the partition lines it prints.
+func (c *KafkaCluster) DescribeTopics(t testing.TB, args ...string) []PartitionDescription {
+	t.Helper()
+	r := c.run(2*time.Minute, append([]string{"topics", "--describe"}, args...)...)
+	if r.Err != nil {
+		t.Fatalf("lab: kafka-topics.sh --describe %s: %v\n%s", strings.Join(args, " "), r.Err, r.Output())
+	}
+	parts, err := ParseTopicDescribe(r.Stdout)
+	if err != nil {
+		t.Fatalf("lab: kafka-topics.sh --describe %s: %v\n%s", strings.Join(args, " "), err, r.Stdout)
+	}
+	return parts
+}
+
+// ParseTopicDescribe parses TopicCommand --describe output. Partition lines
+// start with a tab and hold tab-separated "Key: value" fields; topic header
+// lines (no leading tab) are skipped. Anything else is an error, so a
+// format change in a new Kafka fails loudly instead of comparing nothing.
+func ParseTopicDescribe(out string) ([]PartitionDescription, error) {
+	var parts []PartitionDescription
+	for n, line := range strings.Split(out, "\n") {
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "Topic: ") {
+			continue
+		}
+		if !strings.HasPrefix(line, "\tTopic: ") {
+			return nil, fmt.Errorf("line %d: not a partition line: %q", n+1, line)
+		}
+		p := PartitionDescription{Leader: -1}
+		seen := map[string]bool{}
+		for _, field := range strings.Split(strings.TrimPrefix(line, "\t"), "\t") {
+			key, value, ok := strings.Cut(field, ":")
+			if !ok {
+				return nil, fmt.Errorf("line %d: field %q is not Key: value", n+1, field)
+			}
+			value = strings.TrimSpace(value)
+			seen[key] = true
+			var err error
+			switch key {
+			case "Topic":
+				p.Topic = value
+			case "Partition":
+				var id int64
+				id, err = strconv.ParseInt(value, 10, 32)
+				p.Partition = int32(id)
+			case "Leader":
+				if value != "none" {
+					var id int64
+					id, err = strconv.ParseInt(value, 10, 32)
+					p.Leader = int32(id)
+				}
+			case "Replicas":
+				p.Replicas, err = brokerList(value)
+			case "Isr":
+				p.ISR, err = brokerList(value)
+			case "Adding Replicas":
+				p.Reassigning = true
+				p.AddingReplicas, err = brokerList(value)
+			case "Removing Replicas":
+				p.RemovingReplicas, err = brokerList(value)
+			case "Elr":
+				if value != "N/A" {
+					p.ELRKnown = true
+					p.ELR, err = brokerList(value)
+				}
+			case "LastKnownElr":
+				if value != "N/A" {
+					p.LastKnownELR, err = brokerList(value)
+				}
+			}
+			if err != nil {
+				return nil, fmt.Errorf("line %d: field %s: %w", n+1, key, err)
+			}
+		}
+		for _, key := range []string{"Topic", "Partition", "Leader", "Replicas", "Isr"} {
+			if !seen[key] {
+				return nil, fmt.Errorf("line %d: no %s field: %q", n+1, key, line)
+			}
+		}
+		parts = append(parts, p)
+	}
+	return parts, nil
+}
+
+// brokerList parses "1,2,3" (empty for none).
+func brokerList(s string) ([]int32, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var ids []int32
+	for _, f := range strings.Split(s, ",") {
+		id, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("broker list %q: %w", s, err)
+		}
+		ids = append(ids, int32(id))
+	}
+	return ids, nil
+}
+
+// QuorumStatus runs Kafka's MetadataQuorumCommand `describe --status`
+// against the controllers and returns its "Key: value" lines (LeaderId,
+// LeaderEpoch, HighWatermark, MaxFollowerLag, ...).
+func (c *KafkaCluster) QuorumStatus(t testing.TB) map[string]string {
+	t.Helper()
+	r := c.run(2*time.Minute, "quorum", "describe", "--status")
+	if r.Err != nil {
+		t.Fatalf("lab: kafka-metadata-quorum.sh describe --status: %v\n%s", r.Err, r.Output())
+	}
+	status := map[string]string{}
+	for _, line := range strings.Split(r.Stdout, "\n") {
+		if key, value, ok := strings.Cut(line, ":"); ok {
+			status[strings.TrimSpace(key)] = strings.TrimSpace(value)
+		}
+	}
+	if status["LeaderId"] == "" {
+		t.Fatalf("lab: kafka-metadata-quorum.sh describe --status printed no LeaderId:\n%s", r.Stdout)
+	}
+	return status
+}
