@@ -53,6 +53,8 @@ type source struct {
 	// forwardConn is a second connection, to the same broker, for requests
 	// the broker forwards to the active controller (see listReassignments).
 	forwardConn *sarama.Broker
+	// forwardLate reports the attempt that ran past its budget, if any.
+	forwardLate chan forwardAttempt
 	// known are the addresses of the brokers in the last Metadata response,
 	// tried after the current connection and before the bootstrap servers.
 	known []string
@@ -394,6 +396,25 @@ func (s *source) listReassignments(ctx context.Context, addr string, md *sarama.
 		req.AddBlock(t.Name, ids)
 	}
 
+	// An attempt that ran past its budget last time may have answered
+	// since: its connection is then reused rather than a new one opened.
+	if late := s.forwardLate; late != nil {
+		s.forwardLate = nil
+		select {
+		case r := <-late:
+			if r.conn != nil && (r.err == nil || errors.Is(r.err, sarama.ErrUnsupportedVersion)) && s.forwardConn == nil {
+				s.forwardConn = r.conn
+			} else if r.conn != nil {
+				_ = r.conn.Close()
+			}
+		default:
+			go func() {
+				if r := <-late; r.conn != nil {
+					_ = r.conn.Close()
+				}
+			}()
+		}
+	}
 	// The attempt owns the connection until it reports back.
 	conn := s.forwardConn
 	s.forwardConn = nil
@@ -401,12 +422,7 @@ func (s *source) listReassignments(ctx context.Context, addr string, md *sarama.
 		_ = conn.Close()
 		conn = nil
 	}
-	type attempt struct {
-		conn *sarama.Broker
-		resp *sarama.ListPartitionReassignmentsResponse
-		err  error
-	}
-	done := make(chan attempt, 1)
+	done := make(chan forwardAttempt, 1)
 	go func() {
 		if conn != nil {
 			if ok, _ := conn.Connected(); !ok {
@@ -417,14 +433,14 @@ func (s *source) listReassignments(ctx context.Context, addr string, md *sarama.
 		if conn == nil {
 			var err error
 			if conn, err = s.open(addr); err != nil {
-				done <- attempt{err: err}
+				done <- forwardAttempt{err: err}
 				return
 			}
 		}
 		resp, err := conn.ListPartitionReassignments(req)
-		done <- attempt{conn: conn, resp: resp, err: err}
+		done <- forwardAttempt{conn: conn, resp: resp, err: err}
 	}()
-	var r attempt
+	var r forwardAttempt
 	timer := time.NewTimer(budget)
 	defer timer.Stop()
 	select {
@@ -436,11 +452,8 @@ func (s *source) listReassignments(ctx context.Context, addr string, md *sarama.
 		}
 	case <-timer.C:
 		r.err = fmt.Errorf("no answer within %s (is there an active controller?)", budget.Round(time.Millisecond))
-		go func() {
-			if late := <-done; late.conn != nil {
-				_ = late.conn.Close()
-			}
-		}()
+		// The next refresh takes its connection back if it answered by then.
+		s.forwardLate = done
 	}
 	err := r.err
 	if err == nil && r.resp.ErrorCode != sarama.ErrNoError {
@@ -466,6 +479,13 @@ func (s *source) listReassignments(ctx context.Context, addr string, md *sarama.
 	return r.resp.TopicStatus
 }
 
+// forwardAttempt is the outcome of a ListPartitionReassignments attempt.
+type forwardAttempt struct {
+	conn *sarama.Broker // open unless the dial failed
+	resp *sarama.ListPartitionReassignmentsResponse
+	err  error
+}
+
 // close releases the connections; the watcher calls it when it stops.
 func (s *source) close() {
 	s.disconnect()
@@ -473,6 +493,14 @@ func (s *source) close() {
 		go func() { s.discard(addr, <-done) }()
 	}
 	s.inFlight = nil
+	if late := s.forwardLate; late != nil {
+		s.forwardLate = nil
+		go func() {
+			if r := <-late; r.conn != nil {
+				_ = r.conn.Close()
+			}
+		}()
+	}
 	if s.forwardConn != nil {
 		_ = s.forwardConn.Close()
 		s.forwardConn = nil
