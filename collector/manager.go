@@ -12,6 +12,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
+	"github.com/failover-exporter/failover_exporter/collector/canary/rediscanary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
@@ -36,6 +37,9 @@ type Manager struct {
 	kafka  *kafka.Collector
 	redis  *redis.Collector
 	events *events.Log
+	// redisCanary serves the write canaries of the Redis clusters that
+	// enable one.
+	redisCanary *rediscanary.Collector
 
 	mu      sync.Mutex
 	running map[string]*running
@@ -45,11 +49,12 @@ type Manager struct {
 // last eventCapacity events (events.DefaultCapacity when not positive).
 func NewManager(logger log.Logger, eventCapacity int) *Manager {
 	return &Manager{
-		logger:  logger,
-		kafka:   kafka.NewCollector(),
-		redis:   redis.NewCollector(),
-		events:  events.NewLog(eventCapacity, logger),
-		running: map[string]*running{},
+		logger:      logger,
+		kafka:       kafka.NewCollector(),
+		redis:       redis.NewCollector(),
+		redisCanary: rediscanary.NewCollector(),
+		events:      events.NewLog(eventCapacity, logger),
+		running:     map[string]*running{},
 	}
 }
 
@@ -66,7 +71,7 @@ func (m *Manager) Events() *events.Log { return m.events }
 // after the registry: a large cluster's series are too many for the
 // registry path, and both collectors render the same way.
 func (m *Manager) TextWriters() []exposition.TextWriter {
-	return []exposition.TextWriter{m.kafka, m.redis}
+	return []exposition.TextWriter{m.kafka, m.redis, m.redisCanary}
 }
 
 // starter is one cluster of a new config. start is nil when the cluster's
@@ -136,6 +141,17 @@ func (m *Manager) Apply(cfg *config.Config) error {
 			return fmt.Errorf("redis cluster %q: %w", rc.Name, err)
 		}
 		starters["redis/"+rc.Name] = s
+		if !rc.Canary.Enabled {
+			continue // the canary writes to the cluster: only when asked
+		}
+		s, err = plan(m, "redis-canary/"+rc.Name, rc,
+			func() (*watch.Watcher[rediscanary.Snapshot], error) { return rediscanary.NewWatcher(rc, m.logger) },
+			func(w *watch.Watcher[rediscanary.Snapshot]) { m.redisCanary.Set(rc.Name, w) },
+			func() { m.redisCanary.Remove(rc.Name) })
+		if err != nil {
+			return fmt.Errorf("redis cluster %q: canary: %w", rc.Name, err)
+		}
+		starters["redis-canary/"+rc.Name] = s
 	}
 
 	m.mu.Lock()

@@ -102,7 +102,32 @@ type RedisCluster struct {
 	// CommandTimeout bounds each command sent to one node.
 	CommandTimeout time.Duration `yaml:"command_timeout"`
 	TLS            TLS           `yaml:"tls"`
+	// Canary writes to the cluster; it is off unless enabled.
+	Canary RedisCanary `yaml:"canary"`
 }
+
+// RedisCanary configures the Redis write canary: per master, one key in a
+// slot the master owns, SET with an increasing value every interval, and
+// after a promotion a read from the new master to count acknowledged
+// writes it does not have.
+type RedisCanary struct {
+	Enabled bool `yaml:"enabled"`
+	// Interval between two rounds of writes; default the refresh interval.
+	Interval time.Duration `yaml:"interval"`
+	// KeyPrefix starts every canary key; the canary touches no other key.
+	KeyPrefix string `yaml:"key_prefix"`
+	// KeyTTL is set on every write, so keys vanish when the canary stops.
+	KeyTTL time.Duration `yaml:"key_ttl"`
+	// Wait, if positive, follows each SET with WAIT 1 <Wait>: a write counts
+	// as acknowledged only once a replica has it.
+	Wait time.Duration `yaml:"wait"`
+}
+
+// Defaults of the write canaries.
+const (
+	DefaultRedisCanaryKeyPrefix = "__failover_exporter_canary:"
+	DefaultRedisCanaryKeyTTL    = time.Hour
+)
 
 // TLS configures a client TLS connection.
 type TLS struct {
@@ -388,6 +413,15 @@ func (r *RedisCluster) applyDefaults() {
 	if r.CommandTimeout == 0 {
 		r.CommandTimeout = DefaultRedisCommandTimeout
 	}
+	if r.Canary.Interval == 0 {
+		r.Canary.Interval = r.RefreshInterval
+	}
+	if r.Canary.KeyPrefix == "" {
+		r.Canary.KeyPrefix = DefaultRedisCanaryKeyPrefix
+	}
+	if r.Canary.KeyTTL == 0 {
+		r.Canary.KeyTTL = DefaultRedisCanaryKeyTTL
+	}
 }
 
 func (r *RedisCluster) validate() error {
@@ -408,6 +442,36 @@ func (r *RedisCluster) validate() error {
 	}
 	if err := r.TLS.validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if err := r.Canary.validate(r.RefreshInterval); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// validate checks the canary's settings; refreshInterval is the cluster's,
+// which the interval defaults to and which is checked (once) on its own.
+func (c RedisCanary) validate(refreshInterval time.Duration) error {
+	var errs []error
+	if c.Interval != refreshInterval {
+		if err := CheckRefreshInterval("canary.interval", c.Interval); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// The canary picks the hash tag itself; a brace in the prefix would
+	// become the tag and put every key in one slot.
+	if strings.ContainsAny(c.KeyPrefix, "{}") {
+		errs = append(errs, fmt.Errorf("canary.key_prefix %q must not contain { or }", c.KeyPrefix))
+	}
+	if c.KeyTTL < time.Second {
+		errs = append(errs, fmt.Errorf("canary.key_ttl %s is shorter than 1s", c.KeyTTL))
+	}
+	if c.Wait < 0 {
+		errs = append(errs, fmt.Errorf("canary.wait %s is negative", c.Wait))
+	}
+	// A round (topology, then SET and WAIT) must fit in the interval.
+	if c.Wait*2 > c.Interval {
+		errs = append(errs, fmt.Errorf("canary.wait %s is more than half of canary.interval %s", c.Wait, c.Interval))
 	}
 	return errors.Join(errs...)
 }

@@ -37,6 +37,10 @@ redis:
 	if r.RefreshInterval != 2*time.Second || r.RefreshTimeout != 1600*time.Millisecond || r.CommandTimeout != DefaultRedisCommandTimeout {
 		t.Errorf("redis defaults not applied: %+v", r)
 	}
+	// The canary writes to the cluster: off unless the file says so.
+	if r.Canary.Enabled || r.Canary.Interval != 2*time.Second || r.Canary.KeyPrefix != DefaultRedisCanaryKeyPrefix || r.Canary.KeyTTL != time.Hour || r.Canary.Wait != 0 {
+		t.Errorf("redis canary defaults not applied: %+v", r.Canary)
+	}
 }
 
 func TestParseErrors(t *testing.T) {
@@ -56,6 +60,9 @@ func TestParseErrors(t *testing.T) {
 		{"password env missing", "kafka:\n  - bootstrap_servers: [a:1]\n    sasl: {mechanism: PLAIN, username: u, password: {env: FAILOVER_TEST_UNSET_VAR}}\n", "FAILOVER_TEST_UNSET_VAR is not set"},
 		{"tls settings while disabled", "redis:\n  - addrs: [a:1]\n    tls: {ca_file: /x}\n", "tls.enabled is false"},
 		{"missing tls file", "redis:\n  - addrs: [a:1]\n    tls: {enabled: true, ca_file: /nonexistent/ca.pem}\n", "/nonexistent/ca.pem"},
+		{"canary prefix with a hash tag", "redis:\n  - addrs: [a:1]\n    canary: {enabled: true, key_prefix: \"x{y}\"}\n", `canary.key_prefix "x{y}" must not contain { or }`},
+		{"canary interval too short", "redis:\n  - addrs: [a:1]\n    canary: {enabled: true, interval: 1ms}\n", "canary.interval 1ms is shorter than 100ms"},
+		{"canary negative wait", "redis:\n  - addrs: [a:1]\n    canary: {enabled: true, wait: -1s}\n", "canary.wait -1s is negative"},
 		{"two documents", "kafka: []\n---\nredis: []\n", "more than one YAML document"},
 	}
 	for _, c := range cases {

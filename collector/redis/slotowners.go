@@ -25,7 +25,7 @@ func ReadSlotOwners(ctx context.Context, cfg config.RedisCluster) (*[SlotCount]s
 	if cfg.CommandTimeout <= 0 || cfg.DialTimeout <= 0 {
 		return nil, errors.New("command and dial timeouts must be positive; was config.Complete called?")
 	}
-	option, err := clientOption(cfg)
+	option, err := ClientOption(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -79,4 +79,47 @@ func readSlotOwnersFrom(ctx context.Context, option rueidis.ClientOption, addr s
 		}
 	}
 	return &owners, nil
+}
+
+// Master is a master that owns slots, as one node's CLUSTER NODES reply
+// lists it.
+type Master struct {
+	ID string
+	// Addr is "ip:port", empty for a node without an address.
+	Addr        string
+	ConfigEpoch uint64
+	// Failing is true when the answering node flags the master fail or fail?.
+	Failing bool
+	// Slots are inclusive ranges.
+	Slots [][2]int
+}
+
+// OwnsSlot reports whether slot is in one of the master's ranges.
+func (m Master) OwnsSlot(slot int) bool {
+	for _, r := range m.Slots {
+		if slot >= r[0] && slot <= r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseMasters lists the masters owning slots in a CLUSTER NODES reply.
+func ParseMasters(clusterNodes string) ([]Master, error) {
+	lines, err := parseClusterNodes(clusterNodes)
+	if err != nil {
+		return nil, err
+	}
+	var out []Master
+	for _, l := range lines {
+		if !l.Flags.Master || len(l.Slots) == 0 {
+			continue
+		}
+		m := Master{ID: l.ID, Addr: l.Addr, ConfigEpoch: l.ConfigEpoch, Failing: l.Flags.Fail || l.Flags.PFail}
+		for _, r := range l.Slots {
+			m.Slots = append(m.Slots, [2]int{r.First, r.Last})
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }

@@ -57,7 +57,7 @@ func newSource(cfg config.RedisCluster, logger log.Logger) (*source, error) {
 	if cfg.CommandTimeout <= 0 || cfg.DialTimeout <= 0 {
 		return nil, errors.New("command and dial timeouts must be positive; was config.Complete called?")
 	}
-	option, err := clientOption(cfg)
+	option, err := ClientOption(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -75,10 +75,11 @@ const clientName = "failover_exporter"
 // monitorRingScale makes each connection's ring 2^3 entries.
 const monitorRingScale = 3
 
-// clientOption builds the rueidis options shared by every node's client;
+// ClientOption builds the rueidis options shared by every node's client
+// (the watcher's and the write canary's);
 // InitAddress is filled in per node. It reads the password once, so that a
 // missing secret is reported at (re)load time rather than on every refresh.
-func clientOption(cfg config.RedisCluster) (rueidis.ClientOption, error) {
+func ClientOption(cfg config.RedisCluster) (rueidis.ClientOption, error) {
 	opt := rueidis.ClientOption{
 		// One connection to exactly the node we name: the cluster client
 		// would follow MOVED redirects and leave failed nodes out.

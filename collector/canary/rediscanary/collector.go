@@ -1,0 +1,198 @@
+package rediscanary
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/failover-exporter/failover_exporter/collector/canary"
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+)
+
+const clusterLabel = "redis_cluster"
+
+// healthSeries holds the canary's own round health, served first; series
+// every other family, in exposition order.
+var (
+	healthSeries = &exposition.Set{}
+	series       = &exposition.Set{}
+)
+
+type descs struct {
+	health exposition.Health
+
+	attempts     *exposition.Desc
+	acknowledged *exposition.Desc
+	failures     *exposition.Desc
+	duration     *exposition.Desc
+	lost         *exposition.Desc
+	checks       *exposition.Desc
+}
+
+// metrics is the canary's metric table, each name a literal.
+var metrics = func() descs {
+	master := []string{clusterLabel, "node_id", "address"}
+	return descs{
+		health: exposition.Health{
+			Up: healthSeries.Gauge("redis_canary_up",
+				"1 if the write canary's last round read the slot owners; the write counters below are served either way.", clusterLabel),
+			Duration:    healthSeries.Gauge("redis_canary_round_duration_seconds", "How long the canary's last round of writes took.", clusterLabel),
+			LastSuccess: healthSeries.Gauge("redis_canary_last_round_success_timestamp_seconds", "Unix time when the canary last read the slot owners and wrote.", clusterLabel),
+			Refreshes:   healthSeries.Counter("redis_canary_rounds_total", "Rounds of canary writes attempted since the exporter started.", clusterLabel),
+			Failures:    healthSeries.Counter("redis_canary_round_failures_total", "Canary rounds that could not read the slot owners from any node.", clusterLabel),
+		},
+		attempts: series.Counter("redis_canary_write_attempts_total",
+			"Canary writes attempted to the master's key: SET (and WAIT when configured), preceded by a GET when the key's slot changed master.", master...),
+		acknowledged: series.Counter("redis_canary_writes_acknowledged_total",
+			"Canary writes the master acknowledged (with WAIT on: that a replica also confirmed).", master...),
+		failures: series.Counter("redis_canary_write_failures_total",
+			"Canary writes that failed, by error: the Redis error code (NOPERM, MOVED, CLUSTERDOWN, READONLY, OOM, ...), timeout, connection, or not_replicated (WAIT saw no replica in time).",
+			append(master, "error")...),
+		duration: series.Histogram("redis_canary_write_duration_seconds",
+			"Latency of acknowledged canary writes, SET and WAIT together.", canary.LatencyBuckets, master...),
+		lost: series.Counter("redis_canary_acknowledged_lost_writes_total",
+			"Writes this master acknowledged that the master which took over its slot did not have when the canary read the key from it.", master...),
+		checks: series.Counter("redis_canary_lost_write_checks_total",
+			"Times the canary read its key from a new master after the key's slot changed master, looking for lost acknowledged writes.", clusterLabel),
+	}
+}()
+
+// Sets returns the canary's metric tables, in exposition order, for
+// documentation and contract tests.
+func Sets() []*exposition.Set { return []*exposition.Set{healthSeries, series} }
+
+// MetricNames returns every series name the Redis canary can emit,
+// histograms as their _bucket, _sum and _count series.
+func MetricNames() []string {
+	names := append(healthSeries.SeriesNames(), series.SeriesNames()...)
+	sort.Strings(names)
+	return names
+}
+
+// Collector serves the latest counters of every Redis canary. It never
+// talks to a cluster.
+type Collector struct {
+	mu       sync.RWMutex
+	canaries map[string]*watch.Watcher[Snapshot]
+
+	renderer *exposition.Renderer
+}
+
+// NewCollector returns a collector with no canaries.
+func NewCollector() *Collector {
+	return &Collector{canaries: map[string]*watch.Watcher[Snapshot]{}, renderer: exposition.NewRenderer(healthSeries, series)}
+}
+
+// Set adds or replaces the canary of the cluster called name. Call it
+// before the watcher runs: each round then renders the canary's text
+// right away, as the cluster collectors do, so that no scrape pays for it.
+func (c *Collector) Set(name string, w *watch.Watcher[Snapshot]) {
+	c.mu.Lock()
+	c.canaries[name] = w
+	c.mu.Unlock()
+	// A rendering of the watcher this one replaces is not served for it.
+	c.renderer.Remove(name)
+	w.OnPublish(func() { c.render(name, w) })
+}
+
+// Remove stops serving the canary of the cluster called name.
+func (c *Collector) Remove(name string) {
+	c.mu.Lock()
+	delete(c.canaries, name)
+	c.mu.Unlock()
+	c.renderer.Remove(name)
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	healthSeries.Describe(ch)
+	series.Describe(ch)
+}
+
+func (c *Collector) sorted() ([]string, []*watch.State[Snapshot]) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	names := make([]string, 0, len(c.canaries))
+	for name := range c.canaries {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	states := make([]*watch.State[Snapshot], len(names))
+	for i, name := range names {
+		states[i] = c.canaries[name].Current()
+	}
+	return names, states
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	names, states := c.sorted()
+	for i, name := range names {
+		sink := exposition.ChanSink(ch)
+		emitState(sink, sink, name, states[i])
+	}
+}
+
+// AppendText adds every canary's series to a response. Each canary is
+// rendered once per round, on its watcher's goroutine; a scrape takes the
+// latest rendering and never waits for one in progress.
+func (c *Collector) AppendText(st *exposition.Stream) {
+	c.mu.RLock()
+	names := make([]string, 0, len(c.canaries))
+	unrendered := map[string]*watch.Watcher[Snapshot]{}
+	for name, w := range c.canaries {
+		names = append(names, name)
+		// Only a canary set but not run yet has no rendering.
+		if !c.renderer.Has(name) {
+			unrendered[name] = w
+		}
+	}
+	c.mu.RUnlock()
+	sort.Strings(names)
+	for name, w := range unrendered {
+		c.render(name, w)
+	}
+	c.renderer.AppendText(st, names)
+}
+
+func (c *Collector) render(name string, w *watch.Watcher[Snapshot]) {
+	c.renderer.Render(name, func() (any, exposition.EmitFunc) {
+		state := w.Current()
+		return state, func(sinks ...exposition.Sink) { emitState(sinks[0], sinks[1], name, state) }
+	})
+}
+
+// emitState emits the round health and the counters of the last snapshot.
+// Unlike the cluster collectors' series, the counters stay served when a
+// round fails: they count what happened, and stay true.
+func emitState(health, sink exposition.Sink, cluster string, state *watch.State[Snapshot]) {
+	exposition.EmitHealth(metrics.health, health, cluster, state)
+	if state.Snapshot == nil {
+		return
+	}
+	s := state.Snapshot
+	sink.Add(metrics.checks, float64(s.Checks), cluster)
+	ids := make([]string, 0, len(s.Masters))
+	for id := range s.Masters {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		m := s.Masters[id]
+		labels := []string{cluster, id, m.Addr}
+		sink.Add(metrics.attempts, float64(m.Attempts), labels...)
+		sink.Add(metrics.acknowledged, float64(m.Acknowledged), labels...)
+		kinds := make([]string, 0, len(m.Failures))
+		for kind := range m.Failures {
+			kinds = append(kinds, kind)
+		}
+		sort.Strings(kinds)
+		for _, kind := range kinds {
+			sink.Add(metrics.failures, float64(m.Failures[kind]), cluster, id, m.Addr, kind)
+		}
+		sink.AddHistogram(metrics.duration, m.Latency.Count, m.Latency.Sum, m.Latency.Buckets(), labels...)
+		sink.Add(metrics.lost, float64(m.Lost), labels...)
+	}
+}

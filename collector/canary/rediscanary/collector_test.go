@@ -1,0 +1,217 @@
+package rediscanary
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/failover-exporter/failover_exporter/collector/canary"
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/redis"
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+func staticWatcher(t testing.TB, snap *Snapshot, err error) *watch.Watcher[Snapshot] {
+	t.Helper()
+	w := watch.New("main", time.Minute, time.Second, func(context.Context, *Snapshot) (*Snapshot, error) {
+		return snap, err
+	}, log.NewNopLogger())
+	w.RefreshOnce(context.Background())
+	return w
+}
+
+func testSnapshot() *Snapshot {
+	return &Snapshot{
+		Checks: 1,
+		Masters: map[string]*MasterStats{
+			"aaa": {Addr: "127.0.0.1:7000", Key: "k:{0}", Attempts: 20, Acknowledged: 17, Lost: 14,
+				Failures: map[string]uint64{"connection": 3}, Latency: canary.Histogram{}.Observe(0.0008).Observe(0.002)},
+			"bbb": {Addr: "127.0.0.1:7001", Key: "k:{0}", Attempts: 5, Acknowledged: 5, Failures: map[string]uint64{},
+				Latency: canary.Histogram{}.Observe(0.0009)},
+		},
+	}
+}
+
+func TestCollectorSeries(t *testing.T) {
+	c := NewCollector()
+	c.Set("main", staticWatcher(t, testSnapshot(), nil))
+	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %+v", err, problems)
+	}
+	plain, err := exposition.PlainText(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(plain)
+	for _, line := range []string{
+		`redis_canary_up{redis_cluster="main"} 1`,
+		`redis_canary_acknowledged_lost_writes_total{address="127.0.0.1:7000",node_id="aaa",redis_cluster="main"} 14`,
+		`redis_canary_write_failures_total{address="127.0.0.1:7000",error="connection",node_id="aaa",redis_cluster="main"} 3`,
+		`redis_canary_write_duration_seconds_bucket{address="127.0.0.1:7000",node_id="aaa",redis_cluster="main",le="0.001"} 1`,
+		`redis_canary_write_duration_seconds_count{address="127.0.0.1:7000",node_id="aaa",redis_cluster="main"} 2`,
+		`redis_canary_lost_write_checks_total{redis_cluster="main"} 1`,
+	} {
+		if !strings.Contains(text, line+"\n") {
+			t.Errorf("text lacks %s:\n%s", line, text)
+		}
+	}
+}
+
+// The text path served on /metrics and the prometheus.Collector path must
+// produce the same families, series and values; a failed round keeps the
+// counters served.
+func TestWriteTextMatchesCollect(t *testing.T) {
+	c := NewCollector()
+	c.Set("main", staticWatcher(t, testSnapshot(), nil))
+	c.Set("other", staticWatcher(t, nil, errors.New("no node answered CLUSTER NODES")))
+	plain, err := exposition.PlainText(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(plain)
+	if err := testutil.CollectAndCompare(c, strings.NewReader(text)); err != nil {
+		t.Errorf("text rendering differs from Collect: %v", err)
+	}
+}
+
+func TestMetricNamesAreCollected(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	c := NewCollector()
+	c.Set("main", staticWatcher(t, testSnapshot(), nil))
+	reg.MustRegister(c)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, f := range families {
+		got[f.GetName()] = true
+	}
+	for _, d := range append(healthSeries.Descs(), series.Descs()...) {
+		if !got[d.Name] {
+			t.Errorf("%s is in the table but not collected", d.Name)
+		}
+	}
+}
+
+func TestCountersStayServedWhenARoundFails(t *testing.T) {
+	calls := 0
+	w := watch.New("main", time.Minute, time.Second, func(context.Context, *Snapshot) (*Snapshot, error) {
+		calls++
+		if calls == 1 {
+			return testSnapshot(), nil
+		}
+		return nil, errors.New("no node answered CLUSTER NODES")
+	}, log.NewNopLogger())
+	w.RefreshOnce(context.Background())
+	w.RefreshOnce(context.Background())
+	c := NewCollector()
+	c.Set("main", w)
+	plain, err := exposition.PlainText(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(plain)
+	for _, line := range []string{
+		`redis_canary_up{redis_cluster="main"} 0`,
+		`redis_canary_acknowledged_lost_writes_total{address="127.0.0.1:7000",node_id="aaa",redis_cluster="main"} 14`,
+	} {
+		if !strings.Contains(text, line+"\n") {
+			t.Errorf("text lacks %s:\n%s", line, text)
+		}
+	}
+}
+
+// apply is where lost writes are counted: values base+1..acked were
+// acknowledged by the old owner; whatever the new owner lacks is lost.
+func TestApplyCountsLostWrites(t *testing.T) {
+	src := &source{logger: log.NewNopLogger()}
+	old := redis.Master{ID: "old", Addr: "127.0.0.1:1"}
+	promoted := redis.Master{ID: "new", Addr: "127.0.0.1:2"}
+	cases := []struct {
+		name               string
+		base, acked, found uint64
+		wantLost           uint64
+	}{
+		{"new owner has everything", 10, 25, 25, 0},
+		{"new owner has a write that was never acknowledged", 10, 25, 26, 0},
+		{"new owner lacks the last five", 10, 25, 20, 5},
+		{"new owner lacks the key: only writes since the key was read count", 10, 25, 0, 15},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			next := (*Snapshot)(nil).clone()
+			st := &keyState{key: "k", owner: old.ID, ownerAddr: old.Addr, base: c.base, acked: c.acked}
+			src.apply(next, st, writeResult{owner: promoted, checked: true, read: true, found: c.found, wrote: true, ok: true})
+			var got uint64
+			if m, ok := next.Masters["old"]; ok {
+				got = m.Lost
+			}
+			if got != c.wantLost {
+				t.Errorf("lost = %d, want %d", got, c.wantLost)
+			}
+			if next.Checks != 1 || st.owner != "new" || st.acked != c.found+1 || next.Masters["new"].Acknowledged != 1 {
+				t.Errorf("after the check: checks %d, state %+v, new master %+v", next.Checks, st, next.Masters["new"])
+			}
+			if (c.wantLost > 0) != (len(next.Events) > 0 && next.Events[0].Kind == "acknowledged_writes_lost") {
+				t.Errorf("events %+v", next.Events)
+			}
+		})
+	}
+}
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+func TestErrorKind(t *testing.T) {
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("SET k: %w", context.DeadlineExceeded), "timeout"},
+		{&net.OpError{Op: "read", Err: timeoutErr{}}, "timeout"},
+		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, "connection"},
+		{fmt.Errorf("SET k: %w", io.EOF), "connection"},
+		{errNotReplicated, "not_replicated"},
+		{errors.New("something else"), "other"},
+	}
+	for _, c := range cases {
+		if got := errorKind(c.err); got != c.want {
+			t.Errorf("errorKind(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+}
+
+// Key choice: deterministic, inside the master's slots, with the prefix.
+func TestChooseKey(t *testing.T) {
+	src := &source{cfg: config.RedisCluster{Canary: config.RedisCanary{KeyPrefix: "p:"}}}
+	var owners [redis.SlotCount]redis.Master
+	a, b := redis.Master{ID: "a"}, redis.Master{ID: "b"}
+	for slot := range owners {
+		owners[slot] = a
+	}
+	owners[12345] = b // one slot only
+	key, slot, ok := src.chooseKey("b", &owners)
+	if !ok || slot != 12345 || redis.KeySlot(key) != 12345 || !strings.HasPrefix(key, "p:{") {
+		t.Errorf("chooseKey(b) = %q, slot %d, %v", key, slot, ok)
+	}
+	if again, _, _ := src.chooseKey("b", &owners); again != key {
+		t.Errorf("chooseKey is not deterministic: %q then %q", key, again)
+	}
+	if _, _, ok := src.chooseKey("nobody", &owners); ok {
+		t.Error("found a key for a master that owns no slot")
+	}
+}

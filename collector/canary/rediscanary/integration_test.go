@@ -1,0 +1,259 @@
+package rediscanary
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/lab"
+)
+
+const testInterval = 200 * time.Millisecond
+
+// startCanary runs a canary against the lab until the returned stop is
+// called (or the test ends).
+func startCanary(t *testing.T, c *lab.RedisCluster, wait time.Duration) (*watch.Watcher[Snapshot], func()) {
+	t.Helper()
+	cfg := config.Config{Redis: []config.RedisCluster{{
+		Name:           "lab",
+		Addrs:          c.Addrs(),
+		DialTimeout:    300 * time.Millisecond,
+		CommandTimeout: 300 * time.Millisecond,
+		Canary:         config.RedisCanary{Enabled: true, Interval: testInterval, Wait: wait},
+	}}}
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWatcher(cfg.Redis[0], log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-done
+		}
+	}
+	t.Cleanup(stop)
+	return w, stop
+}
+
+// stats returns a copy of the latest counters of one master.
+func stats(w *watch.Watcher[Snapshot], id string) MasterStats {
+	s := w.Current().Snapshot
+	if s == nil || s.Masters[id] == nil {
+		return MasterStats{}
+	}
+	return *s.Masters[id]
+}
+
+func checks(w *watch.Watcher[Snapshot]) uint64 {
+	if s := w.Current().Snapshot; s != nil {
+		return s.Checks
+	}
+	return 0
+}
+
+// waitWriting waits until the canary has acknowledged writes on every
+// master of the lab.
+func waitWriting(t *testing.T, c *lab.RedisCluster, w *watch.Watcher[Snapshot]) {
+	t.Helper()
+	lab.RedisWaitFor(t, 15*time.Second, "canary writing to every master", func() error {
+		for _, m := range c.Masters(t) {
+			if st := stats(w, m.ID); st.Acknowledged < 3 {
+				return fmt.Errorf("master %s (%s): %d acknowledged, last error %q", m.ID, m.Addr, st.Acknowledged, st.LastError)
+			}
+		}
+		return nil
+	})
+}
+
+// replicaOf returns a replica of master.
+func replicaOf(t *testing.T, c *lab.RedisCluster, master lab.RedisNode) lab.RedisNode {
+	t.Helper()
+	for _, n := range c.Nodes(t) {
+		if n.MasterID == master.ID {
+			return n
+		}
+	}
+	t.Fatalf("master %s has no replica", master.Addr)
+	return lab.RedisNode{}
+}
+
+// burstKillPromote is the seed lesson's failover: the replica is paused,
+// the master keeps taking (and acknowledging) canary writes, the master is
+// killed, the replica resumes and is promoted without those writes. It
+// returns the master's acknowledged count when the replica was paused and
+// when the master was killed.
+func burstKillPromote(t *testing.T, c *lab.RedisCluster, w *watch.Watcher[Snapshot], master, replica lab.RedisNode) (ackedAtPause, ackedAtKill uint64) {
+	t.Helper()
+	c.Pause(t, replica.Port)
+	// A paused replica still receives the replication stream into its
+	// socket buffer and applies it on resume; cut the link on the master
+	// so that what the master acknowledges from now on stays there.
+	c.CLI(t, master.Port, "client", "kill", "type", "replica")
+	resumed := false
+	defer func() {
+		if !resumed {
+			c.Resume(t, replica.Port)
+		}
+	}()
+	ackedAtPause = stats(w, master.ID).Acknowledged
+	time.Sleep(3 * time.Second) // about 15 canary writes at 200ms
+	ackedAtKill = stats(w, master.ID).Acknowledged
+	c.Kill(t, master.Port)
+	// Writes in flight when the kill landed may still be counted.
+	time.Sleep(3 * testInterval)
+	ackedAtKill = max(ackedAtKill, stats(w, master.ID).Acknowledged)
+	c.Resume(t, replica.Port)
+	resumed = true
+	lab.RedisWaitFor(t, 30*time.Second, "replica promoted", func() error {
+		for _, n := range c.Masters(t) {
+			if n.ID == replica.ID {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s is not a master yet", replica.Addr)
+	})
+	return ackedAtPause, ackedAtKill
+}
+
+// rejoin restarts the killed master and waits until it replicates the
+// promoted one, so that every shard has a replica again.
+func rejoin(t *testing.T, c *lab.RedisCluster, old, promoted lab.RedisNode) {
+	t.Helper()
+	c.Restart(t, old.Port)
+	lab.RedisWaitFor(t, 30*time.Second, "old master rejoins as a replica", func() error {
+		if n := c.Node(t, old.Port); n.MasterID != promoted.ID || n.Failed {
+			return fmt.Errorf("%s: master id %q, failed %v", old.Addr, n.MasterID, n.Failed)
+		}
+		if out, err := c.TryCLI(old.Port, "info", "replication"); err != nil || !strings.Contains(out, "master_link_status:up") {
+			return fmt.Errorf("%s: replication link not up: %v", old.Addr, err)
+		}
+		return nil
+	})
+}
+
+// TestCanaryCountsAcknowledgedWritesLostInAFailover is the seed lesson on
+// a real Redis Cluster (3 masters, 1 replica each): Redis replicates
+// asynchronously, so writes a master acknowledged while its replica was
+// cut off are gone once that replica is promoted, and the canary counts
+// them. With WAIT the same failover loses nothing: the writes fail instead.
+func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
+	if testing.Short() {
+		// Only under -short: a missing redis-server fails the test, saying
+		// how to install it.
+		t.Skip("starts a real Redis Cluster; run without -short")
+	}
+	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1})
+	masters := c.Masters(t)
+	if len(masters) != 3 {
+		t.Fatalf("%d masters, want 3", len(masters))
+	}
+
+	t.Run("without WAIT the writes acknowledged during the burst are lost", func(t *testing.T) {
+		w, stop := startCanary(t, c, 0)
+		defer stop()
+		waitWriting(t, c, w)
+		master := masters[0]
+		replica := replicaOf(t, c, master)
+		atPause, atKill := burstKillPromote(t, c, w, master, replica)
+		burst := atKill - atPause
+		if burst < 5 {
+			t.Fatalf("only %d writes acknowledged while the replica was paused; the test needs a burst", burst)
+		}
+		lab.RedisWaitFor(t, 15*time.Second, "canary checks the promoted replica", func() error {
+			if n := checks(w); n < 1 {
+				return fmt.Errorf("%d checks", n)
+			}
+			if st := stats(w, replica.ID); st.Acknowledged < 3 {
+				return fmt.Errorf("promoted replica: %d acknowledged, last error %q", st.Acknowledged, st.LastError)
+			}
+			return nil
+		})
+		old, promoted := stats(w, master.ID), stats(w, replica.ID)
+		t.Logf("FIGURE redis canary without WAIT: %d writes acknowledged during a 3s replica pause, %d counted lost; old master failures %v",
+			burst, old.Lost, old.Failures)
+		// The writes acknowledged while the replica was paused (give or
+		// take the one in flight at each end, and the last ones before the
+		// pause that had not reached the replica yet) are the lost ones.
+		if old.Lost+1 < burst || old.Lost > burst+2 {
+			t.Errorf("old master %s: %d acknowledged writes counted lost, want about the %d acknowledged during the pause", master.Addr, old.Lost, burst)
+		}
+		if promoted.Lost != 0 {
+			t.Errorf("promoted replica %s: %d lost, want 0", replica.Addr, promoted.Lost)
+		}
+		if old.Failures["connection"]+old.Failures["timeout"] == 0 {
+			t.Errorf("no failed writes counted for the dead master %s: %v", master.Addr, old.Failures)
+		}
+		// The other masters were untouched.
+		for _, m := range masters[1:] {
+			if st := stats(w, m.ID); st.Lost != 0 || st.Acknowledged == 0 {
+				t.Errorf("untouched master %s: %+v", m.Addr, st)
+			}
+		}
+		// Only canary keys were written.
+		out := c.CLI(t, replica.Port, "--scan")
+		for _, key := range strings.Fields(out) {
+			if !strings.HasPrefix(key, config.DefaultRedisCanaryKeyPrefix+"{") {
+				t.Errorf("key %q on %s is not a canary key", key, replica.Addr)
+			}
+		}
+		if ttl := c.CLI(t, replica.Port, "pttl", stats(w, replica.ID).Key); ttl == "-1" || strings.HasPrefix(ttl, "-") {
+			t.Errorf("canary key %s has no TTL (PTTL %s)", stats(w, replica.ID).Key, ttl)
+		}
+		stop()
+		rejoin(t, c, master, replica)
+	})
+
+	t.Run("with WAIT nothing acknowledged is lost; the writes fail instead", func(t *testing.T) {
+		w, stop := startCanary(t, c, 50*time.Millisecond)
+		defer stop()
+		waitWriting(t, c, w)
+		master := masters[1]
+		replica := replicaOf(t, c, master)
+		atPause, atKill := burstKillPromote(t, c, w, master, replica)
+		lab.RedisWaitFor(t, 15*time.Second, "canary checks the promoted replica", func() error {
+			if n := checks(w); n < 1 {
+				return fmt.Errorf("%d checks", n)
+			}
+			return nil
+		})
+		old := stats(w, master.ID)
+		t.Logf("FIGURE redis canary with WAIT 1 50: %d writes acknowledged during a 3s replica pause, %d not_replicated, %d counted lost",
+			atKill-atPause, old.Failures["not_replicated"], old.Lost)
+		if old.Lost != 0 {
+			t.Errorf("old master %s: %d acknowledged writes lost with WAIT on, want 0", master.Addr, old.Lost)
+		}
+		if atKill-atPause > 1 {
+			t.Errorf("%d writes acknowledged while the only replica was paused, want at most the one in flight", atKill-atPause)
+		}
+		if old.Failures["not_replicated"] < 5 {
+			t.Errorf("old master %s: failures %v, want not_replicated counted for the paused replica", master.Addr, old.Failures)
+		}
+		// The promoted replica has no replica of its own until the old
+		// master rejoins: WAIT fails there too, then succeeds.
+		if st := stats(w, replica.ID); st.Acknowledged != 0 || st.Failures["not_replicated"] == 0 {
+			t.Errorf("promoted replica %s without a replica: %+v, want only not_replicated failures", replica.Addr, st)
+		}
+		rejoin(t, c, master, replica)
+		lab.RedisWaitFor(t, 15*time.Second, "writes acknowledged on the promoted replica once it has a replica", func() error {
+			if st := stats(w, replica.ID); st.Acknowledged < 3 {
+				return fmt.Errorf("%d acknowledged, last error %q", st.Acknowledged, st.LastError)
+			}
+			return nil
+		})
+	})
+}

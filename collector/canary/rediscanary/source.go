@@ -1,0 +1,468 @@
+package rediscanary
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"regexp"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/redis/rueidis"
+
+	"github.com/failover-exporter/failover_exporter/collector/canary"
+	"github.com/failover-exporter/failover_exporter/collector/redis"
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+// clientName is how the canary's connections show up in CLIENT LIST,
+// apart from the watcher's.
+const clientName = "failover_exporter_canary"
+
+// source owns the canary's connections and the state of its keys. Only
+// the watcher's goroutine calls round, so the state needs no lock; the
+// client map is locked because a round's writes run concurrently.
+type source struct {
+	cfg    config.RedisCluster
+	option rueidis.ClientOption
+	logger log.Logger
+
+	// keys is keyed by key: a key keeps its state across a promotion, since
+	// the new master owns the same slot and the same key is chosen.
+	keys map[string]*keyState
+	// known are the master addresses of the last topology, asked first.
+	known []string
+
+	mu      sync.Mutex
+	clients map[string]rueidis.Client
+	closed  bool
+}
+
+// keyState is what the canary knows about one of its keys. Every write
+// sets the key to acked+1, so the values base+1 .. acked are exactly the
+// writes owner acknowledged since the key was last read.
+type keyState struct {
+	key       string
+	slot      int
+	owner     string // node id of the master the key was last read from; "" before
+	ownerAddr string
+	base      uint64
+	acked     uint64
+}
+
+func newSource(cfg config.RedisCluster, logger log.Logger) (*source, error) {
+	if len(cfg.Addrs) == 0 {
+		return nil, errors.New("no seed addresses")
+	}
+	if cfg.Canary.Interval <= 0 || cfg.CommandTimeout <= 0 || cfg.Canary.KeyTTL <= 0 {
+		return nil, errors.New("canary interval, key TTL and command timeout must be positive; was config.Complete called?")
+	}
+	option, err := redis.ClientOption(cfg)
+	if err != nil {
+		return nil, err
+	}
+	option.ClientName = clientName
+	return &source{
+		cfg:     cfg,
+		option:  option,
+		logger:  log.With(logger, "redis_cluster", cfg.Name, "part", "canary"),
+		keys:    map[string]*keyState{},
+		clients: map[string]rueidis.Client{},
+	}, nil
+}
+
+// round reads the topology, then writes every master's key once.
+func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
+	owners, masters, err := s.topology(ctx)
+	if err != nil {
+		return nil, err
+	}
+	next := prev.clone()
+	for _, m := range next.Masters {
+		m.Key = "" // set again below for masters that still own slots
+	}
+
+	// One key per master that owns slots. A replica promoted in its
+	// master's place owns the same slots and so gets the same key, whose
+	// state (what the old master acknowledged) carries over to the check.
+	wanted := map[string]*keyState{}
+	for _, m := range masters {
+		key, slot, ok := s.chooseKey(m.ID, owners)
+		if !ok {
+			continue
+		}
+		st, ok := s.keys[key]
+		if !ok {
+			st = &keyState{key: key, slot: slot}
+		}
+		wanted[key] = st
+		next.master(m.ID, m.Addr).Key = key
+	}
+	s.keys = wanted
+
+	type result struct {
+		st *keyState
+		writeResult
+	}
+	results := make(chan result, len(wanted))
+	for _, st := range wanted {
+		owner := owners[st.slot]
+		go func() { results <- result{st, s.writeKey(ctx, st, owner)} }()
+	}
+	collected := make([]result, 0, len(wanted))
+	for range wanted {
+		collected = append(collected, <-results)
+	}
+	sort.Slice(collected, func(i, j int) bool { return collected[i].st.key < collected[j].st.key })
+	for _, r := range collected {
+		s.apply(next, r.st, r.writeResult)
+	}
+	return next, nil
+}
+
+// writeResult is the outcome of one key's turn in a round.
+type writeResult struct {
+	owner redis.Master
+	// checked is set when the key was read from a new owner; found is the
+	// value read.
+	checked bool
+	found   uint64
+	// read is set when the key was read at all (first sight or new owner).
+	read bool
+	// wrote is set when a SET was attempted; ok when it was acknowledged.
+	wrote   bool
+	ok      bool
+	latency time.Duration
+	errKind string
+	err     error
+}
+
+// writeKey reads the key from its owner when the owner changed (or the key
+// is new), then writes the next value. It runs concurrently for different
+// keys and does not touch shared state.
+func (s *source) writeKey(ctx context.Context, st *keyState, owner redis.Master) writeResult {
+	res := writeResult{owner: owner}
+	client, err := s.client(owner.Addr)
+	if err != nil {
+		res.errKind, res.err = errorKind(err), err
+		return res
+	}
+	if st.owner != owner.ID {
+		// Read before writing: the first write to the new owner would
+		// overwrite the evidence.
+		value, err := s.get(ctx, client, st.key)
+		if err != nil {
+			res.errKind, res.err = errorKind(err), fmt.Errorf("GET %s: %w", st.key, err)
+			return res
+		}
+		res.read, res.found = true, value
+		res.checked = st.owner != ""
+	}
+	next := st.acked + 1
+	if res.read {
+		next = res.found + 1
+	}
+	res.wrote = true
+	start := time.Now()
+	err = s.set(ctx, client, st.key, next)
+	res.latency = time.Since(start)
+	if err != nil {
+		res.errKind, res.err = errorKind(err), err
+		return res
+	}
+	res.ok = true
+	return res
+}
+
+func (s *source) get(ctx context.Context, client rueidis.Client, key string) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommandTimeout)
+	defer cancel()
+	reply, err := client.Do(ctx, client.B().Get().Key(key).Build()).ToString()
+	if rueidis.IsRedisNil(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	value, err := strconv.ParseUint(reply, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("value %q is not the canary's: %w", reply, err)
+	}
+	return value, nil
+}
+
+// errNotReplicated is a write the master took but no replica confirmed
+// within the WAIT timeout: not acknowledged.
+var errNotReplicated = errors.New("WAIT: no replica confirmed the write in time")
+
+// set writes value with the key's TTL and, with WAIT on, waits for a
+// replica, in one round trip.
+func (s *source) set(ctx context.Context, client rueidis.Client, key string, value uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommandTimeout+s.cfg.Canary.Wait)
+	defer cancel()
+	cmds := rueidis.Commands{client.B().Set().Key(key).Value(strconv.FormatUint(value, 10)).Px(s.cfg.Canary.KeyTTL).Build()}
+	if s.cfg.Canary.Wait > 0 {
+		cmds = append(cmds, client.B().Wait().Numreplicas(1).Timeout(s.cfg.Canary.Wait.Milliseconds()).Build())
+	}
+	replies := client.DoMulti(ctx, cmds...)
+	if err := replies[0].Error(); err != nil {
+		return fmt.Errorf("SET %s: %w", key, err)
+	}
+	if len(replies) > 1 {
+		replicas, err := replies[1].AsInt64()
+		if err != nil {
+			return fmt.Errorf("WAIT: %w", err)
+		}
+		if replicas < 1 {
+			return errNotReplicated
+		}
+	}
+	return nil
+}
+
+// apply adds one key's outcome to the snapshot and logs what changed.
+func (s *source) apply(next *Snapshot, st *keyState, r writeResult) {
+	if r.checked {
+		next.Checks++
+		lost := uint64(0)
+		if r.found < st.acked {
+			lost = st.acked - max(r.found, st.base)
+		}
+		if lost > 0 {
+			next.master(st.owner, st.ownerAddr).Lost += lost
+			msg := fmt.Sprintf("%d acknowledged writes to %s lost: %s (%s) acknowledged up to %d, %s (%s) has %d",
+				lost, st.key, st.owner, st.ownerAddr, st.acked, r.owner.ID, r.owner.Addr, r.found)
+			next.Events = append(next.Events, canary.Event{Kind: "acknowledged_writes_lost", Subject: st.owner, Message: msg})
+			level.Warn(s.logger).Log("msg", "acknowledged writes lost in a failover", "key", st.key, "lost", lost,
+				"old_master", st.owner, "old_address", st.ownerAddr, "acknowledged_up_to", st.acked,
+				"new_master", r.owner.ID, "new_address", r.owner.Addr, "found", r.found)
+		} else {
+			level.Info(s.logger).Log("msg", "no acknowledged write lost after the slot changed master", "key", st.key,
+				"old_master", st.owner, "new_master", r.owner.ID, "acknowledged_up_to", st.acked, "found", r.found)
+		}
+	}
+	if r.read {
+		st.owner, st.ownerAddr = r.owner.ID, r.owner.Addr
+		st.base, st.acked = r.found, r.found
+	}
+	m := next.master(r.owner.ID, r.owner.Addr)
+	m.Attempts++
+	if r.ok {
+		st.acked++
+		m.Acknowledged++
+		m.Latency = m.Latency.Observe(r.latency.Seconds())
+	} else {
+		m.Failures[r.errKind]++
+	}
+	if r.errKind != m.LastError {
+		if r.errKind != "" {
+			msg := fmt.Sprintf("writes to %s (%s) failing: %v", r.owner.ID, r.owner.Addr, r.err)
+			next.Events = append(next.Events, canary.Event{Kind: "write_failing", Subject: r.owner.ID, Message: msg})
+			level.Warn(s.logger).Log("msg", "canary write failing", "master", r.owner.ID, "address", r.owner.Addr, "error", r.errKind, "err", r.err)
+		} else {
+			next.Events = append(next.Events, canary.Event{Kind: "write_recovered", Subject: r.owner.ID,
+				Message: fmt.Sprintf("writes to %s (%s) succeed again", r.owner.ID, r.owner.Addr)})
+			level.Info(s.logger).Log("msg", "canary writes succeed again", "master", r.owner.ID, "address", r.owner.Addr)
+		}
+	}
+	m.LastError = r.errKind
+}
+
+// redisErrorCode is the first word of a Redis error reply (NOPERM, MOVED,
+// CLUSTERDOWN, READONLY, OOM, NOREPLICAS, ...).
+var redisErrorCode = regexp.MustCompile(`^[A-Z][A-Z_]{1,30}$`)
+
+// errorKind names an error for the error label: the Redis error code as
+// Redis spells it, or timeout, connection, not_replicated, other.
+func errorKind(err error) string {
+	if errors.Is(err, errNotReplicated) {
+		return "not_replicated"
+	}
+	var rerr *rueidis.RedisError
+	if errors.As(err, &rerr) {
+		word, _, _ := cutWord(rerr.Error())
+		if redisErrorCode.MatchString(word) {
+			return word
+		}
+		return "other"
+	}
+	var netErr net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return "timeout"
+	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, rueidis.ErrClosing):
+		return "connection"
+	}
+	return "other"
+}
+
+func cutWord(s string) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == ' ' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// chooseKey finds the canary key of a master: the first hash tag "0",
+// "1", ... whose slot the master owns. The search is deterministic, so a
+// master's replica that takes over its slots gets the same key.
+func (s *source) chooseKey(masterID string, owners *[redis.SlotCount]redis.Master) (string, int, bool) {
+	// 16384 slots and CRC16 spread tags evenly: a master owning one slot is
+	// found within a few times 16384 tags.
+	for i := range 1 << 20 {
+		tag := strconv.Itoa(i)
+		slot := redis.KeySlot(tag)
+		if owners[slot].ID == masterID {
+			return s.cfg.Canary.KeyPrefix + "{" + tag + "}", slot, true
+		}
+	}
+	return "", 0, false
+}
+
+// topology asks the known masters and the seeds for CLUSTER NODES at once
+// and merges their answers as Redis does: a slot belongs to the master
+// with the highest config epoch that claims it. A master that died still
+// owns its slots until a replica with a higher epoch claims them, so
+// writes to it are tried and counted as failures.
+func (s *source) topology(ctx context.Context) (*[redis.SlotCount]redis.Master, []redis.Master, error) {
+	seen := map[string]bool{}
+	var addrs []string
+	for _, a := range append(append([]string(nil), s.known...), s.cfg.Addrs...) {
+		if !seen[a] {
+			seen[a] = true
+			addrs = append(addrs, a)
+		}
+	}
+	// A hung node must not hold up the round: take what answered in time.
+	wait := min(s.cfg.CommandTimeout, s.cfg.Canary.Interval/4)
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	type view struct {
+		masters []redis.Master
+		err     error
+	}
+	views := make(chan view, len(addrs))
+	for _, addr := range addrs {
+		go func() {
+			client, err := s.client(addr)
+			if err != nil {
+				views <- view{err: fmt.Errorf("%s: %w", addr, err)}
+				return
+			}
+			reply, err := client.Do(ctx, client.B().ClusterNodes().Build()).ToString()
+			if err != nil {
+				views <- view{err: fmt.Errorf("%s: CLUSTER NODES: %w", addr, err)}
+				return
+			}
+			masters, err := redis.ParseMasters(reply)
+			if err != nil {
+				err = fmt.Errorf("%s: %w", addr, err)
+			}
+			views <- view{masters: masters, err: err}
+		}()
+	}
+	var owners [redis.SlotCount]redis.Master
+	var epochs [redis.SlotCount]uint64
+	var errs []error
+	answered := 0
+	for range addrs {
+		v := <-views
+		if v.err != nil {
+			errs = append(errs, v.err)
+			continue
+		}
+		answered++
+		for _, m := range v.masters {
+			for _, r := range m.Slots {
+				for slot := r[0]; slot <= r[1] && slot < redis.SlotCount; slot++ {
+					if owners[slot].ID == "" || m.ConfigEpoch > epochs[slot] {
+						owners[slot], epochs[slot] = m, m.ConfigEpoch
+					}
+				}
+			}
+		}
+	}
+	if answered == 0 {
+		return nil, nil, fmt.Errorf("no node answered CLUSTER NODES: %w", errors.Join(errs...))
+	}
+	byID := map[string]redis.Master{}
+	for _, m := range owners {
+		if m.ID != "" {
+			byID[m.ID] = m
+		}
+	}
+	masters := make([]redis.Master, 0, len(byID))
+	for _, m := range byID {
+		masters = append(masters, m)
+	}
+	sort.Slice(masters, func(i, j int) bool { return masters[i].ID < masters[j].ID })
+	s.known = s.known[:0]
+	for _, m := range masters {
+		if m.Addr != "" {
+			s.known = append(s.known, m.Addr)
+		}
+	}
+	return &owners, masters, nil
+}
+
+// client returns the canary's connection to one node, dialled the first
+// time. The dial happens outside the lock, so that a hung node does not
+// hold up the writes to the others. Connections to nodes that left the
+// topology stay open until the canary stops; a cluster has few nodes.
+func (s *source) client(addr string) (rueidis.Client, error) {
+	if addr == "" {
+		return nil, errors.New("the master has no address")
+	}
+	s.mu.Lock()
+	c, ok := s.clients[addr]
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, errors.New("canary stopped")
+	}
+	if ok {
+		return c, nil
+	}
+	option := s.option
+	option.InitAddress = []string{addr}
+	// With ForceSingleClient rueidis returns a usable client even when the
+	// first dial fails; it dials again on the next command.
+	c, err := rueidis.NewClient(option)
+	if c == nil {
+		return nil, fmt.Errorf("connect %s: %w", addr, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		c.Close()
+		return nil, errors.New("canary stopped")
+	}
+	if existing, ok := s.clients[addr]; ok {
+		c.Close() // another write dialled it first
+		return existing, nil
+	}
+	s.clients[addr] = c
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+// close closes every connection; the source cannot be used afterwards.
+func (s *source) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for addr, c := range s.clients {
+		c.Close()
+		delete(s.clients, addr)
+	}
+}
