@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/failover-exporter/failover_exporter/collector"
+	"github.com/failover-exporter/failover_exporter/collector/canary/rediscanary"
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
@@ -212,8 +213,9 @@ func TestQueriesUseExposedMetrics(t *testing.T) {
 func exposedMetricNames(t *testing.T) map[string]bool {
 	t.Helper()
 	fromCollectors := map[string][]string{
-		"kafka": kafka.MetricNames(),
-		"redis": redis.MetricNames(),
+		"kafka":        kafka.MetricNames(),
+		"redis":        redis.MetricNames(),
+		"redis_canary": rediscanary.MetricNames(),
 	}
 	// Queries select series names: a histogram's _bucket, _sum and _count.
 	exposed := map[string]bool{}

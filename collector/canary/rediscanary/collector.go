@@ -37,7 +37,7 @@ var metrics = func() descs {
 	return descs{
 		health: exposition.Health{
 			Up: healthSeries.Gauge("redis_canary_up",
-				"1 if the write canary's last round read the slot owners; the write counters below are served either way.", clusterLabel),
+				"1 if the write canary's last round read the slot owners; the write counters are served either way.", clusterLabel),
 			Duration:    healthSeries.Gauge("redis_canary_round_duration_seconds", "How long the canary's last round of writes took.", clusterLabel),
 			LastSuccess: healthSeries.Gauge("redis_canary_last_round_success_timestamp_seconds", "Unix time when the canary last read the slot owners and wrote.", clusterLabel),
 			Refreshes:   healthSeries.Counter("redis_canary_rounds_total", "Rounds of canary writes attempted since the exporter started.", clusterLabel),
