@@ -63,7 +63,37 @@ type KafkaCluster struct {
 	PartitionMetrics *bool `yaml:"partition_metrics"`
 	TLS              TLS   `yaml:"tls"`
 	SASL             SASL  `yaml:"sasl"`
+	// Canary writes to the cluster; it is off unless enabled.
+	Canary KafkaCanary `yaml:"canary"`
 }
+
+// KafkaCanary configures the Kafka write canary: one record per partition
+// of its own topic every interval, with acks=all and an idempotent
+// producer, read back after the partition's next leader change.
+type KafkaCanary struct {
+	Enabled bool `yaml:"enabled"`
+	// Interval between two rounds; default the refresh interval.
+	Interval time.Duration `yaml:"interval"`
+	// Topic is the canary's own topic; the canary touches no other.
+	Topic string `yaml:"topic"`
+	// CreateTopic lets the canary create the topic (default true) and add
+	// partitions when brokers join; false expects it to exist.
+	CreateTopic *bool `yaml:"create_topic"`
+	// ReplicationFactor and MinInsyncReplicas are used when the canary
+	// creates the topic, capped at the number of brokers.
+	ReplicationFactor int `yaml:"replication_factor"`
+	MinInsyncReplicas int `yaml:"min_insync_replicas"`
+}
+
+// CreateTopicEnabled reports whether the canary may create its topic.
+func (c KafkaCanary) CreateTopicEnabled() bool { return c.CreateTopic == nil || *c.CreateTopic }
+
+// Defaults of the Kafka write canary.
+const (
+	DefaultKafkaCanaryTopic             = "__failover_exporter_canary"
+	DefaultKafkaCanaryReplicationFactor = 3
+	DefaultKafkaCanaryMinInsyncReplicas = 2
+)
 
 // PartitionMetricsEnabled reports whether per-partition series are exported.
 func (k KafkaCluster) PartitionMetricsEnabled() bool {
@@ -357,6 +387,18 @@ func (k *KafkaCluster) applyDefaults() {
 	if k.TopicConfigRefreshInterval == 0 {
 		k.TopicConfigRefreshInterval = DefaultTopicConfigRefresh
 	}
+	if k.Canary.Interval == 0 {
+		k.Canary.Interval = k.RefreshInterval
+	}
+	if k.Canary.Topic == "" {
+		k.Canary.Topic = DefaultKafkaCanaryTopic
+	}
+	if k.Canary.ReplicationFactor == 0 {
+		k.Canary.ReplicationFactor = DefaultKafkaCanaryReplicationFactor
+	}
+	if k.Canary.MinInsyncReplicas == 0 {
+		k.Canary.MinInsyncReplicas = DefaultKafkaCanaryMinInsyncReplicas
+	}
 }
 
 func (k *KafkaCluster) validate() error {
@@ -393,6 +435,31 @@ func (k *KafkaCluster) validate() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("sasl.mechanism %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", k.SASL.Mechanism))
+	}
+	if err := k.Canary.validate(k.RefreshInterval); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// kafkaTopicName is what Kafka accepts as a topic name.
+var kafkaTopicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+
+// validate checks the canary's settings; refreshInterval is the cluster's,
+// which the interval defaults to and which is checked (once) on its own.
+func (c KafkaCanary) validate(refreshInterval time.Duration) error {
+	var errs []error
+	if c.Interval != refreshInterval {
+		if err := CheckRefreshInterval("canary.interval", c.Interval); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if !kafkaTopicName.MatchString(c.Topic) || c.Topic == "." || c.Topic == ".." {
+		errs = append(errs, fmt.Errorf("canary.topic %q is not a valid Kafka topic name", c.Topic))
+	}
+	if c.ReplicationFactor < 1 || c.MinInsyncReplicas < 1 || c.MinInsyncReplicas > c.ReplicationFactor {
+		errs = append(errs, fmt.Errorf("canary.replication_factor %d and canary.min_insync_replicas %d: want 1 <= min_insync_replicas <= replication_factor",
+			c.ReplicationFactor, c.MinInsyncReplicas))
 	}
 	return errors.Join(errs...)
 }

@@ -28,6 +28,10 @@ redis:
 		k.RefreshTimeout != 4*time.Second || k.Version != DefaultKafkaVersion || !k.PartitionMetricsEnabled() {
 		t.Errorf("kafka defaults not applied: %+v", k)
 	}
+	if k.Canary.Enabled || k.Canary.Topic != DefaultKafkaCanaryTopic || !k.Canary.CreateTopicEnabled() || k.Canary.Interval != DefaultRefreshInterval ||
+		k.Canary.ReplicationFactor != 3 || k.Canary.MinInsyncReplicas != 2 {
+		t.Errorf("kafka canary defaults not applied: %+v", k.Canary)
+	}
 	for topic, want := range map[string]bool{"orders": true, "orders-eu": true, "orders-tmp": false, "payments": false, "xorders": false} {
 		if got := k.Topics.Match(topic); got != want {
 			t.Errorf("Match(%q) = %v, want %v", topic, got, want)
@@ -63,6 +67,8 @@ func TestParseErrors(t *testing.T) {
 		{"canary prefix with a hash tag", "redis:\n  - addrs: [a:1]\n    canary: {enabled: true, key_prefix: \"x{y}\"}\n", `canary.key_prefix "x{y}" must not contain { or }`},
 		{"canary interval too short", "redis:\n  - addrs: [a:1]\n    canary: {enabled: true, interval: 1ms}\n", "canary.interval 1ms is shorter than 100ms"},
 		{"canary negative wait", "redis:\n  - addrs: [a:1]\n    canary: {enabled: true, wait: -1s}\n", "canary.wait -1s is negative"},
+		{"canary topic name", "kafka:\n  - bootstrap_servers: [a:1]\n    canary: {enabled: true, topic: \"a b\"}\n", `canary.topic "a b" is not a valid Kafka topic name`},
+		{"canary min isr above rf", "kafka:\n  - bootstrap_servers: [a:1]\n    canary: {replication_factor: 2, min_insync_replicas: 3}\n", "canary.replication_factor 2 and canary.min_insync_replicas 3"},
 		{"two documents", "kafka: []\n---\nredis: []\n", "more than one YAML document"},
 	}
 	for _, c := range cases {

@@ -101,6 +101,13 @@ func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
 	return &source{cfg: cfg, conf: conf, franz: franz, logger: logger, now: time.Now}, nil
 }
 
+// SaramaConfig is the sarama half of the watcher's client configuration,
+// for the write canary, which produces and reads back with sarama only.
+func SaramaConfig(cfg config.KafkaCluster) (*sarama.Config, error) {
+	conf, _, err := clientConfigs(cfg)
+	return conf, err
+}
+
 // clientConfigs translates the cluster config into sarama's config and
 // franz-go's options. Every network call gets the dial and request
 // timeouts, so a hung broker costs at most one timeout.
