@@ -12,6 +12,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
+	"github.com/failover-exporter/failover_exporter/collector/canary/kafkacanary"
 	"github.com/failover-exporter/failover_exporter/collector/canary/rediscanary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
@@ -37,8 +38,9 @@ type Manager struct {
 	kafka  *kafka.Collector
 	redis  *redis.Collector
 	events *events.Log
-	// redisCanary serves the write canaries of the Redis clusters that
-	// enable one.
+	// kafkaCanary and redisCanary serve the write canaries of the clusters
+	// that enable one.
+	kafkaCanary *kafkacanary.Collector
 	redisCanary *rediscanary.Collector
 
 	mu      sync.Mutex
@@ -52,6 +54,7 @@ func NewManager(logger log.Logger, eventCapacity int) *Manager {
 		logger:      logger,
 		kafka:       kafka.NewCollector(),
 		redis:       redis.NewCollector(),
+		kafkaCanary: kafkacanary.NewCollector(),
 		redisCanary: rediscanary.NewCollector(),
 		events:      events.NewLog(eventCapacity, logger),
 		running:     map[string]*running{},
@@ -71,7 +74,7 @@ func (m *Manager) Events() *events.Log { return m.events }
 // after the registry: a large cluster's series are too many for the
 // registry path, and both collectors render the same way.
 func (m *Manager) TextWriters() []exposition.TextWriter {
-	return []exposition.TextWriter{m.kafka, m.redis, m.redisCanary}
+	return []exposition.TextWriter{m.kafka, m.redis, m.kafkaCanary, m.redisCanary}
 }
 
 // starter is one cluster of a new config. start is nil when the cluster's
@@ -128,6 +131,17 @@ func (m *Manager) Apply(cfg *config.Config) error {
 			return fmt.Errorf("kafka cluster %q: %w", kc.Name, err)
 		}
 		starters["kafka/"+kc.Name] = s
+		if !kc.Canary.Enabled {
+			continue // the canary writes to the cluster: only when asked
+		}
+		s, err = plan(m, "kafka-canary/"+kc.Name, kc,
+			func() (*watch.Watcher[kafkacanary.Snapshot], error) { return kafkacanary.NewWatcher(kc, m.logger) },
+			func(w *watch.Watcher[kafkacanary.Snapshot]) { m.kafkaCanary.Set(kc.Name, w) },
+			func() { m.kafkaCanary.Remove(kc.Name) })
+		if err != nil {
+			return fmt.Errorf("kafka cluster %q: canary: %w", kc.Name, err)
+		}
+		starters["kafka-canary/"+kc.Name] = s
 	}
 	for _, rc := range cfg.Redis {
 		s, err := plan(m, "redis/"+rc.Name, rc,

@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/failover-exporter/failover_exporter/collector"
+	"github.com/failover-exporter/failover_exporter/collector/canary/kafkacanary"
 	"github.com/failover-exporter/failover_exporter/collector/canary/rediscanary"
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/collector/redis"
@@ -216,6 +217,7 @@ func exposedMetricNames(t *testing.T) map[string]bool {
 		"kafka":        kafka.MetricNames(),
 		"redis":        redis.MetricNames(),
 		"redis_canary": rediscanary.MetricNames(),
+		"kafka_canary": kafkacanary.MetricNames(),
 	}
 	// Queries select series names: a histogram's _bucket, _sum and _count.
 	exposed := map[string]bool{}

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/failover-exporter/failover_exporter/collector"
+	"github.com/failover-exporter/failover_exporter/collector/canary/kafkacanary"
 	"github.com/failover-exporter/failover_exporter/collector/canary/rediscanary"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
@@ -26,6 +27,7 @@ func sections(t *testing.T) []Section {
 	return []Section{
 		{"Kafka", "Every series carries `kafka_cluster`. While `kafka_up` is 0 only `kafka_up` and the `kafka_exporter_*` series are served.", FromSets(kafka.Sets()...)},
 		{"Redis Cluster", "Every series carries `redis_cluster`. While `redis_cluster_up` is 0 only it and the `redis_cluster_exporter_*` series are served.", FromSets(redis.Sets()...)},
+		{"Kafka write canary", "Only for clusters whose config enables `canary` (it writes to the cluster; see docs/canary.md). Every series carries `kafka_cluster`; `broker` is the partition's leader when the record was produced. The counters stay served while `kafka_canary_up` is 0.", FromSets(kafkacanary.Sets()...)},
 		{"Redis write canary", "Only for clusters whose config enables `canary` (it writes to the cluster; see docs/canary.md). Every series carries `redis_cluster`; the counters stay served while `redis_canary_up` is 0.", FromSets(rediscanary.Sets()...)},
 		{"The exporter itself", "Besides Go runtime (`go_*`), process (`process_*`) and `/metrics` handler (`promhttp_metric_handler_*`) series.", self},
 	}
@@ -68,6 +70,7 @@ func TestEveryMetricIsDocumentedWithHelpAndLabels(t *testing.T) {
 	}{
 		{"kafka", kafka.NewCollector(), kafka.Sets()},
 		{"redis", redis.NewCollector(), redis.Sets()},
+		{"kafka canary", kafkacanary.NewCollector(), kafkacanary.Sets()},
 		{"redis canary", rediscanary.NewCollector(), rediscanary.Sets()},
 	} {
 		described := map[*prometheus.Desc]bool{}

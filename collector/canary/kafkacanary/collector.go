@@ -1,0 +1,205 @@
+package kafkacanary
+
+import (
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/failover-exporter/failover_exporter/collector/canary"
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+)
+
+const clusterLabel = "kafka_cluster"
+
+var (
+	healthSeries = &exposition.Set{}
+	series       = &exposition.Set{}
+)
+
+type descs struct {
+	health exposition.Health
+
+	attempts     *exposition.Desc
+	acknowledged *exposition.Desc
+	failures     *exposition.Desc
+	duration     *exposition.Desc
+	lost         *exposition.Desc
+	checks       *exposition.Desc
+}
+
+// metrics is the canary's metric table, each name a literal. broker is
+// the partition's leader when the write was attempted (-1: none known).
+var metrics = func() descs {
+	partition := []string{clusterLabel, "partition", "broker"}
+	return descs{
+		health: exposition.Health{
+			Up: healthSeries.Gauge("kafka_canary_up",
+				"1 if the write canary's last round reached the cluster and its topic; the write counters are served either way.", clusterLabel),
+			Duration:    healthSeries.Gauge("kafka_canary_round_duration_seconds", "How long the canary's last round of writes took.", clusterLabel),
+			LastSuccess: healthSeries.Gauge("kafka_canary_last_round_success_timestamp_seconds", "Unix time when the canary last reached its topic and wrote.", clusterLabel),
+			Refreshes:   healthSeries.Counter("kafka_canary_rounds_total", "Rounds of canary writes attempted since the exporter started.", clusterLabel),
+			Failures:    healthSeries.Counter("kafka_canary_round_failures_total", "Canary rounds that could not reach the cluster or the canary topic.", clusterLabel),
+		},
+		attempts: series.Counter("kafka_canary_produce_attempts_total",
+			"Canary records produced (acks=all, idempotent) to the partition, by its leader at the time.", partition...),
+		acknowledged: series.Counter("kafka_canary_produce_acknowledged_total",
+			"Canary records the leader acknowledged: written to every in-sync replica, at least min.insync.replicas.", partition...),
+		failures: series.Counter("kafka_canary_produce_failures_total",
+			"Canary records not acknowledged, by error: the Kafka error (NOT_ENOUGH_REPLICAS, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, TOPIC_AUTHORIZATION_FAILED, ...), timeout, connection, no_broker or other.",
+			append(partition, "error")...),
+		duration: series.Histogram("kafka_canary_produce_duration_seconds",
+			"Latency of acknowledged canary records, by the leader that acknowledged them.", canary.LatencyBuckets, clusterLabel, "broker"),
+		lost: series.Counter("kafka_canary_acknowledged_lost_total",
+			"Canary records this leader acknowledged that were not at their offset when read back after the partition's next leader change.", partition...),
+		checks: series.Counter("kafka_canary_read_back_checks_total",
+			"Times the canary read back a partition's acknowledged records after its leader changed.", clusterLabel),
+	}
+}()
+
+// Sets returns the canary's metric tables, in exposition order.
+func Sets() []*exposition.Set { return []*exposition.Set{healthSeries, series} }
+
+// MetricNames returns every series name the Kafka canary can emit,
+// histograms as their _bucket, _sum and _count series.
+func MetricNames() []string {
+	names := append(healthSeries.SeriesNames(), series.SeriesNames()...)
+	sort.Strings(names)
+	return names
+}
+
+// Collector serves the latest counters of every Kafka canary. It never
+// talks to a cluster.
+type Collector struct {
+	mu       sync.RWMutex
+	canaries map[string]*watch.Watcher[Snapshot]
+
+	renderer *exposition.Renderer
+}
+
+// NewCollector returns a collector with no canaries.
+func NewCollector() *Collector {
+	return &Collector{canaries: map[string]*watch.Watcher[Snapshot]{}, renderer: exposition.NewRenderer(healthSeries, series)}
+}
+
+// Set adds or replaces the canary of the cluster called name. Call it
+// before the watcher runs: each round then renders the canary's text
+// right away, as the cluster collectors do, so that no scrape pays for it.
+func (c *Collector) Set(name string, w *watch.Watcher[Snapshot]) {
+	c.mu.Lock()
+	c.canaries[name] = w
+	c.mu.Unlock()
+	// A rendering of the watcher this one replaces is not served for it.
+	c.renderer.Remove(name)
+	w.OnPublish(func() { c.render(name, w) })
+}
+
+// Remove stops serving the canary of the cluster called name.
+func (c *Collector) Remove(name string) {
+	c.mu.Lock()
+	delete(c.canaries, name)
+	c.mu.Unlock()
+	c.renderer.Remove(name)
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	healthSeries.Describe(ch)
+	series.Describe(ch)
+}
+
+func (c *Collector) sorted() ([]string, []*watch.State[Snapshot]) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	names := make([]string, 0, len(c.canaries))
+	for name := range c.canaries {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	states := make([]*watch.State[Snapshot], len(names))
+	for i, name := range names {
+		states[i] = c.canaries[name].Current()
+	}
+	return names, states
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	names, states := c.sorted()
+	for i, name := range names {
+		sink := exposition.ChanSink(ch)
+		emitState(sink, sink, name, states[i])
+	}
+}
+
+// AppendText adds every canary's series to a response. Each canary is
+// rendered once per round, on its watcher's goroutine; a scrape takes the
+// latest rendering and never waits for one in progress.
+func (c *Collector) AppendText(st *exposition.Stream) {
+	c.mu.RLock()
+	names := make([]string, 0, len(c.canaries))
+	unrendered := map[string]*watch.Watcher[Snapshot]{}
+	for name, w := range c.canaries {
+		names = append(names, name)
+		// Only a canary set but not run yet has no rendering.
+		if !c.renderer.Has(name) {
+			unrendered[name] = w
+		}
+	}
+	c.mu.RUnlock()
+	sort.Strings(names)
+	for name, w := range unrendered {
+		c.render(name, w)
+	}
+	c.renderer.AppendText(st, names)
+}
+
+func (c *Collector) render(name string, w *watch.Watcher[Snapshot]) {
+	c.renderer.Render(name, func() (any, exposition.EmitFunc) {
+		state := w.Current()
+		return state, func(sinks ...exposition.Sink) { emitState(sinks[0], sinks[1], name, state) }
+	})
+}
+
+func sortedKeys[V any](m map[int32]V) []int32 {
+	keys := make([]int32, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	return keys
+}
+
+// emitState emits the round health and the counters of the last snapshot,
+// which stay served when a round fails: they count what happened.
+func emitState(health, sink exposition.Sink, cluster string, state *watch.State[Snapshot]) {
+	exposition.EmitHealth(metrics.health, health, cluster, state)
+	s := state.Snapshot
+	if s == nil {
+		return
+	}
+	sink.Add(metrics.checks, float64(s.Checks), cluster)
+	for _, p := range sortedKeys(s.Partitions) {
+		for _, leader := range sortedKeys(s.Partitions[p]) {
+			st := s.Partitions[p][leader]
+			labels := []string{cluster, strconv.Itoa(int(p)), strconv.Itoa(int(leader))}
+			sink.Add(metrics.attempts, float64(st.Attempts), labels...)
+			sink.Add(metrics.acknowledged, float64(st.Acknowledged), labels...)
+			kinds := make([]string, 0, len(st.Failures))
+			for kind := range st.Failures {
+				kinds = append(kinds, kind)
+			}
+			sort.Strings(kinds)
+			for _, kind := range kinds {
+				sink.Add(metrics.failures, float64(st.Failures[kind]), append(labels, kind)...)
+			}
+			sink.Add(metrics.lost, float64(st.Lost), labels...)
+		}
+	}
+	for _, broker := range sortedKeys(s.Latency) {
+		h := s.Latency[broker]
+		sink.AddHistogram(metrics.duration, h.Count, h.Sum, h.Buckets(), cluster, strconv.Itoa(int(broker)))
+	}
+}

@@ -1,0 +1,106 @@
+package kafkacanary
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/failover-exporter/failover_exporter/collector/canary"
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+)
+
+func staticWatcher(t testing.TB, snap *Snapshot, err error) *watch.Watcher[Snapshot] {
+	t.Helper()
+	w := watch.New("lab", time.Minute, time.Second, func(context.Context, *Snapshot) (*Snapshot, error) {
+		return snap, err
+	}, log.NewNopLogger())
+	w.RefreshOnce(context.Background())
+	return w
+}
+
+func testSnapshot() *Snapshot {
+	return &Snapshot{
+		Checks: 2,
+		Partitions: map[int32]map[int32]*PartitionStats{
+			0: {
+				1: {Attempts: 10, Acknowledged: 8, Failures: map[string]uint64{"connection": 2}},
+				2: {Attempts: 5, Acknowledged: 3, Failures: map[string]uint64{"NOT_ENOUGH_REPLICAS": 2}, Lost: 1},
+			},
+			1: {2: {Attempts: 15, Acknowledged: 15, Failures: map[string]uint64{}}},
+		},
+		Latency: map[int32]canary.Histogram{1: canary.Histogram{}.Observe(0.003), 2: canary.Histogram{}.Observe(0.2)},
+	}
+}
+
+func TestWriteTextMatchesCollect(t *testing.T) {
+	c := NewCollector()
+	c.Set("lab", staticWatcher(t, testSnapshot(), nil))
+	c.Set("down", staticWatcher(t, nil, errors.New("connect: no broker")))
+	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %+v", err, problems)
+	}
+	plain, err := exposition.PlainText(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(plain)
+	if err := testutil.CollectAndCompare(c, strings.NewReader(text)); err != nil {
+		t.Errorf("text rendering differs from Collect: %v", err)
+	}
+	for _, line := range []string{
+		`kafka_canary_up{kafka_cluster="down"} 0`,
+		`kafka_canary_acknowledged_lost_total{broker="2",kafka_cluster="lab",partition="0"} 1`,
+		`kafka_canary_produce_failures_total{broker="2",error="NOT_ENOUGH_REPLICAS",kafka_cluster="lab",partition="0"} 2`,
+		`kafka_canary_produce_duration_seconds_bucket{broker="1",kafka_cluster="lab",le="0.005"} 1`,
+		`kafka_canary_read_back_checks_total{kafka_cluster="lab"} 2`,
+	} {
+		if !strings.Contains(text, line+"\n") {
+			t.Errorf("text lacks %s:\n%s", line, text)
+		}
+	}
+}
+
+func TestAssignmentSpreadsLeadership(t *testing.T) {
+	got := assignment([]int32{3, 1, 2}, 0, 3, 3)
+	want := [][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("assignment = %v, want %v", got, want)
+	}
+	// A fourth broker joins: one new partition, led by it.
+	if got := assignment([]int32{1, 2, 3, 4}, 3, 4, 3); len(got) != 1 || !slices.Equal(got[0], []int32{4, 1, 2}) {
+		t.Errorf("added partition = %v, want [[4 1 2]]", got)
+	}
+	// Fewer brokers than the replication factor: capped.
+	if got := assignment([]int32{1, 2}, 0, 2, 3); fmt.Sprint(got) != "[[1 2] [2 1]]" {
+		t.Errorf("capped assignment = %v", got)
+	}
+}
+
+func TestErrorKind(t *testing.T) {
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{&sarama.ProducerError{Err: sarama.ErrNotEnoughReplicas}, "NOT_ENOUGH_REPLICAS"},
+		{fmt.Errorf("x: %w", sarama.ErrNotLeaderForPartition), "NOT_LEADER_OR_FOLLOWER"},
+		{sarama.ErrTopicAuthorizationFailed, "TOPIC_AUTHORIZATION_FAILED"},
+		{sarama.KError(9999), "KAFKA_ERROR_9999"},
+		{sarama.ErrOutOfBrokers, "no_broker"},
+		{context.DeadlineExceeded, "timeout"},
+		{errors.New("strange"), "other"},
+	}
+	for _, c := range cases {
+		if got := errorKind(c.err); got != c.want {
+			t.Errorf("errorKind(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+}

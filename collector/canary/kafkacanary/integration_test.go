@@ -1,0 +1,181 @@
+package kafkacanary
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/go-kit/log"
+
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/lab"
+)
+
+const testInterval = 300 * time.Millisecond
+
+func startCanary(t *testing.T, c *lab.KafkaCluster) *watch.Watcher[Snapshot] {
+	t.Helper()
+	cfg := config.Config{Kafka: []config.KafkaCluster{{
+		Name:             "lab",
+		BootstrapServers: c.Bootstrap(),
+		DialTimeout:      time.Second,
+		RequestTimeout:   2 * time.Second,
+		Canary:           config.KafkaCanary{Enabled: true, Interval: testInterval},
+	}}}
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWatcher(cfg.Kafka[0], log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return w
+}
+
+// sum adds up one counter over the snapshot's partitions and leaders that
+// match.
+func sum(w *watch.Watcher[Snapshot], match func(p, leader int32) bool, value func(*PartitionStats) uint64) uint64 {
+	s := w.Current().Snapshot
+	if s == nil {
+		return 0
+	}
+	var n uint64
+	for p, byLeader := range s.Partitions {
+		for leader, st := range byLeader {
+			if match(p, leader) {
+				n += value(st)
+			}
+		}
+	}
+	return n
+}
+
+func any2(int32, int32) bool                 { return true }
+func acknowledged(st *PartitionStats) uint64 { return st.Acknowledged }
+func lost(st *PartitionStats) uint64         { return st.Lost }
+func failuresOf(kind string) func(*PartitionStats) uint64 {
+	return func(st *PartitionStats) uint64 { return st.Failures[kind] }
+}
+func allFailures(st *PartitionStats) uint64 {
+	var n uint64
+	for _, v := range st.Failures {
+		n += v
+	}
+	return n
+}
+
+// describe reads the canary topic's partitions with a client of the
+// test's own: leader and ISR by partition.
+func describe(t *testing.T, c *lab.KafkaCluster) map[int32]*sarama.PartitionMetadata {
+	t.Helper()
+	conf := sarama.NewConfig()
+	conf.Version = sarama.V3_0_0_0
+	conf.Net.DialTimeout = 2 * time.Second
+	admin, err := sarama.NewClusterAdmin(c.Bootstrap(), conf)
+	if err != nil {
+		t.Fatalf("admin client: %v", err)
+	}
+	defer admin.Close()
+	topics, err := admin.DescribeTopics([]string{config.DefaultKafkaCanaryTopic})
+	if err != nil || len(topics) != 1 || topics[0].Err != sarama.ErrNoError {
+		t.Fatalf("describe canary topic: %v %+v", err, topics)
+	}
+	out := map[int32]*sarama.PartitionMetadata{}
+	for _, p := range topics[0].Partitions {
+		out[p.ID] = p
+	}
+	return out
+}
+
+// TestKafkaCanaryFailover runs the canary on a real 3-broker KRaft cluster
+// with its topic at RF 3 / min.insync.replicas 2: killing the leader of a
+// canary partition fails writes to it for a bounded time, the new leader
+// takes them, and every acknowledged record is still there when read back;
+// stopping a second broker puts the partitions under min ISR, where writes
+// fail with NOT_ENOUGH_REPLICAS and none is acknowledged.
+func TestKafkaCanaryFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real Kafka cluster; run without -short")
+	}
+	c := lab.StartKafka(t, lab.KafkaOptions{})
+	w := startCanary(t, c)
+
+	lab.WaitFor(t, 60*time.Second, 200*time.Millisecond, func() (bool, string) {
+		for p := range int32(3) {
+			if n := sum(w, func(pp, _ int32) bool { return pp == p }, acknowledged); n < 3 {
+				return false, fmt.Sprintf("partition %d: %d acknowledged; last error %v", p, n, w.Current().LastError)
+			}
+		}
+		return true, ""
+	})
+	parts := describe(t, c)
+	var leaders []int32
+	for _, p := range parts {
+		leaders = append(leaders, p.Leader)
+		if len(p.Replicas) != 3 || len(p.Isr) != 3 {
+			t.Errorf("partition %d: replicas %v ISR %v, want 3 and 3", p.ID, p.Replicas, p.Isr)
+		}
+	}
+	slices.Sort(leaders)
+	if !slices.Equal(leaders, []int32{1, 2, 3}) {
+		t.Errorf("canary partition leaders %v, want every broker to lead one", leaders)
+	}
+
+	// Kill the leader of partition 0.
+	victim := parts[0].Leader
+	isVictimP0 := func(p, leader int32) bool { return p == 0 && leader == victim }
+	isNewP0 := func(p, leader int32) bool { return p == 0 && leader != victim && leader >= 0 }
+	killed := time.Now()
+	c.Kill(t, victim)
+	took := lab.WaitFor(t, 60*time.Second, 100*time.Millisecond, func() (bool, string) {
+		n := sum(w, isNewP0, acknowledged)
+		return n >= 3, fmt.Sprintf("%d acknowledged on a new leader of partition 0", n)
+	})
+	lab.WaitFor(t, 30*time.Second, 100*time.Millisecond, func() (bool, string) {
+		s := w.Current().Snapshot
+		return s.Checks >= 1, fmt.Sprintf("%d read-back checks", s.Checks)
+	})
+	failed := sum(w, isVictimP0, allFailures)
+	t.Logf("FIGURE kafka canary: kill -9 of the leader of canary partition 0 (broker %d): writes on a new leader after %s, %d failed writes on the old one",
+		victim, took.Round(10*time.Millisecond), failed)
+	// Bounded: at most one attempt per interval from the kill until the
+	// new leader took writes, plus the one in flight.
+	if bound := uint64(time.Since(killed)/testInterval) + 2; failed > bound {
+		t.Errorf("%d failures on the dead leader, more than the %d rounds since the kill", failed, bound)
+	}
+	if n := sum(w, any2, lost); n != 0 {
+		t.Errorf("%d acknowledged records lost with acks=all and min ISR 2, want 0", n)
+	}
+
+	// Stop a second broker (cleanly, so that the controller removes it
+	// from the ISRs before the quorum goes): ISR 1 < min ISR 2.
+	second := int32(1)
+	for second == victim {
+		second++
+	}
+	ackedBefore := sum(w, any2, acknowledged)
+	c.Stop(t, second)
+	lab.WaitFor(t, 60*time.Second, 200*time.Millisecond, func() (bool, string) {
+		n := sum(w, any2, failuresOf("NOT_ENOUGH_REPLICAS"))
+		return n >= 3, fmt.Sprintf("%d NOT_ENOUGH_REPLICAS failures; acknowledged %d -> %d", n, ackedBefore, sum(w, any2, acknowledged))
+	})
+	settled := sum(w, any2, acknowledged)
+	time.Sleep(10 * testInterval)
+	if after := sum(w, any2, acknowledged); after != settled {
+		t.Errorf("%d records acknowledged with one broker of three left (min ISR 2)", after-settled)
+	}
+	if n := sum(w, any2, lost); n != 0 {
+		t.Errorf("%d acknowledged records lost, want 0", n)
+	}
+	t.Logf("FIGURE kafka canary under min ISR: %d NOT_ENOUGH_REPLICAS failures, %d acknowledged since the stop settled",
+		sum(w, any2, failuresOf("NOT_ENOUGH_REPLICAS")), sum(w, any2, acknowledged)-settled)
+}

@@ -1,0 +1,75 @@
+// Package kafkacanary is the Kafka write canary: a topic of its own with a
+// partition led by each broker, one record per partition every interval
+// with acks=all and an idempotent producer, and, after a partition's
+// leader changes, a read of the records acknowledged before the change to
+// count those that did not survive it.
+//
+// source.go owns the canary's client, producer and consumer and runs one
+// round; topic.go creates the topic and keeps its leadership spread;
+// snapshot.go is what a round publishes; collector.go turns it into
+// metrics; watcher.go runs the rounds on the canary's interval.
+package kafkacanary
+
+import (
+	"maps"
+
+	"github.com/failover-exporter/failover_exporter/collector/canary"
+)
+
+// Snapshot is the canary's counters after one round. It is immutable once
+// published; each round starts from a copy of the previous one.
+type Snapshot struct {
+	// Partitions is keyed by partition, then by the broker that led it
+	// when the write was attempted (-1: no leader known).
+	Partitions map[int32]map[int32]*PartitionStats
+	// Latency of acknowledged writes, by leader.
+	Latency map[int32]canary.Histogram
+	// Checks counts reads of acknowledged records after a leader change.
+	Checks uint64
+	// Events are what this round saw, for the failover timeline.
+	Events []canary.Event
+}
+
+// PartitionStats are the counters of one partition under one leader.
+type PartitionStats struct {
+	Attempts     uint64
+	Acknowledged uint64
+	// Failures by error: the Kafka error code's name (NOT_ENOUGH_REPLICAS,
+	// NOT_LEADER_OR_FOLLOWER, ...), timeout, connection or other.
+	Failures map[string]uint64
+	// Lost counts records this leader acknowledged that were not at their
+	// offset when read after the next leader change.
+	Lost uint64
+}
+
+func (s *Snapshot) clone() *Snapshot {
+	out := &Snapshot{Partitions: map[int32]map[int32]*PartitionStats{}, Latency: map[int32]canary.Histogram{}}
+	if s == nil {
+		return out
+	}
+	out.Checks = s.Checks
+	maps.Copy(out.Latency, s.Latency)
+	for p, byLeader := range s.Partitions {
+		out.Partitions[p] = map[int32]*PartitionStats{}
+		for leader, st := range byLeader {
+			c := *st
+			c.Failures = maps.Clone(st.Failures)
+			out.Partitions[p][leader] = &c
+		}
+	}
+	return out
+}
+
+func (s *Snapshot) stats(partition, leader int32) *PartitionStats {
+	byLeader, ok := s.Partitions[partition]
+	if !ok {
+		byLeader = map[int32]*PartitionStats{}
+		s.Partitions[partition] = byLeader
+	}
+	st, ok := byLeader[leader]
+	if !ok {
+		st = &PartitionStats{Failures: map[string]uint64{}}
+		byLeader[leader] = st
+	}
+	return st
+}

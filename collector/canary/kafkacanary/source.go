@@ -1,0 +1,374 @@
+package kafkacanary
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+
+	"github.com/failover-exporter/failover_exporter/collector/canary"
+	"github.com/failover-exporter/failover_exporter/collector/kafka"
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+// source owns the canary's client, admin, producer and consumer, and what
+// it knows of the records it wrote. Only the watcher's goroutine calls
+// round.
+type source struct {
+	cfg    config.KafkaCluster
+	conf   *sarama.Config
+	logger log.Logger
+	// run tells this process's records apart from an earlier run's.
+	run string
+
+	client   sarama.Client
+	admin    sarama.ClusterAdmin
+	producer sarama.SyncProducer
+	consumer sarama.Consumer
+
+	seq map[int32]uint64
+	// pending are acknowledged records not yet read back, by partition.
+	pending map[int32][]ack
+	// lastError is each partition's last error kind, for logging changes.
+	lastError    map[int32]string
+	lastRespread time.Time
+}
+
+// ack is one acknowledged record: where the leader said it is, and what it
+// holds.
+type ack struct {
+	offset int64
+	value  string
+	leader int32
+}
+
+// readBackAfter is how many acknowledged records of a partition wait for a
+// leader change before they are read back anyway, which bounds memory.
+const readBackAfter = 100
+
+func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
+	if cfg.Canary.Interval <= 0 {
+		return nil, errors.New("canary interval must be positive; was config.Complete called?")
+	}
+	conf, err := kafka.SaramaConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// acks=all with an idempotent producer: an acknowledged record is in
+	// every in-sync replica, at least min.insync.replicas of them, and a
+	// retry never writes it twice.
+	conf.Producer.RequiredAcks = sarama.WaitForAll
+	conf.Producer.Idempotent = true
+	conf.Net.MaxOpenRequests = 1
+	// One retry, soon: enough to follow a leader that moved, few enough
+	// that a broker refusing writes shows as failures, not as latency.
+	conf.Producer.Retry.Max = 1
+	conf.Producer.Retry.Backoff = 100 * time.Millisecond
+	conf.Producer.Return.Successes = true
+	conf.Producer.Return.Errors = true
+	conf.Producer.Partitioner = sarama.NewManualPartitioner
+	conf.Producer.Timeout = cfg.RequestTimeout
+	conf.Metadata.Retry.Max = 1
+	conf.Metadata.Retry.Backoff = 100 * time.Millisecond
+	conf.Consumer.Return.Errors = true
+	conf.ClientID = cfg.ClientID + "_canary"
+	if err := conf.Validate(); err != nil {
+		return nil, fmt.Errorf("kafka canary client config: %w", err)
+	}
+	run := make([]byte, 4)
+	_, _ = rand.Read(run)
+	return &source{
+		cfg:       cfg,
+		conf:      conf,
+		logger:    log.With(logger, "kafka_cluster", cfg.Name, "part", "canary"),
+		run:       hex.EncodeToString(run),
+		seq:       map[int32]uint64{},
+		pending:   map[int32][]ack{},
+		lastError: map[int32]string{},
+	}, nil
+}
+
+func (s *source) connect() error {
+	if s.client != nil {
+		return nil
+	}
+	client, err := sarama.NewClient(s.cfg.BootstrapServers, s.conf)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		client.Close()
+		return fmt.Errorf("admin client: %w", err)
+	}
+	producer, err := sarama.NewSyncProducerFromClient(client)
+	if err != nil {
+		admin.Close()
+		return fmt.Errorf("producer: %w", err)
+	}
+	consumer, err := sarama.NewConsumerFromClient(client)
+	if err != nil {
+		producer.Close()
+		admin.Close()
+		return fmt.Errorf("consumer: %w", err)
+	}
+	s.client, s.admin, s.producer, s.consumer = client, admin, producer, consumer
+	return nil
+}
+
+// close closes the producer, consumer and client.
+func (s *source) close() {
+	if s.client == nil {
+		return
+	}
+	s.producer.Close()
+	s.consumer.Close()
+	s.admin.Close() // closes the client too
+	s.client = nil
+}
+
+// round writes one record to every partition of the canary topic, then
+// reads back the acknowledged records of partitions whose leader changed.
+func (s *source) round(_ context.Context, prev *Snapshot) (*Snapshot, error) {
+	if err := s.connect(); err != nil {
+		return nil, err
+	}
+	if err := s.ensureTopic(); err != nil {
+		return nil, err
+	}
+	partitions, err := s.client.Partitions(s.cfg.Canary.Topic)
+	if err != nil {
+		return nil, fmt.Errorf("partitions of %s: %w", s.cfg.Canary.Topic, err)
+	}
+	next := prev.clone()
+
+	results := make([]produceResult, len(partitions))
+	var wg sync.WaitGroup
+	for i, p := range partitions {
+		s.seq[p]++
+		value := fmt.Sprintf("%s:%d:%d", s.run, p, s.seq[p])
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = s.produce(p, value)
+		}()
+	}
+	wg.Wait()
+	for _, r := range results {
+		s.apply(next, r)
+	}
+	for _, p := range partitions {
+		s.readBack(next, p)
+	}
+	return next, nil
+}
+
+type produceResult struct {
+	partition int32
+	leader    int32
+	value     string
+	offset    int64
+	latency   time.Duration
+	errKind   string
+	err       error
+}
+
+func (s *source) leaderID(p int32) int32 {
+	if b, err := s.client.Leader(s.cfg.Canary.Topic, p); err == nil {
+		return b.ID()
+	}
+	return -1
+}
+
+func (s *source) produce(p int32, value string) produceResult {
+	r := produceResult{partition: p, leader: s.leaderID(p), value: value}
+	start := time.Now()
+	_, offset, err := s.producer.SendMessage(&sarama.ProducerMessage{
+		Topic: s.cfg.Canary.Topic, Partition: p, Value: sarama.StringEncoder(value),
+	})
+	r.latency = time.Since(start)
+	if err != nil {
+		r.errKind, r.err = errorKind(err), err
+		return r
+	}
+	// A retry may have followed the partition to a new leader: the one
+	// that acknowledged is the one the producer knows now.
+	r.leader, r.offset = s.leaderID(p), offset
+	return r
+}
+
+func (s *source) apply(next *Snapshot, r produceResult) {
+	st := next.stats(r.partition, r.leader)
+	st.Attempts++
+	if r.err == nil {
+		st.Acknowledged++
+		next.Latency[r.leader] = next.Latency[r.leader].Observe(r.latency.Seconds())
+		s.pending[r.partition] = append(s.pending[r.partition], ack{offset: r.offset, value: r.value, leader: r.leader})
+	} else {
+		st.Failures[r.errKind]++
+	}
+	if r.errKind == s.lastError[r.partition] {
+		return
+	}
+	subject := fmt.Sprintf("%s/%d", s.cfg.Canary.Topic, r.partition)
+	if r.errKind != "" {
+		next.Events = append(next.Events, canary.Event{Kind: "write_failing", Subject: subject,
+			Message: fmt.Sprintf("writes to %s (leader %d) failing: %v", subject, r.leader, r.err)})
+		level.Warn(s.logger).Log("msg", "canary write failing", "partition", r.partition, "leader", r.leader, "error", r.errKind, "err", r.err)
+	} else {
+		next.Events = append(next.Events, canary.Event{Kind: "write_recovered", Subject: subject,
+			Message: fmt.Sprintf("writes to %s succeed again on leader %d", subject, r.leader)})
+		level.Info(s.logger).Log("msg", "canary writes succeed again", "partition", r.partition, "leader", r.leader)
+	}
+	s.lastError[r.partition] = r.errKind
+}
+
+// readBack reads the partition's acknowledged records when its leader
+// changed since one of them was acknowledged (or when many wait). A record
+// at its offset with the same value survived; another value at its offset
+// means the log was truncated and rewritten: the record is lost. A record
+// beyond what can be read yet stays pending for the next round, so that a
+// new leader's lagging high watermark is never mistaken for a loss.
+func (s *source) readBack(next *Snapshot, p int32) {
+	pending := s.pending[p]
+	if len(pending) == 0 {
+		return
+	}
+	leader := s.leaderID(p)
+	if leader < 0 {
+		return
+	}
+	changed := false
+	for _, a := range pending {
+		if a.leader != leader {
+			changed = true
+			break
+		}
+	}
+	if !changed && len(pending) < readBackAfter {
+		return
+	}
+	got, err := s.read(p, pending[0].offset, pending[len(pending)-1].offset)
+	if err != nil {
+		level.Debug(s.logger).Log("msg", "canary read-back failed; retrying next round", "partition", p, "err", err)
+		return
+	}
+	if changed {
+		next.Checks++
+	}
+	var keep []ack
+	lost := map[int32]uint64{}
+	for _, a := range pending {
+		value, ok := got[a.offset]
+		switch {
+		case !ok:
+			keep = append(keep, a)
+		case value != a.value:
+			lost[a.leader]++
+		}
+	}
+	s.pending[p] = keep
+	leaders := make([]int32, 0, len(lost))
+	for l := range lost {
+		leaders = append(leaders, l)
+	}
+	sort.Slice(leaders, func(i, j int) bool { return leaders[i] < leaders[j] })
+	for _, l := range leaders {
+		next.stats(p, l).Lost += lost[l]
+		subject := fmt.Sprintf("%s/%d", s.cfg.Canary.Topic, p)
+		next.Events = append(next.Events, canary.Event{Kind: "acknowledged_writes_lost", Subject: subject,
+			Message: fmt.Sprintf("%d records of %s acknowledged by broker %d were not found after the leader changed to %d", lost[l], subject, l, leader)})
+		level.Warn(s.logger).Log("msg", "acknowledged canary records lost", "partition", p, "acknowledged_by", l, "lost", lost[l], "leader", leader)
+	}
+	if changed && len(lost) == 0 {
+		level.Info(s.logger).Log("msg", "no acknowledged canary record lost after the leader changed", "partition", p, "leader", leader,
+			"read", len(pending)-len(keep), "still_pending", len(keep))
+	}
+}
+
+// read returns the values at offsets first..last that can be read now,
+// stopping at the high watermark.
+func (s *source) read(p int32, first, last int64) (map[int64]string, error) {
+	pc, err := s.consumer.ConsumePartition(s.cfg.Canary.Topic, p, first)
+	if errors.Is(err, sarama.ErrOffsetOutOfRange) {
+		// The log starts after the records (retention): nothing to compare.
+		return nil, fmt.Errorf("offset %d out of range: %w", first, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer pc.Close()
+	got := map[int64]string{}
+	deadline := time.NewTimer(s.cfg.RequestTimeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case msg := <-pc.Messages():
+			got[msg.Offset] = string(msg.Value)
+			if msg.Offset >= last || msg.Offset+1 >= pc.HighWaterMarkOffset() {
+				return got, nil
+			}
+		case cerr := <-pc.Errors():
+			return got, cerr
+		case <-deadline.C:
+			return got, nil
+		}
+	}
+}
+
+// errorKind names an error for the error label: the Kafka error code's
+// name, or timeout, connection, no_broker or other.
+func errorKind(err error) string {
+	var kerr sarama.KError
+	if errors.As(err, &kerr) {
+		if name, ok := kafkaErrorNames[kerr]; ok {
+			return name
+		}
+		return fmt.Sprintf("KAFKA_ERROR_%d", int16(kerr))
+	}
+	var netErr net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return "timeout"
+	case errors.Is(err, sarama.ErrOutOfBrokers), errors.Is(err, sarama.ErrNotConnected), errors.Is(err, sarama.ErrClosedClient):
+		return "no_broker"
+	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection"
+	case strings.Contains(err.Error(), "timed out"):
+		return "timeout"
+	}
+	return "other"
+}
+
+// kafkaErrorNames are the protocol's names of the errors a produce meets.
+var kafkaErrorNames = map[sarama.KError]string{
+	sarama.ErrNotEnoughReplicas:                  "NOT_ENOUGH_REPLICAS",
+	sarama.ErrNotEnoughReplicasAfterAppend:       "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+	sarama.ErrNotLeaderForPartition:              "NOT_LEADER_OR_FOLLOWER",
+	sarama.ErrLeaderNotAvailable:                 "LEADER_NOT_AVAILABLE",
+	sarama.ErrRequestTimedOut:                    "REQUEST_TIMED_OUT",
+	sarama.ErrUnknownTopicOrPartition:            "UNKNOWN_TOPIC_OR_PARTITION",
+	sarama.ErrTopicAuthorizationFailed:           "TOPIC_AUTHORIZATION_FAILED",
+	sarama.ErrClusterAuthorizationFailed:         "CLUSTER_AUTHORIZATION_FAILED",
+	sarama.ErrOutOfOrderSequenceNumber:           "OUT_OF_ORDER_SEQUENCE_NUMBER",
+	sarama.ErrDuplicateSequenceNumber:            "DUPLICATE_SEQUENCE_NUMBER",
+	sarama.ErrKafkaStorageError:                  "KAFKA_STORAGE_ERROR",
+	sarama.ErrNetworkException:                   "NETWORK_EXCEPTION",
+	sarama.ErrInvalidProducerEpoch:               "INVALID_PRODUCER_EPOCH",
+	sarama.ErrUnknownProducerID:                  "UNKNOWN_PRODUCER_ID",
+	sarama.ErrMessageSizeTooLarge:                "MESSAGE_TOO_LARGE",
+	sarama.ErrPolicyViolation:                    "POLICY_VIOLATION",
+	sarama.ErrNotController:                      "NOT_CONTROLLER",
+	sarama.ErrTransactionalIDAuthorizationFailed: "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+}
