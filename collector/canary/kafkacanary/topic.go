@@ -63,7 +63,14 @@ func (s *source) ensureTopic() error {
 			NumPartitions:     -1,
 			ReplicationFactor: -1,
 			ReplicaAssignment: map[int32][]int32{},
-			ConfigEntries:     map[string]*string{"min.insync.replicas": ptr(strconv.Itoa(minISR))},
+			ConfigEntries: map[string]*string{
+				"min.insync.replicas": ptr(strconv.Itoa(minISR)),
+				// The canary reads back records of the last few rounds only:
+				// an hour bounds the topic's disk use (segments roll hourly
+				// so that retention can delete them).
+				"retention.ms": ptr(strconv.Itoa(int(canaryRetention.Milliseconds()))),
+				"segment.ms":   ptr(strconv.Itoa(int(canaryRetention.Milliseconds()))),
+			},
 		}
 		for p, replicas := range assignment(brokers, 0, len(brokers), rf) {
 			detail.ReplicaAssignment[int32(p)] = replicas
@@ -94,6 +101,9 @@ func (s *source) ensureTopic() error {
 	s.respread(partitions)
 	return nil
 }
+
+// canaryRetention is how long the canary topic keeps records.
+const canaryRetention = time.Hour
 
 // respreadEvery bounds how often the canary asks for preferred leaders.
 const respreadEvery = 30 * time.Second
