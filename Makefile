@@ -29,3 +29,9 @@ bench:
 .PHONY: chaos
 chaos:
 	scripts/demo.sh kill kafka-leader
+
+# The seed lesson: a leader of the canary topic and a Redis master (cut off
+# its replica) die; prints the acknowledged writes each lost (Kafka 0, Redis some).
+.PHONY: chaos-writes
+chaos-writes:
+	scripts/demo.sh kill acked-writes

@@ -8,11 +8,16 @@
 #   kill kafka-leader   kill -9 the broker leading partition 0 of topic demo, then
 #                       watch the exporter's /metrics until a new leader is elected
 #   kill redis-master   kill -9 a Redis master, then watch until its replica took over
+#   kill acked-writes   the seed lesson, with the write canary counting: kill -9 the leader of a
+#                       canary partition (Kafka, acks=all, min ISR 2), then cut a Redis master off
+#                       its replica, let it acknowledge writes, kill -9 it and let the replica take
+#                       over; prints the acknowledged writes each system lost (Kafka 0, Redis some)
 #   heal                start the killed nodes again
 #   status              what runs
 #   down                stop everything `up` started, by PID
 #
-# `make demo` = up, `make chaos` = kill kafka-leader, `make demo-down` = down.
+# `make demo` = up, `make chaos` = kill kafka-leader, `make chaos-writes` = kill acked-writes,
+# `make demo-down` = down.
 #
 # Environment (defaults chosen not to collide with the test suite):
 #   DEMO_DIR                state, logs and PID files (default <repo>/.lab/demo)
@@ -129,6 +134,25 @@ metric() {
 		}' <<<"$text"
 }
 
+# total TEXT NAME [LABEL=VALUE...]: sum of every series of NAME whose labels
+# include every LABEL="VALUE"; 0 if none.
+total() {
+	local text=$1 name=$2
+	shift 2
+	awk -v name="$name" -v want="$*" '
+		BEGIN { n = split(want, w, " "); sum = 0 }
+		{
+			split($0, nv, /[{ ]/)
+			if (nv[1] != name) next
+			for (i = 1; i <= n; i++) {
+				split(w[i], kv, "=")
+				if (index($0, kv[1] "=\"" kv[2] "\"") == 0) next
+			}
+			sum += $NF
+		}
+		END { printf "%d\n", sum }' <<<"$text"
+}
+
 # series TEXT NAME: "labels value" lines of every series of NAME.
 series() { grep -E "^$2(\{| )" <<<"$1" || true; }
 
@@ -158,10 +182,15 @@ kafka:
   - name: demo
     bootstrap_servers: [$(kafka_bootstrap)]
     refresh_interval: 1s
+    # The write canary (docs/canary.md): its own topic, a partition led by each broker.
+    canary: {enabled: true, interval: 1s}
 redis:
   - name: demo
     addrs: [$(redis_addrs)]
     refresh_interval: 1s
+    # One key per master; wait: 0s shows what asynchronous replication loses
+    # (try wait: 100ms to see failures instead of losses).
+    canary: {enabled: true, interval: 500ms, wait: 0s}
 EOF
 	cat >"$DEMO_DIR/prometheus.yml" <<EOF
 # Written by scripts/demo.sh.
@@ -267,6 +296,7 @@ cmd_up() {
 
   Try:   scripts/demo.sh kill kafka-leader   (make chaos)
          scripts/demo.sh kill redis-master
+         scripts/demo.sh kill acked-writes   (make chaos-writes: Kafka loses no acknowledged write, Redis can)
          scripts/demo.sh heal                (start killed nodes again)
          scripts/demo.sh down                (make demo-down)
 EOF
@@ -378,11 +408,105 @@ kill_redis_master() {
 	echo "redis: bring the node back (it rejoins as a replica) with: scripts/demo.sh heal"
 }
 
+# The seed lesson, measured by the write canary: the same failure on both
+# systems, and how many writes each had acknowledged that did not survive it.
+kill_acked_writes() {
+	local text leader checks0 lost0 t0 deadline checks acked0 acked
+	local line a i s master="" id="" replica="" port rport rchecks0 racked0 racked_cut rlost
+	text=$(scrape)
+	[[ -n $text ]] || die "exporter not answering at $(metrics_url); is the demo up?"
+	[[ -n $(metric "$text" kafka_canary_up kafka_cluster=demo) && -n $(metric "$text" redis_canary_up redis_cluster=demo) ]] ||
+		die "the exporter runs no write canary (demo config: $DEMO_DIR/exporter.yml)"
+
+	# Both canaries must have acknowledged writes before anything dies: right
+	# after `up` the canary topic may only just exist.
+	deadline=$((SECONDS + TIMEOUT))
+	while :; do
+		leader=$(metric "$text" kafka_partition_leader topic=__failover_exporter_canary partition=0)
+		if [[ -n $leader && $leader != -1 ]] &&
+			(($(total "$text" kafka_canary_produce_acknowledged_total kafka_cluster=demo partition=0 broker="$leader") >= 3 &&
+				$(total "$text" redis_canary_writes_acknowledged_total redis_cluster=demo) >= 9)); then
+			break
+		fi
+		((SECONDS < deadline)) || die "the canaries are not writing after ${TIMEOUT}s (canary partition 0 leader '${leader}'); log: $DEMO_DIR/exporter.log"
+		sleep 0.5
+		text=$(scrape)
+	done
+
+	# Kafka: kill -9 the leader of canary partition 0.
+	checks0=$(total "$text" kafka_canary_read_back_checks_total kafka_cluster=demo)
+	lost0=$(total "$text" kafka_canary_acknowledged_lost_total kafka_cluster=demo)
+	acked0=$(total "$text" kafka_canary_produce_acknowledged_total kafka_cluster=demo partition=0 broker="$leader")
+	t0=$(date +%s.%N)
+	"$KAFKA" kill "$leader"
+	echo "kafka: killed broker $leader (kill -9), leader of canary partition 0, which it had acknowledged $acked0 acks=all records on"
+	deadline=$((SECONDS + TIMEOUT))
+	while :; do
+		text=$(scrape)
+		checks=$(total "$text" kafka_canary_read_back_checks_total kafka_cluster=demo)
+		((checks > checks0)) && break
+		((SECONDS < deadline)) || die "the canary did not read partition 0 back from a new leader after ${TIMEOUT}s"
+		sleep 0.2
+	done
+	local kafka_lost=$(($(total "$text" kafka_canary_acknowledged_lost_total kafka_cluster=demo) - lost0))
+	echo "kafka: new leader of canary partition 0: $(metric "$text" kafka_partition_leader topic=__failover_exporter_canary partition=0), read back after $(elapsed_since "$t0")"
+	echo "kafka: failed canary writes on broker $leader: $(total "$text" kafka_canary_produce_failures_total kafka_cluster=demo broker="$leader")"
+	echo "kafka: acknowledged records lost: $kafka_lost"
+
+	# Redis: the master with slots on the highest port that has a replica
+	# (kill redis-master takes the lowest).
+	while read -r line; do
+		[[ ${line##* } == 1 ]] || continue
+		a=$(label "$line" address)
+		i=$(label "$line" node_id)
+		s=$(metric "$text" redis_cluster_node_slots node_id="$i")
+		[[ -n $s && $s != 0 ]] || continue
+		local r
+		r=$(series "$text" redis_cluster_node_info | grep -F "master_id=\"$i\"" | head -1)
+		[[ -n $r ]] || continue
+		if [[ -z $master || ${a##*:} -gt ${master##*:} ]]; then master=$a id=$i replica=$(label "$r" address); fi
+	done < <(series "$text" redis_cluster_node_master)
+	[[ -n $master ]] || die "no Redis master with a replica in the exporter's view"
+	port=${master##*:} rport=${replica##*:}
+	rchecks0=$(total "$text" redis_canary_lost_write_checks_total redis_cluster=demo)
+	racked0=$(total "$text" redis_canary_writes_acknowledged_total redis_cluster=demo node_id="$id")
+	"$REDIS" pause "$rport"
+	# Resume the replica whatever happens next.
+	trap '"$REDIS" resume "$rport" >/dev/null 2>&1 || true' EXIT
+	# A paused replica still receives the stream into its socket buffer and
+	# would apply it on resume: cut the link on the master.
+	redis-cli -h 127.0.0.1 -p "$port" client kill type replica >/dev/null
+	echo "redis: paused replica $replica (SIGSTOP) and cut its replication link; master $master keeps acknowledging writes"
+	sleep 3
+	text=$(scrape)
+	racked_cut=$(total "$text" redis_canary_writes_acknowledged_total redis_cluster=demo node_id="$id")
+	t0=$(date +%s.%N)
+	"$REDIS" kill "$port"
+	"$REDIS" resume "$rport"
+	trap - EXIT
+	echo "redis: master $master acknowledged $((racked_cut - racked0)) canary writes its replica never got; killed it (kill -9), resumed the replica"
+	deadline=$((SECONDS + TIMEOUT))
+	while :; do
+		text=$(scrape)
+		checks=$(total "$text" redis_canary_lost_write_checks_total redis_cluster=demo)
+		((checks > rchecks0)) && break
+		((SECONDS < deadline)) || die "the canary did not read its key from a promoted replica after ${TIMEOUT}s"
+		sleep 0.2
+	done
+	rlost=$(total "$text" redis_canary_acknowledged_lost_writes_total redis_cluster=demo node_id="$id")
+	echo "redis: replica $replica promoted; the canary read its key there after $(elapsed_since "$t0")"
+	echo "redis: acknowledged writes lost: $rlost"
+	echo
+	echo "acknowledged writes lost in the failover:  Kafka (acks=all, min ISR 2): $kafka_lost   Redis Cluster (asynchronous replication): $rlost"
+	echo "see the Writes (canary) rows of the dashboards; bring the nodes back with: scripts/demo.sh heal"
+}
+
 cmd_kill() {
 	case ${1:-} in
 	kafka-leader) kill_kafka_leader ;;
 	redis-master) kill_redis_master ;;
-	*) die "kill what? kafka-leader or redis-master" ;;
+	acked-writes) kill_acked_writes ;;
+	*) die "kill what? kafka-leader, redis-master or acked-writes" ;;
 	esac
 }
 

@@ -20,7 +20,7 @@ import (
 )
 
 // TestDemoUpKillDown runs `make demo`'s script end to end on private ports:
-// up, both kills, status and down, and checks that down leaves no process
+// up, the three kills, heal, status and down, and checks that down leaves no process
 // behind. Heavy (3 Kafka JVMs, 6 redis-server, Prometheus, Alertmanager):
 // skipped with -short.
 func TestDemoUpKillDown(t *testing.T) {
@@ -84,7 +84,32 @@ func TestDemoUpKillDown(t *testing.T) {
 		}
 	}
 
-	out := demo(2*time.Minute, "kill", "kafka-leader")
+	// The seed lesson on the demo's canaries: one command, Kafka loses no
+	// acknowledged write, Redis Cluster loses the ones its cut-off master
+	// acknowledged. heal brings both nodes back for the kills below.
+	out := demo(3*time.Minute, "kill", "acked-writes")
+	if m := regexp.MustCompile(`Kafka \(acks=all, min ISR 2\): (\d+) +Redis Cluster \(asynchronous replication\): (\d+)`).FindStringSubmatch(out); m == nil {
+		t.Errorf("kill acked-writes did not print the comparison")
+	} else if m[1] != "0" || m[2] == "0" {
+		t.Errorf("kill acked-writes: Kafka lost %s acknowledged writes (want 0), Redis %s (want some)", m[1], m[2])
+	}
+	demo(3*time.Minute, "heal")
+	// The next kill needs the healed broker back in the ISRs and the healed
+	// Redis node back as a replica.
+	lab.WaitFor(t, 2*time.Minute, 500*time.Millisecond, func() (bool, string) {
+		text := scrapeMetrics(t, exporterPort)
+		for _, want := range []string{
+			`kafka_topic_under_replicated_partitions{kafka_cluster="demo",topic="demo"} 0`,
+			`redis_cluster_slots_without_replica{redis_cluster="demo"} 0`,
+		} {
+			if !strings.Contains(text, want+"\n") {
+				return false, "waiting for " + want
+			}
+		}
+		return true, ""
+	})
+
+	out = demo(2*time.Minute, "kill", "kafka-leader")
 	if m := regexp.MustCompile(`kafka: demo/0 leader (\d+) -> (\d+) after`).FindStringSubmatch(out); m == nil || m[1] == m[2] {
 		t.Errorf("kill kafka-leader did not report a new leader")
 	}
