@@ -484,7 +484,7 @@ kill_acked_writes() {
 	"$REDIS" kill "$port"
 	"$REDIS" resume "$rport"
 	trap - EXIT
-	echo "redis: master $master acknowledged $((racked_cut - racked0)) canary writes its replica never got; killed it (kill -9), resumed the replica"
+	echo "redis: master $master acknowledged about $((racked_cut - racked0)) canary writes while cut off from its replica; killed it (kill -9), resumed the replica"
 	deadline=$((SECONDS + TIMEOUT))
 	while :; do
 		text=$(scrape)
