@@ -178,4 +178,27 @@ func TestKafkaCanaryFailover(t *testing.T) {
 	}
 	t.Logf("FIGURE kafka canary under min ISR: %d NOT_ENOUGH_REPLICAS failures, %d acknowledged since the stop settled",
 		sum(w, any2, failuresOf("NOT_ENOUGH_REPLICAS")), sum(w, any2, acknowledged)-settled)
+
+	// Both brokers back: once they are in sync, the canary moves
+	// leadership back so that every broker leads a canary partition again.
+	victimP0 := func(p, leader int32) bool { return p == 0 && leader == victim }
+	ackedByVictim := sum(w, victimP0, acknowledged)
+	c.Restart(t, victim)
+	c.Restart(t, second)
+	took = lab.WaitFor(t, 3*time.Minute, time.Second, func() (bool, string) {
+		var leaders []int32
+		for _, p := range describe(t, c) {
+			leaders = append(leaders, p.Leader)
+		}
+		slices.Sort(leaders)
+		return slices.Equal(leaders, []int32{1, 2, 3}), fmt.Sprintf("canary partition leaders %v", leaders)
+	})
+	t.Logf("FIGURE kafka canary: leadership spread over the three brokers again %s after both restarts", took.Round(100*time.Millisecond))
+	lab.WaitFor(t, time.Minute, 200*time.Millisecond, func() (bool, string) {
+		n := sum(w, victimP0, acknowledged) - ackedByVictim
+		return n > 0, fmt.Sprintf("%d acknowledged by broker %d on partition 0 since it leads it again", n, victim)
+	})
+	if n := sum(w, any2, lost); n != 0 {
+		t.Errorf("%d acknowledged records lost, want 0", n)
+	}
 }
