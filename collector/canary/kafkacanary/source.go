@@ -115,7 +115,10 @@ func (s *source) connect() error {
 	producer, err := sarama.NewSyncProducerFromClient(client)
 	if err != nil {
 		admin.Close()
-		return fmt.Errorf("producer: %w", err)
+		// The idempotent producer starts with InitProducerId, which Kafka
+		// allows with Write on any topic (or IdempotentWrite on the cluster):
+		// a user without write permission fails here, before any topic.
+		return fmt.Errorf("idempotent producer (needs Write on the canary topic %s): %w", s.cfg.Canary.Topic, err)
 	}
 	consumer, err := sarama.NewConsumerFromClient(client)
 	if err != nil {
