@@ -134,14 +134,14 @@ func (m *Manager) Apply(cfg *config.Config) error {
 		if !kc.Canary.Enabled {
 			continue // the canary writes to the cluster: only when asked
 		}
-		s, err = plan(m, "kafka-canary/"+kc.Name, kc,
+		s, err = plan(m, "kafka_canary/"+kc.Name, kc,
 			func() (*watch.Watcher[kafkacanary.Snapshot], error) { return kafkacanary.NewWatcher(kc, m.logger) },
 			func(w *watch.Watcher[kafkacanary.Snapshot]) { m.kafkaCanary.Set(kc.Name, w) },
 			func() { m.kafkaCanary.Remove(kc.Name) })
 		if err != nil {
 			return fmt.Errorf("kafka cluster %q: canary: %w", kc.Name, err)
 		}
-		starters["kafka-canary/"+kc.Name] = s
+		starters["kafka_canary/"+kc.Name] = s
 	}
 	for _, rc := range cfg.Redis {
 		s, err := plan(m, "redis/"+rc.Name, rc,
@@ -158,14 +158,14 @@ func (m *Manager) Apply(cfg *config.Config) error {
 		if !rc.Canary.Enabled {
 			continue // the canary writes to the cluster: only when asked
 		}
-		s, err = plan(m, "redis-canary/"+rc.Name, rc,
+		s, err = plan(m, "redis_canary/"+rc.Name, rc,
 			func() (*watch.Watcher[rediscanary.Snapshot], error) { return rediscanary.NewWatcher(rc, m.logger) },
 			func(w *watch.Watcher[rediscanary.Snapshot]) { m.redisCanary.Set(rc.Name, w) },
 			func() { m.redisCanary.Remove(rc.Name) })
 		if err != nil {
 			return fmt.Errorf("redis cluster %q: canary: %w", rc.Name, err)
 		}
-		starters["redis-canary/"+rc.Name] = s
+		starters["redis_canary/"+rc.Name] = s
 	}
 
 	m.mu.Lock()

@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -183,7 +182,8 @@ func TestCanaryKafka(t *testing.T) {
 		if v := value(t, m, "kafka_canary_up", map[string]string{"kafka_cluster": "nowrite"}); v != 0 {
 			t.Errorf("kafka_canary_up{nowrite} = %v, want 0", v)
 		}
-		if !regexp.MustCompile(`msg="refresh failed" .*cluster=nowrite.* err="idempotent producer \(needs Write on the canary topic canary-nowrite\): kafka server: The client is not authorized to send this request type"`).MatchString(logs) {
+		if !logLineWith(logs, "collector=kafka_canary", "cluster=nowrite", `msg="refresh failed"`,
+			`err="idempotent producer (needs Write on the canary topic canary-nowrite): kafka server: The client is not authorized to send this request type"`) {
 			t.Errorf("no clear authorization error for nowrite in the logs:\n%s", logs)
 		}
 		secAssertNoLeaks(t, e, secKafkaPassword)

@@ -91,7 +91,7 @@ func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
 	return &source{
 		cfg:       cfg,
 		conf:      conf,
-		logger:    log.With(logger, "kafka_cluster", cfg.Name, "part", "canary"),
+		logger:    logger,
 		run:       hex.EncodeToString(run),
 		seq:       map[int32]uint64{},
 		pending:   map[int32][]ack{},

@@ -71,7 +71,7 @@ func newSource(cfg config.RedisCluster, logger log.Logger) (*source, error) {
 	return &source{
 		cfg:     cfg,
 		option:  option,
-		logger:  log.With(logger, "redis_cluster", cfg.Name, "part", "canary"),
+		logger:  logger,
 		keys:    map[string]*keyState{},
 		clients: map[string]rueidis.Client{},
 	}, nil

@@ -12,11 +12,14 @@ import (
 // it runs; its connections are closed when Run returns. cfg must have its
 // defaults applied (config.Config.Complete).
 func NewWatcher(cfg config.RedisCluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
+	// Its lines read collector=redis_canary cluster=NAME, apart from the
+	// watcher's collector=redis.
+	logger = watch.ClusterLogger(logger, "redis_canary", cfg.Name)
 	src, err := newSource(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
-	w := watch.New(cfg.Name, cfg.Canary.Interval, cfg.Canary.Interval, src.round, log.With(logger, "part", "redis_canary"))
+	w := watch.New(cfg.Name, cfg.Canary.Interval, cfg.Canary.Interval, src.round, logger)
 	w.OnStop(src.close)
 	return w, nil
 }
