@@ -75,10 +75,10 @@ const clientName = "failover_exporter"
 // monitorRingScale makes each connection's ring 2^3 entries.
 const monitorRingScale = 3
 
-// ClientOption builds the rueidis options shared by every node's client
-// (the watcher's and the write canary's);
-// InitAddress is filled in per node. It reads the password once, so that a
-// missing secret is reported at (re)load time rather than on every refresh.
+// ClientOption builds the rueidis options shared by every node's client,
+// the watcher's and the write canary's; InitAddress is filled in per node.
+// It reads the password once, so that a missing secret is reported at
+// (re)load time rather than on every refresh.
 func ClientOption(cfg config.RedisCluster) (rueidis.ClientOption, error) {
 	opt := rueidis.ClientOption{
 		// One connection to exactly the node we name: the cluster client
