@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-kit/log"
 
+	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
@@ -255,5 +257,40 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("a key is chosen again when its slot moves to another master", func(t *testing.T) {
+		w, stop := startCanary(t, c, 0)
+		defer stop()
+		waitWriting(t, c, w)
+		masters := c.Masters(t)
+		from, to := masters[0], masters[1]
+		key := stats(w, from.ID).Key
+		slot := strconv.Itoa(redis.KeySlot(key))
+		// The steps of redis-cli --cluster reshard, for the one slot.
+		c.CLI(t, to.Port, "CLUSTER", "SETSLOT", slot, "IMPORTING", from.ID)
+		c.CLI(t, from.Port, "CLUSTER", "SETSLOT", slot, "MIGRATING", to.ID)
+		c.CLI(t, from.Port, "MIGRATE", "127.0.0.1", strconv.Itoa(to.Port), "", "0", "5000", "KEYS", key)
+		for _, m := range masters {
+			c.CLI(t, m.Port, "CLUSTER", "SETSLOT", slot, "NODE", to.ID)
+		}
+		fromAcked, toAcked := stats(w, from.ID).Acknowledged, stats(w, to.ID).Acknowledged
+		lab.RedisWaitFor(t, 15*time.Second, "writes to both masters, the first under a new key", func() error {
+			f, tt := stats(w, from.ID), stats(w, to.ID)
+			if f.Key == key || f.Acknowledged < fromAcked+3 || tt.Acknowledged < toAcked+3 {
+				return fmt.Errorf("%s: key %s, %d acknowledged since the move; %s: %d", from.Addr, f.Key, f.Acknowledged-fromAcked, to.Addr, tt.Acknowledged-toAcked)
+			}
+			return nil
+		})
+		newKey := stats(w, from.ID).Key
+		if !c.Node(t, from.Port).OwnsSlot(redis.KeySlot(newKey)) {
+			t.Errorf("new key %s of %s is in slot %d, which it does not own", newKey, from.Addr, redis.KeySlot(newKey))
+		}
+		for id, m := range w.Current().Snapshot.Masters {
+			if m.Lost != 0 {
+				t.Errorf("master %s (%s): %d lost after a slot move, want 0", id, m.Addr, m.Lost)
+			}
+		}
+		t.Logf("slot %s of %s moved to %s: key %s -> %s", slot, from.Addr, to.Addr, key, newKey)
 	})
 }
