@@ -104,3 +104,26 @@ func TestErrorKind(t *testing.T) {
 		}
 	}
 }
+
+// A truncated and rewritten log (unclean election) shows as other values at
+// the acknowledged offsets; offsets beyond the high watermark are not
+// losses yet.
+func TestCompareReadBack(t *testing.T) {
+	pending := []ack{
+		{offset: 10, value: "r:0:1", leader: 1},
+		{offset: 11, value: "r:0:2", leader: 1},
+		{offset: 12, value: "r:0:3", leader: 1},
+		{offset: 13, value: "r:0:4", leader: 2},
+	}
+	got := map[int64]string{10: "r:0:1", 11: "other:0:7", 12: "other:0:8"}
+	keep, lost := compareReadBack(pending, got)
+	if lost[1] != 2 || lost[2] != 0 || len(lost) != 1 {
+		t.Errorf("lost = %v, want 2 acknowledged by broker 1", lost)
+	}
+	if len(keep) != 1 || keep[0].offset != 13 {
+		t.Errorf("kept %+v, want only offset 13 (not readable yet)", keep)
+	}
+	if keep, lost := compareReadBack(pending, map[int64]string{10: "r:0:1", 11: "r:0:2", 12: "r:0:3", 13: "r:0:4"}); len(keep) != 0 || len(lost) != 0 {
+		t.Errorf("everything read back: kept %v, lost %v", keep, lost)
+	}
+}

@@ -270,17 +270,7 @@ func (s *source) readBack(next *Snapshot, p int32) {
 	if changed {
 		next.Checks++
 	}
-	var keep []ack
-	lost := map[int32]uint64{}
-	for _, a := range pending {
-		value, ok := got[a.offset]
-		switch {
-		case !ok:
-			keep = append(keep, a)
-		case value != a.value:
-			lost[a.leader]++
-		}
-	}
+	keep, lost := compareReadBack(pending, got)
 	s.pending[p] = keep
 	leaders := make([]int32, 0, len(lost))
 	for l := range lost {
@@ -298,6 +288,24 @@ func (s *source) readBack(next *Snapshot, p int32) {
 		level.Info(s.logger).Log("msg", "no acknowledged canary record lost after the leader changed", "partition", p, "leader", leader,
 			"read", len(pending)-len(keep), "still_pending", len(keep))
 	}
+}
+
+// compareReadBack compares acknowledged records with what was read at their
+// offsets: a record not read yet is kept for the next round; one whose
+// offset holds another value is lost, counted under the leader that
+// acknowledged it.
+func compareReadBack(pending []ack, got map[int64]string) (keep []ack, lost map[int32]uint64) {
+	lost = map[int32]uint64{}
+	for _, a := range pending {
+		value, ok := got[a.offset]
+		switch {
+		case !ok:
+			keep = append(keep, a)
+		case value != a.value:
+			lost[a.leader]++
+		}
+	}
+	return keep, lost
 }
 
 // read returns the values at offsets first..last that can be read now,
