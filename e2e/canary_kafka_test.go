@@ -15,9 +15,11 @@ import (
 )
 
 const (
-	canaryKafkaUser    = "canary"
-	canaryKafkaTopic   = "__failover_exporter_canary"
-	canaryNoWriteTopic = "canary-nowrite"
+	// canaryElsewhereUser may write to another topic, not the canary's.
+	canaryElsewhereUser = "elsewhere"
+	canaryKafkaUser     = "canary"
+	canaryKafkaTopic    = "__failover_exporter_canary"
+	canaryNoWriteTopic  = "canary-nowrite"
 )
 
 // canaryKafkaAdmin is an admin client on the lab's internal listener, whose
@@ -74,7 +76,7 @@ func TestCanaryKafka(t *testing.T) {
 	const topic = "secured"
 	tlsFiles := secWriteCerts(t)
 	dir := t.TempDir()
-	users := secWriteFile(t, filepath.Join(dir, "users"), secKafkaUser+" "+secKafkaPassword+"\n"+canaryKafkaUser+" "+secKafkaPassword+"\n")
+	users := secWriteFile(t, filepath.Join(dir, "users"), secKafkaUser+" "+secKafkaPassword+"\n"+canaryKafkaUser+" "+secKafkaPassword+"\n"+canaryElsewhereUser+" "+secKafkaPassword+"\n")
 	cluster := lab.StartKafka(t, lab.KafkaOptions{
 		Nodes: 1, Security: "sasl_ssl", TLSDir: tlsFiles.Dir, UsersFile: users, ClientAuth: "required", Authorizer: true,
 	})
@@ -99,6 +101,9 @@ func TestCanaryKafka(t *testing.T) {
 		{Resource: allTopics, Acls: allow(secKafkaUser, sarama.AclOperationDescribe, sarama.AclOperationDescribeConfigs)},
 		{Resource: allTopics, Acls: allow(canaryKafkaUser, sarama.AclOperationDescribe, sarama.AclOperationDescribeConfigs)},
 		{Resource: canaryTopic, Acls: allow(canaryKafkaUser, sarama.AclOperationWrite, sarama.AclOperationRead, sarama.AclOperationCreate)},
+		{Resource: allTopics, Acls: allow(canaryElsewhereUser, sarama.AclOperationDescribe, sarama.AclOperationDescribeConfigs)},
+		{Resource: sarama.Resource{ResourceType: sarama.AclResourceTopic, ResourceName: topic, ResourcePatternType: sarama.AclPatternLiteral},
+			Acls: allow(canaryElsewhereUser, sarama.AclOperationWrite)},
 	}); err != nil {
 		t.Fatalf("create ACLs: %v", err)
 	}
@@ -144,7 +149,8 @@ func TestCanaryKafka(t *testing.T) {
 	t.Run("documented ACLs work; a user without Write gets a clear error", func(t *testing.T) {
 		cfg := secWriteFile(t, filepath.Join(dir, "on.yaml"), "kafka:\n"+
 			entry("canary", canaryKafkaUser, "    canary: {enabled: true, interval: 500ms}\n")+
-			entry("nowrite", secKafkaUser, fmt.Sprintf("    canary: {enabled: true, interval: 500ms, topic: %s, create_topic: false}\n", canaryNoWriteTopic)))
+			entry("nowrite", secKafkaUser, fmt.Sprintf("    canary: {enabled: true, interval: 500ms, topic: %s, create_topic: false}\n", canaryNoWriteTopic))+
+			entry("elsewhere", canaryElsewhereUser, fmt.Sprintf("    canary: {enabled: true, interval: 500ms, topic: %s, create_topic: false}\n", canaryNoWriteTopic)))
 		e := exportertest.Start(t, "--config.file="+cfg, "--log.level=debug")
 		e.WaitReady(t, 60*time.Second)
 		m, took := waitMetrics(t, e, 60*time.Second, "canary writing, nowrite refused", func(m exportertest.Metrics) (bool, string) {
@@ -155,7 +161,10 @@ func TestCanaryKafka(t *testing.T) {
 			// The minimal ACLs allow no write at all: Kafka refuses the
 			// idempotent producer's InitProducerId, so no round gets further.
 			refused, _ := m.Value("kafka_canary_round_failures_total", map[string]string{"kafka_cluster": "nowrite"})
-			return acked >= 3 && refused >= 3, fmt.Sprintf("canary acknowledged %v, nowrite failed rounds %v\n%s", acked, refused,
+			// Write elsewhere lets the producer start; the canary topic
+			// itself refuses the records, per partition.
+			denied, _ := m.Value("kafka_canary_produce_failures_total", map[string]string{"kafka_cluster": "elsewhere", "error": "TOPIC_AUTHORIZATION_FAILED"})
+			return acked >= 3 && refused >= 3 && denied >= 3, fmt.Sprintf("canary acknowledged %v, nowrite failed rounds %v, elsewhere TOPIC_AUTHORIZATION_FAILED %v\n%s", acked, refused, denied,
 				m.Describe("kafka_canary_up", nil))
 		})
 		t.Logf("canary writing and nowrite refused %s after ready", took.Round(10*time.Millisecond))
@@ -185,6 +194,12 @@ func TestCanaryKafka(t *testing.T) {
 		if !logLineWith(logs, "collector=kafka_canary", "cluster=nowrite", `msg="refresh failed"`,
 			`err="idempotent producer (needs Write on the canary topic canary-nowrite): kafka server: The client is not authorized to send this request type"`) {
 			t.Errorf("no clear authorization error for nowrite in the logs:\n%s", logs)
+		}
+		if v := value(t, m, "kafka_canary_up", map[string]string{"kafka_cluster": "elsewhere"}); v != 1 {
+			t.Errorf("kafka_canary_up{elsewhere} = %v, want 1 (only the records are refused)", v)
+		}
+		if !logLineWith(logs, "collector=kafka_canary", "cluster=elsewhere", `msg="canary write failing"`, "error=TOPIC_AUTHORIZATION_FAILED", "not authorized to access this topic") {
+			t.Errorf("no clear topic authorization error for elsewhere in the logs:\n%s", logs)
 		}
 		secAssertNoLeaks(t, e, secKafkaPassword)
 	})
