@@ -221,7 +221,7 @@ func exposedMetricNames(t *testing.T) map[string]bool {
 	}
 	// Queries select series names: a histogram's _bucket, _sum and _count.
 	exposed := map[string]bool{}
-	for _, names := range [][]string{kafka.SeriesNames(), redis.SeriesNames()} {
+	for _, names := range [][]string{kafka.SeriesNames(), redis.SeriesNames(), kafkacanary.SeriesNames(), rediscanary.SeriesNames()} {
 		for _, n := range names {
 			exposed[n] = true
 		}

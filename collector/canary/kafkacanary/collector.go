@@ -62,9 +62,16 @@ var metrics = func() descs {
 // Sets returns the canary's metric tables, in exposition order.
 func Sets() []*exposition.Set { return []*exposition.Set{healthSeries, series} }
 
-// MetricNames returns every series name the Kafka canary can emit,
-// histograms as their _bucket, _sum and _count series.
+// MetricNames returns every metric family the Kafka canary can emit.
 func MetricNames() []string {
+	names := append(healthSeries.Names(), series.Names()...)
+	sort.Strings(names)
+	return names
+}
+
+// SeriesNames returns every metric name a query can select: MetricNames
+// with each histogram replaced by its _bucket, _sum and _count series.
+func SeriesNames() []string {
 	names := append(healthSeries.SeriesNames(), series.SeriesNames()...)
 	sort.Strings(names)
 	return names
