@@ -67,7 +67,8 @@ func (m *Manager) Kafka() *kafka.Collector { return m.kafka }
 // Redis is the Redis collector, for the status page.
 func (m *Manager) Redis() *redis.Collector { return m.redis }
 
-// Events is the log of the transitions every watcher observed.
+// Events is the log of the transitions every watcher observed and of what
+// the write canaries saw.
 func (m *Manager) Events() *events.Log { return m.events }
 
 // TextWriters are the cluster collectors, served as pre-rendered text
@@ -136,7 +137,12 @@ func (m *Manager) Apply(cfg *config.Config) error {
 		}
 		s, err = plan(m, "kafka_canary/"+kc.Name, kc,
 			func() (*watch.Watcher[kafkacanary.Snapshot], error) { return kafkacanary.NewWatcher(kc, m.logger) },
-			func(w *watch.Watcher[kafkacanary.Snapshot]) { m.kafkaCanary.Set(kc.Name, w) },
+			func(w *watch.Watcher[kafkacanary.Snapshot]) {
+				m.kafkaCanary.Set(kc.Name, w)
+				// Under the cluster's own system and name, next to its
+				// transitions: a lost write belongs in the failover's story.
+				events.Follow(m.events, "kafka", kc.Name, w, func(s *kafkacanary.Snapshot) []events.Event { return s.Events.All() })
+			},
 			func() { m.kafkaCanary.Remove(kc.Name) })
 		if err != nil {
 			return fmt.Errorf("kafka cluster %q: canary: %w", kc.Name, err)
@@ -160,7 +166,12 @@ func (m *Manager) Apply(cfg *config.Config) error {
 		}
 		s, err = plan(m, "redis_canary/"+rc.Name, rc,
 			func() (*watch.Watcher[rediscanary.Snapshot], error) { return rediscanary.NewWatcher(rc, m.logger) },
-			func(w *watch.Watcher[rediscanary.Snapshot]) { m.redisCanary.Set(rc.Name, w) },
+			func(w *watch.Watcher[rediscanary.Snapshot]) {
+				m.redisCanary.Set(rc.Name, w)
+				// Under the cluster's own system and name, next to its
+				// transitions: a lost write belongs in the failover's story.
+				events.Follow(m.events, "redis", rc.Name, w, func(s *rediscanary.Snapshot) []events.Event { return s.Events.All() })
+			},
 			func() { m.redisCanary.Remove(rc.Name) })
 		if err != nil {
 			return fmt.Errorf("redis cluster %q: canary: %w", rc.Name, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
@@ -200,6 +201,25 @@ func TestCanaryKafka(t *testing.T) {
 		}
 		if !logLineWith(logs, "collector=kafka_canary", "cluster=elsewhere", `msg="canary write failing"`, "error=TOPIC_AUTHORIZATION_FAILED", "not authorized to access this topic") {
 			t.Errorf("no clear topic authorization error for elsewhere in the logs:\n%s", logs)
+		}
+		// The event log has the refusal of the canary partition once, under
+		// the cluster's name, with the error kind and the partition's leader.
+		evs := fetchEvents(t, e, "?cluster=elsewhere")
+		var failing []events.Event
+		for _, ev := range evs {
+			if ev.Kind == events.CanaryWriteFailing {
+				failing = append(failing, ev)
+			}
+		}
+		if len(failing) != 1 || failing[0].System != "kafka" || failing[0].Subject.Topic != canaryNoWriteTopic ||
+			failing[0].Subject.Partition == nil || *failing[0].Subject.Partition != 0 || failing[0].Subject.NodeID == "" ||
+			failing[0].After != "TOPIC_AUTHORIZATION_FAILED" {
+			t.Errorf("want one write_failing event for %s/0 with its leader and TOPIC_AUTHORIZATION_FAILED, got:\n%s", canaryNoWriteTopic, describeEvents(evs))
+		}
+		for _, ev := range fetchEvents(t, e, "?cluster=canary") {
+			if ev.Kind == events.CanaryWriteFailing {
+				t.Errorf("write_failing event for the user with the documented ACLs: %+v", ev)
+			}
 		}
 		secAssertNoLeaks(t, e, secKafkaPassword)
 	})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
@@ -155,6 +156,28 @@ func TestCanaryRedis(t *testing.T) {
 		logs := e.Logs()
 		if !logLineWith(logs, "collector=redis_canary", "cluster=nowrite", `msg="canary write failing"`, "error=NOPERM", "no permissions to run the 'get' command") {
 			t.Errorf("no clear NOPERM error for nowrite in the logs:\n%s", logs)
+		}
+		// The event log has each master's refusal once, under the cluster's
+		// name, with the error kind; the cluster with the ACL has none.
+		evs := fetchEvents(t, e, "?cluster=nowrite")
+		for _, master := range masters {
+			n := 0
+			for _, ev := range evs {
+				if ev.Kind == events.CanaryWriteFailing && ev.System == "redis" && ev.Subject.NodeID == master.ID {
+					n++
+					if ev.Subject.Address != master.Addr || ev.After != "NOPERM" {
+						t.Errorf("write_failing event of %s: %+v, want address %s and after NOPERM", master.ID, ev, master.Addr)
+					}
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d write_failing events for master %s of nowrite, want 1:\n%s", n, master.Addr, describeEvents(evs))
+			}
+		}
+		for _, ev := range fetchEvents(t, e, "?cluster=canary") {
+			if ev.Kind == events.CanaryWriteFailing {
+				t.Errorf("write_failing event for the user with the ACL: %+v", ev)
+			}
 		}
 		secAssertNoLeaks(t, e, canaryRedisPassword, canaryNoWritePassword)
 

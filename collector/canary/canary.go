@@ -1,6 +1,10 @@
 // Package canary holds what the Kafka and Redis write canaries share: the
 // latency buckets and the histogram they accumulate into.
 //
+// Their snapshots carry what a round saw as events (events.CanaryWriteFailing,
+// CanaryWriteRecovered, CanaryAcknowledgedWritesLost), which the collector
+// manager records in the event log like the watchers' transitions.
+//
 // A write canary is the one part of the exporter that writes to a cluster.
 // It is off unless a cluster's config enables it, owns its own clients and
 // touches nothing but its own topic (Kafka) or keys (Redis). Metadata says
@@ -40,17 +44,4 @@ func (h Histogram) Buckets() []uint64 {
 		return make([]uint64, len(LatencyBuckets))
 	}
 	return h.Cumulative
-}
-
-// Event is something the canary saw that belongs in the failover timeline:
-// a leader or master starting or stopping to refuse writes, or
-// acknowledged writes found lost. Snapshots carry the events of the round
-// that produced them, so that the event log can take them as it takes the
-// watchers' transitions.
-type Event struct {
-	// Kind is "write_failing", "write_recovered" or "acknowledged_writes_lost".
-	Kind string
-	// Subject is the broker or master the event is about.
-	Subject string
-	Message string
 }

@@ -48,6 +48,18 @@ const (
 	RedisForeignNodeGone Kind = "foreign_node_gone"
 )
 
+// Write canary observations (collector/canary), about a Kafka canary
+// partition and its leader, or a Redis master. A leader or master starts
+// or stops refusing the canary's writes (After, or Before when it
+// recovered, is the error kind as the error label spells it), or writes it
+// acknowledged were not found after its slot or partition changed hands
+// (After is how many).
+const (
+	CanaryWriteFailing           Kind = "write_failing"
+	CanaryWriteRecovered         Kind = "write_recovered"
+	CanaryAcknowledgedWritesLost Kind = "acknowledged_writes_lost"
+)
+
 // EventsTruncated marks a refresh whose transitions exceeded MaxPerRefresh:
 // its After is how many were left out.
 const EventsTruncated Kind = "events_truncated"

@@ -11,6 +11,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/go-kit/log"
 
+	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
@@ -18,7 +19,9 @@ import (
 
 const testInterval = 300 * time.Millisecond
 
-func startCanary(t *testing.T, c *lab.KafkaCluster) *watch.Watcher[Snapshot] {
+// startCanary runs a canary against the lab for the rest of the test. Its
+// events go to the returned log, as the collector manager records them.
+func startCanary(t *testing.T, c *lab.KafkaCluster) (*watch.Watcher[Snapshot], *events.Log) {
 	t.Helper()
 	cfg := config.Config{Kafka: []config.KafkaCluster{{
 		Name:             "lab",
@@ -34,11 +37,26 @@ func startCanary(t *testing.T, c *lab.KafkaCluster) *watch.Watcher[Snapshot] {
 	if err != nil {
 		t.Fatal(err)
 	}
+	elog := events.NewLog(0, log.NewNopLogger())
+	events.Follow(elog, "kafka", "lab", w, func(s *Snapshot) []events.Event { return s.Events.All() })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); w.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return w
+	return w, elog
+}
+
+// canaryEvents are the logged events of one kind about a canary partition
+// (any partition when p < 0), newest first.
+func canaryEvents(elog *events.Log, kind events.Kind, p int32) []events.Event {
+	var out []events.Event
+	for _, e := range elog.Query("lab", time.Time{}, 0) {
+		if e.Kind == kind && e.System == "kafka" && e.Subject.Topic == config.DefaultKafkaCanaryTopic &&
+			e.Subject.Partition != nil && (p < 0 || *e.Subject.Partition == p) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // sum adds up one counter over the snapshot's partitions and leaders that
@@ -107,7 +125,7 @@ func TestKafkaCanaryFailover(t *testing.T) {
 		t.Skip("starts a real Kafka cluster; run without -short")
 	}
 	c := lab.StartKafka(t, lab.KafkaOptions{})
-	w := startCanary(t, c)
+	w, elog := startCanary(t, c)
 
 	lab.WaitFor(t, 60*time.Second, 200*time.Millisecond, func() (bool, string) {
 		for p := range int32(3) {
@@ -176,6 +194,10 @@ func TestKafkaCanaryFailover(t *testing.T) {
 	if n := sum(w, any2, lost); n != 0 {
 		t.Errorf("%d acknowledged records lost, want 0", n)
 	}
+	// The event log says so, with the error kind.
+	if !slices.ContainsFunc(canaryEvents(elog, events.CanaryWriteFailing, -1), func(e events.Event) bool { return e.After == "NOT_ENOUGH_REPLICAS" }) {
+		t.Errorf("no write_failing event with NOT_ENOUGH_REPLICAS: %+v", canaryEvents(elog, events.CanaryWriteFailing, -1))
+	}
 	t.Logf("FIGURE kafka canary under min ISR: %d NOT_ENOUGH_REPLICAS failures, %d acknowledged since the stop settled",
 		sum(w, any2, failuresOf("NOT_ENOUGH_REPLICAS")), sum(w, any2, acknowledged)-settled)
 
@@ -200,5 +222,14 @@ func TestKafkaCanaryFailover(t *testing.T) {
 	})
 	if n := sum(w, any2, lost); n != 0 {
 		t.Errorf("%d acknowledged records lost, want 0", n)
+	}
+	// Partition 0 refused writes under min ISR and takes them again: its
+	// newest write event is the recovery; nothing was logged lost.
+	failing, recovered := canaryEvents(elog, events.CanaryWriteFailing, 0), canaryEvents(elog, events.CanaryWriteRecovered, 0)
+	if len(failing) == 0 || len(recovered) == 0 || recovered[0].Time.Before(failing[0].Time) {
+		t.Errorf("partition 0: write_failing %+v, write_recovered %+v, want the newest to be a recovery", failing, recovered)
+	}
+	if evs := canaryEvents(elog, events.CanaryAcknowledgedWritesLost, -1); len(evs) != 0 {
+		t.Errorf("acknowledged_writes_lost events with acks=all and min ISR 2: %+v", evs)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"maps"
 
 	"github.com/failover-exporter/failover_exporter/collector/canary"
+	"github.com/failover-exporter/failover_exporter/collector/events"
 )
 
 // Snapshot is the canary's counters after one round. It is immutable once
@@ -26,8 +27,9 @@ type Snapshot struct {
 	Latency map[int32]canary.Histogram
 	// Checks counts reads of acknowledged records after a leader change.
 	Checks uint64
-	// Events are what this round saw, for the failover timeline.
-	Events []canary.Event
+	// Events are what this round saw, for the event log (write_failing,
+	// write_recovered, acknowledged_writes_lost).
+	Events events.List
 }
 
 // PartitionStats are the counters of one partition under one leader.

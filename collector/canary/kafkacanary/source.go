@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,7 +18,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
-	"github.com/failover-exporter/failover_exporter/collector/canary"
+	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/config"
 )
@@ -155,6 +156,7 @@ func (s *source) round(_ context.Context, prev *Snapshot) (*Snapshot, error) {
 		return nil, fmt.Errorf("partitions of %s: %w", s.cfg.Canary.Topic, err)
 	}
 	next := prev.clone()
+	at := time.Now() // the time of this round's events
 
 	results := make([]produceResult, len(partitions))
 	var wg sync.WaitGroup
@@ -169,10 +171,10 @@ func (s *source) round(_ context.Context, prev *Snapshot) (*Snapshot, error) {
 	}
 	wg.Wait()
 	for _, r := range results {
-		s.apply(next, r)
+		s.apply(next, at, r)
 	}
 	for _, p := range partitions {
-		s.readBack(next, p)
+		s.readBack(next, at, p)
 	}
 	return next, nil
 }
@@ -211,7 +213,7 @@ func (s *source) produce(p int32, value string) produceResult {
 	return r
 }
 
-func (s *source) apply(next *Snapshot, r produceResult) {
+func (s *source) apply(next *Snapshot, at time.Time, r produceResult) {
 	st := next.stats(r.partition, r.leader)
 	st.Attempts++
 	if r.err == nil {
@@ -224,15 +226,15 @@ func (s *source) apply(next *Snapshot, r produceResult) {
 	if r.errKind == s.lastError[r.partition] {
 		return
 	}
-	subject := fmt.Sprintf("%s/%d", s.cfg.Canary.Topic, r.partition)
+	// The event log logs each event once. The failing line stays, at warn:
+	// it carries the error's text, which the event does not (docs/canary.md
+	// and the e2e tests point users at it).
+	subject := s.subject(r.partition, r.leader)
 	if r.errKind != "" {
-		next.Events = append(next.Events, canary.Event{Kind: "write_failing", Subject: subject,
-			Message: fmt.Sprintf("writes to %s (leader %d) failing: %v", subject, r.leader, r.err)})
+		next.Events.Add(at, events.CanaryWriteFailing, subject, "", r.errKind)
 		level.Warn(s.logger).Log("msg", "canary write failing", "partition", r.partition, "leader", r.leader, "error", r.errKind, "err", r.err)
 	} else {
-		next.Events = append(next.Events, canary.Event{Kind: "write_recovered", Subject: subject,
-			Message: fmt.Sprintf("writes to %s succeed again on leader %d", subject, r.leader)})
-		level.Info(s.logger).Log("msg", "canary writes succeed again", "partition", r.partition, "leader", r.leader)
+		next.Events.Add(at, events.CanaryWriteRecovered, subject, s.lastError[r.partition], "")
 	}
 	s.lastError[r.partition] = r.errKind
 }
@@ -243,7 +245,7 @@ func (s *source) apply(next *Snapshot, r produceResult) {
 // means the log was truncated and rewritten: the record is lost. A record
 // beyond what can be read yet stays pending for the next round, so that a
 // new leader's lagging high watermark is never mistaken for a loss.
-func (s *source) readBack(next *Snapshot, p int32) {
+func (s *source) readBack(next *Snapshot, at time.Time, p int32) {
 	pending := s.pending[p]
 	if len(pending) == 0 {
 		return
@@ -279,15 +281,25 @@ func (s *source) readBack(next *Snapshot, p int32) {
 	sort.Slice(leaders, func(i, j int) bool { return leaders[i] < leaders[j] })
 	for _, l := range leaders {
 		next.stats(p, l).Lost += lost[l]
-		subject := fmt.Sprintf("%s/%d", s.cfg.Canary.Topic, p)
-		next.Events = append(next.Events, canary.Event{Kind: "acknowledged_writes_lost", Subject: subject,
-			Message: fmt.Sprintf("%d records of %s acknowledged by broker %d were not found after the leader changed to %d", lost[l], subject, l, leader)})
+		// The subject is the broker that acknowledged the lost records.
+		next.Events.Add(at, events.CanaryAcknowledgedWritesLost, s.subject(p, l), "", strconv.FormatUint(lost[l], 10))
+		// Warn, with the new leader, for whoever reads the logs first.
 		level.Warn(s.logger).Log("msg", "acknowledged canary records lost", "partition", p, "acknowledged_by", l, "lost", lost[l], "leader", leader)
 	}
 	if changed && len(lost) == 0 {
 		level.Info(s.logger).Log("msg", "no acknowledged canary record lost after the leader changed", "partition", p, "leader", leader,
 			"read", len(pending)-len(keep), "still_pending", len(keep))
 	}
+}
+
+// subject names a canary partition and a broker that led it (none when
+// the leader was unknown) in an event.
+func (s *source) subject(p, leader int32) events.Subject {
+	subject := events.PartitionSubject(s.cfg.Canary.Topic, p)
+	if leader >= 0 {
+		subject.NodeID = strconv.FormatInt(int64(leader), 10)
+	}
+	return subject
 }
 
 // compareReadBack compares acknowledged records with what was read at their

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-kit/log"
 
+	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
@@ -20,8 +21,9 @@ import (
 const testInterval = 200 * time.Millisecond
 
 // startCanary runs a canary against the lab until the returned stop is
-// called (or the test ends).
-func startCanary(t *testing.T, c *lab.RedisCluster, wait time.Duration) (*watch.Watcher[Snapshot], func()) {
+// called (or the test ends). Its events go to the returned log, as the
+// collector manager records them.
+func startCanary(t *testing.T, c *lab.RedisCluster, wait time.Duration) (*watch.Watcher[Snapshot], func(), *events.Log) {
 	t.Helper()
 	cfg := config.Config{Redis: []config.RedisCluster{{
 		Name:           "lab",
@@ -37,6 +39,8 @@ func startCanary(t *testing.T, c *lab.RedisCluster, wait time.Duration) (*watch.
 	if err != nil {
 		t.Fatal(err)
 	}
+	elog := events.NewLog(0, log.NewNopLogger())
+	events.Follow(elog, "redis", "lab", w, func(s *Snapshot) []events.Event { return s.Events.All() })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); w.Run(ctx) }()
@@ -49,7 +53,18 @@ func startCanary(t *testing.T, c *lab.RedisCluster, wait time.Duration) (*watch.
 		}
 	}
 	t.Cleanup(stop)
-	return w, stop
+	return w, stop, elog
+}
+
+// canaryEvents are the logged events of one kind about one master.
+func canaryEvents(elog *events.Log, kind events.Kind, masterID string) []events.Event {
+	var out []events.Event
+	for _, e := range elog.Query("lab", time.Time{}, 0) {
+		if e.Kind == kind && e.Subject.NodeID == masterID {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // stats returns a copy of the latest counters of one master.
@@ -166,7 +181,7 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 	}
 
 	t.Run("without WAIT the writes acknowledged during the burst are lost", func(t *testing.T) {
-		w, stop := startCanary(t, c, 0)
+		w, stop, elog := startCanary(t, c, 0)
 		defer stop()
 		waitWriting(t, c, w)
 		master := masters[0]
@@ -197,6 +212,20 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 		if promoted.Lost != 0 {
 			t.Errorf("promoted replica %s: %d lost, want 0", replica.Addr, promoted.Lost)
 		}
+		// The event log has the loss once, about the old master, with the
+		// count the metric has, and the old master's writes failing.
+		if lost := canaryEvents(elog, events.CanaryAcknowledgedWritesLost, master.ID); len(lost) != 1 ||
+			lost[0].System != "redis" || lost[0].Subject.Address != master.Addr || lost[0].After != strconv.FormatUint(old.Lost, 10) {
+			t.Errorf("acknowledged_writes_lost events of %s: %+v, want one with address %s and after %d", master.Addr, lost, master.Addr, old.Lost)
+		}
+		if failing := canaryEvents(elog, events.CanaryWriteFailing, master.ID); len(failing) == 0 {
+			t.Errorf("no write_failing event for the dead master %s", master.Addr)
+		}
+		for _, m := range masters[1:] {
+			if evs := canaryEvents(elog, events.CanaryAcknowledgedWritesLost, m.ID); len(evs) != 0 {
+				t.Errorf("acknowledged_writes_lost events for untouched master %s: %+v", m.Addr, evs)
+			}
+		}
 		if old.Failures["connection"]+old.Failures["timeout"] == 0 {
 			t.Errorf("no failed writes counted for the dead master %s: %v", master.Addr, old.Failures)
 		}
@@ -221,7 +250,7 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 	})
 
 	t.Run("with WAIT nothing acknowledged is lost; the writes fail instead", func(t *testing.T) {
-		w, stop := startCanary(t, c, 50*time.Millisecond)
+		w, stop, elog := startCanary(t, c, 50*time.Millisecond)
 		defer stop()
 		waitWriting(t, c, w)
 		master := masters[1]
@@ -238,6 +267,12 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 			atKill-atPause, old.Failures["not_replicated"], old.Lost)
 		if old.Lost != 0 {
 			t.Errorf("old master %s: %d acknowledged writes lost with WAIT on, want 0", master.Addr, old.Lost)
+		}
+		if evs := canaryEvents(elog, events.CanaryAcknowledgedWritesLost, master.ID); len(evs) != 0 {
+			t.Errorf("acknowledged_writes_lost events with WAIT on: %+v", evs)
+		}
+		if evs := canaryEvents(elog, events.CanaryWriteFailing, master.ID); len(evs) == 0 || evs[len(evs)-1].After != "not_replicated" {
+			t.Errorf("write_failing events of %s: %+v, want the first to say not_replicated", master.Addr, evs)
 		}
 		if atKill-atPause > 1 {
 			t.Errorf("%d writes acknowledged while the only replica was paused, want at most the one in flight", atKill-atPause)
@@ -260,7 +295,7 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 	})
 
 	t.Run("a key is chosen again when its slot moves to another master", func(t *testing.T) {
-		w, stop := startCanary(t, c, 0)
+		w, stop, _ := startCanary(t, c, 0)
 		defer stop()
 		waitWriting(t, c, w)
 		masters := c.Masters(t)

@@ -13,6 +13,7 @@ import (
 	"maps"
 
 	"github.com/failover-exporter/failover_exporter/collector/canary"
+	"github.com/failover-exporter/failover_exporter/collector/events"
 )
 
 // Snapshot is the canary's counters after one round. It is immutable once
@@ -24,8 +25,9 @@ type Snapshot struct {
 	// Checks counts reads of a key from a new master after its slot changed
 	// master: each is a chance to find acknowledged writes lost.
 	Checks uint64
-	// Events are what this round saw, for the failover timeline.
-	Events []canary.Event
+	// Events are what this round saw, for the event log (write_failing,
+	// write_recovered, acknowledged_writes_lost).
+	Events events.List
 }
 
 // MasterStats are the canary's counters for one master.

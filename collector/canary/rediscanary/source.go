@@ -16,7 +16,7 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/redis/rueidis"
 
-	"github.com/failover-exporter/failover_exporter/collector/canary"
+	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/config"
 )
@@ -84,6 +84,7 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 		return nil, err
 	}
 	next := prev.clone()
+	at := time.Now() // the time of this round's events
 	for _, m := range next.Masters {
 		m.Key = "" // set again below for masters that still own slots
 	}
@@ -121,7 +122,7 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	}
 	sort.Slice(collected, func(i, j int) bool { return collected[i].st.key < collected[j].st.key })
 	for _, r := range collected {
-		s.apply(next, r.st, r.writeResult)
+		s.apply(next, at, r.st, r.writeResult)
 	}
 	return next, nil
 }
@@ -226,8 +227,12 @@ func (s *source) set(ctx context.Context, client rueidis.Client, key string, val
 	return nil
 }
 
-// apply adds one key's outcome to the snapshot and logs what changed.
-func (s *source) apply(next *Snapshot, st *keyState, r writeResult) {
+// apply adds one key's outcome to the snapshot, with events for what
+// changed. The event log logs each event once; the warn lines here stay
+// for what the events do not carry: the error's text (docs/canary.md and
+// the e2e tests point users at it) and the key, values and new master of
+// a loss (the runbook does).
+func (s *source) apply(next *Snapshot, at time.Time, st *keyState, r writeResult) {
 	if r.checked {
 		next.Checks++
 		lost := uint64(0)
@@ -236,9 +241,7 @@ func (s *source) apply(next *Snapshot, st *keyState, r writeResult) {
 		}
 		if lost > 0 {
 			next.master(st.owner, st.ownerAddr).Lost += lost
-			msg := fmt.Sprintf("%d acknowledged writes to %s lost: %s (%s) acknowledged up to %d, %s (%s) has %d",
-				lost, st.key, st.owner, st.ownerAddr, st.acked, r.owner.ID, r.owner.Addr, r.found)
-			next.Events = append(next.Events, canary.Event{Kind: "acknowledged_writes_lost", Subject: st.owner, Message: msg})
+			next.Events.Add(at, events.CanaryAcknowledgedWritesLost, events.NodeSubject(st.owner, st.ownerAddr), "", strconv.FormatUint(lost, 10))
 			level.Warn(s.logger).Log("msg", "acknowledged writes lost in a failover", "key", st.key, "lost", lost,
 				"old_master", st.owner, "old_address", st.ownerAddr, "acknowledged_up_to", st.acked,
 				"new_master", r.owner.ID, "new_address", r.owner.Addr, "found", r.found)
@@ -262,13 +265,10 @@ func (s *source) apply(next *Snapshot, st *keyState, r writeResult) {
 	}
 	if r.errKind != m.LastError {
 		if r.errKind != "" {
-			msg := fmt.Sprintf("writes to %s (%s) failing: %v", r.owner.ID, r.owner.Addr, r.err)
-			next.Events = append(next.Events, canary.Event{Kind: "write_failing", Subject: r.owner.ID, Message: msg})
+			next.Events.Add(at, events.CanaryWriteFailing, events.NodeSubject(r.owner.ID, r.owner.Addr), "", r.errKind)
 			level.Warn(s.logger).Log("msg", "canary write failing", "master", r.owner.ID, "address", r.owner.Addr, "error", r.errKind, "err", r.err)
 		} else {
-			next.Events = append(next.Events, canary.Event{Kind: "write_recovered", Subject: r.owner.ID,
-				Message: fmt.Sprintf("writes to %s (%s) succeed again", r.owner.ID, r.owner.Addr)})
-			level.Info(s.logger).Log("msg", "canary writes succeed again", "master", r.owner.ID, "address", r.owner.Addr)
+			next.Events.Add(at, events.CanaryWriteRecovered, events.NodeSubject(r.owner.ID, r.owner.Addr), m.LastError, "")
 		}
 	}
 	m.LastError = r.errKind
