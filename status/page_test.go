@@ -108,9 +108,14 @@ func TestPageShowsTheTrouble(t *testing.T) {
 	var l events.List
 	l.Add(t0, events.KafkaBrokerDown, events.BrokerSubject(3, "127.0.0.1:9093"), "", "")
 	l.Add(t0, events.KafkaPartitionOffline, events.PartitionSubject("t0", 0), "3", "none")
+	// The write canary's events are the cluster's, with the leader it wrote to.
+	canaryPartition := events.PartitionSubject("__failover_exporter_canary", 2)
+	canaryPartition.NodeID = "3"
+	l.Add(t0, events.CanaryWriteFailing, canaryPartition, "", "NOT_ENOUGH_REPLICAS")
 	elog.Record("kafka", "main", l.All())
 	var rl events.List
 	rl.Add(t0.Add(37*time.Second), events.RedisNodeFail, events.NodeSubject(idA, "127.0.0.1:7000"), "pfail", "fail")
+	rl.Add(t0.Add(37*time.Second), events.CanaryAcknowledgedWritesLost, events.NodeSubject(idA, "127.0.0.1:7000"), "", "14")
 	elog.Record("redis", "cache", rl.All())
 
 	code, body := render(t, testPage(kafkaWithDeadBroker(2, 3), redisFailingOver(), elog), "/")
@@ -131,6 +136,8 @@ func TestPageShowsTheTrouble(t *testing.T) {
 		`data-first="8192" data-last="16383" data-owner="127.0.0.1:7001" data-state="ok"`,
 		`<tr data-node="` + idD + `" data-role="replica"`, `lag 12 B`,
 		`<tr data-kind="node_fail">`,
+		`<tr data-kind="write_failing">`, `<td>__failover_exporter_canary/2 (broker 3)</td><td> → NOT_ENOUGH_REPLICAS</td>`,
+		`<tr data-kind="acknowledged_writes_lost">`, `<td> → 14</td>`,
 		`<tr class="warn"><td><code>ffffffff</code></td><td>127.0.0.1:7009</td><td>not_listed</td></tr>`,
 		`api/v1/events?cluster=main`,
 	} {

@@ -175,6 +175,9 @@ func eventRows(log *events.Log, cluster string, now time.Time) []eventRow {
 		switch {
 		case e.Subject.Partition != nil:
 			subject = fmt.Sprintf("%s/%d", e.Subject.Topic, *e.Subject.Partition)
+			if e.Subject.NodeID != "" { // the write canary names the leader it wrote to
+				subject += " (broker " + e.Subject.NodeID + ")"
+			}
 		case e.Subject.NodeID != "" && e.Subject.Address != "":
 			subject = fmt.Sprintf("%s (%s)", e.Subject.Address, shortID(e.Subject.NodeID))
 		case e.Subject.NodeID != "":
