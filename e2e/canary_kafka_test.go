@@ -81,7 +81,7 @@ func TestCanaryKafka(t *testing.T) {
 	cluster := lab.StartKafka(t, lab.KafkaOptions{
 		Nodes: 1, Security: "sasl_ssl", TLSDir: tlsFiles.Dir, UsersFile: users, ClientAuth: "required", Authorizer: true,
 	})
-	secCreateTopic(t, cluster.InternalBootstrap(), topic)
+	secCreateTopic(t, cluster.InternalBootstrap(), topic, 3, nil)
 	admin := canaryKafkaAdmin(t, cluster)
 	// The topic of the user without Write exists, as an administrator made it.
 	if err := admin.CreateTopic(canaryNoWriteTopic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false); err != nil {
