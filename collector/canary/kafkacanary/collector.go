@@ -3,9 +3,6 @@ package kafkacanary
 import (
 	"sort"
 	"strconv"
-	"sync"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
@@ -79,96 +76,10 @@ func SeriesNames() []string {
 
 // Collector serves the latest counters of every Kafka canary. It never
 // talks to a cluster.
-type Collector struct {
-	mu       sync.RWMutex
-	canaries map[string]*watch.Watcher[Snapshot]
-
-	renderer *exposition.Renderer
-}
+type Collector = canary.Collector[Snapshot]
 
 // NewCollector returns a collector with no canaries.
-func NewCollector() *Collector {
-	return &Collector{canaries: map[string]*watch.Watcher[Snapshot]{}, renderer: exposition.NewRenderer(healthSeries, series)}
-}
-
-// Set adds or replaces the canary of the cluster called name. Call it
-// before the watcher runs: each round then renders the canary's text
-// right away, as the cluster collectors do, so that no scrape pays for it.
-func (c *Collector) Set(name string, w *watch.Watcher[Snapshot]) {
-	c.mu.Lock()
-	c.canaries[name] = w
-	c.mu.Unlock()
-	// A rendering of the watcher this one replaces is not served for it.
-	c.renderer.Remove(name)
-	w.OnPublish(func() { c.render(name, w) })
-}
-
-// Remove stops serving the canary of the cluster called name.
-func (c *Collector) Remove(name string) {
-	c.mu.Lock()
-	delete(c.canaries, name)
-	c.mu.Unlock()
-	c.renderer.Remove(name)
-}
-
-// Describe implements prometheus.Collector.
-func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	healthSeries.Describe(ch)
-	series.Describe(ch)
-}
-
-func (c *Collector) sorted() ([]string, []*watch.State[Snapshot]) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	names := make([]string, 0, len(c.canaries))
-	for name := range c.canaries {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	states := make([]*watch.State[Snapshot], len(names))
-	for i, name := range names {
-		states[i] = c.canaries[name].Current()
-	}
-	return names, states
-}
-
-// Collect implements prometheus.Collector.
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	names, states := c.sorted()
-	for i, name := range names {
-		sink := exposition.ChanSink(ch)
-		emitState(sink, sink, name, states[i])
-	}
-}
-
-// AppendText adds every canary's series to a response. Each canary is
-// rendered once per round, on its watcher's goroutine; a scrape takes the
-// latest rendering and never waits for one in progress.
-func (c *Collector) AppendText(st *exposition.Stream) {
-	c.mu.RLock()
-	names := make([]string, 0, len(c.canaries))
-	unrendered := map[string]*watch.Watcher[Snapshot]{}
-	for name, w := range c.canaries {
-		names = append(names, name)
-		// Only a canary set but not run yet has no rendering.
-		if !c.renderer.Has(name) {
-			unrendered[name] = w
-		}
-	}
-	c.mu.RUnlock()
-	sort.Strings(names)
-	for name, w := range unrendered {
-		c.render(name, w)
-	}
-	c.renderer.AppendText(st, names)
-}
-
-func (c *Collector) render(name string, w *watch.Watcher[Snapshot]) {
-	c.renderer.Render(name, func() (any, exposition.EmitFunc) {
-		state := w.Current()
-		return state, func(sinks ...exposition.Sink) { emitState(sinks[0], sinks[1], name, state) }
-	})
-}
+func NewCollector() *Collector { return canary.NewCollector(emitState, healthSeries, series) }
 
 func sortedKeys[V any](m map[int32]V) []int32 {
 	keys := make([]int32, 0, len(m))
