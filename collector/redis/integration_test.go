@@ -354,12 +354,47 @@ func TestIntegrationWithReplicas(t *testing.T) {
 	})
 
 	t.Run("manual failover", func(t *testing.T) {
-		master := c.Masters(t)[2]
-		replica := replicaOf(t, c, master)
+		// A pair the previous subtest did not touch: the node it killed
+		// and restarted may still be resyncing, and voters refuse a second
+		// election for the same slots within 2 × cluster-node-timeout.
+		killed := c.Ports()[0]
+		var master, replica lab.RedisNode
+		for _, m := range c.Masters(t) {
+			if r := replicaOf(t, c, m); m.Port != killed && r.Port != killed {
+				master, replica = m, r
+				break
+			}
+		}
+		if master.ID == "" {
+			t.Fatal("no master/replica pair left that the previous subtest did not kill")
+		}
 		s := e.gather()
 		failovers, _ := s.value("redis_cluster_failovers_total")
-		c.CLI(t, replica.Port, "CLUSTER", "FAILOVER")
-		took := lab.RedisWaitFor(t, 10*time.Second, "manual failover seen by the exporter", func() error {
+		// Watch the slots while Redis hands them over: a manual failover
+		// must never show a slot as unassigned.
+		stop, watched := make(chan struct{}), make(chan float64, 1)
+		go func() {
+			worst := 0.0
+			defer func() { watched <- worst }()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+				if families, err := e.reg.Gather(); err == nil {
+					s := sample{}
+					for _, f := range families {
+						s[f.GetName()] = f
+					}
+					v, _ := s.value("redis_cluster_slots", "state", "unassigned")
+					worst = max(worst, v)
+				}
+			}
+		}()
+		redisTook := c.ManualFailover(t, replica.Port)
+		t.Logf("redis finished the manual failover of %d to %d in %s", master.Port, replica.Port, redisTook.Round(time.Millisecond))
+		took := lab.RedisWaitFor(t, 2*testRefreshInterval+5*time.Second, "manual failover seen by the exporter", func() error {
 			s := e.gather()
 			if v, _ := s.value("redis_cluster_slots", "state", "unassigned"); v != 0 {
 				t.Errorf("%g slots unassigned during a manual failover", v)
@@ -373,7 +408,11 @@ func TestIntegrationWithReplicas(t *testing.T) {
 				s.expect(SlotCount, "redis_cluster_slots", "state", "ok"),
 			)
 		})
-		t.Logf("manual failover seen after %s", took.Round(time.Millisecond))
+		close(stop)
+		if v := <-watched; v != 0 {
+			t.Errorf("%g slots unassigned during a manual failover", v)
+		}
+		t.Logf("manual failover seen %s after redis finished it", took.Round(time.Millisecond))
 		e.waitHealthy(c, 1)
 	})
 }

@@ -306,6 +306,40 @@ func (c *RedisCluster) TryCLI(port int, args ...string) (string, error) {
 	return text, nil
 }
 
+// ManualFailover makes the replica on port take over its master with
+// CLUSTER FAILOVER and waits until the replica itself says it is a master.
+// Redis aborts a manual failover that has not finished within its own 5 s
+// (CLUSTER_MF_TIMEOUT), for instance while the replica still catches up or
+// while voters still remember a recent election; an operator would ask
+// again, and so does this, up to three times. It returns how long Redis took.
+func (c *RedisCluster) ManualFailover(t testing.TB, port int) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last string
+	for attempt := 1; attempt <= 3; attempt++ {
+		c.CLI(t, port, "CLUSTER", "FAILOVER")
+		deadline := time.Now().Add(7 * time.Second)
+		for time.Now().Before(deadline) {
+			out, err := c.TryCLI(port, "ROLE")
+			if err == nil && strings.HasPrefix(out, "master") {
+				if attempt > 1 {
+					t.Logf("redis lab: manual failover of %d took %d attempts", port, attempt)
+				}
+				return time.Since(start)
+			}
+			last = fmt.Sprintf("ROLE: %q, err %v", firstLine(out), err)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	t.Fatalf("redis lab: replica %d still not a master after 3 CLUSTER FAILOVER attempts (%s)\n%s", port, last, c.logs())
+	return 0
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
 // Nodes reads CLUSTER NODES from the first node (in port order) that answers.
 func (c *RedisCluster) Nodes(t testing.TB) []RedisNode {
 	t.Helper()
