@@ -162,6 +162,7 @@ func runServe(f flags, logs loggers) error {
 		return nil
 	}
 	level.Info(logger).Log("msg", "starting "+exporterName, "version", version.Info(), "build_context", version.BuildContext())
+	tuneRuntime(f.enablePprof, logger)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(

@@ -199,7 +199,7 @@ func buildSnapshot(views []nodeView) (*Snapshot, error) {
 		}
 	}
 
-	snap.SlotRanges = slotRanges(&owners)
+	snap.SlotRanges = slotRanges(owners)
 	for _, owner := range owners {
 		if owner == "" {
 			snap.SlotsUnassigned++
@@ -261,34 +261,43 @@ func dedupeViews(views []nodeView) []nodeView {
 // epoch wins, which is the rule Redis Cluster itself uses to settle
 // conflicts; views are ranked so that equal epochs go to the most up-to-date
 // view. Whether a disagreement is a conflict is for settleDisputes.
-func mergeSlotOwners(views []nodeView, members map[string]bool) (owners [SlotCount]string, disputed []int) {
-	var epochs [SlotCount]uint64
-	var claimed, differs [SlotCount]bool
-	var first, current [SlotCount]string
+func mergeSlotOwners(views []nodeView, members map[string]bool) (owners *[SlotCount]string, disputed []int) {
+	// On the heap, not the stack: the per-slot tables are over 400 KB, and
+	// a goroutine stack grown to hold them stays grown (and is copied on
+	// every growth) for no other use.
+	owners = new([SlotCount]string)
+	epochs := make([]uint64, SlotCount)
+	claimed := make([]bool, SlotCount)
+	// Claims in line order (for painting) and sorted (for comparing).
+	var first, current, firstSorted, currentSorted []ownedRange
+	var firstOwners, currentOwners *[SlotCount]string // only when views differ
+	var differs []bool
 	for vi := range views {
-		current = [SlotCount]string{}
-		for _, line := range views[vi].Nodes {
-			if !members[line.ID] {
-				continue
-			}
-			for _, r := range line.Slots {
-				for slot := r.First; slot <= r.Last; slot++ {
-					current[slot] = line.ID
-					if !claimed[slot] || line.ConfigEpoch > epochs[slot] {
-						owners[slot], epochs[slot], claimed[slot] = line.ID, line.ConfigEpoch, true
-					}
+		current = appendClaims(current[:0], &views[vi], members)
+		for _, c := range current {
+			for slot := c.First; slot <= c.Last; slot++ {
+				if !claimed[slot] || c.Epoch > epochs[slot] {
+					owners[slot], epochs[slot], claimed[slot] = c.ID, c.Epoch, true
 				}
 			}
 		}
+		currentSorted = sortClaims(append(currentSorted[:0], current...))
 		if vi == 0 {
-			first = current
+			first, firstSorted = slices.Clone(current), slices.Clone(currentSorted)
 			continue
 		}
-		if current == first {
+		if sameClaims(firstSorted, currentSorted) {
 			continue
 		}
-		for slot := range current {
-			differs[slot] = differs[slot] || current[slot] != first[slot]
+		// The views may differ: compare slot by slot.
+		if firstOwners == nil {
+			firstOwners, currentOwners = paintClaims(new([SlotCount]string), first), new([SlotCount]string)
+			differs = make([]bool, SlotCount)
+		}
+		*currentOwners = [SlotCount]string{}
+		paintClaims(currentOwners, current)
+		for slot := range currentOwners {
+			differs[slot] = differs[slot] || currentOwners[slot] != firstOwners[slot]
 		}
 	}
 	for slot, d := range differs {
@@ -297,6 +306,61 @@ func mergeSlotOwners(views []nodeView, members map[string]bool) (owners [SlotCou
 		}
 	}
 	return owners, disputed
+}
+
+// ownedRange is one slot range a view gives to a node.
+type ownedRange struct {
+	First, Last int
+	ID          string
+	Epoch       uint64
+}
+
+// appendClaims appends the slot ranges a view gives to member nodes, in the
+// order of its lines (a later line wins a slot two lines claim).
+func appendClaims(claims []ownedRange, v *nodeView, members map[string]bool) []ownedRange {
+	for _, line := range v.Nodes {
+		if !members[line.ID] {
+			continue
+		}
+		for _, r := range line.Slots {
+			claims = append(claims, ownedRange{First: r.First, Last: r.Last, ID: line.ID, Epoch: line.ConfigEpoch})
+		}
+	}
+	return claims
+}
+
+func sortClaims(claims []ownedRange) []ownedRange {
+	slices.SortStableFunc(claims, func(x, y ownedRange) int { return cmp.Compare(x.First, y.First) })
+	return claims
+}
+
+// sameClaims reports whether two views give every slot to the same node
+// when it can tell cheaply: both sorted claim lists are identical and free
+// of overlaps (where claims overlap, which wins depends on line order).
+// Otherwise the caller compares slot by slot.
+func sameClaims(a, b []ownedRange) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].First != b[i].First || a[i].Last != b[i].Last || a[i].ID != b[i].ID {
+			return false
+		}
+		if i > 0 && a[i].First <= a[i-1].Last {
+			return false
+		}
+	}
+	return true
+}
+
+// paintClaims sets each claimed slot's owner in line order.
+func paintClaims(owners *[SlotCount]string, claims []ownedRange) *[SlotCount]string {
+	for _, c := range claims {
+		for slot := c.First; slot <= c.Last; slot++ {
+			owners[slot] = c.ID
+		}
+	}
+	return owners
 }
 
 // clusterStateOK is false as soon as one reachable master reports

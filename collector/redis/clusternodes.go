@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -61,37 +62,80 @@ func (l *clusterNodeLine) SlotCount() int {
 // parseClusterNodes parses the reply of CLUSTER NODES. Any malformed line
 // fails the whole reply: a half-read topology would report slots as
 // unassigned that are not.
+//
+// Every node of the cluster sends a reply listing every node on each
+// refresh, so the parser walks the reply in place: fields are substrings,
+// and nothing is allocated per line but the line itself and its slot ranges.
 func parseClusterNodes(reply string) ([]clusterNodeLine, error) {
 	reply = stripVerbatimPrefix(reply)
-	// Sized up front: with 100 nodes, every node's reply lists 100 lines,
-	// and growing the slice was most of a refresh's garbage.
 	lines := make([]clusterNodeLine, 0, strings.Count(reply, "\n")+1)
-	seen := make(map[string]bool, cap(lines))
-	for i, raw := range strings.Split(reply, "\n") {
+	lineNumbers := make([]int, 0, cap(lines))
+	for number, rest := 1, reply; rest != ""; number++ {
+		var raw string
+		raw, rest, _ = strings.Cut(rest, "\n")
 		raw = strings.TrimSpace(raw)
 		if raw == "" {
 			continue
 		}
 		line, err := parseClusterNodesLine(raw)
 		if err != nil {
-			return nil, fmt.Errorf("CLUSTER NODES line %d: %w", i+1, err)
+			return nil, fmt.Errorf("CLUSTER NODES line %d: %w", number, err)
 		}
-		if seen[line.ID] {
-			return nil, fmt.Errorf("CLUSTER NODES line %d: node %s listed twice", i+1, line.ID)
-		}
-		seen[line.ID] = true
 		lines = append(lines, line)
+		lineNumbers = append(lineNumbers, number)
 	}
 	if len(lines) == 0 {
 		return nil, errors.New("CLUSTER NODES reply lists no nodes")
 	}
+	if i, j, dup := findDuplicateID(lines); dup {
+		return nil, fmt.Errorf("CLUSTER NODES line %d: node %s listed twice (first on line %d)", lineNumbers[j], lines[j].ID, lineNumbers[i])
+	}
 	return lines, nil
 }
 
+// findDuplicateID returns the indexes of two lines with the same id, the
+// earlier first. Sorting indexes costs one small slice where a set would
+// cost a map per reply.
+func findDuplicateID(lines []clusterNodeLine) (first, second int, found bool) {
+	order := make([]int32, len(lines))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := strings.Compare(lines[a].ID, lines[b].ID); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+	for k := 1; k < len(order); k++ {
+		if a, b := order[k-1], order[k]; lines[a].ID == lines[b].ID {
+			return int(a), int(b), true
+		}
+	}
+	return 0, 0, false
+}
+
+// nextField splits off the first space-separated field of s.
+func nextField(s string) (field, rest string) {
+	s = strings.TrimLeft(s, " \t")
+	if i := strings.IndexAny(s, " \t"); i >= 0 {
+		return s[:i], s[i+1:]
+	}
+	return s, ""
+}
+
+// clusterNodesFixedFields is the number of fields every line has before its
+// slots: id, address, flags, master, ping-sent, pong-recv, config-epoch and
+// link-state.
+const clusterNodesFixedFields = 8
+
 func parseClusterNodesLine(raw string) (clusterNodeLine, error) {
-	fields := strings.Fields(raw)
-	if len(fields) < 8 {
-		return clusterNodeLine{}, fmt.Errorf("want at least 8 fields, got %d", len(fields))
+	var fields [clusterNodesFixedFields]string
+	rest := raw
+	for i := range fields {
+		if fields[i], rest = nextField(rest); fields[i] == "" {
+			return clusterNodeLine{}, fmt.Errorf("want at least %d fields, got %d", clusterNodesFixedFields, i)
+		}
 	}
 	var (
 		line clusterNodeLine
@@ -123,7 +167,11 @@ func parseClusterNodesLine(raw string) (clusterNodeLine, error) {
 	default:
 		return line, fmt.Errorf("unknown link state %q", fields[7])
 	}
-	for _, f := range fields[8:] {
+	for {
+		var f string
+		if f, rest = nextField(rest); f == "" {
+			break
+		}
 		if err := line.addSlotField(f); err != nil {
 			return line, err
 		}
@@ -164,6 +212,11 @@ func parseNodeAddress(s string) (string, error) {
 	if ip == "" || port == 0 {
 		return "", nil
 	}
+	if ip == hostPort[:i] && !strings.Contains(ip, ":") {
+		// Already "ip:port" as JoinHostPort writes it: keep the substring
+		// rather than build the same string again for every line.
+		return hostPort, nil
+	}
 	return net.JoinHostPort(ip, portText), nil
 }
 
@@ -171,7 +224,9 @@ func parseNodeAddress(s string) (string, error) {
 // noflags, flags of later Redis versions) are ignored.
 func parseNodeFlags(s string) nodeFlags {
 	var f nodeFlags
-	for _, flag := range strings.Split(s, ",") {
+	for s != "" {
+		var flag string
+		flag, s, _ = strings.Cut(s, ",")
 		switch flag {
 		case "myself":
 			f.Myself = true

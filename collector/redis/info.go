@@ -28,24 +28,47 @@ func isLowerASCII(s string) bool {
 	return true
 }
 
-// parseInfoFields parses "key:value" lines as in INFO and CLUSTER INFO.
+// infoFields is an INFO or CLUSTER INFO reply whose lines parseInfoFields
+// has checked. Fields are looked up by scanning it: the exporter reads a few
+// keys of every node's replies on every refresh, and a map of all the keys
+// would be built only to be thrown away.
+type infoFields string
+
+// parseInfoFields checks "key:value" lines as in INFO and CLUSTER INFO.
 // Section headers ("# Replication") and blank lines are skipped. A line with
 // no colon is an error: it means the reply is not what we asked for.
-func parseInfoFields(reply string) (map[string]string, error) {
+func parseInfoFields(reply string) (infoFields, error) {
 	reply = stripVerbatimPrefix(reply)
-	fields := map[string]string{}
-	for i, line := range strings.Split(reply, "\n") {
+	for number, rest := 1, reply; rest != ""; number++ {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
 		line = strings.TrimRight(line, "\r")
 		if line == "" || line[0] == '#' {
 			continue
 		}
-		key, value, ok := strings.Cut(line, ":")
-		if !ok || key == "" {
-			return nil, fmt.Errorf("line %d %q is not key:value", i+1, truncate(line, 64))
+		if key, _, ok := strings.Cut(line, ":"); !ok || key == "" {
+			return "", fmt.Errorf("line %d %q is not key:value", number, truncate(line, 64))
 		}
-		fields[key] = value
 	}
-	return fields, nil
+	return infoFields(reply), nil
+}
+
+// get returns the value of key; when a key repeats, the last one counts.
+func (f infoFields) get(key string) (value string, ok bool) {
+	for rest := string(f); rest != ""; {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
+		if k, v, found := strings.Cut(strings.TrimRight(line, "\r"), ":"); found && k == key {
+			value, ok = v, true
+		}
+	}
+	return value, ok
+}
+
+// value returns the value of key, empty when it is missing.
+func (f infoFields) value(key string) string {
+	v, _ := f.get(key)
+	return v
 }
 
 func truncate(s string, n int) string {
@@ -71,14 +94,14 @@ func parseClusterInfo(reply string) (clusterInfo, error) {
 		return clusterInfo{}, fmt.Errorf("CLUSTER INFO: %w", err)
 	}
 	var ci clusterInfo
-	switch state := fields["cluster_state"]; state {
+	switch state := fields.value("cluster_state"); state {
 	case "ok":
 		ci.StateOK = true
 	case "fail":
 	default:
 		return ci, fmt.Errorf("CLUSTER INFO: cluster_state %q is neither ok nor fail", state)
 	}
-	if ci.CurrentEpoch, err = strconv.ParseUint(fields["cluster_current_epoch"], 10, 64); err != nil {
+	if ci.CurrentEpoch, err = strconv.ParseUint(fields.value("cluster_current_epoch"), 10, 64); err != nil {
 		return ci, fmt.Errorf("CLUSTER INFO: cluster_current_epoch: %w", err)
 	}
 	return ci, nil
@@ -101,30 +124,30 @@ type replicationInfo struct {
 	MasterLinkUp bool
 }
 
-func parseReplicationInfo(fields map[string]string) (replicationInfo, error) {
+func parseReplicationInfo(fields infoFields) (replicationInfo, error) {
 	var ri replicationInfo
-	switch role := fields["role"]; role {
+	switch role := fields.value("role"); role {
 	case "master":
 		ri.IsMaster = true
 	case "slave", "replica":
-		ri.MasterLinkUp = fields["master_link_status"] == "up"
+		ri.MasterLinkUp = fields.value("master_link_status") == "up"
 	default:
 		return ri, fmt.Errorf("INFO replication: unknown role %q", role)
 	}
 	var err error
-	if ri.MasterReplOffset, err = strconv.ParseInt(fields["master_repl_offset"], 10, 64); err != nil {
+	if ri.MasterReplOffset, err = strconv.ParseInt(fields.value("master_repl_offset"), 10, 64); err != nil {
 		return ri, fmt.Errorf("INFO replication: master_repl_offset: %w", err)
 	}
 	if !ri.IsMaster {
 		return ri, nil
 	}
-	connected, err := strconv.Atoi(fields["connected_slaves"])
+	connected, err := strconv.Atoi(fields.value("connected_slaves"))
 	if err != nil {
 		return ri, fmt.Errorf("INFO replication: connected_slaves: %w", err)
 	}
 	for i := 0; i < connected; i++ {
 		key := "slave" + strconv.Itoa(i)
-		value, ok := fields[key]
+		value, ok := fields.get(key)
 		if !ok {
 			// connected_slaves and the slaveN lines come from one snapshot;
 			// a gap means a reply we do not understand.
@@ -146,7 +169,9 @@ func parseReplicaOffset(s string) (replicaOffset, error) {
 		ip, port string
 		err      error
 	)
-	for _, kv := range strings.Split(s, ",") {
+	for rest := s; rest != ""; {
+		var kv string
+		kv, rest, _ = strings.Cut(rest, ",")
 		key, value, ok := strings.Cut(kv, "=")
 		if !ok {
 			return r, fmt.Errorf("%q is not key=value", kv)
@@ -170,8 +195,8 @@ func parseReplicaOffset(s string) (replicaOffset, error) {
 }
 
 // parseUsedMemory reads used_memory from INFO memory.
-func parseUsedMemory(fields map[string]string) (uint64, error) {
-	used, err := strconv.ParseUint(fields["used_memory"], 10, 64)
+func parseUsedMemory(fields infoFields) (uint64, error) {
+	used, err := strconv.ParseUint(fields.value("used_memory"), 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("INFO memory: used_memory: %w", err)
 	}

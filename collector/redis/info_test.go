@@ -155,7 +155,7 @@ func TestParseUsedMemory(t *testing.T) {
 	if err != nil || used != 1954360 {
 		t.Errorf("got %d, %v; want 1954360", used, err)
 	}
-	if _, err := parseUsedMemory(map[string]string{}); err == nil {
+	if _, err := parseUsedMemory(infoFields("")); err == nil {
 		t.Error("missing used_memory: want an error")
 	}
 }

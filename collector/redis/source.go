@@ -106,9 +106,12 @@ func ClientOption(cfg config.RedisCluster) (rueidis.ClientOption, error) {
 		// 1 MB per node, most of a 100-node cluster's footprint.
 		//
 		// Replies larger than the read buffer (CLUSTER NODES of a large
-		// cluster) are read through it, not into it.
-		ReadBufferEachConn:  16 << 10,
-		WriteBufferEachConn: 4 << 10,
+		// cluster) are read through it, not into it: rueidis reads a bulk
+		// string straight into a string of its length. The buffer only has
+		// to hold a reply's header lines. A pipeline of our commands is a
+		// few hundred bytes.
+		ReadBufferEachConn:  4 << 10,
+		WriteBufferEachConn: 1 << 10,
 		// Entries for commands in flight on a connection: one pipeline per
 		// refresh, plus rueidis's keepalive PING.
 		RingScaleEachConn: monitorRingScale,
