@@ -4,8 +4,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/go-kit/log"
 )
 
 // runArgs runs the command line in-process and returns its exit code and
@@ -116,5 +120,33 @@ func TestGoodFlagsPassTheCheck(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "configuration is valid") {
 			t.Errorf("%v: exit %d, output %q", args, code, out)
 		}
+	}
+}
+
+func TestTuneRuntime(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+
+	t.Setenv("GOGC", "")
+	runtime.MemProfileRate = 512 << 10
+	tuneRuntime(false, log.NewNopLogger())
+	if got := debug.SetGCPercent(100); got != defaultGCPercent {
+		t.Errorf("GOGC unset: GC percent %d, want %d", got, defaultGCPercent)
+	}
+	if runtime.MemProfileRate != 0 {
+		t.Errorf("without pprof: MemProfileRate %d, want 0", runtime.MemProfileRate)
+	}
+
+	// The runtime has applied GOGC from the environment; it is left alone,
+	// and so is heap sampling when the profile is served.
+	t.Setenv("GOGC", "200")
+	debug.SetGCPercent(200)
+	runtime.MemProfileRate = 512 << 10
+	tuneRuntime(true, log.NewNopLogger())
+	if got := debug.SetGCPercent(100); got != 200 {
+		t.Errorf("GOGC=200: GC percent %d, want 200", got)
+	}
+	if runtime.MemProfileRate != 512<<10 {
+		t.Errorf("with pprof: MemProfileRate %d, want %d", runtime.MemProfileRate, 512<<10)
 	}
 }

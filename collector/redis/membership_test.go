@@ -2,6 +2,7 @@ package redis
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -186,6 +187,41 @@ func BenchmarkBuildSnapshot100Nodes(b *testing.B) {
 		snap, err := buildSnapshot(views)
 		if err != nil || snap.KnownNodes != 100 || len(snap.Foreign) != 0 {
 			b.Fatalf("snapshot: %v %+v", err, snap)
+		}
+	}
+}
+
+// BenchmarkParseNodeView100Nodes is what each refresh of a 100-node cluster
+// pays per node, a hundred times over, to decode the replies: CLUSTER NODES
+// listing 100 nodes, CLUSTER INFO, INFO replication and a real INFO memory.
+func BenchmarkParseNodeView100Nodes(b *testing.B) {
+	var nodes strings.Builder
+	for i := range 50 {
+		master, replica := fmt.Sprintf("%040x", i), fmt.Sprintf("%040x", 1000+i)
+		flags := "master"
+		if i == 0 {
+			flags = "myself,master"
+		}
+		first, last := i*SlotCount/50, (i+1)*SlotCount/50-1
+		fmt.Fprintf(&nodes, "%s 10.0.0.%d:6379@16379 %s - 0 1764000000000 %d connected %d-%d\n", master, i, flags, i+1, first, last)
+		fmt.Fprintf(&nodes, "%s 10.0.1.%d:6379@16379 slave %s 0 1764000000000 %d connected\n", replica, i, master, i+1)
+	}
+	memory, err := os.ReadFile("testdata/info_memory_redis7.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	replication := "# Replication\r\nrole:master\r\nconnected_slaves:1\r\n" +
+		"slave0:ip=10.0.1.0,port=6379,state=online,offset=1000,lag=0\r\n" +
+		"master_failover_state:no-failover\r\nmaster_replid:24d8d8a0f1862ffd06f5ba41e3ce2bdeeaa5ea95\r\n" +
+		"master_repl_offset:1042\r\nrepl_backlog_active:1\r\n"
+	// RESP3 verbatim strings, as rueidis hands them over.
+	nodesReply, infoReply := "txt:"+nodes.String(), "txt:"+labClusterInfo
+	replicationReply, memoryReply := "txt:"+replication, "txt:"+string(memory)
+	b.ReportAllocs()
+	for b.Loop() {
+		v, err := parseNodeView("10.0.0.0:6379", nodesReply, infoReply, replicationReply, memoryReply, 7)
+		if err != nil || len(v.Nodes) != 100 || v.UsedMemory == 0 {
+			b.Fatalf("view: %v, %d nodes", err, len(v.Nodes))
 		}
 	}
 }
