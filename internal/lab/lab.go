@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,16 +74,24 @@ func PortFree(port int) bool {
 	return true
 }
 
-// PickBasePort returns a random base port in [15000, 28000) such that
-// base+off is free on 127.0.0.1 for every offset. Random, so that test
-// packages running in parallel rarely race for the same block.
+// PickBasePort returns a random base port from 10000 up such that base+off
+// is free on 127.0.0.1 for every offset, and below the kernel's ephemeral
+// port range: a port in that range that is free when checked can be taken
+// a moment later by any outgoing connection on the machine (the nodes'
+// own gossip among them), and then the server fails to bind it. Random, so
+// that test packages running in parallel rarely race for the same block.
 func PickBasePort(t testing.TB, offsets ...int) int {
 	t.Helper()
 	if len(offsets) == 0 {
 		offsets = []int{0}
 	}
+	const low = 10000
+	span := ephemeralPortsStart() - low - slices.Max(offsets)
+	if span <= 0 {
+		t.Fatalf("lab: offsets up to %d do not fit between port %d and the ephemeral range at %d", slices.Max(offsets), low, ephemeralPortsStart())
+	}
 	for range 200 {
-		base := 15000 + rand.IntN(13000)
+		base := low + rand.IntN(span)
 		free := true
 		for _, off := range offsets {
 			if !PortFree(base + off) {
@@ -96,6 +105,24 @@ func PickBasePort(t testing.TB, offsets ...int) int {
 	}
 	t.Fatalf("lab: no free port block for offsets %v on 127.0.0.1", offsets)
 	return 0
+}
+
+// ephemeralPortsStart is the first port the kernel hands out to outgoing
+// connections (net.ipv4.ip_local_port_range), 32768 if it cannot be read.
+func ephemeralPortsStart() int {
+	text, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	fields := strings.Fields(string(text))
+	if len(fields) == 0 {
+		return 32768
+	}
+	start, err := strconv.Atoi(fields[0])
+	if err != nil || start <= 10000 {
+		return 32768
+	}
+	return start
 }
 
 // RunResult is the outcome of Run.
