@@ -146,7 +146,8 @@ func TestMergeSlotOwnersAgreeingViews(t *testing.T) {
 	}
 }
 
-func BenchmarkMergeSlotOwners100Nodes(b *testing.B) {
+// benchmarkMerge runs merge over the views of a 100-node cluster.
+func benchmarkMerge(b *testing.B, merge func([]nodeView, map[string]bool)) {
 	views := views100Nodes(b)
 	members := map[string]bool{}
 	for _, l := range views[0].Nodes {
@@ -154,18 +155,15 @@ func BenchmarkMergeSlotOwners100Nodes(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		mergeSlotOwners(views, members)
+		merge(views, members)
 	}
 }
 
+func BenchmarkMergeSlotOwners100Nodes(b *testing.B) {
+	benchmarkMerge(b, func(v []nodeView, m map[string]bool) { mergeSlotOwners(v, m) })
+}
+
+// The slot-by-slot reference, for the ratio in one run.
 func BenchmarkMergeSlotOwnersBySlot100Nodes(b *testing.B) {
-	views := views100Nodes(b)
-	members := map[string]bool{}
-	for _, l := range views[0].Nodes {
-		members[l.ID] = true
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		mergeSlotOwnersBySlot(views, members)
-	}
+	benchmarkMerge(b, func(v []nodeView, m map[string]bool) { mergeSlotOwnersBySlot(v, m) })
 }
