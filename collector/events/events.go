@@ -27,6 +27,17 @@ const (
 	KafkaUnderMinISREnd   Kind = "under_min_isr_end"
 	KafkaBrokerDown       Kind = "broker_down"
 	KafkaBrokerUp         Kind = "broker_up"
+	// KafkaUncleanElection follows the leader_change (or partition_online)
+	// of a partition whose new leader could not have been elected cleanly;
+	// Before and After are the old and new leader.
+	KafkaUncleanElection Kind = "unclean_election"
+	// A partition reassignment. Started: Before is the assignment, After
+	// the target replicas. Finished: Before is the assignment it started
+	// from, After the assignment now; equal when it was cancelled, as
+	// Kafka then restores the replicas it started from. One that began and
+	// ended between two refreshes shows only as finished.
+	KafkaReassignmentStarted  Kind = "reassignment_started"
+	KafkaReassignmentFinished Kind = "reassignment_finished"
 )
 
 // Redis Cluster transitions.

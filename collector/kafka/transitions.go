@@ -31,6 +31,9 @@ import (
 // It also times episodes (carryEpisodes), which the first snapshot starts,
 // and lists every transition as an event in next.Events; the first
 // snapshot has none, so a restarted exporter reports no made-up changes.
+// Reassignment events (reassignmentEvent) need ListPartitionReassignments
+// answered in both snapshots: without it a reassigning partition only
+// looks like one with more replicas.
 func carryTransitions(prev, next *Snapshot) {
 	carryEpisodes(prev, next)
 	if prev == nil {
@@ -75,6 +78,11 @@ func carryTransitions(prev, next *Snapshot) {
 			np.ISRShrinks = pp.ISRShrinks
 			np.ISRExpands = pp.ISRExpands
 			np.UncleanElections = pp.UncleanElections
+			if prev.ReassignmentsKnown && next.ReassignmentsKnown {
+				if kind, before, after, ok := reassignmentEvent(pp, np); ok {
+					next.Events.Add(at, kind, events.PartitionSubject(nt.Name, np.ID), before, after)
+				}
+			}
 			if np.Leader != pp.Leader {
 				np.LeaderChanges++
 				kind := events.KafkaLeaderChange
@@ -88,22 +96,23 @@ func carryTransitions(prev, next *Snapshot) {
 			}
 			if elrKnown(prev, pt) && uncleanElection(pp, np) {
 				np.UncleanElections++
+				next.Events.Add(at, events.KafkaUncleanElection, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
 			}
 			if lostMember(pp.ISR, np.ISR) {
 				np.ISRShrinks++
-				next.Events.Add(at, events.KafkaISRShrink, events.PartitionSubject(nt.Name, np.ID), isrText(pp.ISR), isrText(np.ISR))
+				next.Events.Add(at, events.KafkaISRShrink, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
 			}
 			if lostMember(np.ISR, pp.ISR) {
 				np.ISRExpands++
-				next.Events.Add(at, events.KafkaISRExpand, events.PartitionSubject(nt.Name, np.ID), isrText(pp.ISR), isrText(np.ISR))
+				next.Events.Add(at, events.KafkaISRExpand, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
 			}
 			if nt.MinISR > 0 && pt.MinISR > 0 {
 				was, is := pp.UnderMinISR(pt.MinISR), np.UnderMinISR(nt.MinISR)
 				switch {
 				case is && !was:
-					next.Events.Add(at, events.KafkaUnderMinISRBegin, events.PartitionSubject(nt.Name, np.ID), isrText(pp.ISR), isrText(np.ISR))
+					next.Events.Add(at, events.KafkaUnderMinISRBegin, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
 				case was && !is:
-					next.Events.Add(at, events.KafkaUnderMinISREnd, events.PartitionSubject(nt.Name, np.ID), isrText(pp.ISR), isrText(np.ISR))
+					next.Events.Add(at, events.KafkaUnderMinISREnd, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
 				}
 			}
 		}
@@ -128,8 +137,60 @@ func leaderText(id int32) string {
 	return strconv.FormatInt(int64(id), 10)
 }
 
-// isrText is an ISR as events show it, e.g. "[1 2 3]".
-func isrText(isr []int32) string { return fmt.Sprint(isr) }
+// reassignmentEvent tells whether a reassignment of the partition started
+// or finished between prev and next, and the replicas the event shows:
+//   - started: the assignment before, and the target;
+//   - started again (a new target while one is in progress): the replicas
+//     it started from, and the new target;
+//   - finished: the replicas it started from, and the assignment now. A
+//     cancelled one restores the replicas it started from, in the order
+//     Kafka lists them, so Before equals After;
+//   - an assignment that changed with no reassignment seen in progress
+//     (it began and ended between two refreshes, or only reordered the
+//     replicas, which Kafka does at once) is finished: the assignment
+//     before, and the assignment now.
+func reassignmentEvent(prev, next *Partition) (kind events.Kind, before, after string, ok bool) {
+	switch {
+	case next.Reassigning() && !prev.Reassigning():
+		return events.KafkaReassignmentStarted, brokerIDsText(prev.Replicas), brokerIDsText(reassignmentTarget(next)), true
+	case next.Reassigning() && !slices.Equal(reassignmentTarget(prev), reassignmentTarget(next)):
+		return events.KafkaReassignmentStarted, brokerIDsText(reassignmentOrigin(next)), brokerIDsText(reassignmentTarget(next)), true
+	case prev.Reassigning() && !next.Reassigning():
+		return events.KafkaReassignmentFinished, brokerIDsText(reassignmentOrigin(prev)), brokerIDsText(next.Replicas), true
+	case !prev.Reassigning() && !next.Reassigning() && !slices.Equal(prev.Replicas, next.Replicas):
+		return events.KafkaReassignmentFinished, brokerIDsText(prev.Replicas), brokerIDsText(next.Replicas), true
+	}
+	return "", "", "", false
+}
+
+// reassignmentTarget is where a reassignment moves the partition: its
+// replicas without those being removed. Replicas being added are appended
+// when the metadata was read before the reassignment began (the
+// reassignments are read just after it).
+func reassignmentTarget(p *Partition) []int32 {
+	target := slices.DeleteFunc(slices.Clone(p.Replicas), func(id int32) bool { return slices.Contains(p.RemovingReplicas, id) })
+	for _, id := range p.AddingReplicas {
+		if !slices.Contains(target, id) {
+			target = append(target, id)
+		}
+	}
+	return target
+}
+
+// reassignmentOrigin is the assignment a reassignment moves away from, and
+// the one a cancellation restores: the replicas without those being added.
+func reassignmentOrigin(p *Partition) []int32 {
+	origin := slices.DeleteFunc(slices.Clone(p.Replicas), func(id int32) bool { return slices.Contains(p.AddingReplicas, id) })
+	for _, id := range p.RemovingReplicas {
+		if !slices.Contains(origin, id) {
+			origin = append(origin, id)
+		}
+	}
+	return origin
+}
+
+// brokerIDsText is an ISR or a replica list as events show it, e.g. "[1 2 3]".
+func brokerIDsText(ids []int32) string { return fmt.Sprint(ids) }
 
 // lostMember reports whether some member of from is missing from to.
 func lostMember(from, to []int32) bool {

@@ -16,13 +16,20 @@ func snapshotOf(live []int32, parts ...struct {
 	leader        int32
 	replicas, isr []int32
 }) *Snapshot {
+	// An empty reassignment list: the cluster answered that none is in
+	// progress.
+	return snapshotReassigning(live, noReassignments(), parts...)
+}
+
+// snapshotReassigning is snapshotOf with reassignments as
+// ListPartitionReassignments answered (nil: not answered).
+func snapshotReassigning(live []int32, reassignments map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus, parts ...part) *Snapshot {
 	md := threeBrokerMetadata(live...)
 	for i, p := range parts {
 		md.AddTopicPartition("t", int32(i), p.leader, p.replicas, p.isr, nil, sarama.ErrNoError)
 	}
-	// An empty reassignment list: the cluster answered that none is in
-	// progress. The ELR is known (and empty: no ELR member was read).
-	s := buildSnapshot(md, all, TopicConfigCache{MinISR: map[string]int{"t": 2}, Unclean: map[string]bool{"t": false}}, noReassignments(), time.Now())
+	// The ELR is known (and empty: no ELR member was read).
+	s := buildSnapshot(md, all, TopicConfigCache{MinISR: map[string]int{"t": 2}, Unclean: map[string]bool{"t": false}}, reassignments, time.Now())
 	s.ELRKnown = true
 	s.countNoCleanLeader()
 	s.Quorum = &Quorum{LeaderID: 1, LeaderEpoch: 3, HighWatermark: 120, Voters: []QuorumVoter{
@@ -104,25 +111,7 @@ func TestTransitionsAreEvents(t *testing.T) {
 	if got := before.Events.All(); len(got) != 0 {
 		t.Errorf("the first snapshot has events: %+v", got)
 	}
-	type ev struct {
-		kind          events.Kind
-		subject       string
-		before, after string
-	}
-	summarize := func(s *Snapshot) []ev {
-		var out []ev
-		for _, e := range s.Events.All() {
-			subject := e.Subject.NodeID
-			if e.Subject.Partition != nil {
-				subject = fmt.Sprintf("%s/%d", e.Subject.Topic, *e.Subject.Partition)
-			}
-			if !e.Time.Equal(s.ReadAt) {
-				t.Errorf("%v at %v, want the refresh's read time %v", e.Kind, e.Time, s.ReadAt)
-			}
-			out = append(out, ev{e.Kind, subject, e.Before, e.After})
-		}
-		return out
-	}
+	summarize := func(s *Snapshot) []ev { return summarizeEvents(t, s) }
 	wantAfter := []ev{
 		{events.KafkaBrokerDown, "1", "", ""},
 		{events.KafkaLeaderChange, "t/0", "1", "2"},
@@ -142,6 +131,32 @@ func TestTransitionsAreEvents(t *testing.T) {
 	if got := summarize(back); !slices.Equal(got, wantBack) {
 		t.Errorf("events after the return:\n got %+v\nwant %+v", got, wantBack)
 	}
+}
+
+// ev is an event as the tests compare it: subject "topic/partition" or a
+// broker ID.
+type ev struct {
+	kind          events.Kind
+	subject       string
+	before, after string
+}
+
+// summarizeEvents lists the events of s, each checked to carry the time
+// its refresh read the cluster.
+func summarizeEvents(t *testing.T, s *Snapshot) []ev {
+	t.Helper()
+	var out []ev
+	for _, e := range s.Events.All() {
+		subject := e.Subject.NodeID
+		if e.Subject.Partition != nil {
+			subject = fmt.Sprintf("%s/%d", e.Subject.Topic, *e.Subject.Partition)
+		}
+		if !e.Time.Equal(s.ReadAt) {
+			t.Errorf("%v at %v, want the refresh's read time %v", e.Kind, e.Time, s.ReadAt)
+		}
+		out = append(out, ev{e.Kind, subject, e.Before, e.After})
+	}
+	return out
 }
 
 func noReassignments() map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus {
@@ -175,6 +190,142 @@ func TestCarryTransitionsCountsUncleanElections(t *testing.T) {
 			if got := next.Topics[0].Partitions[0].UncleanElections; got != 5+c.want {
 				t.Errorf("unclean elections = %d, want %d", got, 5+c.want)
 			}
+			// Each counted one is an event, right after the leader's.
+			evs := summarizeEvents(t, next)
+			var unclean []ev
+			for i, e := range evs {
+				if e.kind != events.KafkaUncleanElection {
+					continue
+				}
+				unclean = append(unclean, e)
+				if i == 0 || (evs[i-1].kind != events.KafkaLeaderChange && evs[i-1].kind != events.KafkaPartitionOnline) {
+					t.Errorf("unclean_election at %d does not follow the leader's event: %+v", i, evs)
+				}
+			}
+			want := []ev{{events.KafkaUncleanElection, "t/0", leaderText(c.before.Leader), leaderText(c.after.Leader)}}
+			if c.want == 0 {
+				want = nil
+			}
+			if !slices.Equal(unclean, want) {
+				t.Errorf("unclean_election events = %+v, want %+v", unclean, want)
+			}
 		})
+	}
+}
+
+// reassigning is a ListPartitionReassignments answer for partition t/0.
+// Kafka lists the replicas as the metadata does while it reassigns: the
+// target followed by the replicas being removed.
+func reassigning(replicas, adding, removing []int32) map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus {
+	return map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus{"t": {0: {
+		Replicas: replicas, AddingReplicas: adding, RemovingReplicas: removing,
+	}}}
+}
+
+func TestReassignmentsAreEvents(t *testing.T) {
+	rs := []int32{1, 2, 3}
+	none := noReassignments()
+	type state struct {
+		partition     part
+		reassignments map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus
+	}
+	addingThree := state{part{1, rs, []int32{1, 2}}, reassigning(rs, []int32{3}, nil)}
+	cases := []struct {
+		name          string
+		before, after state
+		want          []ev
+	}{
+		{"adding a replica starts",
+			state{part{1, []int32{1, 2}, []int32{1, 2}}, none}, addingThree,
+			[]ev{{events.KafkaReassignmentStarted, "t/0", "[1 2]", "[1 2 3]"}}},
+		{"still copying: nothing", addingThree, addingThree, nil},
+		{"the new replica caught up: finished",
+			addingThree, state{part{1, rs, rs}, none},
+			[]ev{
+				{events.KafkaReassignmentFinished, "t/0", "[1 2]", "[1 2 3]"},
+				{events.KafkaISRExpand, "t/0", "[1 2]", "[1 2 3]"},
+			}},
+		{"a move from 1 to 3 finishes: leadership and ISR follow",
+			state{part{1, []int32{2, 3, 1}, rs}, reassigning([]int32{2, 3, 1}, []int32{3}, []int32{1})},
+			state{part{2, []int32{2, 3}, []int32{2, 3}}, none},
+			[]ev{
+				{events.KafkaReassignmentFinished, "t/0", "[2 1]", "[2 3]"},
+				{events.KafkaLeaderChange, "t/0", "1", "2"},
+				{events.KafkaISRShrink, "t/0", "[1 2 3]", "[2 3]"},
+			}},
+		{"cancelled: back on the replicas it started from",
+			state{part{2, []int32{2, 1, 3}, []int32{2, 1}}, reassigning([]int32{2, 1, 3}, []int32{3}, nil)},
+			state{part{2, []int32{2, 1}, []int32{2, 1}}, none},
+			[]ev{{events.KafkaReassignmentFinished, "t/0", "[2 1]", "[2 1]"}}},
+		{"a new target while in progress: started again",
+			addingThree,
+			state{part{1, []int32{1, 3, 2}, []int32{1, 2}}, reassigning([]int32{1, 3, 2}, []int32{3}, []int32{2})},
+			[]ev{{events.KafkaReassignmentStarted, "t/0", "[1 2]", "[1 3]"}}},
+		{"metadata read just before a move began: the target still shows",
+			state{part{1, []int32{1, 2}, []int32{1, 2}}, none},
+			state{part{1, []int32{1, 2}, []int32{1, 2}}, reassigning([]int32{2, 3, 1}, []int32{3}, []int32{1})},
+			[]ev{{events.KafkaReassignmentStarted, "t/0", "[1 2]", "[2 3]"}}},
+		{"reordered at once, never seen in progress: finished",
+			state{part{1, rs, rs}, none}, state{part{1, []int32{3, 2, 1}, rs}, none},
+			[]ev{{events.KafkaReassignmentFinished, "t/0", "[1 2 3]", "[3 2 1]"}}},
+		{"reassignments not answered before: no started",
+			state{part{1, rs, []int32{1, 2}}, nil}, addingThree, nil},
+		{"reassignments not answered after: no finished",
+			addingThree, state{part{1, rs, []int32{1, 2}}, nil}, nil},
+		{"not answered after, the replica caught up: only the ISR change",
+			addingThree, state{part{1, rs, rs}, nil},
+			[]ev{{events.KafkaISRExpand, "t/0", "[1 2]", "[1 2 3]"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			prev := snapshotReassigning(rs, c.before.reassignments, c.before.partition)
+			next := snapshotReassigning(rs, c.after.reassignments, c.after.partition)
+			carryTransitions(prev, next)
+			if got := summarizeEvents(t, next); !slices.Equal(got, c.want) {
+				t.Errorf("events:\n got %+v\nwant %+v", got, c.want)
+			}
+		})
+	}
+}
+
+// The first refresh sees reassignments already in progress: none of them
+// is reported as started, as the exporter did not see them start.
+func TestReassignmentsInProgressAtTheFirstRefreshAreNotEvents(t *testing.T) {
+	rs := []int32{1, 2, 3}
+	first := snapshotReassigning(rs, reassigning(rs, []int32{3}, nil), part{1, rs, []int32{1, 2}})
+	carryTransitions(nil, first)
+	if got := first.Events.All(); len(got) != 0 {
+		t.Errorf("the first refresh has events: %+v", got)
+	}
+	if !first.Topics[0].Partitions[0].Reassigning() {
+		t.Fatal("partition t/0 is not reassigning: the test reads nothing")
+	}
+}
+
+// A reassignment of many partitions at once is bounded like a broker
+// death: MaxPerRefresh events, then one events_truncated.
+func TestReassignmentEventsAreCapped(t *testing.T) {
+	rs := []int32{1, 2, 3}
+	const n = events.MaxPerRefresh + 5
+	before := make([]part, n)
+	during := make([]part, n)
+	reassignments := map[int32]*sarama.PartitionReplicaReassignmentsStatus{}
+	for i := range n {
+		before[i] = part{1, []int32{1, 2}, []int32{1, 2}}
+		during[i] = part{1, rs, []int32{1, 2}}
+		reassignments[int32(i)] = &sarama.PartitionReplicaReassignmentsStatus{Replicas: rs, AddingReplicas: []int32{3}}
+	}
+	prev := snapshotReassigning(rs, noReassignments(), before...)
+	next := snapshotReassigning(rs, map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus{"t": reassignments}, during...)
+	carryTransitions(prev, next)
+	got := next.Events.All()
+	if len(got) != events.MaxPerRefresh+1 {
+		t.Fatalf("%d events, want %d and one events_truncated", len(got), events.MaxPerRefresh)
+	}
+	if got[0].Kind != events.KafkaReassignmentStarted || got[0].Before != "[1 2]" || got[0].After != "[1 2 3]" {
+		t.Errorf("first event = %+v, want reassignment_started [1 2] → [1 2 3]", got[0])
+	}
+	if last := got[len(got)-1]; last.Kind != events.EventsTruncated || last.After != "5" {
+		t.Errorf("last event = %+v, want events_truncated with 5 left out", last)
 	}
 }
