@@ -3,12 +3,14 @@ package e2e
 import (
 	"crypto/rand"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 
+	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
@@ -20,7 +22,9 @@ import (
 // factor stays 2; the exporter shows the reassignment. One reassignment is
 // cancelled, the other completes when the throttle is lifted; both end
 // with every reassignment series at 0. In each state kafka-topics.sh
-// --describe and the exporter list the same partitions.
+// --describe and the exporter list the same partitions. The event log has
+// one reassignment_started and one reassignment_finished per partition; the
+// cancelled one finishes on the replicas it started from.
 func TestKafkaReassignment(t *testing.T) {
 	cluster := lab.StartKafka(t, lab.KafkaOptions{})
 	bootstrap := cluster.Bootstrap()
@@ -98,6 +102,18 @@ func TestKafkaReassignment(t *testing.T) {
 	if v := value(t, m, "kafka_broker_adding_replicas", map[string]string{"broker": "3"}); v != 2 {
 		t.Errorf("broker 3 adding replicas = %v, want 2", v)
 	}
+	evs := waitEvents(t, exporter, 10*time.Second, "reassignment_started for both topics", func(evs []events.Event) bool {
+		return len(partitionEvents(evs, events.KafkaReassignmentStarted, "moving")) > 0 && len(partitionEvents(evs, events.KafkaReassignmentStarted, "cancelled")) > 0
+	})
+	for topic, replicas := range assignments {
+		want := events.Event{Kind: events.KafkaReassignmentStarted, Before: fmt.Sprint(replicas), After: fmt.Sprint(append(slices.Clone(replicas), 3))}
+		if got := partitionEvents(evs, events.KafkaReassignmentStarted, topic); len(got) != 1 || got[0].Before != want.Before || got[0].After != want.After {
+			t.Errorf("%s/0: want one reassignment_started %s -> %s, got:\n%s", topic, want.Before, want.After, describeEvents(got))
+		}
+		if got := partitionEvents(evs, events.KafkaReassignmentFinished, topic); len(got) != 0 {
+			t.Errorf("%s/0 is still reassigning but the log has reassignment_finished:\n%s", topic, describeEvents(got))
+		}
+	}
 	during := assertAgreesWithKafkaTopics(t, cluster, exporter, "moving|cancelled", "during the throttled reassignment", 60*time.Second)
 	for _, p := range during {
 		if !p.Reassigning || fmt.Sprint(p.AddingReplicas) != "[3]" {
@@ -116,6 +132,17 @@ func TestKafkaReassignment(t *testing.T) {
 		a, ok3 := m.Value("kafka_broker_adding_replicas", map[string]string{"broker": "3"})
 		return ok1 && ok2 && ok3 && r == 0 && n == 2 && a == 1, m.Describe("kafka_partition_reassigning", nil) + "\n" + m.Describe("kafka_broker_adding_replicas", nil)
 	})
+	// Cancelled: it finished on the replicas it started from, so before and
+	// after are the same assignment.
+	evs = waitEvents(t, exporter, 10*time.Second, "reassignment_finished for cancelled", func(evs []events.Event) bool {
+		return len(partitionEvents(evs, events.KafkaReassignmentFinished, "cancelled")) > 0
+	})
+	if got := partitionEvents(evs, events.KafkaReassignmentFinished, "cancelled"); len(got) != 1 || got[0].Before != "[2 1]" || got[0].After != "[2 1]" {
+		t.Errorf("cancelled/0: want one reassignment_finished [2 1] -> [2 1], got:\n%s", describeEvents(got))
+	}
+	if got := partitionEvents(evs, events.KafkaReassignmentFinished, "moving"); len(got) != 0 {
+		t.Errorf("moving/0 is still reassigning but the log has reassignment_finished:\n%s", describeEvents(got))
+	}
 	assertAgreesWithKafkaTopics(t, cluster, exporter, "moving|cancelled", "after cancelling one reassignment", 60*time.Second)
 
 	// Lifting the throttle lets "moving" finish: RF 3, all in sync.
@@ -138,7 +165,48 @@ func TestKafkaReassignment(t *testing.T) {
 			t.Errorf("%s under-replicated = %v after the reassignment ended", topic, v)
 		}
 	}
+	evs = waitEvents(t, exporter, 10*time.Second, "reassignment_finished for moving", func(evs []events.Event) bool {
+		return len(partitionEvents(evs, events.KafkaReassignmentFinished, "moving")) > 0
+	})
+	if got := partitionEvents(evs, events.KafkaReassignmentFinished, "moving"); len(got) != 1 || got[0].Before != "[1 2]" || got[0].After != "[1 2 3]" {
+		t.Errorf("moving/0: want one reassignment_finished [1 2] -> [1 2 3], got:\n%s", describeEvents(got))
+	}
+	for topic := range assignments {
+		for _, kind := range []events.Kind{events.KafkaReassignmentStarted, events.KafkaReassignmentFinished} {
+			if got := partitionEvents(evs, kind, topic); len(got) != 1 {
+				t.Errorf("%s/0: %d %s events after both reassignments ended, want 1:\n%s", topic, len(got), kind, describeEvents(got))
+			}
+		}
+	}
 	assertAgreesWithKafkaTopics(t, cluster, exporter, "moving|cancelled", "after the reassignments ended", 60*time.Second)
+}
+
+// waitEvents polls /api/v1/events?cluster=lab until cond holds and returns
+// the events, newest first.
+func waitEvents(t *testing.T, e *exportertest.Exporter, timeout time.Duration, what string, cond func([]events.Event) bool) []events.Event {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		evs := fetchEvents(t, e, "?cluster=lab")
+		if cond(evs) {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in the event log after %s:\n%s", what, timeout, describeEvents(evs))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// partitionEvents are the events of kind about partition 0 of topic, newest first.
+func partitionEvents(evs []events.Event, kind events.Kind, topic string) []events.Event {
+	var out []events.Event
+	for _, e := range evs {
+		if e.Kind == kind && e.Subject.Topic == topic && e.Subject.Partition != nil && *e.Subject.Partition == 0 {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // produceBytes writes about size bytes of incompressible records to

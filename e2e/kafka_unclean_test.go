@@ -7,6 +7,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
@@ -18,7 +19,9 @@ import (
 // On "unclean-on" 2 leads at once: one unclean election, counted. On
 // "unclean-off" the partition stays without a leader until 1 returns, and
 // nothing is counted. Five nodes, so the controller quorum survives two
-// dead ones. Every state is compared with kafka-topics.sh.
+// dead ones. Every state is compared with kafka-topics.sh. The event log
+// has the unclean election of "unclean-on" (none -> 2, after its
+// partition_online) and none for "unclean-off".
 func TestKafkaUncleanLeaderElection(t *testing.T) {
 	cluster := lab.StartKafka(t, lab.KafkaOptions{Nodes: 5})
 	bootstrap := cluster.Bootstrap()
@@ -93,6 +96,16 @@ func TestKafkaUncleanLeaderElection(t *testing.T) {
 	if v := value(t, m, "kafka_partition_unclean_leader_elections_total", off); v != 0 {
 		t.Errorf("unclean-off unclean elections = %v, want 0", v)
 	}
+	evs := waitEvents(t, exporter, 10*time.Second, "unclean_election for unclean-on", func(evs []events.Event) bool {
+		return len(partitionEvents(evs, events.KafkaUncleanElection, "unclean-on")) > 0
+	})
+	if got := partitionEvents(evs, events.KafkaUncleanElection, "unclean-on"); len(got) != 1 || got[0].Before != "none" || got[0].After != "2" {
+		t.Errorf("unclean-on/0: want one unclean_election none -> 2, got:\n%s", describeEvents(got))
+	}
+	// Newest first: the election's partition_online is recorded just before it.
+	if i := eventIndex(evs, string(events.KafkaUncleanElection), "unclean-on", 0); i+1 >= len(evs) || evs[i+1].Kind != events.KafkaPartitionOnline || evs[i+1].After != "2" {
+		t.Errorf("unclean-on/0: the unclean_election does not follow partition_online none -> 2:\n%s", describeEvents(evs))
+	}
 	assertAgreesWithKafkaTopics(t, cluster, exporter, "unclean-.*", "after the unclean election", 60*time.Second)
 
 	// The last in-sync replica returns: a leader for unclean-off, not counted.
@@ -106,6 +119,13 @@ func TestKafkaUncleanLeaderElection(t *testing.T) {
 		if v := value(t, m, "kafka_partition_unclean_leader_elections_total", partitionLabels(topic, 0)); v != want {
 			t.Errorf("%s: unclean elections = %v after broker 1 returned, want %v", topic, v, want)
 		}
+	}
+	evs = fetchEvents(t, exporter, "?cluster=lab")
+	if got := partitionEvents(evs, events.KafkaUncleanElection, "unclean-off"); len(got) != 0 {
+		t.Errorf("unclean-off/0 was led again by its last in-sync replica, but the log has unclean_election:\n%s", describeEvents(got))
+	}
+	if got := partitionEvents(evs, events.KafkaUncleanElection, "unclean-on"); len(got) != 1 {
+		t.Errorf("unclean-on/0: %d unclean_election events after broker 1 returned, want 1:\n%s", len(got), describeEvents(got))
 	}
 	assertAgreesWithKafkaTopics(t, cluster, exporter, "unclean-.*", "both back", 60*time.Second)
 }
