@@ -156,8 +156,8 @@ var metrics = func() descs {
 
 		failoverSeconds: newHistogram("redis_cluster_failover_seconds",
 			"How long failovers took, from the first refresh that saw a master owning slots flagged PFAIL or FAIL to the first that saw one of its replicas promoted, "+
-				"not failing and owning slots; one observation per failover. A master that recovers before a replica takes over is not a failover. "+
-				"Failovers already under way when the exporter started are not observed."),
+				"not failing and owning slots; one observation per failover. A failover that began and ended between two refreshes counts as the time between them (an upper bound). "+
+				"A master that recovers before a replica takes over is not a failover. Failovers already under way when the exporter started are not observed."),
 		slotsUnservedSeconds: newHistogram("redis_cluster_slots_unserved_episode_seconds",
 			"How long some hash slots were unserved (owner flagged PFAIL or FAIL, or no owner), from the first refresh that saw it to the first that did not. "+
 				"Episodes already under way when the exporter started are not observed."),

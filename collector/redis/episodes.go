@@ -53,6 +53,15 @@ func failing(n *Node) bool { return n.State == NodeStatePFail || n.State == Node
 // master that recovers before any replica takes over ends its episode
 // without a failover, so nothing is observed; the unserved-slots episode
 // still records the outage.
+//
+// A failover can also begin and end between two refreshes, when the
+// cluster fails over faster than the refresh interval: the previous
+// snapshot shows the master healthy, this one shows it flagged and a
+// replica serving its slots. It is observed as the time between the two
+// refreshes, an upper bound at the resolution of one refresh, and so are
+// the unserved slots it caused. Leaving it out would leave the failover
+// counted but never timed, the dashboard's "time to recover" empty after
+// the fastest failovers.
 func carryEpisodes(prev, next *Snapshot) {
 	var before Episodes
 	if prev != nil {
@@ -108,6 +117,13 @@ func carryEpisodes(prev, next *Snapshot) {
 		}
 		failovers[id] = f
 	}
+	between := 0
+	if prev != nil && !first {
+		between = failoversBetween(prev, byID, before.Failovers)
+		for range between {
+			next.Episodes.FailoverSeconds = next.Episodes.FailoverSeconds.Observe(now.Sub(prev.ReadAt))
+		}
+	}
 	for i := range next.Nodes {
 		n := &next.Nodes[i]
 		if n.Role != RoleMaster || n.Slots == 0 || !failing(n) {
@@ -143,5 +159,38 @@ func carryEpisodes(prev, next *Snapshot) {
 		next.Episodes.SlotsUnserved = &episode.Open{Since: now, StartSeen: !first}
 	case before.SlotsUnserved != nil && before.SlotsUnserved.StartSeen:
 		next.Episodes.SlotsUnservedSeconds = next.Episodes.SlotsUnservedSeconds.Observe(before.SlotsUnserved.Age(now))
+	case before.SlotsUnserved == nil && between > 0:
+		next.Episodes.SlotsUnservedSeconds = next.Episodes.SlotsUnservedSeconds.Observe(now.Sub(prev.ReadAt))
 	}
+}
+
+// failoversBetween counts the masters that prev saw healthy and serving
+// slots, with no failover episode open, and that now are flagged PFAIL or
+// FAIL while one of prev's replicas of them is a healthy master serving
+// slots: failovers that began and ended between the two refreshes. The
+// flag tells a failover from a manual one (CLUSTER FAILOVER), after which
+// the old master is a healthy replica.
+func failoversBetween(prev *Snapshot, now map[string]*Node, open map[string]FailoverEpisode) int {
+	n := 0
+	for i := range prev.Nodes {
+		old := &prev.Nodes[i]
+		if old.Role != RoleMaster || old.Slots == 0 || failing(old) {
+			continue
+		}
+		if _, ok := open[old.ID]; ok {
+			continue
+		}
+		if m := now[old.ID]; m == nil || !failing(m) {
+			continue
+		}
+		promoted := slices.ContainsFunc(prev.Nodes, func(r Node) bool {
+			p := now[r.ID]
+			return r.Role == RoleReplica && r.MasterID == old.ID &&
+				p != nil && p.Role == RoleMaster && p.Slots > 0 && !failing(p)
+		})
+		if promoted {
+			n++
+		}
+	}
+	return n
 }

@@ -125,18 +125,62 @@ func TestRestartMidFailoverObservesNothing(t *testing.T) {
 
 func TestPromotionSeenInTheSameRefreshAsTheFlag(t *testing.T) {
 	// The refresh interval was longer than the failover: the master is
-	// already FAIL with no slots when first seen failing. No slots were
-	// seen unserved, and no failover can be timed: it began and ended
-	// between two refreshes.
+	// already FAIL with no slots when first seen failing. The failover and
+	// its unserved slots began and ended between the two refreshes, and
+	// count as the 5 s between them, an upper bound.
 	last := chain(
 		at(0, master(idA, 5461, NodeStateOK), replica(idD, idA, NodeStateOK)),
 		at(5, master(idA, 0, NodeStateFail), master(idD, 5461, NodeStateOK)),
 	)
-	if observed(last.Episodes.FailoverSeconds) != 0 || len(last.Episodes.Failovers) != 0 {
-		t.Errorf("episodes %+v, want none", last.Episodes)
+	if h := last.Episodes.FailoverSeconds; h == nil || h.Count != 1 || h.Sum != 5 {
+		t.Errorf("failover histogram %+v, want one failover of at most the 5 s between refreshes", h)
+	}
+	if u := last.Episodes.SlotsUnservedSeconds; u == nil || u.Count != 1 || u.Sum != 5 {
+		t.Errorf("unserved-slots histogram %+v, want one 5 s episode", u)
+	}
+	if len(last.Episodes.Failovers) != 0 || last.Episodes.SlotsUnserved != nil {
+		t.Errorf("episodes left open: %+v", last.Episodes)
 	}
 	if last.Failovers != 1 {
-		t.Errorf("the failover counter still counts it: %d", last.Failovers)
+		t.Errorf("failovers counter %d, want 1", last.Failovers)
+	}
+	// Later refreshes, with the old master still FAIL, time nothing more.
+	later := at(10, master(idA, 0, NodeStateFail), master(idD, 5461, NodeStateOK))
+	carryTransitions(last, later)
+	if later.Episodes.FailoverSeconds.Count != 1 || later.Episodes.SlotsUnservedSeconds.Count != 1 {
+		t.Errorf("the same failover was timed again: %+v", later.Episodes)
+	}
+}
+
+// A manual failover (CLUSTER FAILOVER) leaves the old master a healthy
+// replica: counted as a failover, never timed as an outage.
+func TestManualFailoverIsNotTimed(t *testing.T) {
+	last := chain(
+		at(0, master(idA, 5461, NodeStateOK), replica(idD, idA, NodeStateOK)),
+		at(1, replica(idA, idD, NodeStateOK), master(idD, 5461, NodeStateOK)),
+	)
+	if observed(last.Episodes.FailoverSeconds) != 0 || observed(last.Episodes.SlotsUnservedSeconds) != 0 {
+		t.Errorf("a manual failover was timed: %+v", last.Episodes)
+	}
+	if last.Failovers != 1 {
+		t.Errorf("failovers counter %d, want 1", last.Failovers)
+	}
+}
+
+// Two masters failing over between the same two refreshes are two
+// failovers and one unserved-slots episode.
+func TestTwoFailoversBetweenRefreshes(t *testing.T) {
+	last := chain(
+		at(0, master(idA, 5461, NodeStateOK), master(idB, 5462, NodeStateOK), master(idC, 5461, NodeStateOK),
+			replica(idD, idA, NodeStateOK), replica(idE, idB, NodeStateOK), replica(idF, idC, NodeStateOK)),
+		at(2, master(idA, 0, NodeStateFail), master(idB, 0, NodeStatePFail), master(idC, 5461, NodeStateOK),
+			master(idD, 5461, NodeStateOK), master(idE, 5462, NodeStateOK), replica(idF, idC, NodeStateOK)),
+	)
+	if h := last.Episodes.FailoverSeconds; h.Count != 2 || h.Sum != 4 {
+		t.Errorf("failover histogram %+v, want two failovers of at most 2 s", h)
+	}
+	if u := last.Episodes.SlotsUnservedSeconds; u.Count != 1 || u.Sum != 2 {
+		t.Errorf("unserved-slots histogram %+v, want one 2 s episode", u)
 	}
 }
 
