@@ -528,7 +528,7 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, partitionMetr
 					ch.Add(metrics.partitionRemovingReplicas, float64(len(p.RemovingReplicas)), partLabels...)
 				}
 			}
-			if s.ELRKnown && p.UnderMinISR(t.MinISR) {
+			if s.ELRKnown && !p.ELRStale && p.UnderMinISR(t.MinISR) {
 				ch.Add(metrics.partitionELR, float64(len(p.ELR)), partLabels...)
 				ch.Add(metrics.partitionLastKnownELR, float64(len(p.LastKnownELR)), partLabels...)
 				ch.Add(metrics.partitionNoCleanLeader, bool01(p.NoCleanLeader()), partLabels...)

@@ -134,7 +134,7 @@ func (s *source) describeTopicPartitions(ctx context.Context, snap *Snapshot, to
 			}
 			for _, rp := range rt.Partitions {
 				if p := findPartition(t.Partitions, rp.Partition); p != nil {
-					p.ELR, p.LastKnownELR = rp.EligibleLeaderReplicas, rp.LastKnownELR
+					applyDescribed(p, &rp)
 				}
 			}
 		}
@@ -162,4 +162,17 @@ func topicsBelowMinISR(snap *Snapshot) []string {
 		}
 	}
 	return topics
+}
+
+// applyDescribed copies a partition's ELR from DescribeTopicPartitions and
+// marks it stale when the answer's leader or ISR is not the Metadata's.
+func applyDescribed(p *Partition, rp *kmsg.DescribeTopicPartitionsResponseTopicPartition) {
+	p.ELR, p.LastKnownELR = rp.EligibleLeaderReplicas, rp.LastKnownELR
+	p.ELRStale = rp.LeaderID != p.Leader || !sameMembers(rp.ISR, p.ISR)
+}
+
+// sameMembers reports whether two replica lists hold the same brokers, in
+// any order.
+func sameMembers(a, b []int32) bool {
+	return len(a) == len(b) && !lostMember(a, b) && !lostMember(b, a)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/go-kit/log"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestNoCleanLeader(t *testing.T) {
@@ -86,5 +87,51 @@ func TestELRAndQuorumAbsentWhenTheClusterLacksTheAPIs(t *testing.T) {
 	}
 	if !strings.Contains(text, `kafka_partition_under_min_isr{kafka_cluster="k",partition="0",topic="a"} 1`) {
 		t.Errorf("the rest of the partition series should be unchanged:\n%s", text)
+	}
+}
+
+// An election between the Metadata request and DescribeTopicPartitions
+// (seen in CI: the last known ELR member came back in between) gives an
+// ELR of a later state: the partition is marked stale, so that the next
+// refresh does not count the election it already saw as unclean, and no
+// false no-clean-leader is reported for it.
+func TestDescribedPartitionOfALaterStateIsStale(t *testing.T) {
+	leaderless := Partition{ID: 0, Leader: NoLeader, Replicas: []int32{1, 2}}
+	later := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
+	later.LeaderID, later.ISR = 1, []int32{1}
+	p := leaderless
+	applyDescribed(&p, &later)
+	if !p.ELRStale || p.NoCleanLeader() {
+		t.Errorf("elected between the requests: stale %v, no clean leader %v; want stale and not reported", p.ELRStale, p.NoCleanLeader())
+	}
+
+	same := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
+	same.LeaderID, same.LastKnownELR = NoLeader, []int32{1}
+	p = leaderless
+	applyDescribed(&p, &same)
+	if p.ELRStale || !slices.Equal(p.LastKnownELR, []int32{1}) {
+		t.Errorf("same state: stale %v, last known ELR %v", p.ELRStale, p.LastKnownELR)
+	}
+
+	reordered := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
+	reordered.LeaderID, reordered.ISR = 2, []int32{1, 2}
+	p = Partition{Leader: 2, Replicas: []int32{1, 2}, ISR: []int32{2, 1}}
+	applyDescribed(&p, &reordered)
+	if p.ELRStale {
+		t.Error("the same ISR in another order was taken for another state")
+	}
+
+	// The refresh after a stale one does not count the election as unclean.
+	prev := &Snapshot{ELRKnown: true, Topics: []Topic{{Name: "t", MinISR: 2, Partitions: []Partition{{Leader: NoLeader, Replicas: []int32{1, 2}, ELRStale: true}}}}}
+	next := &Snapshot{ELRKnown: true, Topics: []Topic{{Name: "t", MinISR: 2, Partitions: []Partition{{Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1}}}}}}
+	carryTransitions(prev, next)
+	if n := next.Topics[0].Partitions[0].UncleanElections; n != 0 {
+		t.Errorf("unclean elections after a stale ELR read: %d, want 0", n)
+	}
+	prev.Topics[0].Partitions[0].ELRStale = false
+	next.Topics[0].Partitions[0].UncleanElections = 0
+	carryTransitions(prev, next)
+	if n := next.Topics[0].Partitions[0].UncleanElections; n != 1 {
+		t.Errorf("the same election judged against a fresh, empty ELR: %d unclean, want 1", n)
 	}
 }

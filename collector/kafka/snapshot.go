@@ -127,6 +127,13 @@ type Partition struct {
 	// Kafka keeps both empty otherwise.
 	ELR          []int32
 	LastKnownELR []int32
+	// ELRStale is true when DescribeTopicPartitions, sent just after
+	// Metadata, already saw another leader or ISR for the partition: its
+	// ELR then belongs to a later state than the rest of the snapshot (an
+	// election happened between the two requests). The partition's ELR
+	// series are left out for that refresh, and the next refresh does not
+	// judge an unclean election against it.
+	ELRStale bool
 	// ReplicaRacks and ISRRacks count the distinct racks of the replicas
 	// and of the ISR (brokers without a rack do not count).
 	ReplicaRacks, ISRRacks int
@@ -173,7 +180,7 @@ func (p *Partition) AtMinISR(minISR int) bool { return minISR > 0 && len(p.ISR) 
 // ELR are empty. Only an unclean election (data loss) brings it back.
 // Meaningful only when the snapshot's ELRKnown is true.
 func (p *Partition) NoCleanLeader() bool {
-	return p.Offline() && len(p.ISR) == 0 && len(p.ELR) == 0
+	return !p.ELRStale && p.Offline() && len(p.ISR) == 0 && len(p.ELR) == 0
 }
 
 // RackUnsafe reports whether the replicas sit in fewer racks than they

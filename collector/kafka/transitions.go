@@ -94,7 +94,7 @@ func carryTransitions(prev, next *Snapshot) {
 				}
 				next.Events.Add(at, kind, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
 			}
-			if elrKnown(prev, pt) && uncleanElection(pp, np) {
+			if elrKnown(prev, pt) && !pp.ELRStale && uncleanElection(pp, np) {
 				np.UncleanElections++
 				next.Events.Add(at, events.KafkaUncleanElection, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
 			}
