@@ -121,7 +121,8 @@ func TestDescribedPartitionOfALaterStateIsStale(t *testing.T) {
 		t.Error("the same ISR in another order was taken for another state")
 	}
 
-	// The refresh after a stale one does not count the election as unclean.
+	// The refresh after a stale one, with nothing to restore it from, does
+	// not count the election as unclean.
 	prev := &Snapshot{ELRKnown: true, Topics: []Topic{{Name: "t", MinISR: 2, Partitions: []Partition{{Leader: NoLeader, Replicas: []int32{1, 2}, ELRStale: true}}}}}
 	next := &Snapshot{ELRKnown: true, Topics: []Topic{{Name: "t", MinISR: 2, Partitions: []Partition{{Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1}}}}}}
 	carryTransitions(prev, next)
@@ -133,5 +134,46 @@ func TestDescribedPartitionOfALaterStateIsStale(t *testing.T) {
 	carryTransitions(prev, next)
 	if n := next.Topics[0].Partitions[0].UncleanElections; n != 1 {
 		t.Errorf("the same election judged against a fresh, empty ELR: %d unclean, want 1", n)
+	}
+}
+
+// The race as CI met it, over three refreshes: leaderless with last known
+// ELR [1]; then Metadata still leaderless while DescribeTopicPartitions
+// already sees broker 1 elected; then broker 1 leading. The stale read takes
+// back the previous refresh's ELR, so the return of the last known ELR
+// member is clean, while an out-of-sync replica elected the same way is
+// still unclean.
+func TestStaleELRReadTakesThePreviousRefreshs(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		newLeader int32
+		want      uint64
+	}{
+		{"last known ELR member returns", 1, 0},
+		{"out-of-sync replica elected", 2, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			snap := func(p Partition) *Snapshot {
+				return &Snapshot{ELRKnown: true, Topics: []Topic{{Name: "t", MinISR: 2, Partitions: []Partition{p}}}}
+			}
+			leaderless := Partition{Leader: NoLeader, Replicas: []int32{1, 2}}
+			first := leaderless
+			first.LastKnownELR = []int32{1}
+			racing := leaderless
+			described := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
+			described.LeaderID, described.ISR = c.newLeader, []int32{c.newLeader}
+			applyDescribed(&racing, &described)
+			s1, s2 := snap(first), snap(racing)
+			s3 := snap(Partition{Leader: c.newLeader, Replicas: []int32{1, 2}, ISR: []int32{c.newLeader}})
+			carryTransitions(nil, s1)
+			carryTransitions(s1, s2)
+			if p := s2.Topics[0].Partitions[0]; p.ELRStale || !slices.Equal(p.LastKnownELR, []int32{1}) {
+				t.Fatalf("stale read not restored from the previous refresh: stale %v, last known ELR %v", p.ELRStale, p.LastKnownELR)
+			}
+			carryTransitions(s2, s3)
+			if n := s3.Topics[0].Partitions[0].UncleanElections; n != c.want {
+				t.Errorf("unclean elections %d, want %d", n, c.want)
+			}
+		})
 	}
 }

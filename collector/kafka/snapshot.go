@@ -130,9 +130,11 @@ type Partition struct {
 	// ELRStale is true when DescribeTopicPartitions, sent just after
 	// Metadata, already saw another leader or ISR for the partition: its
 	// ELR then belongs to a later state than the rest of the snapshot (an
-	// election happened between the two requests). The partition's ELR
-	// series are left out for that refresh, and the next refresh does not
-	// judge an unclean election against it.
+	// election happened between the two requests). carryTransitions gives
+	// it back the previous refresh's ELR when the partition's leader and
+	// ISR have not changed since; otherwise its ELR series are left out for
+	// that refresh, and the next refresh does not judge an unclean election
+	// against it.
 	ELRStale bool
 	// ReplicaRacks and ISRRacks count the distinct racks of the replicas
 	// and of the ISR (brokers without a rack do not count).

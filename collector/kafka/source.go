@@ -159,8 +159,9 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	reassignments := s.listReassignments(ctx, broker.Addr(), md)
 	snap := buildSnapshot(md, s.cfg.Topics.Match, configs, reassignments, s.now())
 	s.readELR(ctx, snap)
-	snap.countNoCleanLeader()
 	carryTransitions(prev, snap)
+	// After carryTransitions, which may restore a stale ELR read.
+	snap.countNoCleanLeader()
 	snap.countRacks()
 	// The quorum request is forwarded to the active controller and hangs
 	// when there is none; reading it beside the broker probes keeps it from

@@ -78,6 +78,11 @@ func carryTransitions(prev, next *Snapshot) {
 			np.ISRShrinks = pp.ISRShrinks
 			np.ISRExpands = pp.ISRExpands
 			np.UncleanElections = pp.UncleanElections
+			if np.ELRStale && !pp.ELRStale && pp.Leader == np.Leader && sameMembers(pp.ISR, np.ISR) {
+				// The ELR read raced an election, but the partition's
+				// state is the previous refresh's: so is its ELR.
+				np.ELR, np.LastKnownELR, np.ELRStale = pp.ELR, pp.LastKnownELR, false
+			}
 			if prev.ReassignmentsKnown && next.ReassignmentsKnown {
 				if kind, before, after, ok := reassignmentEvent(pp, np); ok {
 					next.Events.Add(at, kind, events.PartitionSubject(nt.Name, np.ID), before, after)
