@@ -32,9 +32,26 @@ scripts/release-check.sh
 step "short fuzz runs"
 # Each fuzz target gets a short run; the seed corpora run in every go test.
 fuzz_time=${FUZZ_TIME:-10s}
+fuzz_log=$(mktemp)
+fuzz_once() { go test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzz_time" "$1" >"$fuzz_log" 2>&1; }
 while read -r pkg target; do
 	echo "fuzz $pkg $target"
-	go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzz_time" "$pkg" >/dev/null
+	# Quiet unless it fails. An input that fails is written under the
+	# package's testdata/fuzz/ and fails the run. Go's fuzzing engine also
+	# fails now and then with no input at all when -fuzztime ends while a
+	# worker runs ("context deadline exceeded", golang/go#51484); such a
+	# run is repeated once and fails only if it fails again.
+	if ! fuzz_once "$pkg" "$target"; then
+		tail -n 40 "$fuzz_log"
+		if grep -q 'Failing input written to' "$fuzz_log"; then
+			exit 1
+		fi
+		echo "fuzz $pkg $target: failed without a failing input; running it again"
+		if ! fuzz_once "$pkg" "$target"; then
+			tail -n 40 "$fuzz_log"
+			exit 1
+		fi
+	fi
 done < <(grep -rl --include='*_test.go' '^func Fuzz' . | while read -r f; do
 	for target in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | cut -d' ' -f2); do
 		echo "./$(dirname "${f#./}") $target"
