@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -126,6 +127,28 @@ func (s *Set) SeriesNames() []string {
 		}
 		out = append(out, d.Name)
 	}
+	return out
+}
+
+// Names lists the family names of every set, sorted: what a collector
+// built from these sets can emit.
+func Names(sets ...*Set) []string {
+	var out []string
+	for _, s := range sets {
+		out = append(out, s.Names()...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// SeriesNames lists the series names of every set, sorted: Names with each
+// histogram replaced by its _bucket, _sum and _count series.
+func SeriesNames(sets ...*Set) []string {
+	var out []string
+	for _, s := range sets {
+		out = append(out, s.SeriesNames()...)
+	}
+	slices.Sort(out)
 	return out
 }
 

@@ -264,17 +264,13 @@ func Sets() []*exposition.Set { return []*exposition.Set{healthSeries, series} }
 
 // MetricNames returns every metric family the Kafka collector can emit.
 func MetricNames() []string {
-	names := append(healthSeries.Names(), series.Names()...)
-	sort.Strings(names)
-	return names
+	return exposition.Names(Sets()...)
 }
 
 // SeriesNames returns every metric name a query can select: MetricNames
 // with each histogram replaced by its _bucket, _sum and _count series.
 func SeriesNames() []string {
-	names := append(healthSeries.SeriesNames(), series.SeriesNames()...)
-	sort.Strings(names)
-	return names
+	return exposition.SeriesNames(Sets()...)
 }
 
 type watchedCluster struct {

@@ -118,7 +118,7 @@ func carryEpisodes(prev, next *Snapshot) {
 		failovers[id] = f
 	}
 	between := 0
-	if prev != nil && !first {
+	if !first {
 		between = failoversBetween(prev, byID, before.Failovers)
 		for range between {
 			next.Episodes.FailoverSeconds = next.Episodes.FailoverSeconds.Observe(now.Sub(prev.ReadAt))
