@@ -27,6 +27,12 @@ const (
 	KafkaUnderMinISREnd   Kind = "under_min_isr_end"
 	KafkaBrokerDown       Kind = "broker_down"
 	KafkaBrokerUp         Kind = "broker_up"
+	// KafkaISRChange is an ISR change that both lost and gained members (a
+	// replacement, [3] → [1]), as one event: isr_shrink only lost members
+	// and isr_expand only gained some. For all three, Before and After are
+	// the whole ISRs. The counters count a replacement as a shrink and an
+	// expand, as Kafka does.
+	KafkaISRChange Kind = "isr_change"
 	// KafkaUncleanElection follows the leader_change (or partition_online)
 	// of a partition whose new leader could not have been elected cleanly;
 	// Before and After are the old and new leader.

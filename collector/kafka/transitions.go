@@ -19,6 +19,8 @@ import (
 //     "no leader";
 //   - an ISR shrink is a refresh in which the ISR lost at least one member;
 //   - an ISR expand is a refresh in which it gained at least one member;
+//     one that replaced members ([3] → [1]) is both, as Kafka counts it,
+//     but one isr_change event (isrEventKind);
 //   - an unclean election is a leader change to a replica that was neither
 //     in the previous ISR, nor in its ELR or last known ELR, nor being added
 //     by a reassignment, and whose new ISR keeps no member of the previous one
@@ -103,13 +105,15 @@ func carryTransitions(prev, next *Snapshot) {
 				np.UncleanElections++
 				next.Events.Add(at, events.KafkaUncleanElection, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
 			}
-			if lostMember(pp.ISR, np.ISR) {
+			shrank, expanded := lostMember(pp.ISR, np.ISR), lostMember(np.ISR, pp.ISR)
+			if shrank {
 				np.ISRShrinks++
-				next.Events.Add(at, events.KafkaISRShrink, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
 			}
-			if lostMember(np.ISR, pp.ISR) {
+			if expanded {
 				np.ISRExpands++
-				next.Events.Add(at, events.KafkaISRExpand, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
+			}
+			if kind, ok := isrEventKind(shrank, expanded); ok {
+				next.Events.Add(at, kind, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
 			}
 			if nt.MinISR > 0 && pt.MinISR > 0 {
 				was, is := pp.UnderMinISR(pt.MinISR), np.UnderMinISR(nt.MinISR)
@@ -196,6 +200,22 @@ func reassignmentOrigin(p *Partition) []int32 {
 
 // brokerIDsText is an ISR or a replica list as events show it, e.g. "[1 2 3]".
 func brokerIDsText(ids []int32) string { return fmt.Sprint(ids) }
+
+// isrEventKind names the event of an ISR change: a change that both lost
+// and gained members is one replacement (isr_change), not a shrink and an
+// expand, since a refresh sees neither their order nor the ISR between
+// them; ok is false when the members are the same.
+func isrEventKind(shrank, expanded bool) (kind events.Kind, ok bool) {
+	switch {
+	case shrank && expanded:
+		return events.KafkaISRChange, true
+	case shrank:
+		return events.KafkaISRShrink, true
+	case expanded:
+		return events.KafkaISRExpand, true
+	}
+	return "", false
+}
 
 // lostMember reports whether some member of from is missing from to.
 func lostMember(from, to []int32) bool {

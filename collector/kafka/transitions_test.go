@@ -1,12 +1,15 @@
 package kafka
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/go-kit/log"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
 )
@@ -74,6 +77,65 @@ func TestCarryTransitions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An ISR change is one event, whatever it did: one that both lost and
+// gained members is an isr_change, logged on one line, and still counts as
+// a shrink and an expand, as Kafka's own counters do.
+func TestISRChangesAreOneEvent(t *testing.T) {
+	cases := []struct {
+		name           string
+		before, after  []int32
+		shrink, expand uint64
+		want           []ev
+	}{
+		{"no change", []int32{1, 2, 3}, []int32{1, 2, 3}, 0, 0, nil},
+		{"order only", []int32{1, 2, 3}, []int32{3, 1, 2}, 0, 0, nil},
+		{"pure shrink", []int32{1, 2, 3}, []int32{2, 3}, 1, 0, []ev{{events.KafkaISRShrink, "t/0", "[1 2 3]", "[2 3]"}}},
+		{"shrink to empty", []int32{1}, nil, 1, 0, []ev{{events.KafkaISRShrink, "t/0", "[1]", "[]"}}},
+		{"pure expand", []int32{2, 3}, []int32{2, 3, 1}, 0, 1, []ev{{events.KafkaISRExpand, "t/0", "[2 3]", "[2 3 1]"}}},
+		{"replacement", []int32{3}, []int32{1}, 1, 1, []ev{{events.KafkaISRChange, "t/0", "[3]", "[1]"}}},
+		{"replacement that grows", []int32{1, 2}, []int32{2, 3, 4}, 1, 1, []ev{{events.KafkaISRChange, "t/0", "[1 2]", "[2 3 4]"}}},
+		{"replacement that shrinks", []int32{1, 2, 3}, []int32{1, 4}, 1, 1, []ev{{events.KafkaISRChange, "t/0", "[1 2 3]", "[1 4]"}}},
+	}
+	replicas := []int32{1, 2, 3, 4}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// The leader stays and no min ISR is known: the ISR's are the
+			// only events.
+			prev := &Snapshot{Topics: []Topic{{Name: "t", Partitions: []Partition{{Leader: 2, Replicas: replicas, ISR: c.before, ISRShrinks: 20, ISRExpands: 30}}}}}
+			next := &Snapshot{Topics: []Topic{{Name: "t", Partitions: []Partition{{Leader: 2, Replicas: replicas, ISR: c.after}}}}}
+			carryTransitions(prev, next)
+			p := next.Topics[0].Partitions[0]
+			if p.ISRShrinks != 20+c.shrink || p.ISRExpands != 30+c.expand {
+				t.Errorf("shrinks/expands = %d/%d, want %d/%d", p.ISRShrinks, p.ISRExpands, 20+c.shrink, 30+c.expand)
+			}
+			if got := summarizeEvents(t, next); !slices.Equal(got, c.want) {
+				t.Errorf("events:\n got %+v\nwant %+v", got, c.want)
+			}
+			var logged bytes.Buffer
+			events.NewLog(0, log.NewLogfmtLogger(&logged)).Record("kafka", "main", next.Events.All())
+			if lines := strings.Count(logged.String(), `msg="cluster event"`); lines != len(c.want) {
+				t.Errorf("logged %d lines, want %d:\n%s", lines, len(c.want), logged.String())
+			}
+			for _, e := range c.want {
+				for _, want := range []string{"kind=" + string(e.kind), "before=" + logfmtValue(e.before), "after=" + logfmtValue(e.after)} {
+					if !strings.Contains(logged.String(), want) {
+						t.Errorf("log lacks %s:\n%s", want, logged.String())
+					}
+				}
+			}
+		})
+	}
+}
+
+// logfmtValue is v as a logfmt logger writes it: quoted when it holds a
+// space.
+func logfmtValue(v string) string {
+	if strings.Contains(v, " ") {
+		return fmt.Sprintf("%q", v)
+	}
+	return v
 }
 
 func TestCarryTransitionsNewAndRecreatedPartitionsStartAtZero(t *testing.T) {
