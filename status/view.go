@@ -2,7 +2,6 @@ package status
 
 import (
 	"fmt"
-	"hash/fnv"
 	"html/template"
 	"slices"
 	"sort"
@@ -333,11 +332,19 @@ func redisViewOf(named watch.Named[redis.Snapshot], log *events.Log, now time.Ti
 			v.Reachable++
 		}
 	}
+	// Masters are numbered in slot order, so that neighbours differ and a
+	// promoted replica takes the colour of the master whose slots it took.
+	ownerIndex := make(map[string]int)
 	for _, r := range s.SlotRanges {
-		run := slotRun{First: r.First, Last: r.Last, Owner: "unassigned", State: "unassigned", Color: "#888",
+		run := slotRun{First: r.First, Last: r.Last, Owner: "unassigned", State: "unassigned", Color: colorUnassigned,
 			Percent: fmt.Sprintf("%.4f", float64(r.Last-r.First+1)*100/redis.SlotCount)}
 		if n := byID[r.Owner]; n != nil {
-			run.Owner, run.State, run.Color = n.Addr, string(n.State), ownerColor(r.Owner)
+			i, seen := ownerIndex[r.Owner]
+			if !seen {
+				i = len(ownerIndex)
+				ownerIndex[r.Owner] = i
+			}
+			run.Owner, run.State, run.Color = n.Addr, string(n.State), slotColor(n.State, i)
 		}
 		v.Strip = append(v.Strip, run)
 	}
@@ -377,9 +384,46 @@ func redisViewOf(named watch.Named[redis.Snapshot], log *events.Log, now time.Ti
 	return v
 }
 
-// ownerColor gives each master a stable colour from its node ID.
-func ownerColor(id string) template.CSS {
-	h := fnv.New32a()
-	h.Write([]byte(id))
-	return template.CSS(fmt.Sprintf("hsl(%d,55%%,55%%)", h.Sum32()%360))
+// Slot map colours. On this page red, orange and magenta-red mean trouble,
+// so a healthy master's colour never has one of those hues; the test
+// computes the hue of every colour below.
+const (
+	// A node suspects the master (PFAIL); its slots are still served.
+	colorPFail template.CSS = "#e8710a"
+	// The master is FAIL (or has no address, or is still in handshake):
+	// its slots are not served.
+	colorFail template.CSS = "#c62828"
+	// No master claims these slots.
+	colorUnassigned template.CSS = "#8e1616"
+)
+
+// healthyPalette colours masters in state ok: blues, greens, teals and
+// violets, alternating hue and lightness so that neighbours in the slot map
+// stand apart.
+var healthyPalette = []template.CSS{
+	"#317ac4", // blue
+	"#3b9b4b", // green
+	"#9464c4", // violet
+	"#248f8f", // teal
+	"#6e9933", // olive green
+	"#7d84d4", // periwinkle
+	"#59c09d", // sea green
+	"#8a5095", // plum
+	"#78c8e2", // sky
+	"#90bb81", // sage
+	"#524691", // slate blue
+	"#227745", // dark green
+}
+
+// slotColor is the colour of slots owned by a master in the given state,
+// the index-th master in slot order.
+func slotColor(state redis.NodeState, index int) template.CSS {
+	switch state {
+	case redis.NodeStateOK:
+		return healthyPalette[index%len(healthyPalette)]
+	case redis.NodeStatePFail:
+		return colorPFail
+	default:
+		return colorFail
+	}
 }
