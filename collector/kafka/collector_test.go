@@ -58,7 +58,7 @@ const partitionMetricsAfterFailover = `
 # HELP kafka_partition_in_sync_replicas Number of replicas in the partition's in-sync replica set (ISR) (as of the last successful refresh).
 # TYPE kafka_partition_in_sync_replicas gauge
 kafka_partition_in_sync_replicas{kafka_cluster="main",partition="0",topic="t"} 2
-# HELP kafka_partition_isr_shrinks_total Refreshes in which this exporter observed the partition's ISR lose members.
+# HELP kafka_partition_isr_shrinks_total Refreshes in which this exporter observed the partition's ISR lose members; one that also gained members (a replacement, e.g. [3] to [1]) counts here and in kafka_partition_isr_expands_total.
 # TYPE kafka_partition_isr_shrinks_total counter
 kafka_partition_isr_shrinks_total{kafka_cluster="main",partition="0",topic="t"} 1
 # HELP kafka_partition_leader Broker ID of the partition's leader, -1 when it has none (as of the last successful refresh).
