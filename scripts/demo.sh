@@ -14,15 +14,19 @@
 #                       over; prints the acknowledged writes each system lost (Kafka 0, Redis some)
 #   heal                start the killed nodes again
 #   status              what runs
+#   ports               every port the demo listens on, what for, and whether it is free
 #   down                stop everything `up` started, by PID
 #
 # `make demo` = up, `make chaos` = kill kafka-leader, `make chaos-writes` = kill acked-writes,
 # `make demo-down` = down.
 #
-# Environment (defaults chosen not to collide with the test suite):
+# Environment (default ports chosen not to collide with the test suite's, and
+# all below the kernel's ephemeral range, 32768-60999 by default: a port in
+# that range can be taken by any outgoing connection just before a server binds
+# it, as Redis's cluster bus ports at 37000 once were):
 #   DEMO_DIR                state, logs and PID files (default <repo>/.lab/demo)
-#   DEMO_KAFKA_BASE_PORT    first Kafka broker port (29092; controllers +100)
-#   DEMO_REDIS_BASE_PORT    first Redis port (27000; 6 nodes, cluster bus +10000)
+#   DEMO_KAFKA_BASE_PORT    first Kafka broker port (29092-29094; controllers +100: 29192-29194)
+#   DEMO_REDIS_BASE_PORT    first Redis port (21000-21005; cluster bus +10000: 31000-31005)
 #   DEMO_EXPORTER_PORT      9877
 #   DEMO_PROMETHEUS_PORT    9090
 #   DEMO_ALERTMANAGER_PORT  9093
@@ -36,7 +40,7 @@ SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 DEMO_DIR=$(realpath -m -- "${DEMO_DIR:-$REPO_ROOT/.lab/demo}")
 KAFKA_BASE_PORT=${DEMO_KAFKA_BASE_PORT:-29092}
-REDIS_BASE_PORT=${DEMO_REDIS_BASE_PORT:-27000}
+REDIS_BASE_PORT=${DEMO_REDIS_BASE_PORT:-21000}
 EXPORTER_PORT=${DEMO_EXPORTER_PORT:-9877}
 PROMETHEUS_PORT=${DEMO_PROMETHEUS_PORT:-9090}
 ALERTMANAGER_PORT=${DEMO_ALERTMANAGER_PORT:-9093}
@@ -111,6 +115,90 @@ wait_http() {
 }
 
 port_open() { (: </dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
+
+# ---------------------------------------------------------------- ports ---
+
+# demo_ports: one line per port the demo listens on: "PORT VARIABLE WHAT",
+# VARIABLE being the setting that moves it.
+demo_ports() {
+	local i p
+	for ((i = 1; i <= 3; i++)); do
+		echo "$((KAFKA_BASE_PORT + i - 1)) DEMO_KAFKA_BASE_PORT Kafka broker $i"
+		echo "$((KAFKA_BASE_PORT + 100 + i - 1)) DEMO_KAFKA_BASE_PORT Kafka controller $i"
+	done
+	for ((p = REDIS_BASE_PORT; p < REDIS_BASE_PORT + 6; p++)); do
+		echo "$p DEMO_REDIS_BASE_PORT Redis node $p"
+		echo "$((p + 10000)) DEMO_REDIS_BASE_PORT Redis node $p cluster bus"
+	done
+	echo "$EXPORTER_PORT DEMO_EXPORTER_PORT exporter"
+	echo "$PROMETHEUS_PORT DEMO_PROMETHEUS_PORT Prometheus"
+	echo "$ALERTMANAGER_PORT DEMO_ALERTMANAGER_PORT Alertmanager"
+}
+
+# The kernel's ephemeral port range, "LOW HIGH".
+ephemeral_range() {
+	local low high
+	if read -r low high </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null && [[ $low =~ ^[0-9]+$ && $high =~ ^[0-9]+$ ]]; then
+		echo "$low $high"
+	else
+		echo "32768 60999"
+	fi
+}
+
+# processes_of SS_LINE: "redis-server (pid 12)" for each process ss -p names.
+processes_of() {
+	grep -o '"[^"]*",pid=[0-9]*' <<<"$1" | sed 's/^"\(.*\)",pid=\(.*\)$/\1 (pid \2)/' | sort -u | paste -sd, - | sed 's/,/, /g'
+}
+
+# port_holder PORT EPHEMERAL: what holds TCP port PORT on this machine, empty
+# if nothing does. A listener on any address takes it; so does, for a port
+# in the ephemeral range (EPHEMERAL=1), an outgoing connection that got it
+# as its local port. ss -p names the process when it may.
+port_holder() {
+	local port=$1 ephemeral=$2 line procs
+	if ! command -v ss >/dev/null 2>&1; then
+		port_open "$port" && echo "something listens on 127.0.0.1:$port (install iproute2 for ss to see what)"
+		return 0
+	fi
+	line=$(ss -Hltnp "( sport = :$port )" 2>/dev/null | head -1)
+	if [[ -n $line ]]; then
+		procs=$(processes_of "$line")
+		echo "listening on $(awk '{print $4}' <<<"$line")${procs:+ by $procs}"
+		return 0
+	fi
+	((ephemeral)) || return 0
+	line=$(ss -Htnp state established state syn-sent "( sport = :$port )" 2>/dev/null | head -1)
+	if [[ -n $line ]]; then
+		procs=$(processes_of "$line")
+		echo "local port of the connection $(awk '{print $(NF-2) " -> " $(NF-1)}' <<<"$line")${procs:+ of $procs}"
+	fi
+	return 0
+}
+
+# check_ports [--list]: fails, naming each taken port, what the demo wants
+# it for and what holds it, if any port the demo listens on is in use; warns
+# about ports in the kernel's ephemeral range. --list prints every port.
+check_ports() {
+	local list=${1:-} low high port var what holder ephemeral busy=0 line
+	read -r low high < <(ephemeral_range)
+	while read -r port var what; do
+		ephemeral=0
+		if ((port >= low && port <= high)); then
+			ephemeral=1
+			log "warning: port $port ($what) is in the kernel's ephemeral range $low-$high: an outgoing connection can take it just before it is bound; set $var to move it below $low"
+		fi
+		holder=$(port_holder "$port" "$ephemeral")
+		if [[ -n $holder ]]; then
+			busy=1
+			line="port $port for $what is in use: $holder (stop it, or set $var)"
+			[[ -n $list ]] || log "error: $line"
+		fi
+		if [[ -n $list ]]; then
+			printf '%-6s %-30s %s\n' "$port" "$what" "${holder:+in use: $holder}${holder:-free}"
+		fi
+	done < <(demo_ports)
+	((busy == 0))
+}
 
 # -------------------------------------------------------------- metrics ---
 
@@ -227,7 +315,9 @@ build() {
 start_watchdog() {
 	[[ ${DEMO_OWNER_PID:-} =~ ^[0-9]+$ ]] || return 0
 	# The script path and $DEMO_DIR on the command line make it findable by
-	# service_pid; it runs `down` once the owner is gone.
+	# service_pid; it runs `down` once the owner is gone. The inner script is
+	# single-quoted on purpose, and DEMO_DIR is passed both ways on purpose.
+	# shellcheck disable=SC2016,SC2097,SC2098
 	DEMO_DIR=$DEMO_DIR nohup setsid bash -c \
 		'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec "$2" down' \
 		demo-watchdog "$DEMO_OWNER_PID" "$SCRIPT_DIR/demo.sh" "$DEMO_DIR" \
@@ -236,20 +326,21 @@ start_watchdog() {
 }
 
 cmd_up() {
-	local t0=$SECONDS name kafka_job redis_job build_job p
+	local t0=$SECONDS name kafka_job redis_job build_job
 	for name in "${SERVICES[@]}"; do
 		! service_pid "$name" >/dev/null || die "the demo is already running (scripts/demo.sh status; scripts/demo.sh down)"
 	done
-	for p in "$EXPORTER_PORT" "$PROMETHEUS_PORT" "$ALERTMANAGER_PORT"; do
-		! port_open "$p" || die "port $p on 127.0.0.1 is in use (set DEMO_EXPORTER_PORT / DEMO_PROMETHEUS_PORT / DEMO_ALERTMANAGER_PORT)"
-	done
+	# A fresh Kafka every time: leaders where Kafka puts them, not where the
+	# last demo's kills left them. Cleaned first, so that its ports are free.
+	"$KAFKA" clean
+	check_ports || die "ports in use (scripts/demo.sh ports lists them all)"
 	ensure_deps
+	# Installing can take minutes: look again.
+	((SECONDS - t0 < 10)) || check_ports || die "ports in use (scripts/demo.sh ports lists them all)"
 	mkdir -p "$DEMO_DIR/bin" "$DEMO_DIR/prometheus" "$DEMO_DIR/alertmanager"
 	rm -f "$DEMO_DIR"/*.log
 	start_watchdog
-	# A fresh Kafka every time: leaders where Kafka puts them, not where the
-	# last demo's kills left them. Clusters and the build run side by side.
-	"$KAFKA" clean
+	# Clusters and the build run side by side.
 	log "starting Kafka (3 brokers from $KAFKA_BASE_PORT) and Redis (6 nodes from $REDIS_BASE_PORT), building the exporter"
 	"$KAFKA" start >"$DEMO_DIR/kafka-start.log" 2>&1 &
 	kafka_job=$!
@@ -579,6 +670,7 @@ main() {
 	kill) cmd_kill "$@" ;;
 	heal) cmd_heal ;;
 	status) cmd_status ;;
+	ports) check_ports --list ;;
 	down) cmd_down ;;
 	*)
 		sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2

@@ -3,6 +3,7 @@ package deploy
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -31,7 +32,9 @@ func TestDemoUpKillDown(t *testing.T) {
 	dir := t.TempDir()
 	kafkaBase := lab.PickBasePort(t, 0, 1, 2, 100, 101, 102)
 	redisBase := lab.PickBasePort(t, 0, 1, 2, 3, 4, 5, 10000, 10001, 10002, 10003, 10004, 10005)
-	exporterPort, prometheusPort, alertmanagerPort := freePort(t), freePort(t), freePort(t)
+	// Below the ephemeral range too, as the demo's own defaults are.
+	servicesBase := lab.PickBasePort(t, 0, 1, 2)
+	exporterPort, prometheusPort, alertmanagerPort := servicesBase, servicesBase+1, servicesBase+2
 	env := append(os.Environ(),
 		"DEMO_DIR="+dir,
 		"DEMO_KAFKA_BASE_PORT="+strconv.Itoa(kafkaBase),
@@ -180,14 +183,160 @@ func processAlive(pid int) bool {
 	return len(fields) > 0 && fields[0] != "Z"
 }
 
-func freePort(t *testing.T) int {
+// demoPort is a line of `scripts/demo.sh ports`.
+type demoPort struct {
+	port  int
+	what  string
+	state string // "free" or "in use: ..."
+}
+
+var demoPortLine = regexp.MustCompile(`^(\d+) +(.+?) +(free|in use: .*)$`)
+
+// runDemo runs scripts/demo.sh with the environment stripped of DEMO_*
+// settings plus the given ones, and returns its stdout, stderr and exit code.
+func runDemo(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	root := lab.RepoRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "scripts", "demo.sh"), args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DEMO_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "DEMO_DIR="+t.TempDir())
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Dir = root
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	default:
+		t.Fatalf("scripts/demo.sh %s: %v", strings.Join(args, " "), err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+func demoPorts(t *testing.T, stdout string) []demoPort {
+	t.Helper()
+	var ports []demoPort
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		m := demoPortLine.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("scripts/demo.sh ports: unexpected line %q", line)
+		}
+		port, _ := strconv.Atoi(m[1])
+		ports = append(ports, demoPort{port, m[2], m[3]})
+	}
+	return ports
+}
+
+// ephemeralPortsStart reads the first port the kernel gives outgoing
+// connections.
+func ephemeralPortsStart(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
-		t.Fatal(err)
+		t.Skipf("no ephemeral port range to compare with: %v", err)
+	}
+	start, err := strconv.Atoi(strings.Fields(string(b))[0])
+	if err != nil {
+		t.Fatalf("ip_local_port_range %q: %v", b, err)
+	}
+	return start
+}
+
+// TestDemoPortsBelowEphemeralRange: every port the demo listens on by
+// default, Redis's cluster bus ports included, is below the kernel's
+// ephemeral range, where an outgoing connection can take a port the moment
+// before a server binds it (`make demo` once failed so, with Redis's bus on
+// 37000).
+func TestDemoPortsBelowEphemeralRange(t *testing.T) {
+	stdout, stderr, _ := runDemo(t, nil, "ports") // exit 1 if this machine runs something on them
+	ports := demoPorts(t, stdout)
+	// 3 brokers and their controllers, 6 Redis nodes and their buses,
+	// the exporter, Prometheus, Alertmanager.
+	if len(ports) != 21 {
+		t.Fatalf("scripts/demo.sh ports lists %d ports, want 21:\n%s", len(ports), stdout)
+	}
+	start := ephemeralPortsStart(t)
+	seen := map[int]string{}
+	buses := 0
+	for _, p := range ports {
+		if p.port >= start {
+			t.Errorf("port %d (%s) is in the ephemeral range from %d", p.port, p.what, start)
+		}
+		if other, dup := seen[p.port]; dup {
+			t.Errorf("port %d is both %s and %s", p.port, other, p.what)
+		}
+		seen[p.port] = p.what
+		if strings.HasSuffix(p.what, "cluster bus") {
+			buses++
+		}
+	}
+	if buses != 6 {
+		t.Errorf("%d Redis cluster bus ports listed, want 6", buses)
+	}
+	if strings.Contains(stderr, "ephemeral") {
+		t.Errorf("scripts/demo.sh ports warns about its default ports:\n%s", stderr)
+	}
+
+	// A base port whose cluster bus lands in the range is warned about.
+	_, stderr, _ = runDemo(t, []string{"DEMO_REDIS_BASE_PORT=" + strconv.Itoa(start-10000)}, "ports")
+	if want := fmt.Sprintf("warning: port %d (Redis node %d cluster bus) is in the kernel's ephemeral range", start, start-10000); !strings.Contains(stderr, want) {
+		t.Errorf("scripts/demo.sh ports with a bus port at %d does not warn %q:\n%s", start, want, stderr)
+	}
+}
+
+// TestDemoUpNamesPortInUse: `up` refuses to start when a port it needs is
+// taken, and names the port, what it is for and the process holding it,
+// before it starts or installs anything.
+func TestDemoUpNamesPortInUse(t *testing.T) {
+	kafkaBase := lab.PickBasePort(t, 0, 1, 2, 100, 101, 102)
+	redisBase := lab.PickBasePort(t, 0, 1, 2, 3, 4, 5, 10000, 10001, 10002, 10003, 10004, 10005)
+	servicesBase := lab.PickBasePort(t, 0, 1, 2)
+	taken := servicesBase + 1
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(taken))
+	if err != nil {
+		t.Fatalf("listen on %d: %v", taken, err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	env := []string{
+		"DEMO_KAFKA_BASE_PORT=" + strconv.Itoa(kafkaBase),
+		"DEMO_REDIS_BASE_PORT=" + strconv.Itoa(redisBase),
+		"DEMO_EXPORTER_PORT=" + strconv.Itoa(servicesBase),
+		"DEMO_PROMETHEUS_PORT=" + strconv.Itoa(taken),
+		"DEMO_ALERTMANAGER_PORT=" + strconv.Itoa(servicesBase+2),
+	}
+	want := fmt.Sprintf("port %d for Prometheus is in use: listening on 127.0.0.1:%d", taken, taken)
+	// ss names the process when it may see it: this test binary.
+	holder := fmt.Sprintf("(pid %d)", os.Getpid())
+
+	_, stderr, code := runDemo(t, env, "up")
+	if code == 0 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "set DEMO_PROMETHEUS_PORT") {
+		t.Errorf("scripts/demo.sh up with port %d taken: exit %d, want non-zero and %q:\n%s", taken, code, want, stderr)
+	}
+	if _, err := exec.LookPath("ss"); err == nil && !strings.Contains(stderr, holder) {
+		t.Errorf("scripts/demo.sh up does not name the process holding port %d %s:\n%s", taken, holder, stderr)
+	}
+	if strings.Contains(stderr, "starting Kafka") || strings.Contains(stderr, "installing") {
+		t.Errorf("scripts/demo.sh up went on with a port taken:\n%s", stderr)
+	}
+
+	stdout, _, code := runDemo(t, env, "ports")
+	if code == 0 {
+		t.Errorf("scripts/demo.sh ports with port %d taken: exit 0", taken)
+	}
+	for _, p := range demoPorts(t, stdout) {
+		if busy := p.port == taken; busy != strings.HasPrefix(p.state, "in use") {
+			t.Errorf("scripts/demo.sh ports: %d (%s) %s", p.port, p.what, p.state)
+		}
+	}
 }
 
 func scrapeMetrics(t *testing.T, port int) string {
