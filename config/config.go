@@ -76,11 +76,12 @@ type KafkaCanary struct {
 	Interval time.Duration `yaml:"interval"`
 	// Topic is the canary's own topic; the canary touches no other.
 	Topic string `yaml:"topic"`
-	// CreateTopic lets the canary create the topic (default true) and add
-	// partitions when brokers join; false expects it to exist.
+	// CreateTopic lets the canary create the topic (default true) and heal
+	// it (docs/canary.md); false expects it to exist and never changes it.
 	CreateTopic *bool `yaml:"create_topic"`
-	// ReplicationFactor and MinInsyncReplicas are used when the canary
-	// creates the topic, capped at the number of brokers.
+	// ReplicationFactor and MinInsyncReplicas are the topic's. Capped at
+	// the live brokers when the canary creates it, they are raised when
+	// brokers return; below them the topic is reported degraded.
 	ReplicationFactor int `yaml:"replication_factor"`
 	MinInsyncReplicas int `yaml:"min_insync_replicas"`
 }

@@ -25,6 +25,11 @@ type descs struct {
 	duration     *exposition.Desc
 	lost         *exposition.Desc
 	checks       *exposition.Desc
+
+	topicDegraded   *exposition.Desc
+	topicRF         *exposition.Desc
+	topicMinISR     *exposition.Desc
+	topicNotLeading *exposition.Desc
 }
 
 // metrics is the canary's metric table, each name a literal. broker is
@@ -53,6 +58,14 @@ var metrics = func() descs {
 			"Canary records this leader acknowledged that were not at their offset when read back after the partition's next leader change.", partition...),
 		checks: series.Counter("kafka_canary_read_back_checks_total",
 			"Times the canary read back a partition's acknowledged records after its leader changed.", clusterLabel),
+		topicDegraded: series.Gauge("kafka_canary_topic_degraded",
+			"1 while the canary topic is weaker than configured: fewer replicas or a lower min.insync.replicas than canary.replication_factor and canary.min_insync_replicas, or a live broker that is the preferred leader of no canary partition. The canary heals its own topic (unless create_topic is false). Served while the last round succeeded.", clusterLabel),
+		topicRF: series.Gauge("kafka_canary_topic_replication_factor",
+			"Lowest number of replicas of a canary partition, not counting those a reassignment is still adding. Served while the last round succeeded.", clusterLabel),
+		topicMinISR: series.Gauge("kafka_canary_topic_min_insync_replicas",
+			"min.insync.replicas of the canary topic; absent while unknown. Served while the last round succeeded.", clusterLabel),
+		topicNotLeading: series.Gauge("kafka_canary_topic_brokers_not_leading",
+			"Live brokers that lead no canary partition, so the canary does not test them as leaders (after a failover, until leadership is moved back). Served while the last round succeeded.", clusterLabel),
 	}
 }()
 
@@ -95,6 +108,19 @@ func emitState(health, sink exposition.Sink, cluster string, state *watch.State[
 		return
 	}
 	sink.Add(metrics.checks, float64(s.Checks), cluster)
+	// The topic's shape is now's, unlike the counters: not served stale.
+	if t := s.Topic; t != nil && state.Up {
+		degraded := 0.0
+		if t.Degraded() {
+			degraded = 1
+		}
+		sink.Add(metrics.topicDegraded, degraded, cluster)
+		sink.Add(metrics.topicRF, float64(t.ReplicationFactor), cluster)
+		if t.MinInsyncReplicas > 0 {
+			sink.Add(metrics.topicMinISR, float64(t.MinInsyncReplicas), cluster)
+		}
+		sink.Add(metrics.topicNotLeading, float64(len(t.NotLeading)), cluster)
+	}
 	for _, p := range sortedKeys(s.Partitions) {
 		for _, leader := range sortedKeys(s.Partitions[p]) {
 			st := s.Partitions[p][leader]

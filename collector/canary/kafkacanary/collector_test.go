@@ -38,6 +38,9 @@ func testSnapshot() *Snapshot {
 			1: {2: {Attempts: 15, Acknowledged: 15, Failures: map[string]uint64{}}},
 		},
 		Latency: map[int32]canary.Histogram{1: canary.Histogram{}.Observe(0.003), 2: canary.Histogram{}.Observe(0.2)},
+		// Created while broker 3 was down.
+		Topic: &TopicHealth{Partitions: 2, ReplicationFactor: 2, WantReplicationFactor: 3, MinInsyncReplicas: 2, WantMinInsyncReplicas: 2,
+			Unpreferred: []int32{3}, NotLeading: []int32{3}, Managed: true},
 	}
 }
 
@@ -62,10 +65,39 @@ func TestWriteTextMatchesCollect(t *testing.T) {
 		`kafka_canary_produce_failures_total{broker="2",error="NOT_ENOUGH_REPLICAS",kafka_cluster="lab",partition="0"} 2`,
 		`kafka_canary_produce_duration_seconds_bucket{broker="1",kafka_cluster="lab",le="0.005"} 1`,
 		`kafka_canary_read_back_checks_total{kafka_cluster="lab"} 2`,
+		`kafka_canary_topic_degraded{kafka_cluster="lab"} 1`,
+		`kafka_canary_topic_replication_factor{kafka_cluster="lab"} 2`,
+		`kafka_canary_topic_min_insync_replicas{kafka_cluster="lab"} 2`,
+		`kafka_canary_topic_brokers_not_leading{kafka_cluster="lab"} 1`,
 	} {
 		if !strings.Contains(text, line+"\n") {
 			t.Errorf("text lacks %s:\n%s", line, text)
 		}
+	}
+}
+
+// The topic's shape is not served from a failed round's stale snapshot,
+// while the counters are.
+func TestTopicSeriesOnlyWhileUp(t *testing.T) {
+	c := NewCollector()
+	w := watch.New("lab", time.Minute, time.Second, func() func(context.Context, *Snapshot) (*Snapshot, error) {
+		calls := 0
+		return func(context.Context, *Snapshot) (*Snapshot, error) {
+			if calls++; calls == 1 {
+				return testSnapshot(), nil
+			}
+			return nil, errors.New("metadata of the canary topic: timeout")
+		}
+	}(), log.NewNopLogger())
+	c.Set("lab", w)
+	w.RefreshOnce(context.Background())
+	w.RefreshOnce(context.Background())
+	text, err := exposition.PlainText(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(text), "kafka_canary_topic_") || !strings.Contains(string(text), "kafka_canary_read_back_checks_total") {
+		t.Errorf("after a failed round, want the counters and no topic series:\n%s", text)
 	}
 }
 

@@ -23,12 +23,20 @@ const testInterval = 300 * time.Millisecond
 // events go to the returned log, as the collector manager records them.
 func startCanary(t *testing.T, c *lab.KafkaCluster) (*watch.Watcher[Snapshot], *events.Log) {
 	t.Helper()
+	w, elog, _ := runCanary(t, c, config.KafkaCanary{Enabled: true, Interval: testInterval})
+	return w, elog
+}
+
+// runCanary runs a canary with the given settings, served by the returned
+// collector as the exporter serves it.
+func runCanary(t *testing.T, c *lab.KafkaCluster, canaryCfg config.KafkaCanary) (*watch.Watcher[Snapshot], *events.Log, *Collector) {
+	t.Helper()
 	cfg := config.Config{Kafka: []config.KafkaCluster{{
 		Name:             "lab",
 		BootstrapServers: c.Bootstrap(),
 		DialTimeout:      time.Second,
 		RequestTimeout:   2 * time.Second,
-		Canary:           config.KafkaCanary{Enabled: true, Interval: testInterval},
+		Canary:           canaryCfg,
 	}}}
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
@@ -39,11 +47,13 @@ func startCanary(t *testing.T, c *lab.KafkaCluster) (*watch.Watcher[Snapshot], *
 	}
 	elog := events.NewLog(0, log.NewNopLogger())
 	events.Follow(elog, "kafka", "lab", w, func(s *Snapshot) []events.Event { return s.Events.All() })
+	collector := NewCollector()
+	collector.Set("lab", w)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); w.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return w, elog
+	return w, elog, collector
 }
 
 // canaryEvents are the logged events of one kind about a canary partition

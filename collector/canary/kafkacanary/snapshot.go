@@ -5,7 +5,8 @@
 // count those that did not survive it.
 //
 // source.go owns the canary's client, producer and consumer and runs one
-// round; topic.go creates the topic and keeps its leadership spread;
+// round; topic.go creates the topic, heals it and keeps its leadership
+// spread; heal.go plans the healing from the topic's state;
 // snapshot.go is what a round publishes; collector.go turns it into
 // metrics; watcher.go runs the rounds on the canary's interval.
 package kafkacanary
@@ -27,6 +28,8 @@ type Snapshot struct {
 	Latency map[int32]canary.Histogram
 	// Checks counts reads of acknowledged records after a leader change.
 	Checks uint64
+	// Topic is the canary topic's shape as this round saw it.
+	Topic *TopicHealth
 	// Events are what this round saw, for the event log (write_failing,
 	// write_recovered, acknowledged_writes_lost).
 	Events events.List

@@ -44,6 +44,18 @@ type source struct {
 	// lastError is each partition's last error kind, for logging changes.
 	lastError    map[int32]string
 	lastRespread time.Time
+
+	// What the canary knows of its topic between rounds (topic.go): its
+	// min.insync.replicas and when it was read, whether reassignments of
+	// its partitions must be checked and whether it started one, each
+	// healing step's last error, and the reasons last logged for a topic
+	// it may not change.
+	minISR             int
+	minISRReadAt       time.Time
+	checkReassignments bool
+	reassignStarted    bool
+	stepErrors         map[string]string
+	unmanagedReasons   string
 }
 
 // ack is one acknowledged record: where the leader said it is, and what it
@@ -82,6 +94,8 @@ func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
 	conf.Producer.Timeout = cfg.RequestTimeout
 	conf.Metadata.Retry.Max = 1
 	conf.Metadata.Retry.Backoff = 100 * time.Millisecond
+	// Admin requests (topic healing) are retried next round, not within.
+	conf.Admin.Retry.Max = 1
 	conf.Consumer.Return.Errors = true
 	conf.ClientID = cfg.ClientID + "_canary"
 	if err := conf.Validate(); err != nil {
@@ -97,6 +111,9 @@ func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
 		seq:       map[int32]uint64{},
 		pending:   map[int32][]ack{},
 		lastError: map[int32]string{},
+		// A reassignment may be left from before a restart.
+		checkReassignments: true,
+		stepErrors:         map[string]string{},
 	}, nil
 }
 
@@ -148,7 +165,8 @@ func (s *source) round(_ context.Context, prev *Snapshot) (*Snapshot, error) {
 	if err := s.connect(); err != nil {
 		return nil, err
 	}
-	if err := s.ensureTopic(); err != nil {
+	health, err := s.ensureTopic()
+	if err != nil {
 		return nil, err
 	}
 	partitions, err := s.client.Partitions(s.cfg.Canary.Topic)
@@ -156,6 +174,7 @@ func (s *source) round(_ context.Context, prev *Snapshot) (*Snapshot, error) {
 		return nil, fmt.Errorf("partitions of %s: %w", s.cfg.Canary.Topic, err)
 	}
 	next := prev.clone()
+	next.Topic = health
 	at := time.Now() // the time of this round's events
 
 	results := make([]produceResult, len(partitions))
