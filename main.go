@@ -213,7 +213,8 @@ func runServe(f flags, logs loggers) error {
 		ready:  manager.Ready,
 		reload: reload,
 		events: manager.Events().Handler(),
-		status: status.Sources{Kafka: manager.Kafka().States, Redis: manager.Redis().States, Events: manager.Events()},
+		status: status.Sources{Kafka: manager.Kafka().States, KafkaCanary: manager.KafkaCanary().States, Redis: manager.Redis().States,
+			Events: manager.Events()},
 	})
 	if err != nil {
 		return err

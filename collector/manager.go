@@ -67,6 +67,9 @@ func (m *Manager) Kafka() *kafka.Collector { return m.kafka }
 // Redis is the Redis collector, for the status page.
 func (m *Manager) Redis() *redis.Collector { return m.redis }
 
+// KafkaCanary serves the Kafka write canaries, for the status page.
+func (m *Manager) KafkaCanary() *kafkacanary.Collector { return m.kafkaCanary }
+
 // Events is the log of the transitions every watcher observed and of what
 // the write canaries saw.
 func (m *Manager) Events() *events.Log { return m.events }

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/failover-exporter/failover_exporter/collector/canary/kafkacanary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/collector/redis"
@@ -31,9 +32,11 @@ type Link struct {
 
 // Sources are where the page reads state from; each returns immediately.
 type Sources struct {
-	Kafka  func() []watch.Named[kafka.Snapshot]
-	Redis  func() []watch.Named[redis.Snapshot]
-	Events *events.Log
+	Kafka func() []watch.Named[kafka.Snapshot]
+	// KafkaCanary are the write canaries, by the name of their cluster.
+	KafkaCanary func() []watch.Named[kafkacanary.Snapshot]
+	Redis       func() []watch.Named[redis.Snapshot]
+	Events      *events.Log
 }
 
 // Page is the status page handler.
@@ -91,8 +94,16 @@ func (p *Page) view() pageView {
 	}
 	v := pageView{Title: p.Title, Version: p.Version, Now: now.UTC(), RefreshSecs: max(1, int(refresh.Seconds())), Links: p.Links}
 	if p.Sources.Kafka != nil {
+		canaries := map[string]*watch.State[kafkacanary.Snapshot]{}
+		if p.Sources.KafkaCanary != nil {
+			for _, c := range p.Sources.KafkaCanary() {
+				canaries[c.Name] = c.State
+			}
+		}
 		for _, c := range p.Sources.Kafka() {
-			v.Kafka = append(v.Kafka, kafkaViewOf(c, p.Sources.Events, now))
+			kv := kafkaViewOf(c, p.Sources.Events, now)
+			kv.Canary = kafkaCanaryViewOf(canaries[c.Name])
+			v.Kafka = append(v.Kafka, kv)
 		}
 	}
 	if p.Sources.Redis != nil {

@@ -67,6 +67,7 @@ type kafkaView struct {
 	Brokers                                     []brokerRow
 	BrokersMore                                 int
 	Events                                      []eventRow
+	Canary                                      *kafkaCanaryView // nil without a write canary
 }
 
 type partitionRow struct {

@@ -79,6 +79,17 @@ func (c *Collector[S]) sorted() ([]string, []*watch.State[S]) {
 	return names, states
 }
 
+// States returns every canary's latest published state, in name order,
+// for the status page. It never waits on a cluster.
+func (c *Collector[S]) States() []watch.Named[S] {
+	names, states := c.sorted()
+	out := make([]watch.Named[S], len(names))
+	for i, name := range names {
+		out[i] = watch.Named[S]{Name: name, State: states[i]}
+	}
+	return out
+}
+
 // Collect implements prometheus.Collector.
 func (c *Collector[S]) Collect(ch chan<- prometheus.Metric) {
 	names, states := c.sorted()
