@@ -96,6 +96,8 @@ spawn() {
 	echo $! >"$DEMO_DIR/$name.pid"
 }
 
+# stop_pid PID: SIGTERM, SIGKILL after 10 s; fails if the process is still
+# there after that.
 stop_pid() {
 	local pid=$1 i
 	kill -TERM "$pid" 2>/dev/null || return 0
@@ -104,6 +106,11 @@ stop_pid() {
 		sleep 0.1
 	done
 	kill -KILL "$pid" 2>/dev/null || true
+	for ((i = 0; i < 50; i++)); do
+		pid_alive "$pid" || return 0
+		sleep 0.1
+	done
+	return 1
 }
 
 wait_http() {
@@ -423,7 +430,7 @@ wait_exporter_sees_clusters() {
 elapsed_since() { awk -v t0="$1" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.1fs", t1 - t0 }'; }
 
 kill_kafka_leader() {
-	local text old_leader old_isr new_leader new_isr broker_up t0 deadline
+	local text old_leader old_isr new_leader new_isr broker_up t0 deadline min_isr
 	text=$(scrape)
 	[[ -n $text ]] || die "exporter not answering at $(metrics_url); is the demo up?"
 	old_leader=$(metric "$text" kafka_partition_leader topic=demo partition=0)
@@ -445,7 +452,14 @@ kill_kafka_leader() {
 		sleep 0.2
 	done
 	echo "kafka: demo/0 leader $old_leader -> $new_leader after $(elapsed_since "$t0")"
-	echo "kafka: demo/0 in-sync replicas $old_isr -> $new_isr (min.insync.replicas 2: acks=all still succeeds)"
+	min_isr=$(metric "$text" kafka_topic_min_insync_replicas topic=demo)
+	if [[ -z $min_isr ]]; then
+		echo "kafka: demo/0 in-sync replicas $old_isr -> $new_isr"
+	elif ((new_isr >= min_isr)); then
+		echo "kafka: demo/0 in-sync replicas $old_isr -> $new_isr (min.insync.replicas $min_isr: acks=all still succeeds)"
+	else
+		echo "kafka: demo/0 in-sync replicas $old_isr -> $new_isr (under min.insync.replicas $min_isr: acks=all writes fail)"
+	fi
 	echo "kafka: kafka_broker_up{broker=\"$old_leader\"} 1 -> 0"
 	echo "kafka: leader changes seen by the exporter: $(metric "$text" kafka_partition_leader_changes_total topic=demo partition=0)"
 	echo "kafka: bring the broker back with: scripts/demo.sh heal"
@@ -502,8 +516,8 @@ kill_redis_master() {
 # The seed lesson, measured by the write canary: the same failure on both
 # systems, and how many writes each had acknowledged that did not survive it.
 kill_acked_writes() {
-	local text leader checks0 lost0 t0 deadline checks acked0 acked
-	local line a i s master="" id="" replica="" port rport rchecks0 racked0 racked_cut rlost
+	local text leader checks0 lost0 t0 deadline checks acked0 led read_after new_leader
+	local line a i s master="" id="" mslots="" replica="" port rport rchecks0 racked0 racked_cut rlost
 	text=$(scrape)
 	[[ -n $text ]] || die "exporter not answering at $(metrics_url); is the demo up?"
 	[[ -n $(metric "$text" kafka_canary_up kafka_cluster=demo) && -n $(metric "$text" redis_canary_up redis_cluster=demo) ]] ||
@@ -528,19 +542,39 @@ kill_acked_writes() {
 	checks0=$(total "$text" kafka_canary_read_back_checks_total kafka_cluster=demo)
 	lost0=$(total "$text" kafka_canary_acknowledged_lost_total kafka_cluster=demo)
 	acked0=$(total "$text" kafka_canary_produce_acknowledged_total kafka_cluster=demo partition=0 broker="$leader")
+	# The canary reads back each partition whose leader changed: every canary
+	# partition the broker led, at least one check each.
+	led=$(series "$text" kafka_partition_leader | grep -F 'topic="__failover_exporter_canary"' | awk -v b="$leader" '$NF == b' | wc -l)
+	((led > 0)) || led=1
 	t0=$(date +%s.%N)
 	"$KAFKA" kill "$leader"
-	echo "kafka: killed broker $leader (kill -9), leader of canary partition 0, which it had acknowledged $acked0 acks=all records on"
+	echo "kafka: killed broker $leader (kill -9), leader of canary partition 0, where it had acknowledged $acked0 acks=all records, and of $((led - 1)) other canary partition(s)"
 	deadline=$((SECONDS + TIMEOUT))
 	while :; do
 		text=$(scrape)
 		checks=$(total "$text" kafka_canary_read_back_checks_total kafka_cluster=demo)
-		((checks > checks0)) && break
-		((SECONDS < deadline)) || die "the canary did not read partition 0 back from a new leader after ${TIMEOUT}s"
+		((checks - checks0 >= led)) && break
+		((SECONDS < deadline)) || die "the canary read back $((checks - checks0)) of the $led partition(s) broker $leader led after ${TIMEOUT}s"
 		sleep 0.2
 	done
+	read_after=$(elapsed_since "$t0")
+	echo "kafka: the canary read its acknowledged records back from new leaders after $read_after (read-back checks: $((checks - checks0)); canary partitions that changed leader: $led)"
+	# The canary learns of the new leader from its own client, the exporter's
+	# view one refresh later: wait for the view before printing it.
+	while :; do
+		new_leader=$(metric "$text" kafka_partition_leader topic=__failover_exporter_canary partition=0)
+		if [[ -n $new_leader && $new_leader != -1 && $new_leader != "$leader" ]]; then
+			echo "kafka: new leader of canary partition 0: $new_leader (the exporter's view after $(elapsed_since "$t0"))"
+			break
+		fi
+		if ((SECONDS >= deadline)); then
+			echo "kafka: the exporter still shows leader '${new_leader}' for canary partition 0 after ${TIMEOUT}s; see kafka_up and $DEMO_DIR/exporter.log"
+			break
+		fi
+		sleep 0.2
+		text=$(scrape)
+	done
 	local kafka_lost=$(($(total "$text" kafka_canary_acknowledged_lost_total kafka_cluster=demo) - lost0))
-	echo "kafka: new leader of canary partition 0: $(metric "$text" kafka_partition_leader topic=__failover_exporter_canary partition=0), read back after $(elapsed_since "$t0")"
 	echo "kafka: failed canary writes on broker $leader: $(total "$text" kafka_canary_produce_failures_total kafka_cluster=demo broker="$leader")"
 	echo "kafka: acknowledged records lost: $kafka_lost"
 
@@ -555,7 +589,7 @@ kill_acked_writes() {
 		local r
 		r=$(series "$text" redis_cluster_node_info | grep -F "master_id=\"$i\"" | head -1)
 		[[ -n $r ]] || continue
-		if [[ -z $master || ${a##*:} -gt ${master##*:} ]]; then master=$a id=$i replica=$(label "$r" address); fi
+		if [[ -z $master || ${a##*:} -gt ${master##*:} ]]; then master=$a id=$i mslots=$s replica=$(label "$r" address); fi
 	done < <(series "$text" redis_cluster_node_master)
 	[[ -n $master ]] || die "no Redis master with a replica in the exporter's view"
 	port=${master##*:} rport=${replica##*:}
@@ -567,7 +601,7 @@ kill_acked_writes() {
 	# A paused replica still receives the stream into its socket buffer and
 	# would apply it on resume: cut the link on the master.
 	redis-cli -h 127.0.0.1 -p "$port" client kill type replica >/dev/null
-	echo "redis: paused replica $replica (SIGSTOP) and cut its replication link; master $master keeps acknowledging writes"
+	echo "redis: paused replica $replica (SIGSTOP) and cut its replication link; master $master stays up alone for 3s"
 	sleep 3
 	text=$(scrape)
 	racked_cut=$(total "$text" redis_canary_writes_acknowledged_total redis_cluster=demo node_id="$id")
@@ -584,8 +618,22 @@ kill_acked_writes() {
 		((SECONDS < deadline)) || die "the canary did not read its key from a promoted replica after ${TIMEOUT}s"
 		sleep 0.2
 	done
+	echo "redis: the canary read its key from the new master after $(elapsed_since "$t0")"
+	# The exporter's view of the promotion, one refresh later.
+	while :; do
+		if [[ $(metric "$text" redis_cluster_node_master address="$replica") == 1 &&
+			$(metric "$text" redis_cluster_node_slots address="$replica") == "$mslots" ]]; then
+			echo "redis: replica $replica promoted: a master with the old master's $mslots slots in the exporter's view after $(elapsed_since "$t0")"
+			break
+		fi
+		if ((SECONDS >= deadline)); then
+			echo "redis: after ${TIMEOUT}s the exporter does not show replica $replica as the master of the old master's $mslots slots"
+			break
+		fi
+		sleep 0.2
+		text=$(scrape)
+	done
 	rlost=$(total "$text" redis_canary_acknowledged_lost_writes_total redis_cluster=demo node_id="$id")
-	echo "redis: replica $replica promoted; the canary read its key there after $(elapsed_since "$t0")"
 	echo "redis: acknowledged writes lost: $rlost"
 	echo
 	echo "acknowledged writes lost in the failover:  Kafka (acks=all, min ISR 2): $kafka_lost   Redis Cluster (asynchronous replication): $rlost"
@@ -644,8 +692,11 @@ cmd_down() {
 	local name pid
 	for name in "${SERVICES[@]}"; do
 		if pid=$(service_pid "$name"); then
-			stop_pid "$pid"
-			log "stopped $name (pid $pid)"
+			if stop_pid "$pid"; then
+				log "stopped $name (pid $pid)"
+			else
+				log "warning: $name (pid $pid) is still running after SIGKILL"
+			fi
 		fi
 		rm -f "$DEMO_DIR/$name.pid"
 	done

@@ -96,6 +96,16 @@ func TestDemoUpKillDown(t *testing.T) {
 	} else if m[1] != "0" || m[2] == "0" {
 		t.Errorf("kill acked-writes: Kafka lost %s acknowledged writes (want 0), Redis %s (want some)", m[1], m[2])
 	}
+	// The new leader it prints is read after the kill, not from a view of
+	// the cluster one refresh older (it once printed the killed broker).
+	killed := regexp.MustCompile(`kafka: killed broker (\d+) `).FindStringSubmatch(out)
+	newLeader := regexp.MustCompile(`kafka: new leader of canary partition 0: (\d+) `).FindStringSubmatch(out)
+	if killed == nil || newLeader == nil || killed[1] == newLeader[1] {
+		t.Errorf("kill acked-writes: killed broker %v, new leader of canary partition 0 %v: want two different brokers", killed, newLeader)
+	}
+	if !regexp.MustCompile(`redis: replica \S+ promoted: a master with the old master's \d+ slots`).MatchString(out) {
+		t.Errorf("kill acked-writes did not see the Redis replica promoted")
+	}
 	demo(3*time.Minute, "heal")
 	// The next kill needs the healed broker back in the ISRs and the healed
 	// Redis node back as a replica.
