@@ -30,6 +30,13 @@ const (
 	DefaultKafkaClientID         = "failover_exporter"
 	DefaultRedisCommandTimeout   = 2 * time.Second
 	defaultRefreshTimeoutPercent = 80
+	// DefaultBackdateLimit is above Redis's default cluster-node-timeout
+	// (15 s) and Kafka's broker.session.timeout.ms (9 s) plus a few
+	// refreshes: the longest a cluster usually takes to confirm a failure.
+	DefaultBackdateLimit = time.Minute
+	// MaxBackdateLimit keeps a node the exporter cannot reach for an hour
+	// from lending that hour to a later real failure.
+	MaxBackdateLimit = time.Hour
 )
 
 // Config is the whole configuration file.
@@ -54,6 +61,11 @@ type KafkaCluster struct {
 	RefreshTimeout time.Duration `yaml:"refresh_timeout"`
 	DialTimeout    time.Duration `yaml:"dial_timeout"`
 	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// BackdateLimit is how far back an episode the cluster confirms may
+	// start, at the exporter's first failed probe of the broker that caused
+	// it (the outage clock, collector/episode/backdate.go). Set it above
+	// broker.session.timeout.ms plus a refresh.
+	BackdateLimit time.Duration `yaml:"backdate_limit"`
 	// TopicConfigRefreshInterval is how often min.insync.replicas is re-read
 	// for known topics; new topics are always read on the next refresh.
 	TopicConfigRefreshInterval time.Duration `yaml:"topic_config_refresh_interval"`
@@ -130,6 +142,11 @@ type RedisCluster struct {
 	RefreshInterval time.Duration `yaml:"refresh_interval"`
 	RefreshTimeout  time.Duration `yaml:"refresh_timeout"`
 	DialTimeout     time.Duration `yaml:"dial_timeout"`
+	// BackdateLimit is how far back a failover or unserved-slots episode
+	// may start, at the exporter's first failed probe of the master that
+	// caused it (the outage clock, collector/episode/backdate.go). Set it
+	// above cluster-node-timeout plus a refresh.
+	BackdateLimit time.Duration `yaml:"backdate_limit"`
 	// CommandTimeout bounds each command sent to one node.
 	CommandTimeout time.Duration `yaml:"command_timeout"`
 	TLS            TLS           `yaml:"tls"`
@@ -388,6 +405,9 @@ func (k *KafkaCluster) applyDefaults() {
 	if k.TopicConfigRefreshInterval == 0 {
 		k.TopicConfigRefreshInterval = DefaultTopicConfigRefresh
 	}
+	if k.BackdateLimit == 0 {
+		k.BackdateLimit = DefaultBackdateLimit
+	}
 	if k.Canary.Interval == 0 {
 		k.Canary.Interval = k.RefreshInterval
 	}
@@ -418,6 +438,9 @@ func (k *KafkaCluster) validate() error {
 	errs = append(errs, validateTimings(k.RefreshInterval, k.RefreshTimeout, k.DialTimeout, k.RequestTimeout, "request_timeout")...)
 	if k.TopicConfigRefreshInterval < 0 {
 		errs = append(errs, errors.New("topic_config_refresh_interval must be positive"))
+	}
+	if err := checkBackdateLimit(k.BackdateLimit); err != nil {
+		errs = append(errs, err)
 	}
 	if err := k.TLS.validate(); err != nil {
 		errs = append(errs, err)
@@ -481,6 +504,9 @@ func (r *RedisCluster) applyDefaults() {
 	if r.CommandTimeout == 0 {
 		r.CommandTimeout = DefaultRedisCommandTimeout
 	}
+	if r.BackdateLimit == 0 {
+		r.BackdateLimit = DefaultBackdateLimit
+	}
 	if r.Canary.Interval == 0 {
 		r.Canary.Interval = r.RefreshInterval
 	}
@@ -503,6 +529,9 @@ func (r *RedisCluster) validate() error {
 		}
 	}
 	errs = append(errs, validateTimings(r.RefreshInterval, r.RefreshTimeout, r.DialTimeout, r.CommandTimeout, "command_timeout")...)
+	if err := checkBackdateLimit(r.BackdateLimit); err != nil {
+		errs = append(errs, err)
+	}
 	if r.Password.IsSet() {
 		if err := r.Password.validate("password"); err != nil {
 			errs = append(errs, err)
@@ -542,6 +571,15 @@ func (c RedisCanary) validate(refreshInterval time.Duration) error {
 		errs = append(errs, fmt.Errorf("canary.wait %s is more than half of canary.interval %s", c.Wait, c.Interval))
 	}
 	return errors.Join(errs...)
+}
+
+// checkBackdateLimit refuses a limit that would backdate nothing or
+// lend an exporter-side outage of hours to a later failure.
+func checkBackdateLimit(limit time.Duration) error {
+	if limit <= 0 || limit > MaxBackdateLimit {
+		return fmt.Errorf("backdate_limit %s must be positive and at most %s", limit, MaxBackdateLimit)
+	}
+	return nil
 }
 
 // validateTimings returns one message per bad setting; a refresh_timeout

@@ -25,7 +25,7 @@ redis:
 	}
 	k := cfg.Kafka[0]
 	if k.Name != DefaultKafkaClusterName || k.RefreshInterval != DefaultRefreshInterval ||
-		k.RefreshTimeout != 4*time.Second || k.Version != DefaultKafkaVersion || !k.PartitionMetricsEnabled() {
+		k.RefreshTimeout != 4*time.Second || k.Version != DefaultKafkaVersion || !k.PartitionMetricsEnabled() || k.BackdateLimit != time.Minute {
 		t.Errorf("kafka defaults not applied: %+v", k)
 	}
 	if k.Canary.Enabled || k.Canary.Topic != DefaultKafkaCanaryTopic || !k.Canary.CreateTopicEnabled() || k.Canary.Interval != DefaultRefreshInterval ||
@@ -38,7 +38,7 @@ redis:
 		}
 	}
 	r := cfg.Redis[0]
-	if r.RefreshInterval != 2*time.Second || r.RefreshTimeout != 1600*time.Millisecond || r.CommandTimeout != DefaultRedisCommandTimeout {
+	if r.RefreshInterval != 2*time.Second || r.RefreshTimeout != 1600*time.Millisecond || r.CommandTimeout != DefaultRedisCommandTimeout || r.BackdateLimit != time.Minute {
 		t.Errorf("redis defaults not applied: %+v", r)
 	}
 	// The canary writes to the cluster: off unless the file says so.
@@ -69,6 +69,8 @@ func TestParseErrors(t *testing.T) {
 		{"canary negative wait", "redis:\n  - addrs: [a:1]\n    canary: {enabled: true, wait: -1s}\n", "canary.wait -1s is negative"},
 		{"canary topic name", "kafka:\n  - bootstrap_servers: [a:1]\n    canary: {enabled: true, topic: \"a b\"}\n", `canary.topic "a b" is not a valid Kafka topic name`},
 		{"canary min isr above rf", "kafka:\n  - bootstrap_servers: [a:1]\n    canary: {replication_factor: 2, min_insync_replicas: 3}\n", "canary.replication_factor 2 and canary.min_insync_replicas 3"},
+		{"negative backdate limit", "redis:\n  - addrs: [a:1]\n    backdate_limit: -1s\n", "line 3: backdate_limit: -1s must be positive"},
+		{"backdate limit above an hour", "kafka:\n  - bootstrap_servers: [a:1]\n    backdate_limit: 2h\n", "backdate_limit 2h0m0s must be positive and at most 1h0m0s"},
 		{"two documents", "kafka: []\n---\nredis: []\n", "more than one YAML document"},
 	}
 	for _, c := range cases {

@@ -108,6 +108,8 @@ func TestPageShowsTheTrouble(t *testing.T) {
 	var l events.List
 	l.Add(t0, events.KafkaBrokerDown, events.BrokerSubject(3, "127.0.0.1:9093"), "", "")
 	l.Add(t0, events.KafkaPartitionOffline, events.PartitionSubject("t0", 0), "3", "none")
+	// The exporter's probe of broker 3 failed before the metadata said so.
+	l.Events[len(l.Events)-1].FirstFailure = t0.Add(-3500 * time.Millisecond)
 	// The write canary's events are the cluster's, with the leader it wrote to.
 	canaryPartition := events.PartitionSubject("__failover_exporter_canary", 2)
 	canaryPartition.NodeID = "3"
@@ -130,7 +132,7 @@ func TestPageShowsTheTrouble(t *testing.T) {
 		`data-stat="under-replicated">under-replicated<b>5</b>oldest 40s`,
 		`<tr data-topic="t0" data-partition="0"><td>t0</td><td class="num">0</td><td>none</td><td>[3]</td><td>[3]</td><td>offline, under min ISR</td><td>45s</td>`,
 		`<tr data-broker="3" class="bad"><td>3</td><td>127.0.0.1:9093</td><td></td><td>down</td>`,
-		`<tr data-kind="partition_offline">`, `t0/0`, `3 → none`,
+		`<tr data-kind="partition_offline">`, `t0/0`, `3 → none · first failed probe ` + t0.Add(-3500*time.Millisecond).UTC().Format("15:04:05") + ` (3.5s before)`,
 		`data-stat="failover">failover under way<b>3s</b>`,
 		`data-first="0" data-last="8191" data-owner="127.0.0.1:7000" data-state="fail"`,
 		`data-first="8192" data-last="16383" data-owner="127.0.0.1:7001" data-state="ok"`,

@@ -187,6 +187,10 @@ func eventRows(log *events.Log, cluster string, now time.Time) []eventRow {
 		if e.Before != "" || e.After != "" {
 			change = e.Before + " → " + e.After
 		}
+		if !e.FirstFailure.IsZero() {
+			// The outage began before the cluster confirmed it.
+			change += fmt.Sprintf(" · first failed probe %s (%.1fs before)", e.FirstFailure.UTC().Format("15:04:05"), e.Time.Sub(e.FirstFailure).Seconds())
+		}
 		rows = append(rows, eventRow{Time: e.Time.UTC().Format("15:04:05") + " (" + ago(now.Sub(e.Time)) + ")", Kind: string(e.Kind), Subject: subject, Change: change})
 	}
 	return rows

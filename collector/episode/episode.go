@@ -5,8 +5,10 @@
 // while carrying state from one snapshot to the next, and the collectors
 // emit the results.
 //
-// Resolution is one refresh: an episode begins at the first refresh that
-// sees the condition and ends at the first that no longer does, so a
+// An episode begins at the first refresh that sees the condition, or, when
+// the cluster confirms a failure the exporter's own probes saw first, at
+// the first failed probe (Backdate, in backdate.go); it ends at the first
+// refresh that no longer sees the condition. Resolution is one refresh: a
 // measured duration is within one refresh interval of the real one, and an
 // episode shorter than a refresh may be missed altogether.
 package episode
@@ -57,7 +59,8 @@ func (h *Histogram) Observe(d time.Duration) *Histogram {
 
 // Open is an episode that has begun and not yet ended.
 type Open struct {
-	// Since is when the first refresh that saw the condition read the cluster.
+	// Since is when the first refresh that saw the condition read the
+	// cluster, or the first failed probe that explains it (Backdate).
 	Since time.Time
 	// StartSeen is false when the condition already held at the exporter's
 	// first refresh (it was restarted mid-outage): the episode's real start
@@ -81,13 +84,15 @@ type Ended[K comparable] struct {
 
 // Step carries the open episodes of the previous snapshot into the next,
 // read at now. active lists the keys whose condition holds now (duplicates
-// are harmless). startSeen reports, for a key not open before, whether the
-// previous snapshot could tell that its condition did not hold: false on
-// the exporter's first snapshot of the cluster, for a subject it had not
-// seen, or one whose condition it could not evaluate, so that the episode
-// is one of unknown start. It returns the episodes open now and those that
-// ended, in no particular order.
-func Step[K comparable](prev map[K]Open, now time.Time, active []K, startSeen func(K) bool) (open map[K]Open, ended []Ended[K]) {
+// are harmless). begin opens the episode of a key not open before: Since
+// is now, or earlier when the outage clock dates it back (Backdate), and
+// StartSeen is false when the previous snapshot could not tell that its
+// condition did not hold: the exporter's first snapshot of the cluster, a
+// subject it had not seen, or one whose condition it could not evaluate,
+// so that the episode is one of unknown start. It is called in the order
+// of active. Step returns the episodes open now and those that ended, in
+// no particular order.
+func Step[K comparable](prev map[K]Open, now time.Time, active []K, begin func(K) Open) (open map[K]Open, ended []Ended[K]) {
 	if len(active) > 0 {
 		open = make(map[K]Open, len(active))
 	}
@@ -97,7 +102,12 @@ func Step[K comparable](prev map[K]Open, now time.Time, active []K, startSeen fu
 			continue
 		}
 		if _, dup := open[k]; !dup {
-			open[k] = Open{Since: now, StartSeen: startSeen(k)}
+			o := begin(k)
+			if !o.StartSeen || o.Since.After(now) {
+				// Only a seen start is dated back, and never past now.
+				o.Since = now
+			}
+			open[k] = o
 		}
 	}
 	for k, o := range prev {

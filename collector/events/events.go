@@ -96,6 +96,12 @@ type Event struct {
 	// applicable.
 	Before string `json:"before,omitempty"`
 	After  string `json:"after,omitempty"`
+	// FirstFailure is, for a failure the cluster confirmed (a node
+	// flagged, a broker gone, a partition offline or under min ISR), the
+	// exporter's first failed probe of the node or broker that caused it,
+	// when that came before Time: when clients began to fail, as the
+	// outage clock dates the episode. Zero otherwise.
+	FirstFailure time.Time `json:"first_failure,omitzero"`
 }
 
 // Subject is what a transition happened to.

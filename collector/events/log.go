@@ -72,6 +72,9 @@ func (l *Log) logEvent(e Event) {
 	if e.After != "" {
 		kv = append(kv, "after", e.After)
 	}
+	if !e.FirstFailure.IsZero() {
+		kv = append(kv, "first_failure", e.FirstFailure.UTC().Format(time.RFC3339Nano))
+	}
 	level.Info(l.logger).Log(kv...)
 }
 

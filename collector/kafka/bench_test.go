@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -154,3 +155,60 @@ func benchmarkBuild(b *testing.B, partitions int) {
 func BenchmarkRefresh10kPartitions(b *testing.B)  { benchmarkBuild(b, 10_000) }
 func BenchmarkRefresh100kPartitions(b *testing.B) { benchmarkBuild(b, 100_000) }
 func BenchmarkRefresh500kPartitions(b *testing.B) { benchmarkBuild(b, 500_000) }
+
+// benchmarkBrokerDeath times the refresh that sees broker 3 of a
+// 100,000-partition cluster confirmed dead: it leaves every ISR, two
+// thirds of the partitions open under-replicated episodes (and those it
+// led, offline ones), and the outage clock dates each from the broker's
+// first failed probe, a refresh earlier. backdate false is the same
+// refresh with the clock off, for the ratio.
+func benchmarkBrokerDeath(b *testing.B, partitions int, backdate bool) {
+	alive := syntheticMetadata(partitions)
+	dead := &sarama.MetadataResponse{Version: 7}
+	for _, br := range alive.Brokers {
+		if br.ID() != 3 {
+			dead.AddBroker(br.Addr(), br.ID())
+		}
+	}
+	for _, t := range alive.Topics {
+		for _, p := range t.Partitions {
+			leader := p.Leader
+			if leader == 3 {
+				leader = -1
+			}
+			isr := slices.DeleteFunc(slices.Clone(p.Isr), func(id int32) bool { return id == 3 })
+			dead.AddTopicPartition(t.Name, p.ID, leader, p.Replicas, isr, nil, sarama.ErrNoError)
+		}
+	}
+	limit := time.Minute
+	if !backdate {
+		limit = 0
+	}
+	t0 := time.Now()
+	snap := func(md *sarama.MetadataResponse, at time.Time, unreachable bool) *Snapshot {
+		s := buildSnapshot(md, all, TopicConfigCache{}, nil, at)
+		s.backdateLimit = limit
+		for i := range s.Brokers {
+			s.Brokers[i].Reachable = !(unreachable && s.Brokers[i].ID == 3)
+		}
+		return s
+	}
+	healthy := snap(alive, t0, false)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		probed := snap(alive, t0.Add(time.Second), true) // broker 3 stops answering
+		carryTransitions(healthy, probed)
+		next := snap(dead, t0.Add(2*time.Second), true) // the metadata confirms it
+		rememberDownBrokers(probed, next)
+		b.StartTimer()
+		carryTransitions(probed, next)
+	}
+}
+
+// The refresh that confirms a broker's death, with and without the outage clock.
+func BenchmarkRefreshBrokerDeath100kPartitions(b *testing.B) { benchmarkBrokerDeath(b, 100_000, true) }
+func BenchmarkRefreshBrokerDeath100kPartitionsNoBackdate(b *testing.B) {
+	benchmarkBrokerDeath(b, 100_000, false)
+}

@@ -104,12 +104,14 @@ func newHistogram(name, help string, labels ...string) *exposition.Desc {
 }
 
 // episodeHelp is appended to the HELP of every episode histogram.
-const episodeHelp = ", from the first refresh that saw it to the first that no longer did; one observation per partition episode when it ends. " +
+const episodeHelp = ", from the exporter's first failed probe of the broker that caused it (once the metadata confirmed it; else the first refresh that saw it) " +
+	"to the first refresh that no longer did; one observation per partition episode when it ends. " +
 	"Episodes already under way when the exporter started are not observed."
 
 // openEpisodeHelp is appended to the HELP of every open-episode gauge.
 const openEpisodeHelp = ", as of the last successful refresh; absent while none is open. " +
-	"For an episode already under way when the exporter started, counted from its first refresh."
+	"Counted from the exporter's first failed probe of the broker that caused it, as the histograms are; " +
+	"for an episode already under way when the exporter started, from its first refresh."
 
 // metrics is the collector's metric table: every family it can emit, each
 // name a literal.

@@ -1,9 +1,13 @@
 package kafka
 
 import (
+	"slices"
+	"sort"
+	"strconv"
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/episode"
+	"github.com/failover-exporter/failover_exporter/collector/events"
 )
 
 // Condition is a partition state whose episodes are timed.
@@ -49,12 +53,24 @@ type Episodes struct {
 type TopicEpisodes [conditionCount]*episode.Histogram
 
 // carryEpisodes times the conditions of next's partitions against prev's
-// (nil for the exporter's first snapshot). A condition already present
-// when the exporter first sees a topic, or first knows its min ISR, is an
-// episode of unknown start. It opens an episode where a condition begins, observes
-// its duration in the topic's histogram where it ends, and drops the
-// histograms of topics that are gone.
+// (nil for the exporter's first snapshot). An episode begins at the
+// exporter's first failed probe of the broker that caused it, once the
+// metadata confirms it (outageClock), or else at the refresh that sees it.
+// A condition already present when the exporter first sees a topic, or
+// first knows its min ISR, is an episode of unknown start. It opens an
+// episode where a condition begins, observes its duration in the topic's
+// histogram where it ends, and drops the histograms of topics that are
+// gone.
 func carryEpisodes(prev, next *Snapshot) {
+	var before Episodes
+	var prevTopics map[string]*Topic // by name, for topics prev had
+	if prev != nil {
+		before = prev.Episodes
+		prevTopics = make(map[string]*Topic, len(prev.Topics))
+		for i := range prev.Topics {
+			prevTopics[prev.Topics[i].Name] = &prev.Topics[i]
+		}
+	}
 	var active [conditionCount][]PartitionKey
 	for ti := range next.Topics {
 		t := &next.Topics[ti]
@@ -72,15 +88,8 @@ func carryEpisodes(prev, next *Snapshot) {
 			}
 		}
 	}
+	clock := newOutageClock(prev, next)
 
-	var before Episodes
-	prevMinISR := map[string]int{} // by topic, for topics prev had
-	if prev != nil {
-		before = prev.Episodes
-		for i := range prev.Topics {
-			prevMinISR[prev.Topics[i].Name] = prev.Topics[i].MinISR
-		}
-	}
 	topics := make(map[string]bool, len(next.Topics))
 	for i := range next.Topics {
 		topics[next.Topics[i].Name] = true
@@ -93,13 +102,31 @@ func carryEpisodes(prev, next *Snapshot) {
 	}
 	oldest := map[string]*[conditionCount]time.Time{}
 	for c := range conditionCount {
-		// The start is seen when prev had the topic and, for min ISR,
-		// knew the topic's min.insync.replicas (it may be read late).
-		startSeen := func(k PartitionKey) bool {
-			minISR, ok := prevMinISR[k.Topic]
-			return ok && (c != ConditionUnderMinISR || minISR > 0)
+		// Keys come in topic and partition order: the topic found for
+		// one serves the next, and partitions are read in memory order.
+		var nt *Topic
+		begin := func(k PartitionKey) episode.Open {
+			// The start is seen when prev had the topic and, for min
+			// ISR, knew the topic's min.insync.replicas (it may be read late).
+			pt, ok := prevTopics[k.Topic]
+			if !ok || (c == ConditionUnderMinISR && pt.MinISR == 0) {
+				return episode.Open{Since: next.ReadAt}
+			}
+			o := episode.Open{Since: next.ReadAt, StartSeen: true}
+			if clock == nil {
+				return o
+			}
+			if nt == nil || nt.Name != k.Topic {
+				nt = findTopic(next.Topics, k.Topic)
+			}
+			if np := findPartition(nt.Partitions, k.Partition); np != nil {
+				if start := clock.start(c, pt, np); !start.IsZero() {
+					o.Since = start
+				}
+			}
+			return o
 		}
-		open, closed := episode.Step(before.Open[c], next.ReadAt, active[c], startSeen)
+		open, closed := episode.Step(before.Open[c], next.ReadAt, active[c], begin)
 		next.Episodes.Open[c] = open
 		for _, e := range closed {
 			// A partition that vanished with its topic ended nothing; an
@@ -137,4 +164,136 @@ func carryEpisodes(prev, next *Snapshot) {
 	}
 	next.Episodes.Ended = ended
 	next.Episodes.Oldest = oldest
+}
+
+// carryProbes dates each broker's run of failed probes
+// (Broker.ProbeFailedSince) from prev's: the evidence the outage clock
+// backdates episodes to.
+func carryProbes(prev, next *Snapshot) {
+	probedAt := next.ProbedAt
+	if probedAt.IsZero() {
+		probedAt = next.ReadAt
+	}
+	for i := range next.Brokers {
+		nb := &next.Brokers[i]
+		if nb.Address == "" {
+			continue // never probed
+		}
+		var pb *Broker
+		if prev != nil {
+			pb = findBroker(prev.Brokers, nb.ID)
+		}
+		var sinceBefore time.Time
+		reachedBefore := pb != nil && pb.Reachable
+		if pb != nil {
+			sinceBefore = pb.ProbeFailedSince
+		}
+		nb.ProbeFailedSince = episode.FailedSince(pb != nil, reachedBefore, sinceBefore, nb.Reachable, probedAt)
+	}
+}
+
+// outageClock dates the episodes that open in next from the exporter's
+// first failed probe of the broker that caused them (episode.Backdate),
+// each broker's date worked out once.
+type outageClock struct {
+	prev, next *Snapshot
+	failedAt   map[int32]time.Time
+}
+
+// newOutageClock returns nil when nothing can be dated: on the exporter's
+// first snapshot, or with the clock off.
+func newOutageClock(prev, next *Snapshot) *outageClock {
+	if prev == nil || next.backdateLimit <= 0 {
+		return nil
+	}
+	return &outageClock{prev: prev, next: next, failedAt: map[int32]time.Time{}}
+}
+
+// brokerFailedAt is the first failed probe of broker id that explains a
+// failure the metadata confirms in next, by the outage clock's rule:
+// next.ReadAt when there is none.
+func (o *outageClock) brokerFailedAt(id int32) time.Time {
+	if at, ok := o.failedAt[id]; ok {
+		return at
+	}
+	at := o.next.ReadAt
+	if nb := findBroker(o.next.Brokers, id); nb != nil {
+		evidence := nb.ProbeFailedSince
+		if pb := findBroker(o.prev.Brokers, id); pb != nil {
+			evidence = episode.Evidence(nb.ProbeFailedSince, pb.ProbeFailedSince, pb.Reachable)
+		}
+		at = episode.Backdate(o.next.ReadAt, evidence, o.next.backdateLimit)
+	}
+	o.failedAt[id] = at
+	return at
+}
+
+// start is when condition c of partition np, not open in prev, began:
+// for a partition gone offline, the first failed probe of the leader it
+// lost; for one whose ISR shrank, the last of the first failed probes of
+// the members it lost (the condition began when the last of them went).
+// A member that left the ISR while the exporter still reached it (a
+// lagging replica) dates the condition to this refresh, as does a
+// condition no lost member explains. Zero means this refresh.
+func (o *outageClock) start(c Condition, pt *Topic, np *Partition) time.Time {
+	pp := findPartition(pt.Partitions, np.ID)
+	if pp == nil {
+		return time.Time{}
+	}
+	if c == ConditionOffline {
+		if pp.Leader == NoLeader {
+			return time.Time{}
+		}
+		return o.brokerFailedAt(pp.Leader)
+	}
+	var start time.Time
+	for _, id := range pp.ISR {
+		if slices.Contains(np.ISR, id) {
+			continue
+		}
+		if at := o.brokerFailedAt(id); at.After(start) {
+			start = at
+		}
+	}
+	return start
+}
+
+// findTopic finds a topic by name in topics sorted by name.
+func findTopic(topics []Topic, name string) *Topic {
+	i := sort.Search(len(topics), func(i int) bool { return topics[i].Name >= name })
+	if i == len(topics) || topics[i].Name != name {
+		return nil
+	}
+	return &topics[i]
+}
+
+// annotateFirstFailures gives the events that report a confirmed failure
+// (a broker down, a partition offline or under min ISR) the first failed
+// probe that began it, when that came first: the broker's own, or the
+// start the outage clock gave the partition's episode.
+func annotateFirstFailures(prev, next *Snapshot) {
+	clock := newOutageClock(prev, next)
+	for i := range next.Events.Events {
+		ev := &next.Events.Events[i]
+		var first time.Time
+		switch ev.Kind {
+		case events.KafkaBrokerDown:
+			if id, err := strconv.ParseInt(ev.Subject.NodeID, 10, 32); err == nil && clock != nil {
+				first = clock.brokerFailedAt(int32(id))
+			}
+		case events.KafkaPartitionOffline, events.KafkaUnderMinISRBegin:
+			c := ConditionOffline
+			if ev.Kind == events.KafkaUnderMinISRBegin {
+				c = ConditionUnderMinISR
+			}
+			if ev.Subject.Partition != nil {
+				if o, ok := next.Episodes.Open[c][PartitionKey{ev.Subject.Topic, *ev.Subject.Partition}]; ok {
+					first = o.Since
+				}
+			}
+		}
+		if !first.IsZero() && first.Before(ev.Time) {
+			ev.FirstFailure = first
+		}
+	}
 }

@@ -50,7 +50,7 @@ func TestEpisodesObservedWhenTheyEnd(t *testing.T) {
 	// the exporter's first refresh, so that episode is 13 s old and will
 	// not be observed when it ends.
 	want := `
-# HELP kafka_partition_offline_episode_seconds How long partitions of the topic had no leader, from the first refresh that saw it to the first that no longer did; one observation per partition episode when it ends. Episodes already under way when the exporter started are not observed.
+# HELP kafka_partition_offline_episode_seconds How long partitions of the topic had no leader, from the exporter's first failed probe of the broker that caused it (once the metadata confirmed it; else the first refresh that saw it) to the first refresh that no longer did; one observation per partition episode when it ends. Episodes already under way when the exporter started are not observed.
 # TYPE kafka_partition_offline_episode_seconds histogram
 kafka_partition_offline_episode_seconds_bucket{kafka_cluster="main",topic="t",le="0.5"} 0
 kafka_partition_offline_episode_seconds_bucket{kafka_cluster="main",topic="t",le="1"} 0
@@ -69,10 +69,10 @@ kafka_partition_offline_episode_seconds_bucket{kafka_cluster="main",topic="t",le
 kafka_partition_offline_episode_seconds_bucket{kafka_cluster="main",topic="t",le="+Inf"} 1
 kafka_partition_offline_episode_seconds_sum{kafka_cluster="main",topic="t"} 8
 kafka_partition_offline_episode_seconds_count{kafka_cluster="main",topic="t"} 1
-# HELP kafka_partition_offline_open_episode_seconds Age of the oldest ongoing episode of a partition of the topic without a leader, as of the last successful refresh; absent while none is open. For an episode already under way when the exporter started, counted from its first refresh.
+# HELP kafka_partition_offline_open_episode_seconds Age of the oldest ongoing episode of a partition of the topic without a leader, as of the last successful refresh; absent while none is open. Counted from the exporter's first failed probe of the broker that caused it, as the histograms are; for an episode already under way when the exporter started, from its first refresh.
 # TYPE kafka_partition_offline_open_episode_seconds gauge
 kafka_partition_offline_open_episode_seconds{kafka_cluster="main",topic="t"} 8
-# HELP kafka_partition_under_min_isr_open_episode_seconds Age of the oldest ongoing episode of a partition of the topic under min.insync.replicas, as of the last successful refresh; absent while none is open. For an episode already under way when the exporter started, counted from its first refresh.
+# HELP kafka_partition_under_min_isr_open_episode_seconds Age of the oldest ongoing episode of a partition of the topic under min.insync.replicas, as of the last successful refresh; absent while none is open. Counted from the exporter's first failed probe of the broker that caused it, as the histograms are; for an episode already under way when the exporter started, from its first refresh.
 # TYPE kafka_partition_under_min_isr_open_episode_seconds gauge
 kafka_partition_under_min_isr_open_episode_seconds{kafka_cluster="main",topic="t"} 13
 `
@@ -201,4 +201,108 @@ func TestMinISRReadLateMakesAnEpisodeOfUnknownStart(t *testing.T) {
 	if len(s2.Episodes.Open[ConditionUnderMinISR]) != 0 {
 		t.Errorf("the episode is still open after the ISR healed")
 	}
+}
+
+// probed marks which brokers accepted the refresh's probe and sets the
+// outage clock's limit, as the source does.
+func probed(s *Snapshot, unreachable ...int32) *Snapshot {
+	for i := range s.Brokers {
+		s.Brokers[i].Reachable = s.Brokers[i].Address != "" && !slices.Contains(unreachable, s.Brokers[i].ID)
+	}
+	s.backdateLimit = time.Minute
+	return s
+}
+
+// chainSnapshots carries transitions from each snapshot to the next, as
+// refreshes do, and returns the last.
+func chainSnapshots(snaps ...*Snapshot) *Snapshot {
+	var prev *Snapshot
+	for _, s := range snaps {
+		rememberDownBrokers(prev, s)
+		carryTransitions(prev, s)
+		prev = s
+	}
+	return prev
+}
+
+// The outage clock's rule for Kafka: an offline or under-min-ISR episode
+// the metadata confirms begins at the exporter's first failed probe of the
+// broker it lost.
+func TestOutageClockKafka(t *testing.T) {
+	rs, one := []int32{1, 2, 3}, []int32{1}
+	healthy := func(s float64) *Snapshot {
+		return probed(snapshotAt(s, rs, part{1, rs, rs}, part{1, one, one}))
+	}
+	// Broker 1 killed between 0 and 1 s; the metadata still lists it
+	// (its session has not expired) until 9 s.
+	dead := func(s float64) *Snapshot { return probed(snapshotAt(s, rs, part{1, rs, rs}, part{1, one, one}), 1) }
+	fenced := func(s float64) *Snapshot {
+		return probed(snapshotAt(s, []int32{2, 3}, part{2, rs, []int32{2, 3}}, part{-1, one, one}), 1)
+	}
+	key := func(p int32) PartitionKey { return PartitionKey{"t", p} }
+
+	t.Run("confirmed", func(t *testing.T) {
+		last := chainSnapshots(healthy(0), dead(1), dead(5), fenced(9))
+		if o := last.Episodes.Open[ConditionOffline][key(1)]; !o.StartSeen || !o.Since.Equal(episodeT0.Add(time.Second)) {
+			t.Errorf("offline episode of the RF 1 partition %+v, want begun at the failed probe at 1 s", o)
+		}
+		// Partition 0 lost broker 1 from its ISR: under-replicated since 1 s.
+		if o := last.Episodes.Open[ConditionUnderReplicated][key(0)]; !o.Since.Equal(episodeT0.Add(time.Second)) {
+			t.Errorf("under-replicated episode %+v, want begun at 1 s", o)
+		}
+		var offline, down bool
+		for _, ev := range last.Events.Events {
+			switch ev.Kind {
+			case "partition_offline":
+				offline = ev.FirstFailure.Equal(episodeT0.Add(time.Second))
+			case "broker_down":
+				down = ev.FirstFailure.Equal(episodeT0.Add(time.Second))
+			}
+		}
+		if !offline || !down {
+			t.Errorf("events carry first_failure at 1 s: partition_offline %v, broker_down %v\n%+v", offline, down, last.Events.Events)
+		}
+		ended := chainSnapshots(healthy(0), dead(1), dead(5), fenced(9), probed(snapshotAt(12, rs, part{2, rs, rs}, part{1, one, one})))
+		if h := ended.Episodes.Ended["t"][ConditionOffline]; h == nil || h.Count != 1 || h.Sum != 11 {
+			t.Errorf("offline histogram %+v, want one of 11 s (failed probe at 1 s to leader back at 12 s)", h)
+		}
+	})
+	t.Run("never confirmed", func(t *testing.T) {
+		// (Partition 1, RF 1, is under min ISR 2 throughout: not at issue.)
+		last := chainSnapshots(healthy(0), dead(1), dead(5), healthy(9))
+		for _, c := range []Condition{ConditionOffline, ConditionUnderReplicated} {
+			if len(last.Episodes.Open[c]) != 0 || (last.Episodes.Ended["t"] != nil && last.Episodes.Ended["t"][c] != nil) {
+				t.Errorf("a probe failure the metadata never confirmed made an episode: %+v", last.Episodes)
+			}
+		}
+	})
+	t.Run("under min ISR dates from the member whose loss made it", func(t *testing.T) {
+		// Broker 2 died at 1 s and left the ISR at 5 s (still 2 of min 2);
+		// broker 3 died at 6 s and left at 9 s: under min ISR since 6 s.
+		last := chainSnapshots(
+			probed(snapshotAt(0, rs, part{1, rs, rs})),
+			probed(snapshotAt(1, rs, part{1, rs, rs}), 2),
+			probed(snapshotAt(5, []int32{1, 3}, part{1, rs, []int32{1, 3}}), 2),
+			probed(snapshotAt(6, []int32{1, 3}, part{1, rs, []int32{1, 3}}), 2, 3),
+			probed(snapshotAt(9, []int32{1}, part{1, rs, []int32{1}}), 2, 3),
+		)
+		if o := last.Episodes.Open[ConditionUnderMinISR][key(0)]; !o.Since.Equal(episodeT0.Add(6 * time.Second)) {
+			t.Errorf("under-min-ISR episode %+v, want begun at 6 s", o)
+		}
+	})
+	t.Run("a lagging member dates the shrink to the refresh", func(t *testing.T) {
+		last := chainSnapshots(
+			probed(snapshotAt(0, rs, part{1, rs, rs})),
+			probed(snapshotAt(5, rs, part{1, rs, []int32{1, 3}})),
+		)
+		if o := last.Episodes.Open[ConditionUnderReplicated][key(0)]; !o.Since.Equal(episodeT0.Add(5 * time.Second)) {
+			t.Errorf("under-replicated episode %+v, want begun at 5 s: broker 2 answered every probe", o)
+		}
+	})
+	t.Run("exporter restarted mid-outage", func(t *testing.T) {
+		last := chainSnapshots(fenced(9), fenced(10), probed(snapshotAt(12, rs, part{2, rs, rs}, part{1, one, one})))
+		if h := last.Episodes.Ended["t"]; h != nil && h[ConditionOffline] != nil && h[ConditionOffline].Count != 0 {
+			t.Errorf("a restarted exporter timed an outage whose start it never saw: %+v", h[ConditionOffline])
+		}
+	})
 }

@@ -15,6 +15,13 @@ import (
 type Snapshot struct {
 	// ReadAt is when the metadata was read.
 	ReadAt time.Time
+	// ProbedAt is when the refresh began probing the brokers: the time of
+	// each broker's probe (Broker.ProbeFailedSince). Zero in snapshots
+	// built by hand, where ReadAt stands in.
+	ProbedAt time.Time
+	// backdateLimit bounds how far back an episode may start at the
+	// exporter's first failed probe (episode.Backdate); 0 turns it off.
+	backdateLimit time.Duration
 	// Brokers are sorted by ID. They include brokers that are down but still
 	// hold replica assignments (Up is false for those).
 	Brokers []Broker
@@ -63,6 +70,11 @@ type Broker struct {
 	// cannot: when the KRaft controller quorum is lost, metadata freezes
 	// and dead brokers stay listed as live.
 	Reachable bool
+	// ProbeFailedSince is when the exporter's probes of the broker began to
+	// fail, in its current run of failures: zero while it accepts them, or
+	// when the run began before the exporter could see it
+	// (episode.FailedSince).
+	ProbeFailedSince time.Time
 	// LeaderPartitions counts partitions this broker leads.
 	LeaderPartitions int
 	// ReplicaPartitions counts partition replicas assigned to this broker.

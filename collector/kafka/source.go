@@ -159,17 +159,23 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	reassignments := s.listReassignments(ctx, broker.Addr(), md)
 	snap := buildSnapshot(md, s.cfg.Topics.Match, configs, reassignments, s.now())
 	s.readELR(ctx, snap)
-	carryTransitions(prev, snap)
-	// After carryTransitions, which may restore a stale ELR read.
-	snap.countNoCleanLeader()
-	snap.countRacks()
 	// The quorum request is forwarded to the active controller and hangs
 	// when there is none; reading it beside the broker probes keeps it from
 	// eating the probes' time, which is when they matter most.
 	quorum := make(chan *Quorum, 1)
 	go func() { quorum <- s.readQuorum(ctx) }()
+	// Down brokers are probed at their last known address. The probes
+	// come before carryTransitions, whose outage clock dates episodes
+	// from the first failed probe.
+	rememberDownBrokers(prev, snap)
+	snap.ProbedAt = s.now()
 	s.probeBrokers(ctx, snap, broker.Addr())
 	snap.Quorum = <-quorum
+	snap.backdateLimit = s.cfg.BackdateLimit
+	carryTransitions(prev, snap)
+	// After carryTransitions, which may restore a stale ELR read.
+	snap.countNoCleanLeader()
+	snap.countRacks()
 
 	s.known = s.known[:0]
 	for _, b := range md.Brokers {

@@ -3,6 +3,7 @@ package kafka
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
@@ -37,6 +38,8 @@ import (
 // answered in both snapshots: without it a reassigning partition only
 // looks like one with more replicas.
 func carryTransitions(prev, next *Snapshot) {
+	rememberDownBrokers(prev, next)
+	carryProbes(prev, next)
 	carryEpisodes(prev, next)
 	if prev == nil {
 		return
@@ -127,6 +130,17 @@ func carryTransitions(prev, next *Snapshot) {
 		}
 	}
 
+	annotateFirstFailures(prev, next)
+}
+
+// rememberDownBrokers gives brokers that went down the address and rack
+// prev knew, since the Metadata response no longer lists them: the
+// exporter keeps probing the address, and racks keep counting. It only
+// fills what is missing, so calling it twice is harmless.
+func rememberDownBrokers(prev, next *Snapshot) {
+	if prev == nil {
+		return
+	}
 	for i := range next.Brokers {
 		nb := &next.Brokers[i]
 		if nb.Up || nb.Address != "" {
@@ -229,8 +243,10 @@ func lostMember(from, to []int32) bool {
 
 // findPartition looks a partition up in a slice sorted by ID.
 func findPartition(ps []Partition, id int32) *Partition {
-	i, ok := slices.BinarySearchFunc(ps, id, func(p Partition, id int32) int { return int(p.ID - id) })
-	if !ok {
+	// By index: a comparison function taking a Partition would copy the
+	// whole struct at every step, which dominated a broker death's refresh.
+	i := sort.Search(len(ps), func(i int) bool { return ps[i].ID >= id })
+	if i == len(ps) || ps[i].ID != id {
 		return nil
 	}
 	return &ps[i]
@@ -238,8 +254,8 @@ func findPartition(ps []Partition, id int32) *Partition {
 
 // findBroker looks a broker up in a slice sorted by ID.
 func findBroker(bs []Broker, id int32) *Broker {
-	i, ok := slices.BinarySearchFunc(bs, id, func(b Broker, id int32) int { return int(b.ID - id) })
-	if !ok {
+	i := sort.Search(len(bs), func(i int) bool { return bs[i].ID >= id })
+	if i == len(bs) || bs[i].ID != id {
 		return nil
 	}
 	return &bs[i]

@@ -155,18 +155,18 @@ var metrics = func() descs {
 			"Role changes of the node observed by this exporter."+fromRefresh, node...),
 
 		failoverSeconds: newHistogram("redis_cluster_failover_seconds",
-			"How long failovers took, from the first refresh that saw a master owning slots flagged PFAIL or FAIL to the first that saw one of its replicas promoted, "+
+			"How long failovers took, from the exporter's first failed query of a master owning slots, once the cluster flagged it PFAIL or FAIL (else the first refresh that saw the flag), to the first refresh that saw one of its replicas promoted, "+
 				"not failing and owning slots; one observation per failover. A failover that began and ended between two refreshes counts as the time between them (an upper bound). "+
 				"A master that recovers before a replica takes over is not a failover. Failovers already under way when the exporter started are not observed."),
 		slotsUnservedSeconds: newHistogram("redis_cluster_slots_unserved_episode_seconds",
-			"How long some hash slots were unserved (owner flagged PFAIL or FAIL, or no owner), from the first refresh that saw it to the first that did not. "+
+			"How long some hash slots were unserved (owner flagged PFAIL or FAIL, or no owner), from the exporter's first failed query of the flagged owner (else the first refresh that saw it) to the first refresh that did not. "+
 				"Episodes already under way when the exporter started are not observed."),
 		failoverOpenSeconds: newGauge("redis_cluster_failover_open_episode_seconds",
 			"Age of the oldest failover under way (a master owning slots flagged PFAIL or FAIL, no replica promoted yet); absent while none is. "+
-				"For one already under way when the exporter started, counted from its first refresh."+fromRefresh),
+				"Counted from the exporter's first failed query of the master, as the histogram is; for one already under way when the exporter started, from its first refresh."+fromRefresh),
 		slotsUnservedOpenSeconds: newGauge("redis_cluster_slots_unserved_open_episode_seconds",
 			"Age of the ongoing episode of unserved hash slots; absent while every slot is served. "+
-				"For one already under way when the exporter started, counted from its first refresh."+fromRefresh),
+				"Counted from the exporter's first failed query of the flagged owner, as the histogram is; for one already under way when the exporter started, from its first refresh."+fromRefresh),
 	}
 }()
 

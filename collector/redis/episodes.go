@@ -2,8 +2,10 @@ package redis
 
 import (
 	"slices"
+	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/episode"
+	"github.com/failover-exporter/failover_exporter/collector/events"
 )
 
 // Episodes are the timed conditions of a cluster, carried from snapshot to
@@ -43,12 +45,76 @@ func (e *Episodes) OldestFailover() (oldest episode.Open, ok bool) {
 // failing reports whether some other node flags the node as unreachable.
 func failing(n *Node) bool { return n.State == NodeStatePFail || n.State == NodeStateFail }
 
+// carryProbes dates each node's run of failed queries by the exporter
+// (Node.ProbeFailedSince) from prev's: the evidence the outage clock
+// backdates failovers and unserved slots to.
+func carryProbes(prev, next *Snapshot) {
+	probedAt := next.ProbedAt
+	if probedAt.IsZero() {
+		probedAt = next.ReadAt
+	}
+	before := map[string]*Node{}
+	if prev != nil {
+		for i := range prev.Nodes {
+			before[prev.Nodes[i].ID] = &prev.Nodes[i]
+		}
+	}
+	for i := range next.Nodes {
+		n := &next.Nodes[i]
+		if n.Addr == "" {
+			continue // never queried: no probe to date
+		}
+		var sinceBefore time.Time
+		p, seen := before[n.ID]
+		reachedBefore := seen && p.Reachable
+		if seen {
+			sinceBefore = p.ProbeFailedSince
+		}
+		n.ProbeFailedSince = episode.FailedSince(seen, reachedBefore, sinceBefore, n.Reachable, probedAt)
+	}
+}
+
+// failureEvidence returns the first failed probe of node n that explains a
+// failure the cluster confirms in next (zero when none): its current run
+// of failed queries, or the one that ended in this very refresh.
+func failureEvidence(prev *Snapshot, n *Node) time.Time {
+	if prev != nil {
+		for i := range prev.Nodes {
+			if p := &prev.Nodes[i]; p.ID == n.ID {
+				return episode.Evidence(n.ProbeFailedSince, p.ProbeFailedSince, p.Reachable)
+			}
+		}
+	}
+	return n.ProbeFailedSince
+}
+
+// annotateFirstFailures gives the events that report a node flagged PFAIL
+// or FAIL the exporter's first failed probe of it, when that came first.
+func annotateFirstFailures(prev, next *Snapshot) {
+	for i := range next.Events.Events {
+		ev := &next.Events.Events[i]
+		if ev.Kind != events.RedisNodePFail && ev.Kind != events.RedisNodeFail {
+			continue
+		}
+		for j := range next.Nodes {
+			if n := &next.Nodes[j]; n.ID == ev.Subject.NodeID {
+				if first := episode.Backdate(ev.Time, failureEvidence(prev, n), next.backdateLimit); first.Before(ev.Time) {
+					ev.FirstFailure = first
+				}
+				break
+			}
+		}
+	}
+}
+
 // carryEpisodes times failovers and unserved slots in next against prev
 // (nil for the exporter's first snapshot, whose open conditions are
 // episodes of unknown start).
 //
-// A failover episode begins at the first refresh that sees a master that
-// owns slots flagged PFAIL or FAIL, and ends at the first refresh that sees
+// A failover episode begins when the exporter's queries of a master that
+// owns slots first failed, once the cluster confirms it by flagging the
+// master PFAIL or FAIL (episode.Backdate; without a failed query, at the
+// first refresh that sees the flag), and ends at the first refresh that sees
 // one of its replicas promoted: a master, not failing, owning slots. A
 // master that recovers before any replica takes over ends its episode
 // without a failover, so nothing is observed; the unserved-slots episode
@@ -145,7 +211,11 @@ func carryEpisodes(prev, next *Snapshot) {
 		// A master the previous snapshot did not know may have been
 		// failing for a while.
 		known := prev != nil && slices.ContainsFunc(prev.Nodes, func(p Node) bool { return p.ID == n.ID })
-		failovers[n.ID] = FailoverEpisode{Open: episode.Open{Since: now, StartSeen: !first && known}, Replicas: replicas}
+		since := now
+		if !first && known {
+			since = episode.Backdate(now, failureEvidence(prev, n), next.backdateLimit)
+		}
+		failovers[n.ID] = FailoverEpisode{Open: episode.Open{Since: since, StartSeen: !first && known}, Replicas: replicas}
 	}
 	if len(failovers) > 0 {
 		next.Episodes.Failovers = failovers
@@ -156,12 +226,33 @@ func carryEpisodes(prev, next *Snapshot) {
 	case unserved && before.SlotsUnserved != nil:
 		next.Episodes.SlotsUnserved = before.SlotsUnserved
 	case unserved:
-		next.Episodes.SlotsUnserved = &episode.Open{Since: now, StartSeen: !first}
+		next.Episodes.SlotsUnserved = &episode.Open{Since: unservedSince(prev, next), StartSeen: !first}
 	case before.SlotsUnserved != nil && before.SlotsUnserved.StartSeen:
 		next.Episodes.SlotsUnservedSeconds = next.Episodes.SlotsUnservedSeconds.Observe(before.SlotsUnserved.Age(now))
 	case before.SlotsUnserved == nil && between > 0:
 		next.Episodes.SlotsUnservedSeconds = next.Episodes.SlotsUnservedSeconds.Observe(now.Sub(prev.ReadAt))
 	}
+}
+
+// unservedSince is when slots that next sees unserved stopped being
+// served: the earliest first failed probe of a failing master that owns
+// slots, once the cluster confirms it, or next's refresh. Unassigned slots
+// have no node to probe; they date from the refresh that sees them.
+func unservedSince(prev, next *Snapshot) time.Time {
+	since := next.ReadAt
+	if prev == nil {
+		return since
+	}
+	for i := range next.Nodes {
+		n := &next.Nodes[i]
+		if n.Role != RoleMaster || n.Slots == 0 || !failing(n) {
+			continue
+		}
+		if start := episode.Backdate(next.ReadAt, failureEvidence(prev, n), next.backdateLimit); start.Before(since) {
+			since = start
+		}
+	}
+	return since
 }
 
 // failoversBetween counts the masters that prev saw healthy and serving

@@ -242,10 +242,10 @@ func TestEpisodeExposition(t *testing.T) {
 	c := NewCollector()
 	c.Set("main", staticWatcher(t, "main", withEpisodes(testSnapshot()), nil))
 	want := `
-# HELP redis_cluster_failover_open_episode_seconds Age of the oldest failover under way (a master owning slots flagged PFAIL or FAIL, no replica promoted yet); absent while none is. For one already under way when the exporter started, counted from its first refresh. As of the last refresh.
+# HELP redis_cluster_failover_open_episode_seconds Age of the oldest failover under way (a master owning slots flagged PFAIL or FAIL, no replica promoted yet); absent while none is. Counted from the exporter's first failed query of the master, as the histogram is; for one already under way when the exporter started, from its first refresh. As of the last refresh.
 # TYPE redis_cluster_failover_open_episode_seconds gauge
 redis_cluster_failover_open_episode_seconds{redis_cluster="main"} 10
-# HELP redis_cluster_slots_unserved_open_episode_seconds Age of the ongoing episode of unserved hash slots; absent while every slot is served. For one already under way when the exporter started, counted from its first refresh. As of the last refresh.
+# HELP redis_cluster_slots_unserved_open_episode_seconds Age of the ongoing episode of unserved hash slots; absent while every slot is served. Counted from the exporter's first failed query of the flagged owner, as the histogram is; for one already under way when the exporter started, from its first refresh. As of the last refresh.
 # TYPE redis_cluster_slots_unserved_open_episode_seconds gauge
 redis_cluster_slots_unserved_open_episode_seconds{redis_cluster="main"} 6
 `
@@ -295,4 +295,114 @@ func observed(h *episode.Histogram) uint64 {
 		return 0
 	}
 	return h.Count
+}
+
+// reached and unreached give a node an address and whether the refresh's
+// query of it answered: the exporter's own probe of the node.
+func reached(n Node) Node   { n.Addr, n.Reachable = "127.0.0.1:"+n.ID[:4], true; return n }
+func unreached(n Node) Node { n.Addr, n.Reachable = "127.0.0.1:"+n.ID[:4], false; return n }
+
+// clocked sets the outage clock's limit on a snapshot built by hand, as
+// the source does from the config's backdate_limit.
+func clocked(s *Snapshot) *Snapshot { s.backdateLimit = time.Minute; return s }
+
+// The outage clock's rule: an episode the cluster confirms begins at the
+// exporter's first failed query of the master that caused it.
+func TestOutageClockBackdatesToFirstFailedProbe(t *testing.T) {
+	healthy := func(s float64) *Snapshot {
+		return clocked(at(s, reached(master(idA, 5461, NodeStateOK)), reached(replica(idD, idA, NodeStateOK))))
+	}
+	t.Run("confirmed", func(t *testing.T) {
+		// Killed between 0 and 1 s: the query at 1 s fails; the cluster
+		// flags it at 3 s and the replica takes over at 5 s.
+		snaps := []*Snapshot{
+			healthy(0),
+			clocked(at(1, unreached(master(idA, 5461, NodeStateOK)), reached(replica(idD, idA, NodeStateOK)))),
+			clocked(at(2, unreached(master(idA, 5461, NodeStateOK)), reached(replica(idD, idA, NodeStateOK)))),
+			clocked(at(3, unreached(master(idA, 5461, NodeStatePFail)), reached(replica(idD, idA, NodeStateOK)))),
+		}
+		open := chain(snaps...)
+		f, ok := open.Episodes.OldestFailover()
+		if !ok || !f.StartSeen || f.Age(open.ReadAt) != 2*time.Second {
+			t.Fatalf("open failover %+v (ok %v), want it 2 s old at the flag: begun at the failed query at 1 s", f, ok)
+		}
+		if u := open.Episodes.SlotsUnserved; u == nil || u.Age(open.ReadAt) != 2*time.Second {
+			t.Errorf("unserved slots %+v, want 2 s old", u)
+		}
+		var flagged *events.Event
+		for i, ev := range open.Events.Events {
+			if ev.Kind == events.RedisNodePFail {
+				flagged = &open.Events.Events[i]
+			}
+		}
+		if flagged == nil || !flagged.FirstFailure.Equal(episodeT0.Add(time.Second)) {
+			t.Errorf("node_pfail event %+v, want first_failure at 1 s", flagged)
+		}
+		last := chain(append(snaps, clocked(at(5, unreached(master(idA, 0, NodeStateFail)), reached(master(idD, 5461, NodeStateOK)))))...)
+		if h := last.Episodes.FailoverSeconds; h.Count != 1 || h.Sum != 4 {
+			t.Errorf("failover histogram %+v, want one of 4 s (failed query at 1 s to promotion at 5 s)", h)
+		}
+		if h := last.Episodes.SlotsUnservedSeconds; h.Count != 1 || h.Sum != 4 {
+			t.Errorf("unserved histogram %+v, want one of 4 s", h)
+		}
+	})
+	t.Run("never confirmed", func(t *testing.T) {
+		// The exporter cannot reach the master; the cluster can. Nothing.
+		last := chain(
+			healthy(0),
+			clocked(at(1, unreached(master(idA, 5461, NodeStateOK)), reached(replica(idD, idA, NodeStateOK)))),
+			clocked(at(2, unreached(master(idA, 5461, NodeStateOK)), reached(replica(idD, idA, NodeStateOK)))),
+			healthy(3),
+		)
+		if len(last.Episodes.Failovers) != 0 || last.Episodes.SlotsUnserved != nil ||
+			last.Episodes.SlotsUnservedSeconds.Count != 0 || last.Episodes.FailoverSeconds.Count != 0 {
+			t.Errorf("a failure only the exporter saw made an episode: %+v", last.Episodes)
+		}
+	})
+	t.Run("confirmed after the node came back", func(t *testing.T) {
+		// A stall: the query at 1 s fails, the node answers at 2 s, when
+		// the cluster's PFAIL (from the stall) shows: the stall began it.
+		last := chain(
+			healthy(0),
+			clocked(at(1, unreached(master(idA, 5461, NodeStateOK)), reached(replica(idD, idA, NodeStateOK)))),
+			clocked(at(2, reached(master(idA, 5461, NodeStatePFail)), reached(replica(idD, idA, NodeStateOK)))),
+			healthy(3),
+		)
+		if h := last.Episodes.SlotsUnservedSeconds; h.Count != 1 || h.Sum != 2 {
+			t.Errorf("unserved histogram %+v, want one of 2 s (the stall's first failed query at 1 s to 3 s)", h)
+		}
+		// One refresh later the run is over: a flag then is not its doing.
+		later := chain(
+			healthy(0),
+			clocked(at(1, unreached(master(idA, 5461, NodeStateOK)), reached(replica(idD, idA, NodeStateOK)))),
+			healthy(2),
+			clocked(at(3, reached(master(idA, 5461, NodeStatePFail)), reached(replica(idD, idA, NodeStateOK)))),
+		)
+		if u := later.Episodes.SlotsUnserved; u == nil || u.Age(later.ReadAt) != 0 {
+			t.Errorf("unserved slots %+v, want begun at the flag (3 s): the node had answered at 2 s", u)
+		}
+	})
+	t.Run("failed probe older than the limit", func(t *testing.T) {
+		snaps := []*Snapshot{healthy(0)}
+		for s := 1.0; s <= 100; s++ {
+			snaps = append(snaps, clocked(at(s, unreached(master(idA, 5461, NodeStateOK)), reached(replica(idD, idA, NodeStateOK)))))
+		}
+		snaps = append(snaps, clocked(at(101, unreached(master(idA, 5461, NodeStatePFail)), reached(replica(idD, idA, NodeStateOK)))))
+		last := chain(snaps...)
+		if f, ok := last.Episodes.OldestFailover(); !ok || f.Age(last.ReadAt) != 0 {
+			t.Errorf("failover %+v, want begun at the flag: a 100 s old failed query is the exporter's network", f)
+		}
+	})
+	t.Run("exporter restarted mid-outage", func(t *testing.T) {
+		// The first refresh finds the master unreachable and flagged: its
+		// start is unknown, and nothing is made up when it ends.
+		last := chain(
+			clocked(at(10, unreached(master(idA, 5461, NodeStateFail)), reached(replica(idD, idA, NodeStateOK)))),
+			clocked(at(11, unreached(master(idA, 5461, NodeStateFail)), reached(replica(idD, idA, NodeStateOK)))),
+			clocked(at(12, unreached(master(idA, 0, NodeStateFail)), reached(master(idD, 5461, NodeStateOK)))),
+		)
+		if last.Episodes.FailoverSeconds.Count != 0 || last.Episodes.SlotsUnservedSeconds.Count != 0 {
+			t.Errorf("a restarted exporter timed an outage whose start it never saw: %+v", last.Episodes)
+		}
+	})
 }

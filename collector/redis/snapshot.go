@@ -47,6 +47,13 @@ const (
 type Snapshot struct {
 	// ReadAt is when the refresh that built it finished reading the nodes.
 	ReadAt time.Time
+	// ProbedAt is when the refresh sent its queries to the nodes it knew:
+	// the time of each node's probe (Node.ProbeFailedSince). Zero in
+	// snapshots built by hand, where ReadAt stands in.
+	ProbedAt time.Time
+	// backdateLimit bounds how far back an episode may start at the
+	// exporter's first failed probe (episode.Backdate); 0 turns it off.
+	backdateLimit time.Duration
 	// StateOK is true when every reachable member master says cluster_state:ok.
 	StateOK bool
 	// Slots by the state of their owner; the four add up to SlotCount.
@@ -119,6 +126,11 @@ type Node struct {
 	// HealthyReplicas, for a master, counts replicas in state ok whose link to
 	// it is up (or unknown because the exporter could not reach them).
 	HealthyReplicas int
+
+	// ProbeFailedSince is when the exporter's queries of the node began to
+	// fail, in its current run of failures: zero while it answers, or when
+	// the run began before the exporter could see it (episode.FailedSince).
+	ProbeFailedSince time.Time
 
 	// Reachable is whether the exporter read the node itself in this refresh.
 	// The fields up to the next blank line are only meaningful when it is.

@@ -138,6 +138,7 @@ func ClientOption(cfg config.RedisCluster) (rueidis.ClientOption, error) {
 // from the last known topology, so the cluster is still found when the seeds
 // are gone; the seeds are tried only when none of those nodes answers.
 func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
+	probedAt := time.Now()
 	queried := map[string]bool{}
 	var views []nodeView
 	var errs []error
@@ -180,6 +181,8 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 		return nil, err
 	}
 	snap.ReadAt = time.Now()
+	snap.ProbedAt = probedAt
+	snap.backdateLimit = s.cfg.BackdateLimit
 	carryTransitions(prev, snap)
 	settleDisputes(prev, snap, time.Now())
 	keep := append(topologyAddrs(views), s.cfg.Addrs...)

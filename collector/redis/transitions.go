@@ -18,6 +18,7 @@ import (
 // the first snapshot starts, and lists every transition as an event in
 // next.Events (none for the first snapshot).
 func carryTransitions(prev, next *Snapshot) {
+	carryProbes(prev, next)
 	carryEpisodes(prev, next)
 	if prev == nil {
 		return
@@ -46,6 +47,7 @@ func carryTransitions(prev, next *Snapshot) {
 		}
 	}
 	transitionEvents(prev, next)
+	annotateFirstFailures(prev, next)
 }
 
 // transitionEvents lists the transitions between prev and next as events:
