@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,11 +118,14 @@ func histogramOf(m exportertest.Metrics, name, topic string) (count, sum float64
 	return count, sum, true
 }
 
-// TestKafkaEpisodeDurations kills real brokers and checks the episode
-// histograms against outages timed by an independent metadata probe:
+// TestKafkaEpisodeDurations kills real brokers by PID and checks the
+// episode histograms against the kill's own clock, ended by an
+// independent metadata probe:
 //   - an RF 1 partition whose only broker is killed and restarted after a
-//     measured delay: one offline episode, as long as the probe saw it
-//     within one refresh interval;
+//     measured delay: one offline episode, from the kill to the leader
+//     back as the probe saw it, within one refresh interval (the metadata
+//     confirms the outage only once the broker's session expired, 3 s in
+//     the lab: the exporter dates it from its first failed probe);
 //   - an RF 3 / min.insync.replicas 2 partition losing two of its brokers:
 //     one under-min-ISR episode, likewise;
 //   - an exporter restarted in the middle of that outage reports the open
@@ -168,8 +172,8 @@ func TestKafkaEpisodeDurations(t *testing.T) {
 
 	// 1. RF 1: kill broker 4, restart it a measured while after the
 	// exporter shows the partition offline.
-	killedAt := time.Now()
-	cluster.Kill(t, 4)
+	killedAt := killBrokers(t, cluster, 4)
+	firstKill := killedAt
 	waitMetrics(t, exporter, 60*time.Second, "solo offline", func(m exportertest.Metrics) (bool, string) {
 		age, ok := m.Value("kafka_partition_offline_open_episode_seconds", map[string]string{"topic": solo})
 		return ok && age >= 2, m.Describe("kafka_partition_offline_open_episode_seconds", nil)
@@ -183,9 +187,13 @@ func TestKafkaEpisodeDurations(t *testing.T) {
 	if !ended {
 		t.Fatalf("the probe saw no complete offline span of solo/0 (started %v)", offlineStart)
 	}
-	measured := offlineEnd.Sub(offlineStart)
+	// Clients lost solo/0 at the kill; the metadata says so only once the
+	// broker's session expired. The exporter dates the episode from its
+	// first failed probe of the broker.
+	measured := offlineEnd.Sub(killedAt)
 	count, sum, _ := histogramOf(m, "kafka_partition_offline_episode_seconds", solo)
-	t.Logf("FIGURE kafka RF1 offline episode: probe measured %s, exporter observed %.2fs (refresh %s)", measured.Round(10*time.Millisecond), sum, refresh)
+	t.Logf("FIGURE kafka RF1 offline episode: %s from the kill to the leader back (metadata said offline after %s), exporter observed %.2fs (refresh %s)",
+		measured.Round(10*time.Millisecond), offlineStart.Sub(killedAt).Round(10*time.Millisecond), sum, refresh)
 	if count != 1 {
 		t.Errorf("offline episodes of solo = %v, want 1", count)
 	}
@@ -205,9 +213,7 @@ func TestKafkaEpisodeDurations(t *testing.T) {
 	}
 
 	// 2. RF 3 / min ISR 2: kill brokers 2 and 3 (1 leads and stays).
-	killedAt = time.Now()
-	cluster.Kill(t, 2)
-	cluster.Kill(t, 3)
+	killedAt = killBrokers(t, cluster, 2, 3)
 	waitMetrics(t, exporter, 60*time.Second, "acked under min ISR", func(m exportertest.Metrics) (bool, string) {
 		_, ok := m.Value("kafka_partition_under_min_isr_open_episode_seconds", map[string]string{"topic": strict})
 		return ok, m.Describe("kafka_partition_in_sync_replicas", map[string]string{"topic": strict})
@@ -239,9 +245,11 @@ func TestKafkaEpisodeDurations(t *testing.T) {
 	if !ended {
 		t.Fatalf("the probe saw no complete under-min-ISR span of acked/0 (started %v)", underStart)
 	}
-	measured = underEnd.Sub(underStart)
+	// acks=all writes failed from the second kill, a moment after the first.
+	measured = underEnd.Sub(killedAt)
 	count, sum, _ = histogramOf(m, "kafka_partition_under_min_isr_episode_seconds", strict)
-	t.Logf("FIGURE kafka RF3/min2 under-min-ISR episode: probe measured %s, exporter observed %.2fs (refresh %s)", measured.Round(10*time.Millisecond), sum, refresh)
+	t.Logf("FIGURE kafka RF3/min2 under-min-ISR episode: %s from the kills to the ISR back (metadata said under min ISR after %s), exporter observed %.2fs (refresh %s)",
+		measured.Round(10*time.Millisecond), underStart.Sub(killedAt).Round(10*time.Millisecond), sum, refresh)
 	if count != 1 {
 		t.Errorf("under-min-ISR episodes of acked = %v, want 1", count)
 	}
@@ -267,6 +275,17 @@ func TestKafkaEpisodeDurations(t *testing.T) {
 	if down := eventIndex(evs, "broker_down", "", 4); down < offline {
 		t.Errorf("events: broker 4 down (at %d) should come no later than solo/0 offline (at %d):\n%s", down, offline, describeEvents(evs))
 	}
+	// The confirmation's events say when the exporter first failed to
+	// reach the broker: after the kill, within a refresh.
+	for _, i := range []int{offline, eventIndex(evs, "broker_down", "", 4)} {
+		if i < 0 {
+			continue
+		}
+		ev := evs[i]
+		if first := ev.FirstFailure; first.IsZero() || first.Before(firstKill) || first.Sub(firstKill) > tolerate {
+			t.Errorf("event %s: first_failure %v after the kill of broker 4 (event %v after), want within %s of it", ev.Kind, first.Sub(firstKill), ev.Time.Sub(firstKill), tolerate)
+		}
+	}
 	if n := len(fetchEvents(t, exporter, "?cluster=elsewhere")); n != 0 {
 		t.Errorf("?cluster=elsewhere returned %d events", n)
 	}
@@ -282,6 +301,33 @@ func TestKafkaEpisodeDurations(t *testing.T) {
 	if i := eventIndex(fetchEvents(t, restarted, ""), "under_min_isr_begin", strict, 0); i >= 0 {
 		t.Errorf("the restarted exporter reports an under_min_isr_begin it never saw")
 	}
+}
+
+// killBrokers kills nodes of the lab by PID with SIGKILL, one right after
+// the other, and returns when it sent the last signal: the independent
+// clock of the outage (acks=all writes fail from the last death). It
+// waits until the processes are gone, as the lab's own Kill does.
+func killBrokers(t *testing.T, c *lab.KafkaCluster, ids ...int32) time.Time {
+	t.Helper()
+	pids := make([]int, len(ids))
+	for i, id := range ids {
+		if pids[i] = c.PID(id); pids[i] == 0 {
+			t.Fatalf("kafka node %d is not running", id)
+		}
+	}
+	var at time.Time
+	for i, pid := range pids {
+		at = time.Now()
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill -9 of kafka node %d (pid %d): %v", ids[i], pid, err)
+		}
+	}
+	for i, pid := range pids {
+		lab.WaitFor(t, 30*time.Second, 20*time.Millisecond, func() (bool, string) {
+			return syscall.Kill(pid, 0) == syscall.ESRCH, fmt.Sprintf("pid %d of node %d still exists", pid, ids[i])
+		})
+	}
+	return at
 }
 
 // fetchEvents reads /api/v1/events with the given query.
