@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-kit/log/level"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -25,35 +26,52 @@ const apiVersionsMaxAge = 5 * time.Minute
 // errAPIMissing marks an API the cluster does not offer.
 var errAPIMissing = errors.New("not offered by the cluster (ApiVersions)")
 
-// franzRequest sends req with franz-go to the broker that answered this
-// refresh's Metadata request (s.franzTarget), which is known to be alive, as
+// franzConn is the franz-go client and what the requests sent with it
+// keep between refreshes. It is a value: the source's copy belongs to the
+// watcher goroutine, and a request run beside it (readQuorum) works on a
+// copy and hands it back. The client itself is safe for concurrent use.
+type franzConn struct {
+	// client connects on first use and finds brokers by itself.
+	client *kgo.Client
+	// target is the address of the broker that answered this refresh's
+	// Metadata request; requests go to it (seed is the one franz-go has as
+	// its seed).
+	target, seed string
+	// apis is the last ApiVersions answer, and when it came. offers
+	// replaces the map, never changes it, so copies may share it.
+	apis   map[int16]bool
+	apisAt time.Time
+}
+
+// request sends req with franz-go to the broker that answered this
+// refresh's Metadata request (target), which is known to be alive, as
 // franz-go's only seed broker: so franz-go never needs metadata of its own
 // (a Metadata request is what the refresh already paid for). Left to
 // itself it would pick the next broker in turn, or for DescribeQuorum the
 // "controller" of its cached metadata, which in KRaft is a random broker:
 // a hung one would fail every refresh.
-func (s *source) franzRequest(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	if s.franzTarget == "" {
+func (f *franzConn) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if f.target == "" {
 		return nil, errors.New("no broker answered this refresh")
 	}
-	if s.franzSeed != s.franzTarget {
-		if err := s.franz.UpdateSeedBrokers(s.franzTarget); err != nil {
-			return nil, fmt.Errorf("franz-go seed %s: %w", s.franzTarget, err)
+	if f.seed != f.target {
+		if err := f.client.UpdateSeedBrokers(f.target); err != nil {
+			return nil, fmt.Errorf("franz-go seed %s: %w", f.target, err)
 		}
-		s.franzSeed = s.franzTarget
+		f.seed = f.target
 	}
-	return s.franz.SeedBrokers()[0].Request(ctx, req)
+	return f.client.SeedBrokers()[0].Request(ctx, req)
 }
 
 // offers reports whether the cluster offers the API key, from an
 // ApiVersions answer at most apiVersionsMaxAge old.
-func (s *source) offers(ctx context.Context, key int16) error {
-	if s.apis == nil || s.now().Sub(s.apisAt) >= apiVersionsMaxAge {
+func (f *franzConn) offers(ctx context.Context, key int16, now func() time.Time) error {
+	if f.apis == nil || now().Sub(f.apisAt) >= apiVersionsMaxAge {
 		req := kmsg.NewPtrApiVersionsRequest()
 		// Brokers reject ApiVersions v3+ without a valid software name and
 		// version (KIP-511); franz-go fills them only on its own handshake.
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "failover-exporter", "1"
-		kresp, err := s.franzRequest(ctx, req)
+		kresp, err := f.request(ctx, req)
 		resp, _ := kresp.(*kmsg.ApiVersionsResponse)
 		if err == nil {
 			err = kerr.ErrorForCode(resp.ErrorCode)
@@ -61,13 +79,13 @@ func (s *source) offers(ctx context.Context, key int16) error {
 		if err != nil {
 			return fmt.Errorf("api versions: %w", err)
 		}
-		s.apis = make(map[int16]bool, len(resp.ApiKeys))
+		apis := make(map[int16]bool, len(resp.ApiKeys))
 		for _, k := range resp.ApiKeys {
-			s.apis[k.ApiKey] = true
+			apis[k.ApiKey] = true
 		}
-		s.apisAt = s.now()
+		f.apis, f.apisAt = apis, now()
 	}
-	if !s.apis[key] {
+	if !f.apis[key] {
 		return fmt.Errorf("api key %d: %w", key, errAPIMissing)
 	}
 	return nil
@@ -81,7 +99,7 @@ func (s *source) offers(ctx context.Context, key int16) error {
 // when the API is missing or the request fails, the ELR series are absent.
 func (s *source) readELR(ctx context.Context, snap *Snapshot) {
 	topics := topicsBelowMinISR(snap)
-	err := s.offers(ctx, apiDescribeTopicPartitions)
+	err := s.franz.offers(ctx, apiDescribeTopicPartitions, s.now)
 	if err == nil && len(topics) > 0 {
 		err = s.describeTopicPartitions(ctx, snap, topics)
 	}
@@ -111,7 +129,7 @@ func (s *source) describeTopicPartitions(ctx context.Context, snap *Snapshot, to
 		req.Topics = append(req.Topics, rt)
 	}
 	for {
-		kresp, err := s.franzRequest(ctx, req)
+		kresp, err := s.franz.request(ctx, req)
 		if err != nil {
 			return fmt.Errorf("describe topic partitions of %d topics: %w", len(topics), err)
 		}

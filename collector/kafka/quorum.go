@@ -44,27 +44,45 @@ type QuorumVoter struct {
 	CaughtUpAge time.Duration
 }
 
-// readQuorum sends one DescribeQuorum request (API 55) with franz-go and
-// returns the quorum, or nil when the cluster does not offer the API
-// (ZooKeeper mode, Kafka before 3.3; a debug log says so) or the request
-// failed (logged once at warn). ctx bounds it: when the quorum is lost the
-// brokers cannot forward it, and it must not hold up the rest of the refresh.
-func (s *source) readQuorum(ctx context.Context) *Quorum {
-	q, err := s.describeQuorum(ctx)
+// quorumRead is what readQuorum hands back to the watcher goroutine: the
+// quorum, or the error that left it unknown, and the franz-go state the
+// request updated (seed broker, ApiVersions answer), to be stored.
+type quorumRead struct {
+	quorum *Quorum
+	err    error
+	franz  franzConn
+}
+
+// readQuorum sends one DescribeQuorum request (API 55) with franz-go. It
+// runs on a goroutine of its own beside the broker probes, so it touches no
+// field of the source: franz is its own copy, returned with the outcome for
+// storeQuorum. ctx bounds it: when the quorum is lost the brokers cannot
+// forward it, and it must not hold up the rest of the refresh.
+func readQuorum(ctx context.Context, franz franzConn, now func() time.Time) quorumRead {
+	q, err := describeQuorum(ctx, &franz, now)
+	return quorumRead{quorum: q, err: err, franz: franz}
+}
+
+// storeQuorum stores what readQuorum updated and returns the quorum, or nil
+// when the cluster does not offer the API (ZooKeeper mode, Kafka before
+// 3.3; a debug log says so) or the request failed (logged once at warn).
+// The watcher goroutine calls it after joining readQuorum's.
+func (s *source) storeQuorum(r quorumRead) *Quorum {
+	s.franz = r.franz
 	switch {
-	case errors.Is(err, errAPIMissing):
+	case errors.Is(r.err, errAPIMissing):
 		level.Debug(s.logger).Log("msg", "cluster does not offer DescribeQuorum (API 55, KRaft); quorum series are not served")
 		return nil
-	case err != nil:
-		s.logFailure("quorum", "describing the KRaft quorum failed; quorum series are not served", err)
+	case r.err != nil:
+		s.logFailure("quorum", "describing the KRaft quorum failed; quorum series are not served", r.err)
 		return nil
 	}
 	s.logFailure("quorum", "", nil)
-	return q
+	return r.quorum
 }
 
-func (s *source) describeQuorum(ctx context.Context) (*Quorum, error) {
-	if err := s.offers(ctx, apiDescribeQuorum); err != nil {
+func describeQuorum(ctx context.Context, franz *franzConn, now func() time.Time) (*Quorum, error) {
+	if err := franz.offers(ctx, apiDescribeQuorum, now); err != nil {
 		return nil, err
 	}
 	req := kmsg.NewPtrDescribeQuorumRequest()
@@ -73,7 +91,7 @@ func (s *source) describeQuorum(ctx context.Context) (*Quorum, error) {
 	rp := kmsg.NewDescribeQuorumRequestTopicPartition()
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	kresp, err := s.franzRequest(ctx, req)
+	kresp, err := franz.request(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("describe quorum: %w", err)
 	}
@@ -88,7 +106,7 @@ func (s *source) describeQuorum(ctx context.Context) (*Quorum, error) {
 	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
 		return nil, fmt.Errorf("describe quorum: %w", err)
 	}
-	return quorumFrom(p, s.now()), nil
+	return quorumFrom(p, now()), nil
 }
 
 // quorumFrom turns the metadata partition's quorum state into a Quorum as

@@ -29,22 +29,19 @@ const (
 
 // source talks to one Kafka cluster. It keeps one connection to one broker
 // and falls back to the other known brokers, then to the bootstrap servers,
-// when that broker stops answering. Only the watcher goroutine uses it.
+// when that broker stops answering. Its fields belong to the watcher
+// goroutine: the goroutines a refresh starts (metadata attempts, broker
+// probes, the quorum read) get what they need as arguments and hand back
+// what is to be stored, which the watcher goroutine stores after joining
+// them (see refresh and readQuorum).
 type source struct {
 	cfg    config.KafkaCluster
 	conf   *sarama.Config
 	logger log.Logger
 
-	// franz sends the requests sarama lacks (DescribeTopicPartitions). It
-	// connects on first use and finds brokers by itself.
-	franz *kgo.Client
-	// franzTarget is the address of the broker that answered this refresh's
-	// Metadata request; franz-go requests go to it (franzSeed is the one
-	// franz-go has as its seed).
-	franzTarget, franzSeed string
-	// apis is the last ApiVersions answer franz got, and when.
-	apis   map[int16]bool
-	apisAt time.Time
+	// franz sends the requests sarama lacks (DescribeTopicPartitions,
+	// DescribeQuorum).
+	franz franzConn
 	// logged holds the last error logged per kind of optional request, so
 	// that a lasting failure is a warning once, then debug lines.
 	logged map[string]string
@@ -98,7 +95,7 @@ func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka client config: %w", err)
 	}
-	return &source{cfg: cfg, conf: conf, franz: franz, logger: logger, now: time.Now}, nil
+	return &source{cfg: cfg, conf: conf, franz: franzConn{client: franz}, logger: logger, now: time.Now}, nil
 }
 
 // SaramaConfig is the sarama half of the watcher's client configuration,
@@ -155,22 +152,24 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 		// value was never read get no min-ISR series rather than a guess.
 		level.Warn(s.logger).Log("msg", "reading topic configs failed; keeping cached min.insync.replicas", "err", err)
 	}
-	s.franzTarget = broker.Addr()
+	s.franz.target = broker.Addr()
 	reassignments := s.listReassignments(ctx, broker.Addr(), md)
 	snap := buildSnapshot(md, s.cfg.Topics.Match, configs, reassignments, s.now())
 	s.readELR(ctx, snap)
 	// The quorum request is forwarded to the active controller and hangs
 	// when there is none; reading it beside the broker probes keeps it from
-	// eating the probes' time, which is when they matter most.
-	quorum := make(chan *Quorum, 1)
-	go func() { quorum <- s.readQuorum(ctx) }()
+	// eating the probes' time, which is when they matter most. It works on
+	// a copy of the franz-go state; the copy it updated is stored below,
+	// once it has returned.
+	quorum := make(chan quorumRead, 1)
+	go func(franz franzConn, now func() time.Time) { quorum <- readQuorum(ctx, franz, now) }(s.franz, s.now)
 	// Down brokers are probed at their last known address. The probes
 	// come before carryTransitions, whose outage clock dates episodes
 	// from the first failed probe.
 	rememberDownBrokers(prev, snap)
 	snap.ProbedAt = s.now()
 	s.probeBrokers(ctx, snap, broker.Addr())
-	snap.Quorum = <-quorum
+	snap.Quorum = s.storeQuorum(<-quorum)
 	snap.backdateLimit = s.cfg.BackdateLimit
 	carryTransitions(prev, snap)
 	// After carryTransitions, which may restore a stale ELR read.
@@ -519,7 +518,7 @@ func (s *source) close() {
 		_ = s.forwardConn.Close()
 		s.forwardConn = nil
 	}
-	s.franz.Close()
+	s.franz.client.Close()
 }
 
 // logFailure logs err of an optional request of the given kind at warn
