@@ -59,7 +59,7 @@ func defineServeFlags(app *kingpin.Application, f *flags) {
 	app.Flag("web.enable-pprof", "Serve Go profiles under /debug/pprof/ (and link them from the landing page).").BoolVar(&f.enablePprof)
 	app.Flag("log.level", "Only log messages with the given severity or above: debug, info, warn, error.").Default("info").EnumVar(&f.logLevel, "debug", "info", "warn", "error")
 	app.Flag("log.format", "Output format of log messages: logfmt or json.").Default("logfmt").EnumVar(&f.logFormat, "logfmt", "json")
-	app.Flag("events.capacity", "How many of the latest cluster events (transitions seen between refreshes) to keep for /api/v1/events and the status page.").Default(strconv.Itoa(events.DefaultCapacity)).IntVar(&f.eventCapacity)
+	app.Flag("events.capacity", "How many of the latest cluster events (transitions seen between refreshes) to keep for /api/v1/events and the status page (1 to "+strconv.Itoa(config.MaxEventCapacity)+").").Default(strconv.Itoa(events.DefaultCapacity)).IntVar(&f.eventCapacity)
 	f.webConfig = kingpinflag.AddFlags(app, ":9877")
 }
 
@@ -70,8 +70,8 @@ func checkFlags(f flags) error {
 	if err := checkTelemetryPath(f.telemetryPath, f.enablePprof); err != nil {
 		errs = append(errs, fmt.Errorf("--web.telemetry-path %w", err))
 	}
-	if f.eventCapacity <= 0 {
-		errs = append(errs, fmt.Errorf("--events.capacity %d must be at least 1", f.eventCapacity))
+	if err := config.CheckEventCapacity("--events.capacity", f.eventCapacity); err != nil {
+		errs = append(errs, err)
 	}
 	if f.idleTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--web.idle-timeout %s must be positive", f.idleTimeout))

@@ -82,6 +82,9 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		{"web config with a typo", []string{kafka, "--web.config.file=" + unknownKeyWebConfig}, "--web.config.file " + unknownKeyWebConfig + ": yaml: unmarshal errors:\n  line 1: field basic_auth_user not found", nil},
 		{"missing web config", []string{kafka, "--web.config.file=" + filepath.Join(dir, "no-web.yml")}, "--web.config.file " + filepath.Join(dir, "no-web.yml"), nil},
 		{"listen address without port", []string{kafka, "--web.listen-address=localhost"}, `--web.listen-address "localhost": want [HOST]:PORT, as in :9877`, nil},
+		{"no events kept", []string{kafka, "--events.capacity=0"}, "--events.capacity 0 must be at least 1", nil},
+		// The start allocated the ring and died: fatal error: runtime: out of memory.
+		{"events capacity beyond memory", []string{kafka, "--events.capacity=200000000"}, "--events.capacity 200000000 is more than 100000, the most the event log keeps", nil},
 		{"idle timeout", []string{kafka, "--web.idle-timeout=0s"}, "--web.idle-timeout 0s must be positive", nil},
 		{"config file over 1 MiB", []string{"--config.file=" + hugeConfig}, "config file " + hugeConfig + " is larger than 1024 KiB", nil},
 		{"cluster name not UTF-8", []string{kafka, "--kafka.cluster-name=caf\xe9"}, `kafka cluster 1: name "caf\xe9" is not valid UTF-8`, nil},
@@ -115,6 +118,7 @@ func TestGoodFlagsPassTheCheck(t *testing.T) {
 		{"--kafka.server=[::1]:9092", "--kafka.version=2.1.0", "--refresh.interval=1h"},
 		{"--redis.addr=127.0.0.1:7000", "--redis.password-file=" + pw, "--web.telemetry-path=/custom/metrics"},
 		{"--redis.addr=127.0.0.1:7000", "--web.telemetry-path=/", "--web.enable-pprof"},
+		{"--redis.addr=127.0.0.1:7000", "--events.capacity=100000"},
 	} {
 		code, out := runArgs(t, append(args, "--config.check")...)
 		if code != 0 || !strings.Contains(out, "configuration is valid") {

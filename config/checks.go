@@ -28,7 +28,30 @@ const (
 	// from overflowing.
 	MinRefreshInterval = 100 * time.Millisecond
 	MaxRefreshInterval = time.Hour
+	// MaxEventCapacity bounds --events.capacity. The event log allocates
+	// its whole ring at start (184 bytes an event before the strings it
+	// holds): 100,000 events is about 18 MB up front and some 50 MB full,
+	// while 200,000,000 made the start die out of memory after
+	// --config.check had passed it. At the few events a failover makes,
+	// 100,000 is weeks of history.
+	MaxEventCapacity = 100_000
+	// MaxReplicationFactor bounds canary.replication_factor (and so
+	// min_insync_replicas): Kafka's replication factor is an INT16 in
+	// CreateTopics and CreatePartitions.
+	MaxReplicationFactor = 32767
 )
+
+// CheckEventCapacity reports whether n events can be kept: at least one,
+// at most MaxEventCapacity. given is how the user wrote the setting.
+func CheckEventCapacity(given string, n int) error {
+	switch {
+	case n < 1:
+		return fmt.Errorf("%s %d must be at least 1", given, n)
+	case n > MaxEventCapacity:
+		return fmt.Errorf("%s %d is more than %d, the most the event log keeps (each event is held in memory from the start)", given, n, MaxEventCapacity)
+	}
+	return nil
+}
 
 // MinKafkaVersion is the oldest protocol version the exporter may speak.
 // Kafka 4 brokers refuse requests of protocol versions older than 2.1

@@ -37,6 +37,7 @@ func TestBadInputGetsOneClearMessage(t *testing.T) {
 		{"empty host", redis(":6379"), []string{`addr ":6379": the host is empty`}, nil},
 		{"kafka version not a version", kafka("    version: abc\n"), []string{`version "abc" is not a Kafka version; give one such as 3.0.0`}, nil},
 		{"kafka version too old", kafka("    version: 1.0.0\n"), []string{"version 1.0.0 is older than 2.1.0, the oldest protocol version Kafka 4 brokers accept"}, nil},
+		{"canary replication factor beyond Kafka's", kafka("    canary:\n      enabled: true\n      replication_factor: 40000\n"), []string{"canary.replication_factor 40000 is more than 32767, the most Kafka allows"}, []string{"min_insync_replicas"}},
 		{"name not utf-8", "redis:\n  - addrs: [a:1]\n  - name: caf\xe9\n    addrs: [b:1]\n", []string{"line 3 is not valid UTF-8"}, nil},
 	}
 	for _, c := range cases {
@@ -102,6 +103,31 @@ func TestCheckRefreshIntervalNamesTheFlag(t *testing.T) {
 	}
 	if err := CheckRefreshInterval("--refresh.interval", 5*time.Second); err != nil {
 		t.Errorf("5s refused: %v", err)
+	}
+}
+
+// TestCheckEventCapacityIsBounded: the event log allocates its ring at
+// start, so --config.check must refuse what the start would die on.
+func TestCheckEventCapacityIsBounded(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string // "" when accepted
+	}{
+		{-1, "--events.capacity -1 must be at least 1"},
+		{0, "--events.capacity 0 must be at least 1"},
+		{1, ""},
+		{1000, ""},
+		{MaxEventCapacity, ""},
+		{MaxEventCapacity + 1, "--events.capacity 100001 is more than 100000, the most the event log keeps (each event is held in memory from the start)"},
+		{200_000_000, "--events.capacity 200000000 is more than 100000, the most the event log keeps (each event is held in memory from the start)"},
+	} {
+		err := CheckEventCapacity("--events.capacity", c.n)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("CheckEventCapacity(%d) = %v, want it accepted", c.n, err)
+		case c.want != "" && (err == nil || err.Error() != c.want):
+			t.Errorf("CheckEventCapacity(%d) = %v, want %q", c.n, err, c.want)
+		}
 	}
 }
 

@@ -481,9 +481,12 @@ func (c KafkaCanary) validate(refreshInterval time.Duration) error {
 	if !kafkaTopicName.MatchString(c.Topic) || c.Topic == "." || c.Topic == ".." {
 		errs = append(errs, fmt.Errorf("canary.topic %q is not a valid Kafka topic name", c.Topic))
 	}
-	if c.ReplicationFactor < 1 || c.MinInsyncReplicas < 1 || c.MinInsyncReplicas > c.ReplicationFactor {
+	switch {
+	case c.ReplicationFactor < 1 || c.MinInsyncReplicas < 1 || c.MinInsyncReplicas > c.ReplicationFactor:
 		errs = append(errs, fmt.Errorf("canary.replication_factor %d and canary.min_insync_replicas %d: want 1 <= min_insync_replicas <= replication_factor",
 			c.ReplicationFactor, c.MinInsyncReplicas))
+	case c.ReplicationFactor > MaxReplicationFactor:
+		errs = append(errs, fmt.Errorf("canary.replication_factor %d is more than %d, the most Kafka allows", c.ReplicationFactor, MaxReplicationFactor))
 	}
 	return errors.Join(errs...)
 }
