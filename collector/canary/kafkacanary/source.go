@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -23,9 +24,12 @@ import (
 	"github.com/failover-exporter/failover_exporter/config"
 )
 
-// source owns the canary's client, admin, producer and consumer, and what
-// it knows of the records it wrote. Only the watcher's goroutine calls
-// round.
+// source owns the canary's clients and what it knows of the records it
+// wrote. Its fields belong to the watcher's goroutine, which calls round
+// and close. The sarama calls of a round, which take no context, run on
+// goroutines of their own (call) that get the clients as values and touch
+// no field, so that a round returns as soon as its context ends and
+// nothing is left writing the source's state after it returned.
 type source struct {
 	cfg    config.KafkaCluster
 	conf   *sarama.Config
@@ -33,10 +37,11 @@ type source struct {
 	// run tells this process's records apart from an earlier run's.
 	run string
 
-	client   sarama.Client
-	admin    sarama.ClusterAdmin
-	producer sarama.SyncProducer
-	consumer sarama.Consumer
+	// c is nil until the first round connects and after close.
+	c *clients
+	// calls are the sarama calls running, abandoned ones included; close
+	// waits for them once it has closed the clients they use.
+	calls sync.WaitGroup
 
 	seq map[int32]uint64
 	// pending are acknowledged records not yet read back, by partition.
@@ -117,18 +122,26 @@ func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
 	}, nil
 }
 
-func (s *source) connect() error {
-	if s.client != nil {
-		return nil
-	}
-	client, err := sarama.NewClient(s.cfg.BootstrapServers, s.conf)
+// clients are the canary's sarama client and what it built on it. They
+// are safe for concurrent use, and immutable once built: a call running on
+// its own goroutine gets them as a value.
+type clients struct {
+	client   sarama.Client
+	admin    sarama.ClusterAdmin
+	producer sarama.SyncProducer
+	consumer sarama.Consumer
+}
+
+// dial connects to the cluster and builds the canary's clients.
+func dial(bootstrap []string, conf *sarama.Config, topic string) (*clients, error) {
+	client, err := sarama.NewClient(bootstrap, conf)
 	if err != nil {
-		return fmt.Errorf("connect: %w", err)
+		return nil, fmt.Errorf("connect: %w", err)
 	}
 	admin, err := sarama.NewClusterAdminFromClient(client)
 	if err != nil {
 		client.Close()
-		return fmt.Errorf("admin client: %w", err)
+		return nil, fmt.Errorf("admin client: %w", err)
 	}
 	producer, err := sarama.NewSyncProducerFromClient(client)
 	if err != nil {
@@ -136,66 +149,181 @@ func (s *source) connect() error {
 		// The idempotent producer starts with InitProducerId, which Kafka
 		// allows with Write on any topic (or IdempotentWrite on the cluster):
 		// a user without write permission fails here, before any topic.
-		return fmt.Errorf("idempotent producer (needs Write on the canary topic %s): %w", s.cfg.Canary.Topic, err)
+		return nil, fmt.Errorf("idempotent producer (needs Write on the canary topic %s): %w", topic, err)
 	}
 	consumer, err := sarama.NewConsumerFromClient(client)
 	if err != nil {
 		producer.Close()
 		admin.Close()
-		return fmt.Errorf("consumer: %w", err)
+		return nil, fmt.Errorf("consumer: %w", err)
 	}
-	s.client, s.admin, s.producer, s.consumer = client, admin, producer, consumer
-	return nil
+	return &clients{client: client, admin: admin, producer: producer, consumer: consumer}, nil
 }
 
 // close closes the producer, consumer and client.
-func (s *source) close() {
-	if s.client == nil {
-		return
+func (c *clients) close() {
+	c.producer.Close()
+	c.consumer.Close()
+	c.admin.Close() // closes the client too
+}
+
+func (s *source) connect(ctx context.Context) error {
+	if s.c != nil {
+		return nil
 	}
-	s.producer.Close()
-	s.consumer.Close()
-	s.admin.Close() // closes the client too
-	s.client = nil
+	bootstrap, conf, topic := s.cfg.BootstrapServers, s.conf, s.cfg.Canary.Topic
+	c, err := call(ctx, s, "connect", func() (*clients, error) { return dial(bootstrap, conf, topic) }, (*clients).close)
+	if err != nil {
+		return err
+	}
+	s.c = c
+	return nil
+}
+
+// close closes the clients, then waits for the sarama calls still running
+// (abandoned by a round whose context ended): with their connections
+// closed they fail at once, and none outlives the watcher.
+func (s *source) close() {
+	if s.c != nil {
+		s.c.close()
+		s.c = nil
+	}
+	s.calls.Wait()
+}
+
+// errAbandoned marks a sarama call a round stopped waiting for because its
+// context ended.
+var errAbandoned = errors.New("abandoned")
+
+// call runs f, a sarama call that takes no context, on a goroutine of its
+// own and returns its outcome, or an errAbandoned error as soon as ctx ends.
+// sarama bounds f by the dial and request timeouts, and close waits for it.
+// f must touch no field of the source (it gets the clients as a value) and
+// its outcome is dropped when abandoned; drop, when not nil, releases what
+// an abandoned f built.
+func call[T any](ctx context.Context, s *source, what string, f func() (T, error), drop func(T)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, fmt.Errorf("%s: %w before it started: %w", what, errAbandoned, err)
+	}
+	type outcome struct {
+		v   T
+		err error
+	}
+	done := make(chan outcome)
+	abandoned := make(chan struct{})
+	s.calls.Add(1)
+	go func() {
+		defer s.calls.Done()
+		v, err := f()
+		select {
+		case done <- outcome{v, err}:
+		case <-abandoned:
+			if drop != nil && err == nil {
+				drop(v)
+			}
+		}
+	}()
+	select {
+	case o := <-done:
+		return o.v, o.err
+	case <-ctx.Done():
+		close(abandoned)
+		return zero, fmt.Errorf("%s: %w: %w", what, errAbandoned, ctx.Err())
+	}
+}
+
+// callErr is call for a sarama call that returns only an error.
+func callErr(ctx context.Context, s *source, what string, f func() error) error {
+	_, err := call(ctx, s, what, func() (struct{}, error) { return struct{}{}, f() }, nil)
+	return err
 }
 
 // round writes one record to every partition of the canary topic, then
 // reads back the acknowledged records of partitions whose leader changed.
-func (s *source) round(_ context.Context, prev *Snapshot) (*Snapshot, error) {
-	if err := s.connect(); err != nil {
+// Every call to the cluster is bounded by ctx: when it is cancelled the
+// round returns its error at once; when its deadline passes while writes
+// wait, those writes count as failed with a timeout, as a client's timeout
+// would count them, and the read-backs wait for the next round.
+func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
+	if err := s.connect(ctx); err != nil {
 		return nil, err
 	}
-	health, err := s.ensureTopic()
+	health, err := s.ensureTopic(ctx)
 	if err != nil {
 		return nil, err
 	}
-	partitions, err := s.client.Partitions(s.cfg.Canary.Topic)
+	c, topic := s.c, s.cfg.Canary.Topic
+	partitions, err := call(ctx, s, "partitions", func() ([]int32, error) { return c.client.Partitions(topic) }, nil)
 	if err != nil {
-		return nil, fmt.Errorf("partitions of %s: %w", s.cfg.Canary.Topic, err)
+		return nil, fmt.Errorf("partitions of %s: %w", topic, err)
 	}
 	next := prev.clone()
 	next.Topic = health
 	at := time.Now() // the time of this round's events
 
-	results := make([]produceResult, len(partitions))
-	var wg sync.WaitGroup
-	for i, p := range partitions {
-		s.seq[p]++
-		value := fmt.Sprintf("%s:%d:%d", s.run, p, s.seq[p])
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = s.produce(p, value)
-		}()
+	results, err := s.produceAll(ctx, partitions)
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
 	for _, r := range results {
 		s.apply(next, at, r)
 	}
 	for _, p := range partitions {
-		s.readBack(next, at, p)
+		if ctx.Err() != nil {
+			break // the rest wait for the next round, as after a failed read
+		}
+		s.readBack(ctx, next, at, p)
 	}
 	return next, nil
+}
+
+// produceAll writes one record to each partition, all at once, and returns
+// the outcomes in the partitions' order. When ctx's deadline passes first,
+// the writes still waiting are failures of kind timeout (they are left to
+// end within the request timeout; their outcome is dropped); when ctx is
+// cancelled, it returns the error.
+func (s *source) produceAll(ctx context.Context, partitions []int32) ([]produceResult, error) {
+	c, topic := s.c, s.cfg.Canary.Topic
+	type indexed struct {
+		i int
+		r produceResult
+	}
+	done := make(chan indexed, len(partitions))
+	// The leader each write was sent to, for the writes that time out.
+	leaders := make([]atomic.Int32, len(partitions))
+	results := make([]produceResult, len(partitions))
+	for i, p := range partitions {
+		s.seq[p]++
+		value := fmt.Sprintf("%s:%d:%d", s.run, p, s.seq[p])
+		results[i] = produceResult{partition: p, leader: -1, value: value}
+		leaders[i].Store(-1)
+		s.calls.Add(1)
+		go func() {
+			defer s.calls.Done()
+			done <- indexed{i, produce(c, topic, p, value, &leaders[i])}
+		}()
+	}
+	finished := make([]bool, len(partitions))
+	for range partitions {
+		select {
+		case d := <-done:
+			results[d.i], finished[d.i] = d.r, true
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return nil, fmt.Errorf("canary writes: %w", ctx.Err())
+			}
+			for i := range results {
+				if !finished[i] {
+					results[i].leader = leaders[i].Load()
+					results[i].errKind = "timeout"
+					results[i].err = fmt.Errorf("no acknowledgement before the round's deadline: %w", ctx.Err())
+				}
+			}
+			return results, nil
+		}
+	}
+	return results, nil
 }
 
 type produceResult struct {
@@ -208,18 +336,24 @@ type produceResult struct {
 	err       error
 }
 
-func (s *source) leaderID(p int32) int32 {
-	if b, err := s.client.Leader(s.cfg.Canary.Topic, p); err == nil {
+// leaderID is the partition's leader as the client knows it, -1 when it
+// knows none. The client asks the cluster when its metadata has no leader.
+func leaderID(client sarama.Client, topic string, p int32) int32 {
+	if b, err := client.Leader(topic, p); err == nil {
 		return b.ID()
 	}
 	return -1
 }
 
-func (s *source) produce(p int32, value string) produceResult {
-	r := produceResult{partition: p, leader: s.leaderID(p), value: value}
+// produce writes one record; it runs on a goroutine of its own, so it
+// touches nothing of the source. sentTo is set to the leader it writes to
+// before it waits for the acknowledgement.
+func produce(c *clients, topic string, p int32, value string, sentTo *atomic.Int32) produceResult {
+	r := produceResult{partition: p, leader: leaderID(c.client, topic, p), value: value}
+	sentTo.Store(r.leader)
 	start := time.Now()
-	_, offset, err := s.producer.SendMessage(&sarama.ProducerMessage{
-		Topic: s.cfg.Canary.Topic, Partition: p, Value: sarama.StringEncoder(value),
+	_, offset, err := c.producer.SendMessage(&sarama.ProducerMessage{
+		Topic: topic, Partition: p, Value: sarama.StringEncoder(value),
 	})
 	r.latency = time.Since(start)
 	if err != nil {
@@ -228,7 +362,7 @@ func (s *source) produce(p int32, value string) produceResult {
 	}
 	// A retry may have followed the partition to a new leader: the one
 	// that acknowledged is the one the producer knows now.
-	r.leader, r.offset = s.leaderID(p), offset
+	r.leader, r.offset = leaderID(c.client, topic, p), offset
 	return r
 }
 
@@ -264,13 +398,14 @@ func (s *source) apply(next *Snapshot, at time.Time, r produceResult) {
 // means the log was truncated and rewritten: the record is lost. A record
 // beyond what can be read yet stays pending for the next round, so that a
 // new leader's lagging high watermark is never mistaken for a loss.
-func (s *source) readBack(next *Snapshot, at time.Time, p int32) {
+func (s *source) readBack(ctx context.Context, next *Snapshot, at time.Time, p int32) {
 	pending := s.pending[p]
 	if len(pending) == 0 {
 		return
 	}
-	leader := s.leaderID(p)
-	if leader < 0 {
+	c, topic, timeout := s.c, s.cfg.Canary.Topic, s.cfg.RequestTimeout
+	leader, err := call(ctx, s, "leader", func() (int32, error) { return leaderID(c.client, topic, p), nil }, nil)
+	if err != nil || leader < 0 {
 		return
 	}
 	changed := false
@@ -283,7 +418,8 @@ func (s *source) readBack(next *Snapshot, at time.Time, p int32) {
 	if !changed && len(pending) < readBackAfter {
 		return
 	}
-	got, err := s.read(p, pending[0].offset, pending[len(pending)-1].offset)
+	first, last := pending[0].offset, pending[len(pending)-1].offset
+	got, err := call(ctx, s, "read back", func() (map[int64]string, error) { return read(ctx, c.consumer, topic, p, first, last, timeout) }, nil)
 	if err != nil {
 		level.Debug(s.logger).Log("msg", "canary read-back failed; retrying next round", "partition", p, "err", err)
 		return
@@ -340,9 +476,10 @@ func compareReadBack(pending []ack, got map[int64]string) (keep []ack, lost map[
 }
 
 // read returns the values at offsets first..last that can be read now,
-// stopping at the high watermark.
-func (s *source) read(p int32, first, last int64) (map[int64]string, error) {
-	pc, err := s.consumer.ConsumePartition(s.cfg.Canary.Topic, p, first)
+// stopping at the high watermark, within timeout. It runs on a goroutine
+// of its own (call) and stops when ctx ends.
+func read(ctx context.Context, consumer sarama.Consumer, topic string, p int32, first, last int64, timeout time.Duration) (map[int64]string, error) {
+	pc, err := consumer.ConsumePartition(topic, p, first)
 	if errors.Is(err, sarama.ErrOffsetOutOfRange) {
 		// The log starts after the records (retention): nothing to compare.
 		return nil, fmt.Errorf("offset %d out of range: %w", first, err)
@@ -352,7 +489,7 @@ func (s *source) read(p int32, first, last int64) (map[int64]string, error) {
 	}
 	defer pc.Close()
 	got := map[int64]string{}
-	deadline := time.NewTimer(s.cfg.RequestTimeout)
+	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
 		select {
@@ -365,6 +502,8 @@ func (s *source) read(p int32, first, last int64) (map[int64]string, error) {
 			return got, cerr
 		case <-deadline.C:
 			return got, nil
+		case <-ctx.Done():
+			return got, ctx.Err()
 		}
 	}
 }

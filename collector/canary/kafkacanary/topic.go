@@ -1,6 +1,7 @@
 package kafkacanary
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -39,40 +40,49 @@ func brokerIDs(client sarama.Client) []int32 {
 // ensureTopic makes sure the canary topic exists, creating it when
 // allowed, brings it towards its configured shape and keeps its
 // leadership spread. It touches no other topic. It fails only when the
-// topic cannot be read or created: a healing step that fails is logged and
-// tried again next round.
-func (s *source) ensureTopic() (*TopicHealth, error) {
-	topic := s.cfg.Canary.Topic
-	err := s.client.RefreshMetadata(topic)
+// topic cannot be read or created, or ctx ends: a healing step that fails
+// is logged and tried again next round. Every call to the cluster is
+// bounded by ctx (call).
+func (s *source) ensureTopic(ctx context.Context) (*TopicHealth, error) {
+	c, topic := s.c, s.cfg.Canary.Topic
+	err := callErr(ctx, s, "metadata", func() error { return c.client.RefreshMetadata(topic) })
 	if err != nil && !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
 		return nil, fmt.Errorf("metadata of %s: %w", topic, err)
 	}
-	brokers := brokerIDs(s.client)
+	brokers := brokerIDs(c.client)
 	if len(brokers) == 0 {
 		return nil, errors.New("no broker known")
 	}
-	partitions, perr := s.client.Partitions(topic)
+	partitionsOf := func() ([]int32, error) { return c.client.Partitions(topic) }
+	partitions, perr := call(ctx, s, "partitions", partitionsOf, nil)
 	if errors.Is(err, sarama.ErrUnknownTopicOrPartition) || errors.Is(perr, sarama.ErrUnknownTopicOrPartition) || (perr == nil && len(partitions) == 0) {
-		if err := s.createTopic(brokers); err != nil {
+		if err := s.createTopic(ctx, brokers); err != nil {
 			return nil, err
 		}
-		if partitions, perr = s.client.Partitions(topic); perr == nil && len(partitions) == 0 {
+		if partitions, perr = call(ctx, s, "partitions", partitionsOf, nil); perr == nil && len(partitions) == 0 {
 			perr = fmt.Errorf("no partitions after creating it")
 		}
 	}
 	if perr != nil {
 		return nil, fmt.Errorf("partitions of %s: %w", topic, perr)
 	}
-	health := s.healTopic(s.readTopic(partitions))
-	s.respread(partitions)
+	st, err := s.readTopic(ctx, partitions)
+	if err != nil {
+		return nil, err
+	}
+	health := s.healTopic(ctx, st)
+	s.respread(ctx, partitions)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("canary topic %s: %w", topic, err)
+	}
 	return health, nil
 }
 
 // createTopic creates the canary topic with a partition led by each live
 // broker. With fewer live brokers than the configured replication factor
 // it is created smaller and healTopic completes it when brokers return.
-func (s *source) createTopic(brokers []int32) error {
-	topic := s.cfg.Canary.Topic
+func (s *source) createTopic(ctx context.Context, brokers []int32) error {
+	c, topic := s.c, s.cfg.Canary.Topic
 	if !s.cfg.Canary.CreateTopicEnabled() {
 		return fmt.Errorf("canary topic %s does not exist and canary.create_topic is false", topic)
 	}
@@ -94,7 +104,8 @@ func (s *source) createTopic(brokers []int32) error {
 	for p, replicas := range assignment(brokers, 0, len(brokers), rf) {
 		detail.ReplicaAssignment[int32(p)] = replicas
 	}
-	if err := s.admin.CreateTopic(topic, detail, false); err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+	err := callErr(ctx, s, "create topic", func() error { return c.admin.CreateTopic(topic, detail, false) })
+	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 		return fmt.Errorf("create canary topic %s: %w", topic, err)
 	}
 	if rf < s.cfg.Canary.ReplicationFactor || minISR < s.cfg.Canary.MinInsyncReplicas {
@@ -106,7 +117,7 @@ func (s *source) createTopic(brokers []int32) error {
 			"replication_factor", rf, "min_insync_replicas", minISR)
 	}
 	s.minISR, s.minISRReadAt = minISR, time.Now()
-	if err := s.client.RefreshMetadata(topic); err != nil {
+	if err := callErr(ctx, s, "metadata", func() error { return c.client.RefreshMetadata(topic) }); err != nil {
 		return fmt.Errorf("metadata of the new canary topic %s: %w", topic, err)
 	}
 	return nil
@@ -121,29 +132,44 @@ const topicConfigEvery = time.Minute
 
 // readTopic reads the topic's state from the client's metadata, its
 // min.insync.replicas when due and, while a reassignment may be in
-// progress, the reassignments of its partitions.
-func (s *source) readTopic(partitions []int32) topicState {
-	topic := s.cfg.Canary.Topic
-	st := topicState{live: brokerIDs(s.client)}
-	for _, p := range partitions {
-		// Replicas still lists them when some are offline.
-		replicas, err := s.client.Replicas(topic, p)
-		if err != nil && !errors.Is(err, sarama.ErrReplicaNotAvailable) {
-			replicas = nil
+// progress, the reassignments of its partitions. It fails only when ctx
+// ends.
+func (s *source) readTopic(ctx context.Context, partitions []int32) (topicState, error) {
+	c, topic := s.c, s.cfg.Canary.Topic
+	// The client asks the cluster for a partition whose leader or replicas
+	// it does not know.
+	read := func() ([]partitionState, error) {
+		var out []partitionState
+		for _, p := range partitions {
+			// Replicas still lists them when some are offline.
+			replicas, err := c.client.Replicas(topic, p)
+			if err != nil && !errors.Is(err, sarama.ErrReplicaNotAvailable) {
+				replicas = nil
+			}
+			out = append(out, partitionState{id: p, replicas: replicas, leader: leaderID(c.client, topic, p)})
 		}
-		st.partitions = append(st.partitions, partitionState{id: p, replicas: replicas, leader: s.leaderID(p)})
+		return out, nil
 	}
-	st.minISR = s.topicMinISR()
-	st.adding, st.reassigning = s.reassignments(partitions)
-	return st
+	st := topicState{live: brokerIDs(c.client)}
+	var err error
+	if st.partitions, err = call(ctx, s, "replicas", read, nil); err != nil {
+		return st, fmt.Errorf("canary topic %s: %w", topic, err)
+	}
+	st.minISR = s.topicMinISR(ctx)
+	st.adding, st.reassigning = s.reassignments(ctx, partitions)
+	return st, nil
 }
 
-func (s *source) topicMinISR() int {
+func (s *source) topicMinISR(ctx context.Context) int {
 	if !s.minISRReadAt.IsZero() && time.Since(s.minISRReadAt) < topicConfigEvery {
 		return s.minISR
 	}
+	c, resource := s.c, sarama.ConfigResource{Type: sarama.TopicResource, Name: s.cfg.Canary.Topic, ConfigNames: []string{minISRConfig}}
+	entries, err := call(ctx, s, "describe config", func() ([]sarama.ConfigEntry, error) { return c.admin.DescribeConfig(resource) }, nil)
+	if errors.Is(err, errAbandoned) {
+		return s.minISR // read again next round
+	}
 	s.minISRReadAt = time.Now()
-	entries, err := s.admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: s.cfg.Canary.Topic, ConfigNames: []string{minISRConfig}})
 	if err == nil {
 		err = fmt.Errorf("no %s in the answer", minISRConfig)
 		for _, e := range entries {
@@ -160,12 +186,17 @@ func (s *source) topicMinISR() int {
 // canary's partitions are adding, and whether any is in progress. It asks
 // only after the canary started one, or once after it connected (one may
 // be left from before a restart).
-func (s *source) reassignments(partitions []int32) (map[int32][]int32, bool) {
+func (s *source) reassignments(ctx context.Context, partitions []int32) (map[int32][]int32, bool) {
 	if !s.checkReassignments {
 		return nil, false
 	}
-	topic := s.cfg.Canary.Topic
-	status, err := s.admin.ListPartitionReassignments(topic, partitions)
+	c, topic := s.c, s.cfg.Canary.Topic
+	status, err := call(ctx, s, "list reassignments", func() (map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus, error) {
+		return c.admin.ListPartitionReassignments(topic, partitions)
+	}, nil)
+	if errors.Is(err, errAbandoned) {
+		return nil, s.reassignStarted // asked again next round
+	}
 	s.stepDone("list reassignments", err)
 	if err != nil {
 		// Wait for a reassignment of ours; otherwise assume none.
@@ -189,7 +220,7 @@ func (s *source) reassignments(partitions []int32) (map[int32][]int32, bool) {
 // healTopic assesses the topic and, when the canary manages it, takes the
 // next healing step. With create_topic false the topic is the user's: the
 // canary reports its shape but never changes it.
-func (s *source) healTopic(st topicState) *TopicHealth {
+func (s *source) healTopic(ctx context.Context, st topicState) *TopicHealth {
 	c := s.cfg.Canary
 	health := assess(st, c.ReplicationFactor, c.MinInsyncReplicas)
 	health.Managed = c.CreateTopicEnabled()
@@ -205,16 +236,21 @@ func (s *source) healTopic(st topicState) *TopicHealth {
 		}
 		return health
 	}
-	health.Healing, health.HealError = s.heal(st, planHealing(st, c.ReplicationFactor, c.MinInsyncReplicas))
+	health.Healing, health.HealError = s.heal(ctx, st, planHealing(st, c.ReplicationFactor, c.MinInsyncReplicas))
 	return health
 }
 
 // heal takes the plan's steps and says which and how they failed.
-func (s *source) heal(st topicState, plan healPlan) (step, failure string) {
-	topic := s.cfg.Canary.Topic
+func (s *source) heal(ctx context.Context, st topicState, plan healPlan) (step, failure string) {
+	c, topic := s.c, s.cfg.Canary.Topic
 	var steps, failures []string
 	do := func(name string, err error, done ...any) {
 		steps = append(steps, name)
+		if errors.Is(err, errAbandoned) {
+			// Not the step's failure: the round ran out of time or stopped.
+			failures = append(failures, name+": "+err.Error())
+			return
+		}
 		s.stepDone(name, err)
 		if err != nil {
 			failures = append(failures, name+": "+err.Error())
@@ -228,18 +264,23 @@ func (s *source) heal(st topicState, plan healPlan) (step, failure string) {
 	case len(plan.reassign) > 0:
 		assignment, err := reassignmentByPartition(st.partitions, plan.reassign)
 		if err == nil {
-			err = s.admin.AlterPartitionReassignments(topic, assignment)
+			err = callErr(ctx, s, "alter partition reassignments", func() error { return c.admin.AlterPartitionReassignments(topic, assignment) })
 		}
 		if err == nil {
 			s.checkReassignments, s.reassignStarted = true, true
+		} else if errors.Is(err, errAbandoned) {
+			// It may have been sent: the next round asks before planning.
+			s.checkReassignments = true
 		}
 		do("raise the replication factor", err, "replicas", fmt.Sprint(plan.reassign))
 	default:
 		if plan.minISR > 0 {
 			value := strconv.Itoa(plan.minISR)
-			err := s.admin.IncrementalAlterConfig(sarama.TopicResource, topic, map[string]sarama.IncrementalAlterConfigsEntry{
-				minISRConfig: {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &value},
-			}, false)
+			err := callErr(ctx, s, "alter config", func() error {
+				return c.admin.IncrementalAlterConfig(sarama.TopicResource, topic, map[string]sarama.IncrementalAlterConfigsEntry{
+					minISRConfig: {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &value},
+				}, false)
+			})
 			if err == nil {
 				s.minISR, s.minISRReadAt = plan.minISR, time.Now()
 			}
@@ -247,10 +288,13 @@ func (s *source) heal(st topicState, plan healPlan) (step, failure string) {
 		}
 		if len(plan.add) > 0 {
 			count := len(st.partitions) + len(plan.add)
-			err := s.admin.CreatePartitions(topic, int32(count), plan.add, false)
-			if err == nil {
-				_ = s.client.RefreshMetadata(topic)
-			}
+			err := callErr(ctx, s, "create partitions", func() error {
+				if err := c.admin.CreatePartitions(topic, int32(count), plan.add, false); err != nil {
+					return err
+				}
+				_ = c.client.RefreshMetadata(topic)
+				return nil
+			})
 			do("add partitions for brokers without one", err, "partitions", count, "new", fmt.Sprint(plan.add))
 		}
 	}
@@ -313,35 +357,46 @@ const respreadEvery = 30 * time.Second
 // so that every broker keeps being tested as a leader. It needs Alter on
 // the cluster; without it the canary still works, with leadership where
 // the failovers left it.
-func (s *source) respread(partitions []int32) {
+func (s *source) respread(ctx context.Context, partitions []int32) {
 	if time.Since(s.lastRespread) < respreadEvery {
 		return
 	}
-	topic := s.cfg.Canary.Topic
-	var move []int32
-	for _, p := range partitions {
-		replicas, err := s.client.Replicas(topic, p)
-		if err != nil || len(replicas) == 0 {
-			continue
+	c, topic := s.c, s.cfg.Canary.Topic
+	// The client asks the cluster for a partition it knows no leader of.
+	move, err := call(ctx, s, "preferred leaders", func() ([]int32, error) {
+		var move []int32
+		for _, p := range partitions {
+			replicas, err := c.client.Replicas(topic, p)
+			if err != nil || len(replicas) == 0 {
+				continue
+			}
+			isr, err := c.client.InSyncReplicas(topic, p)
+			if err != nil || !slices.Contains(isr, replicas[0]) {
+				continue
+			}
+			if leader, err := c.client.Leader(topic, p); err == nil && leader.ID() != replicas[0] {
+				move = append(move, p)
+			}
 		}
-		isr, err := s.client.InSyncReplicas(topic, p)
-		if err != nil || !slices.Contains(isr, replicas[0]) {
-			continue
-		}
-		if leader, err := s.client.Leader(topic, p); err == nil && leader.ID() != replicas[0] {
-			move = append(move, p)
-		}
-	}
-	if len(move) == 0 {
+		return move, nil
+	}, nil)
+	if err != nil || len(move) == 0 {
 		return
 	}
 	s.lastRespread = time.Now()
-	if _, err := s.admin.ElectLeaders(sarama.PreferredElection, map[string][]int32{topic: move}); err != nil {
+	err = callErr(ctx, s, "elect leaders", func() error {
+		_, err := c.admin.ElectLeaders(sarama.PreferredElection, map[string][]int32{topic: move})
+		return err
+	})
+	if errors.Is(err, errAbandoned) {
+		return
+	}
+	if err != nil {
 		level.Warn(s.logger).Log("msg", "could not move canary leadership back to the preferred leaders", "topic", topic, "partitions", fmt.Sprint(move), "err", err)
 		return
 	}
 	level.Info(s.logger).Log("msg", "moved canary leadership back to the preferred leaders", "topic", topic, "partitions", fmt.Sprint(move))
-	_ = s.client.RefreshMetadata(topic)
+	_ = callErr(ctx, s, "metadata", func() error { return c.client.RefreshMetadata(topic) })
 }
 
 func ptr[T any](v T) *T { return &v }
