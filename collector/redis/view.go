@@ -1,0 +1,148 @@
+package redis
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/status/model"
+)
+
+// maxMasters bounds the status page's tables of masters and of foreign
+// nodes; the rest are counted.
+const maxMasters = 100
+
+// Views are the status page's parts of the given clusters, as of now.
+func Views(states []watch.Named[Snapshot], now time.Time) []model.Cluster {
+	out := make([]model.Cluster, 0, len(states))
+	for _, named := range states {
+		out = append(out, view(named, now))
+	}
+	return out
+}
+
+func view(named watch.Named[Snapshot], now time.Time) model.Cluster {
+	c := model.Cluster{System: "redis", Name: named.Name, Head: model.HeadOf(named.State, now), Redis: &model.Redis{}}
+	s := named.State.Snapshot
+	if s == nil {
+		return c
+	}
+	v := c.Redis
+	v.StateOK, v.KnownNodes, v.Masters, v.ViewsConsistent = s.StateOK, s.KnownNodes, s.Masters, s.ViewsConsistent
+	v.SlotsOK, v.SlotsPFail, v.SlotsFail, v.SlotsUnassigned = s.SlotsOK, s.SlotsPFail, s.SlotsFail, s.SlotsUnassigned
+	if o, ok := s.Episodes.OldestFailover(); ok {
+		v.OpenFailover = model.Age(o.Age(s.ReadAt))
+	}
+	if s.Episodes.SlotsUnserved != nil {
+		v.OpenUnserved = model.Age(s.Episodes.SlotsUnserved.Age(s.ReadAt))
+	}
+	byID := make(map[string]*Node, len(s.Nodes))
+	for i := range s.Nodes {
+		byID[s.Nodes[i].ID] = &s.Nodes[i]
+		if s.Nodes[i].Reachable {
+			v.Reachable++
+		}
+	}
+	v.Strip = slotStrip(s, byID)
+	row := func(n *Node) model.Node {
+		r := model.Node{ID: n.ID, ShortID: model.ShortID(n.ID), Address: n.Addr, State: string(n.State), Reachable: n.Reachable,
+			Slots: n.Slots, LinkUp: n.MasterLinkUp, IsReplica: n.Role == RoleReplica}
+		if n.HasReplicationLag {
+			r.Lag = fmt.Sprintf("%d B", n.ReplicationLagBytes)
+		}
+		return r
+	}
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		if n.Role != RoleMaster {
+			continue
+		}
+		if len(v.Shards) == maxMasters {
+			v.ShardsMore++
+			continue
+		}
+		shard := model.Shard{Master: row(n)}
+		for j := range s.Nodes {
+			if r := &s.Nodes[j]; r.Role == RoleReplica && r.MasterID == n.ID {
+				shard.Replicas = append(shard.Replicas, row(r))
+			}
+		}
+		v.Shards = append(v.Shards, shard)
+	}
+	for i, f := range s.Foreign {
+		if i == maxMasters {
+			break
+		}
+		v.Foreign = append(v.Foreign, model.ForeignNode{ShortID: model.ShortID(f.ID), Address: f.Addr, Reason: string(f.Reason)})
+	}
+	// Masters serving slots first, then by address.
+	sort.SliceStable(v.Shards, func(i, j int) bool { return v.Shards[i].Master.Slots > 0 && v.Shards[j].Master.Slots == 0 })
+	return c
+}
+
+// slotStrip is the slot map: the snapshot's slot ranges, coloured by owner.
+func slotStrip(s *Snapshot, byID map[string]*Node) []model.SlotRun {
+	var strip []model.SlotRun
+	// Masters are numbered in slot order, so that neighbours differ and a
+	// promoted replica takes the colour of the master whose slots it took.
+	ownerIndex := make(map[string]int)
+	for _, r := range s.SlotRanges {
+		run := model.SlotRun{First: r.First, Last: r.Last, Owner: "unassigned", State: "unassigned", Color: colorUnassigned,
+			Percent: fmt.Sprintf("%.4f", float64(r.Last-r.First+1)*100/SlotCount)}
+		if n := byID[r.Owner]; n != nil {
+			i, seen := ownerIndex[r.Owner]
+			if !seen {
+				i = len(ownerIndex)
+				ownerIndex[r.Owner] = i
+			}
+			run.Owner, run.State, run.Color = n.Addr, string(n.State), slotColor(n.State, i)
+		}
+		strip = append(strip, run)
+	}
+	return strip
+}
+
+// Slot map colours. On the status page red, orange and magenta-red mean
+// trouble, so a healthy master's colour never has one of those hues; the
+// test computes the hue of every colour below.
+const (
+	// A node suspects the master (PFAIL); its slots are still served.
+	colorPFail = "#e8710a"
+	// The master is FAIL (or has no address, or is still in handshake):
+	// its slots are not served.
+	colorFail = "#c62828"
+	// No master claims these slots.
+	colorUnassigned = "#8e1616"
+)
+
+// healthyPalette colours masters in state ok: blues, greens, teals and
+// violets, alternating hue and lightness so that neighbours in the slot map
+// stand apart.
+var healthyPalette = []string{
+	"#317ac4", // blue
+	"#3b9b4b", // green
+	"#9464c4", // violet
+	"#248f8f", // teal
+	"#6e9933", // olive green
+	"#7d84d4", // periwinkle
+	"#59c09d", // sea green
+	"#8a5095", // plum
+	"#78c8e2", // sky
+	"#90bb81", // sage
+	"#524691", // slate blue
+	"#227745", // dark green
+}
+
+// slotColor is the colour of slots owned by a master in the given state,
+// the index-th master in slot order.
+func slotColor(state NodeState, index int) string {
+	switch state {
+	case NodeStateOK:
+		return healthyPalette[index%len(healthyPalette)]
+	case NodeStatePFail:
+		return colorPFail
+	default:
+		return colorFail
+	}
+}
