@@ -4,14 +4,19 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/canary/kafkacanary"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
+// withCanary adds a write canary on Kafka cluster main: its part joins the
+// cluster's section.
 func withCanary(p *Page, st *watch.State[kafkacanary.Snapshot]) *Page {
-	p.Sources.KafkaCanary = func() []watch.Named[kafkacanary.Snapshot] {
-		return []watch.Named[kafkacanary.Snapshot]{{Name: "main", State: st}}
+	clusters := p.Sources.Clusters
+	p.Sources.Clusters = func(now time.Time) []model.Cluster {
+		return append(clusters(now), kafkacanary.Views([]watch.Named[kafkacanary.Snapshot]{{Name: "main", State: st}}, now)...)
 	}
 	return p
 }

@@ -1,6 +1,7 @@
 // Package status renders the exporter's landing page: a live summary of
-// every watched cluster, server-side, from the same published snapshots
-// /metrics serves, and the latest events. It never talks to a cluster, so
+// every watched cluster, server-side, from view models each system builds
+// from the same published snapshots /metrics serves (status/model), and the
+// latest events. It never talks to a cluster or reads a snapshot, so
 // it answers at once even when a cluster hangs; it loads nothing from
 // elsewhere (no scripts, fonts or styles from other hosts), so it works
 // offline and behind the same --web.config.file authentication as the rest
@@ -16,11 +17,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/failover-exporter/failover_exporter/collector/canary/kafkacanary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
-	"github.com/failover-exporter/failover_exporter/collector/kafka"
-	"github.com/failover-exporter/failover_exporter/collector/redis"
-	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
 // Link is one link in the page header (metrics, health, readiness...).
@@ -32,11 +30,12 @@ type Link struct {
 
 // Sources are where the page reads state from; each returns immediately.
 type Sources struct {
-	Kafka func() []watch.Named[kafka.Snapshot]
-	// KafkaCanary are the write canaries, by the name of their cluster.
-	KafkaCanary func() []watch.Named[kafkacanary.Snapshot]
-	Redis       func() []watch.Named[redis.Snapshot]
-	Events      *events.Log
+	// Clusters are the view models of every watched cluster as of now,
+	// built by each system from its published snapshots. Parts with the
+	// same system and name make one section, in order of first appearance.
+	Clusters func(now time.Time) []model.Cluster
+	// Events gives each section its system's and cluster's latest events.
+	Events *events.Log
 }
 
 // Page is the status page handler.
@@ -55,7 +54,8 @@ type Page struct {
 var pageHTML string
 
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"inc": func(i int) int { return i + 1 },
+	"inc":   func(i int) int { return i + 1 },
+	"color": cssColor,
 }).Parse(pageHTML))
 
 // ServeHTTP renders the page. Only "/" is the page; other paths are 404,
@@ -93,23 +93,8 @@ func (p *Page) view() pageView {
 		refresh = 5 * time.Second
 	}
 	v := pageView{Title: p.Title, Version: p.Version, Now: now.UTC(), RefreshSecs: max(1, int(refresh.Seconds())), Links: p.Links}
-	if p.Sources.Kafka != nil {
-		canaries := map[string]*watch.State[kafkacanary.Snapshot]{}
-		if p.Sources.KafkaCanary != nil {
-			for _, c := range p.Sources.KafkaCanary() {
-				canaries[c.Name] = c.State
-			}
-		}
-		for _, c := range p.Sources.Kafka() {
-			kv := kafkaViewOf(c, p.Sources.Events, now)
-			kv.Canary = kafkaCanaryViewOf(canaries[c.Name])
-			v.Kafka = append(v.Kafka, kv)
-		}
-	}
-	if p.Sources.Redis != nil {
-		for _, c := range p.Sources.Redis() {
-			v.Redis = append(v.Redis, redisViewOf(c, p.Sources.Events, now))
-		}
+	if p.Sources.Clusters != nil {
+		v.Clusters = sections(p.Sources.Clusters(now), p.Sources.Events, now)
 	}
 	return v
 }

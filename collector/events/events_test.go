@@ -31,7 +31,7 @@ func TestLogKeepsTheNewestNewestFirst(t *testing.T) {
 	l.Record("redis", "b", listOf(1, t0.Add(time.Second), RedisPromotion))
 	l.Record("kafka", "a", listOf(1, t0.Add(2*time.Second), KafkaISRShrink))
 
-	got := l.Query("", time.Time{}, 0)
+	got := l.Query("", "", time.Time{}, 0)
 	if len(got) != 3 {
 		t.Fatalf("kept %d events, want the capacity 3: %+v", len(got), got)
 	}
@@ -41,13 +41,19 @@ func TestLogKeepsTheNewestNewestFirst(t *testing.T) {
 	if got[1].System != "redis" || got[1].Cluster != "b" {
 		t.Errorf("system and cluster not stamped: %+v", got[1])
 	}
-	if a := l.Query("a", time.Time{}, 0); len(a) != 2 || a[0].Cluster != "a" || a[1].Cluster != "a" {
+	if a := l.Query("", "a", time.Time{}, 0); len(a) != 2 || a[0].Cluster != "a" || a[1].Cluster != "a" {
 		t.Errorf("cluster filter: %+v", a)
 	}
-	if recent := l.Query("", t0.Add(time.Second), 0); len(recent) != 2 {
+	if r := l.Query("redis", "", time.Time{}, 0); len(r) != 1 || r[0].System != "redis" {
+		t.Errorf("system filter: %+v", r)
+	}
+	if none := l.Query("redis", "a", time.Time{}, 0); len(none) != 0 {
+		t.Errorf("redis cluster a has no events, got %+v", none)
+	}
+	if recent := l.Query("", "", t0.Add(time.Second), 0); len(recent) != 2 {
 		t.Errorf("since filter kept %d, want 2", len(recent))
 	}
-	if one := l.Query("", time.Time{}, 1); len(one) != 1 || one[0].Kind != KafkaISRShrink {
+	if one := l.Query("", "", time.Time{}, 1); len(one) != 1 || one[0].Kind != KafkaISRShrink {
 		t.Errorf("limit: %+v", one)
 	}
 	logged := out.String()
@@ -75,9 +81,10 @@ func TestHandler(t *testing.T) {
 	l := NewLog(10, log.NewNopLogger())
 	l.Record("kafka", "a", listOf(1, t0, KafkaPartitionOffline))
 	l.Record("kafka", "b", listOf(1, t0.Add(time.Minute), KafkaPartitionOnline))
+	known := func() map[string][]string { return map[string][]string{"kafka": {"a", "b"}} }
 	get := func(query string) (int, string) {
 		rec := httptest.NewRecorder()
-		l.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/events"+query, nil))
+		l.Handler(known).ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/events"+query, nil))
 		return rec.Code, rec.Body.String()
 	}
 	code, body := get("?cluster=a")
@@ -94,7 +101,7 @@ func TestHandler(t *testing.T) {
 	if _, body := get("?since=" + t0.Add(30*time.Second).Format(time.RFC3339)); !strings.Contains(body, "partition_online") || strings.Contains(body, "partition_offline") {
 		t.Errorf("since filter: %s", body)
 	}
-	if _, body := get("?cluster=nope"); strings.TrimSpace(body) != `{"events":[]}` {
+	if _, body := get("?since=" + t0.Add(2*time.Minute).Format(time.RFC3339)); strings.TrimSpace(body) != `{"events":[]}` {
 		t.Errorf("no match should be an empty list: %s", body)
 	}
 	for _, bad := range []string{"?since=yesterday", "?since=-5m", "?limit=0", "?limit=x"} {
@@ -103,9 +110,65 @@ func TestHandler(t *testing.T) {
 		}
 	}
 	rec := httptest.NewRecorder()
-	l.Handler().ServeHTTP(rec, httptest.NewRequest("POST", "/api/v1/events", nil))
+	l.Handler(known).ServeHTTP(rec, httptest.NewRequest("POST", "/api/v1/events", nil))
 	if rec.Code != 405 {
 		t.Errorf("POST: %d", rec.Code)
+	}
+}
+
+// TestHandlerSystems: names are unique only within a system, so the same
+// name in Kafka and Redis stays apart with ?system=; a name nobody knows
+// is answered with what is known, not with an empty list that reads as
+// "all quiet".
+func TestHandlerSystems(t *testing.T) {
+	l := NewLog(10, log.NewNopLogger())
+	l.Record("kafka", "prod", listOf(1, t0, KafkaBrokerDown))
+	l.Record("redis", "prod", listOf(1, t0, RedisPromotion))
+	// A cluster removed by a reload: its events are kept, so it is known.
+	l.Record("redis", "old", listOf(1, t0, RedisNodeFail))
+	known := func() map[string][]string {
+		return map[string][]string{"kafka": {"prod", "quiet"}, "redis": {"prod"}}
+	}
+	get := func(query string) (int, []Event, string) {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		l.Handler(known).ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/events"+query, nil))
+		var resp Response
+		if rec.Code == 200 {
+			if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
+				t.Fatalf("%s: %v", query, err)
+			}
+		}
+		return rec.Code, resp.Events, rec.Body.String()
+	}
+	kinds := func(evs []Event) (out []string) {
+		for _, e := range evs {
+			out = append(out, e.System+"/"+e.Cluster+"/"+string(e.Kind))
+		}
+		return out
+	}
+	for query, want := range map[string][]string{
+		"?system=kafka&cluster=prod":  {"kafka/prod/broker_down"},
+		"?system=redis&cluster=prod":  {"redis/prod/promotion"},
+		"?cluster=prod":               {"redis/prod/promotion", "kafka/prod/broker_down"},
+		"?system=redis":               {"redis/old/node_fail", "redis/prod/promotion"},
+		"?system=redis&cluster=old":   {"redis/old/node_fail"},
+		"?system=kafka&cluster=quiet": nil,
+	} {
+		code, evs, body := get(query)
+		if code != 200 || strings.Join(kinds(evs), " ") != strings.Join(want, " ") {
+			t.Errorf("%s: %d %v (%s), want %v", query, code, kinds(evs), body, want)
+		}
+	}
+	for query, want := range map[string]string{
+		"?system=mysql":               `unknown system "mysql"; systems with configured clusters: "kafka", "redis"`,
+		"?system=mysql&cluster=prod":  `unknown system "mysql"`,
+		"?cluster=nope":               `unknown cluster "nope"; configured clusters: kafka "prod", kafka "quiet", redis "prod"`,
+		"?system=redis&cluster=quiet": `unknown redis cluster "quiet"; configured clusters: kafka "prod", kafka "quiet", redis "prod"`,
+	} {
+		if code, _, body := get(query); code != 400 || !strings.Contains(body, want) {
+			t.Errorf("%s: %d %q, want 400 saying %q", query, code, body, want)
+		}
 	}
 }
 
@@ -139,7 +202,7 @@ func TestFollowRecordsEachSnapshotOnce(t *testing.T) {
 	for range results {
 		w.RefreshOnce(context.Background())
 	}
-	if got := l.Query("", time.Time{}, 0); len(got) != 3 {
+	if got := l.Query("", "", time.Time{}, 0); len(got) != 3 {
 		t.Errorf("recorded %d events, want 3 (none twice): %+v", len(got), got)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -17,10 +19,19 @@ type Response struct {
 }
 
 // Handler serves the kept events as JSON, newest first. Query parameters:
-// cluster (a cluster name; all when absent), since (an RFC 3339 time, or a
-// duration such as 15m meaning that long ago) and limit (a positive count).
-// A malformed parameter is answered with 400 and a message saying which.
-func (l *Log) Handler() http.Handler {
+// system (kafka, redis; every system when absent), cluster (a cluster name;
+// with system, that system's cluster, else the clusters of that name in
+// every system: names are unique only within a system), since (an RFC 3339
+// time, or a duration such as 15m meaning that long ago) and limit (a
+// positive count). A malformed parameter is answered with 400 and a
+// message saying which.
+//
+// known returns the configured cluster names by system. A system or
+// cluster that is neither configured nor in the kept events (a cluster
+// removed by a reload keeps its events) is answered with 400 naming it and
+// the configured ones, rather than with an empty list that reads as "all
+// quiet". With a nil known every name is accepted.
+func (l *Log) Handler(known func() map[string][]string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -41,7 +52,14 @@ func (l *Log) Handler() http.Handler {
 				return
 			}
 		}
-		evs := l.Query(q.Get("cluster"), since, limit)
+		system, cluster := q.Get("system"), q.Get("cluster")
+		if known != nil {
+			if err := l.checkNames(system, cluster, known()); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+		}
+		evs := l.Query(system, cluster, since, limit)
 		if evs == nil {
 			evs = []Event{}
 		}
@@ -65,4 +83,56 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 		return now.Add(-d), nil
 	}
 	return time.Time{}, fmt.Errorf("since %q: want an RFC 3339 time (2026-01-02T15:04:05Z) or a positive duration (15m)", s)
+}
+
+// checkNames says which of system and cluster (either may be empty) is
+// neither in known, the configured clusters by system, nor in the kept
+// events.
+func (l *Log) checkNames(system, cluster string, known map[string][]string) error {
+	systems := make([]string, 0, len(known))
+	for s := range known {
+		systems = append(systems, s)
+	}
+	slices.Sort(systems)
+	if system != "" {
+		if _, ok := known[system]; !ok && !l.holds(system, "") {
+			quoted := make([]string, len(systems))
+			for i, s := range systems {
+				quoted[i] = strconv.Quote(s)
+			}
+			return fmt.Errorf("unknown system %q; systems with configured clusters: %s", system, listOrNone(quoted))
+		}
+	}
+	if cluster == "" {
+		return nil
+	}
+	configured := false
+	for _, s := range systems {
+		if (system == "" || s == system) && slices.Contains(known[s], cluster) {
+			configured = true
+		}
+	}
+	if configured || l.holds(system, cluster) {
+		return nil
+	}
+	var names []string
+	for _, s := range systems {
+		clusters := slices.Clone(known[s])
+		slices.Sort(clusters)
+		for _, c := range clusters {
+			names = append(names, s+" "+strconv.Quote(c))
+		}
+	}
+	what := "cluster"
+	if system != "" {
+		what = system + " cluster"
+	}
+	return fmt.Errorf("unknown %s %q; configured clusters: %s", what, cluster, listOrNone(names))
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }

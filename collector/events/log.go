@@ -78,39 +78,63 @@ func (l *Log) logEvent(e Event) {
 	level.Info(l.logger).Log(kv...)
 }
 
-// Query returns the kept events of cluster (every cluster when empty) at
-// or after since (every time when zero), newest first, at most limit of
+// Query returns the kept events of system's cluster (every system or
+// cluster when the name is empty: a name is unique only within its system)
+// at or after since (every time when zero), newest first, at most limit of
 // them (all when limit is not positive). Events of one refresh keep their
 // order relative to each other, reversed like the rest.
-func (l *Log) Query(cluster string, since time.Time, limit int) []Event {
+func (l *Log) Query(system, cluster string, since time.Time, limit int) []Event {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	var out []Event
+	l.newestFirst(func(e *Event) bool {
+		if (system != "" && e.System != system) || (cluster != "" && e.Cluster != cluster) {
+			return true
+		}
+		if !since.IsZero() && e.Time.Before(since) {
+			return true
+		}
+		out = append(out, *e)
+		return limit <= 0 || len(out) < limit
+	})
+	return out
+}
+
+// holds reports whether the log keeps an event of system's cluster (any
+// system when system is empty, any cluster of it when cluster is empty).
+func (l *Log) holds(system, cluster string) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	found := false
+	l.newestFirst(func(e *Event) bool {
+		found = (system == "" || e.System == system) && (cluster == "" || e.Cluster == cluster)
+		return !found
+	})
+	return found
+}
+
+// newestFirst calls yield with each kept event, newest first, until it
+// returns false. The caller holds l.mu.
+func (l *Log) newestFirst(yield func(*Event) bool) {
 	n := l.next
 	if l.filled {
 		n = len(l.ring)
 	}
-	var out []Event
 	for i := 1; i <= n; i++ {
-		e := l.ring[(l.next-i+len(l.ring))%len(l.ring)]
-		if cluster != "" && e.Cluster != cluster {
-			continue
-		}
-		if !since.IsZero() && e.Time.Before(since) {
-			continue
-		}
-		out = append(out, e)
-		if limit > 0 && len(out) == limit {
-			break
+		if !yield(&l.ring[(l.next-i+len(l.ring))%len(l.ring)]) {
+			return
 		}
 	}
-	return out
 }
 
 // Follow records the events of every new snapshot w publishes, read from
 // it by eventsOf. A failed refresh republishes the previous snapshot, whose
-// events are not recorded twice. Call it before the watcher runs.
+// events are not recorded twice. Call it before the watcher runs, after
+// Resume if the watcher resumes.
 func Follow[S any](l *Log, system, cluster string, w *watch.Watcher[S], eventsOf func(*S) []Event) {
-	var last *S // only touched on the watcher's goroutine
+	// A watcher resumed from another's state (watch.Watcher.Resume) starts
+	// with a snapshot whose events that one recorded already.
+	last := w.Current().Snapshot // only touched on the watcher's goroutine
 	w.OnPublish(func() {
 		s := w.Current().Snapshot
 		if s == nil || s == last {

@@ -60,7 +60,7 @@ func runCanary(t *testing.T, c *lab.KafkaCluster, canaryCfg config.KafkaCanary) 
 // (any partition when p < 0), newest first.
 func canaryEvents(elog *events.Log, kind events.Kind, p int32) []events.Event {
 	var out []events.Event
-	for _, e := range elog.Query("lab", time.Time{}, 0) {
+	for _, e := range elog.Query("kafka", "lab", time.Time{}, 0) {
 		if e.Kind == kind && e.System == "kafka" && e.Subject.Topic == config.DefaultKafkaCanaryTopic &&
 			e.Subject.Partition != nil && (p < 0 || *e.Subject.Partition == p) {
 			out = append(out, e)

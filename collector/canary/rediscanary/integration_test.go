@@ -59,7 +59,7 @@ func startCanary(t *testing.T, c *lab.RedisCluster, wait time.Duration) (*watch.
 // canaryEvents are the logged events of one kind about one master.
 func canaryEvents(elog *events.Log, kind events.Kind, masterID string) []events.Event {
 	var out []events.Event
-	for _, e := range elog.Query("lab", time.Time{}, 0) {
+	for _, e := range elog.Query("redis", "lab", time.Time{}, 0) {
 		if e.Kind == kind && e.Subject.NodeID == masterID {
 			out = append(out, e)
 		}
