@@ -69,7 +69,7 @@ func newMux(f flags, reg *prometheus.Registry, e endpoints) (*http.ServeMux, err
 			{Address: f.telemetryPath, Text: "Metrics"},
 			{Address: "/-/healthy", Text: "Health"},
 			{Address: "/-/ready", Text: "Readiness", Description: "ready once every cluster was read once"},
-			{Address: "/api/v1/events", Text: "Events", Description: "the latest cluster events as JSON, newest first; ?cluster=NAME&since=15m"},
+			{Address: "/api/v1/events", Text: "Events", Description: "the latest cluster events as JSON, newest first; ?system=kafka&cluster=NAME&since=15m"},
 		}
 		// The profile links work only when the profiles are served.
 		if f.enablePprof {
