@@ -121,7 +121,11 @@ func loadConfig(f flags) (*config.Config, error) {
 	if err := cfg.Complete(); err != nil {
 		return nil, fmt.Errorf("flags and config file: %w", err)
 	}
-	if len(cfg.Kafka)+len(cfg.Redis) == 0 {
+	total := 0
+	for _, n := range collector.Watched(cfg) {
+		total += n
+	}
+	if total == 0 {
 		return nil, errors.New("nothing to watch: give --kafka.server, --redis.addr or a --config.file listing clusters")
 	}
 	return cfg, nil
@@ -162,7 +166,13 @@ func runServe(f flags, logs loggers) error {
 		return err
 	}
 	if f.configCheck {
-		level.Info(logger).Log("msg", "configuration is valid", "kafka_clusters", len(cfg.Kafka), "redis_clusters", len(cfg.Redis))
+		kv := []any{"msg", "configuration is valid"}
+		for _, s := range collector.Systems {
+			if s.Part() == "" {
+				kv = append(kv, s.Name()+"_clusters", len(s.Clusters(cfg)))
+			}
+		}
+		level.Info(logger).Log(kv...)
 		return nil
 	}
 	level.Info(logger).Log("msg", "starting "+exporterName, "version", version.Info(), "build_context", version.BuildContext())

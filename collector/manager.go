@@ -4,10 +4,11 @@ package collector
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"sort"
-	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -18,204 +19,316 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/collector/redis"
+	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 )
 
+// Systems is the registry: every system the exporter watches, in the order
+// their metrics are served. Adding a system is its package and one line
+// here; the manager, the config check, the status page and the contract
+// tests read this list.
+var Systems = []system.System{
+	kafka.System,
+	redis.System,
+	kafkacanary.System,
+	rediscanary.System,
+}
+
+// Watched counts the clusters cfg asks the registry's systems to watch,
+// by system (parts of a cluster, such as its canary, not counted).
+func Watched(cfg *config.Config) map[string]int {
+	counts := map[string]int{}
+	for _, s := range Systems {
+		if s.Part() == "" {
+			counts[s.Name()] += len(s.Clusters(cfg))
+		}
+	}
+	return counts
+}
+
 // running is one watcher goroutine.
 type running struct {
-	fingerprint string
-	cancel      context.CancelFunc
-	done        chan struct{}
-	ready       <-chan struct{}
-	// remove stops the collector serving the cluster.
-	remove func()
+	unit    system.Unit
+	watcher system.Watcher
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 // Manager owns the watchers and the collectors that serve them.
 type Manager struct {
-	logger log.Logger
-	kafka  *kafka.Collector
-	redis  *redis.Collector
-	events *events.Log
-	// kafkaCanary and redisCanary serve the write canaries of the clusters
-	// that enable one.
-	kafkaCanary *kafkacanary.Collector
-	redisCanary *rediscanary.Collector
+	logger  log.Logger
+	events  *events.Log
+	systems []system.System
+	serving map[string]system.Serving // by system name
 
+	// applyMu makes one Apply at a time; mu guards running and is held
+	// only to read or swap it, never while waiting on a cluster, so that
+	// /-/ready never waits on a reload.
+	applyMu sync.Mutex
 	mu      sync.Mutex
 	running map[string]*running
+	// wasReady is set once every watcher of the first config had a state:
+	// readiness is about the process, and a reload never takes it back.
+	wasReady atomic.Bool
 }
 
-// NewManager returns a manager with no clusters, whose event log keeps the
-// last eventCapacity events (events.DefaultCapacity when not positive).
+// NewManager returns a manager of the registry's systems with no clusters,
+// whose event log keeps the last eventCapacity events
+// (events.DefaultCapacity when not positive).
 func NewManager(logger log.Logger, eventCapacity int) *Manager {
-	return &Manager{
-		logger:      logger,
-		kafka:       kafka.NewCollector(),
-		redis:       redis.NewCollector(),
-		kafkaCanary: kafkacanary.NewCollector(),
-		redisCanary: rediscanary.NewCollector(),
-		events:      events.NewLog(eventCapacity, logger),
-		running:     map[string]*running{},
-	}
+	return NewManagerOf(Systems, logger, eventCapacity)
 }
 
-// Kafka is the Kafka collector, for the status page.
-func (m *Manager) Kafka() *kafka.Collector { return m.kafka }
-
-// Redis is the Redis collector, for the status page.
-func (m *Manager) Redis() *redis.Collector { return m.redis }
-
-// KafkaCanary serves the Kafka write canaries, for the status page.
-func (m *Manager) KafkaCanary() *kafkacanary.Collector { return m.kafkaCanary }
+// NewManagerOf is NewManager for the given systems, for tests.
+func NewManagerOf(systems []system.System, logger log.Logger, eventCapacity int) *Manager {
+	m := &Manager{
+		logger:  logger,
+		events:  events.NewLog(eventCapacity, logger),
+		systems: systems,
+		serving: map[string]system.Serving{},
+		running: map[string]*running{},
+	}
+	for _, s := range systems {
+		m.serving[s.Name()] = s.Serving(m.events, logger)
+	}
+	return m
+}
 
 // Events is the log of the transitions every watcher observed and of what
 // the write canaries saw.
 func (m *Manager) Events() *events.Log { return m.events }
 
-// TextWriters are the cluster collectors, served as pre-rendered text
+// TextWriters are the systems' collectors, served as pre-rendered text
 // after the registry: a large cluster's series are too many for the
-// registry path, and both collectors render the same way.
+// registry path, and every collector renders the same way.
 func (m *Manager) TextWriters() []exposition.TextWriter {
-	return []exposition.TextWriter{m.kafka, m.redis, m.kafkaCanary, m.redisCanary}
+	writers := make([]exposition.TextWriter, len(m.systems))
+	for i, s := range m.systems {
+		writers[i] = m.serving[s.Name()].Writer()
+	}
+	return writers
 }
 
-// starter is one cluster of a new config. start is nil when the cluster's
-// running watcher can stay; otherwise the watcher is already built, so
-// that starting it cannot fail once old watchers are being stopped.
-type starter struct {
-	fingerprint string
-	start       func(ctx context.Context) (ready <-chan struct{}, done chan struct{})
-	remove      func()
-}
-
-// plan prepares the watcher of one cluster: newWatcher builds it, serve
-// hands it to its collector, remove takes it away again.
-func plan[S any](m *Manager, key string, settings interface{ Fingerprint() (string, error) }, newWatcher func() (*watch.Watcher[S], error), serve func(*watch.Watcher[S]), remove func()) (starter, error) {
-	// Read now, so that a secret or certificate rotated in its file counts
-	// as a change.
-	fp, err := settings.Fingerprint()
-	if err != nil {
-		return starter{}, err
-	}
-	s := starter{fingerprint: fp, remove: remove}
-	if r, ok := m.current(key); ok && r.fingerprint == fp {
-		return s, nil
-	}
-	w, err := newWatcher()
-	if err != nil {
-		return starter{}, err
-	}
-	s.start = func(ctx context.Context) (<-chan struct{}, chan struct{}) {
-		serve(w)
-		done := make(chan struct{})
-		go func() { defer close(done); w.Run(ctx) }()
-		return w.Ready(), done
-	}
-	return s, nil
-}
-
-// Apply makes the running watchers match cfg: clusters whose settings did
-// not change keep running (and keep their transition counters), changed
-// ones are restarted, removed ones stopped. If any cluster cannot be set
-// up, nothing changes and the error says which.
-func (m *Manager) Apply(cfg *config.Config) error {
-	// Keys are system and cluster name; names are unique per system.
-	starters := map[string]starter{}
-	for _, kc := range cfg.Kafka {
-		s, err := plan(m, "kafka/"+kc.Name, kc,
-			func() (*watch.Watcher[kafka.Snapshot], error) { return kafka.NewWatcher(kc, m.logger) },
-			func(w *watch.Watcher[kafka.Snapshot]) {
-				m.kafka.Set(kc.Name, w, kc.PartitionMetricsEnabled())
-				events.Follow(m.events, "kafka", kc.Name, w, func(s *kafka.Snapshot) []events.Event { return s.Events.All() })
-			},
-			func() { m.kafka.Remove(kc.Name) })
-		if err != nil {
-			return fmt.Errorf("kafka cluster %q: %w", kc.Name, err)
-		}
-		starters["kafka/"+kc.Name] = s
-		if !kc.Canary.Enabled {
-			continue // the canary writes to the cluster: only when asked
-		}
-		s, err = plan(m, "kafka_canary/"+kc.Name, kc,
-			func() (*watch.Watcher[kafkacanary.Snapshot], error) { return kafkacanary.NewWatcher(kc, m.logger) },
-			func(w *watch.Watcher[kafkacanary.Snapshot]) {
-				m.kafkaCanary.Set(kc.Name, w)
-				// Under the cluster's own system and name, next to its
-				// transitions: a lost write belongs in the failover's story.
-				events.Follow(m.events, "kafka", kc.Name, w, func(s *kafkacanary.Snapshot) []events.Event { return s.Events.All() })
-			},
-			func() { m.kafkaCanary.Remove(kc.Name) })
-		if err != nil {
-			return fmt.Errorf("kafka cluster %q: canary: %w", kc.Name, err)
-		}
-		starters["kafka_canary/"+kc.Name] = s
-	}
-	for _, rc := range cfg.Redis {
-		s, err := plan(m, "redis/"+rc.Name, rc,
-			func() (*watch.Watcher[redis.Snapshot], error) { return redis.NewWatcher(rc, m.logger) },
-			func(w *watch.Watcher[redis.Snapshot]) {
-				m.redis.Set(rc.Name, w)
-				events.Follow(m.events, "redis", rc.Name, w, func(s *redis.Snapshot) []events.Event { return s.Events.All() })
-			},
-			func() { m.redis.Remove(rc.Name) })
-		if err != nil {
-			return fmt.Errorf("redis cluster %q: %w", rc.Name, err)
-		}
-		starters["redis/"+rc.Name] = s
-		if !rc.Canary.Enabled {
-			continue // the canary writes to the cluster: only when asked
-		}
-		s, err = plan(m, "redis_canary/"+rc.Name, rc,
-			func() (*watch.Watcher[rediscanary.Snapshot], error) { return rediscanary.NewWatcher(rc, m.logger) },
-			func(w *watch.Watcher[rediscanary.Snapshot]) {
-				m.redisCanary.Set(rc.Name, w)
-				// Under the cluster's own system and name, next to its
-				// transitions: a lost write belongs in the failover's story.
-				events.Follow(m.events, "redis", rc.Name, w, func(s *rediscanary.Snapshot) []events.Event { return s.Events.All() })
-			},
-			func() { m.redisCanary.Remove(rc.Name) })
-		if err != nil {
-			return fmt.Errorf("redis cluster %q: canary: %w", rc.Name, err)
-		}
-		starters["redis_canary/"+rc.Name] = s
-	}
-
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for key, r := range m.running {
-		s, keep := starters[key]
-		if keep && s.start == nil {
-			continue
-		}
-		r.cancel()
-		<-r.done
-		delete(m.running, key)
-		if !keep {
-			r.remove()
-			system, name, _ := strings.Cut(key, "/")
-			level.Info(m.logger).Log("msg", "stopped watching cluster", "collector", system, "cluster", name)
-		}
-	}
-	keys := make([]string, 0, len(starters))
-	for key := range starters {
-		keys = append(keys, key)
-	}
-	sort.Strings(keys)
-	for _, key := range keys {
-		s := starters[key]
-		if s.start == nil {
-			continue
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		ready, done := s.start(ctx)
-		m.running[key] = &running{fingerprint: s.fingerprint, cancel: cancel, done: done, ready: ready, remove: s.remove}
-		system, name, _ := strings.Cut(key, "/")
-		level.Info(m.logger).Log("msg", "watching cluster", "collector", system, "cluster", name)
+// States returns the latest states of the clusters of the system called
+// name, typed []watch.Named[S] for that system's snapshot S, nil for a
+// system the manager does not have.
+func (m *Manager) States(name string) any {
+	if s, ok := m.serving[name]; ok {
+		return s.States()
 	}
 	return nil
 }
+
+// statesOf is one system's States, typed, for the status page.
+type statesOf[S any] func() []watch.Named[S]
+
+// States returns the system's clusters' latest states.
+func (f statesOf[S]) States() []watch.Named[S] { return f() }
+
+func typedStates[S any](m *Manager, name string) statesOf[S] {
+	return func() []watch.Named[S] {
+		states, _ := m.States(name).([]watch.Named[S])
+		return states
+	}
+}
+
+// Kafka, Redis and KafkaCanary give the status page each system's states.
+func (m *Manager) Kafka() statesOf[kafka.Snapshot] {
+	return typedStates[kafka.Snapshot](m, kafka.Spec.Name)
+}
+func (m *Manager) Redis() statesOf[redis.Snapshot] {
+	return typedStates[redis.Snapshot](m, redis.Spec.Name)
+}
+func (m *Manager) KafkaCanary() statesOf[kafkacanary.Snapshot] {
+	return typedStates[kafkacanary.Snapshot](m, kafkacanary.Spec.Name)
+}
+
+// Known lists the watched clusters by the system their events are
+// recorded under, for the events API to tell an unknown name from a quiet
+// one.
+func (m *Manager) Known() map[string][]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	eventSystem := map[string]string{}
+	for _, s := range m.systems {
+		eventSystem[s.Name()] = s.EventSystem()
+	}
+	known := map[string][]string{}
+	seen := map[string]bool{}
+	for _, r := range m.running {
+		sys := eventSystem[r.unit.System]
+		if key := sys + "/" + r.unit.Cluster; !seen[key] {
+			seen[key] = true
+			known[sys] = append(known[sys], r.unit.Cluster)
+		}
+	}
+	for _, names := range known {
+		sort.Strings(names)
+	}
+	return known
+}
+
+// plan is a config's units, with a watcher built for each one that must
+// start: new, or changed since it started.
+type plan struct {
+	units []system.Unit
+	built map[string]system.Watcher // by unit key
+}
+
+// close releases every watcher the plan built, for a plan that will not
+// be carried out.
+func (p *plan) close() {
+	for _, w := range p.built {
+		w.Close()
+	}
+}
+
+// plan lists cfg's units across the systems and builds the watchers of
+// those not running with the same fingerprint. If anything fails, it
+// closes what it built and returns the error: nothing is left behind. It
+// connects to nothing and starts nothing.
+func (m *Manager) plan(cfg *config.Config) (*plan, error) {
+	p := &plan{built: map[string]system.Watcher{}}
+	for _, s := range m.systems {
+		units, err := m.serving[s.Name()].Plan(cfg)
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		for _, u := range units {
+			p.units = append(p.units, u)
+			if r, ok := m.current(u.Key()); ok && r.unit.Fingerprint == u.Fingerprint {
+				continue
+			}
+			w, err := u.Build()
+			if err != nil {
+				p.close()
+				return nil, err
+			}
+			p.built[u.Key()] = w
+		}
+	}
+	return p, nil
+}
+
+// Check runs the plan of cfg dry: every cluster's client settings are
+// built as Apply would build them, without connecting, and closed again.
+// It refuses what Apply would refuse.
+func (m *Manager) Check(cfg *config.Config) error {
+	p := &plan{built: map[string]system.Watcher{}}
+	defer p.close()
+	for _, s := range m.systems {
+		units, err := m.serving[s.Name()].Plan(cfg)
+		if err != nil {
+			return err
+		}
+		for _, u := range units {
+			w, err := u.Build()
+			if err != nil {
+				return err
+			}
+			p.built[u.Key()] = w
+		}
+	}
+	return nil
+}
+
+// Apply makes the running watchers match cfg: clusters whose settings did
+// not change keep running (and keep their transition counters); changed
+// ones are restarted from their last state, so their counters, open
+// episodes and events carry on; removed ones are stopped. If any cluster
+// cannot be set up, nothing changes, nothing leaks, and the error says
+// which.
+//
+// Readers never wait on it: the lock /-/ready takes is held only for the
+// swap, and watchers are stopped outside it, in parallel, each within its
+// refresh timeout.
+func (m *Manager) Apply(cfg *config.Config) error {
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
+	p, err := m.plan(cfg)
+	if err != nil {
+		return err
+	}
+	wanted := map[string]bool{}
+	for _, u := range p.units {
+		wanted[u.Key()] = true
+	}
+
+	m.mu.Lock()
+	var replaced, removed []*running
+	for key, r := range m.running {
+		switch _, rebuilt := p.built[key]; {
+		case !wanted[key]:
+			removed = append(removed, r)
+			delete(m.running, key)
+		case rebuilt:
+			replaced = append(replaced, r)
+		}
+	}
+	m.mu.Unlock()
+
+	// Removed clusters stop being served at once; replaced ones are served
+	// until their successor takes over from their last state.
+	for _, r := range removed {
+		r.watcher.Remove()
+	}
+	m.stopAll(append(replaced, removed...))
+	for _, r := range removed {
+		level.Info(m.logger).Log("msg", "stopped watching cluster", "collector", r.unit.System, "cluster", r.unit.Cluster)
+	}
+	previous := map[string]system.Watcher{}
+	for _, r := range replaced {
+		previous[r.unit.Key()] = r.watcher
+	}
+
+	sort.Slice(p.units, func(i, j int) bool { return p.units[i].Key() < p.units[j].Key() })
+	for _, u := range p.units {
+		w, ok := p.built[u.Key()]
+		if !ok {
+			continue
+		}
+		if old, ok := previous[u.Key()]; ok {
+			w.Resume(old)
+		}
+		w.Serve()
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &running{unit: u, watcher: w, cancel: cancel, done: make(chan struct{})}
+		go func() { defer close(r.done); w.Run(ctx) }()
+		m.mu.Lock()
+		m.running[u.Key()] = r
+		m.mu.Unlock()
+		level.Info(m.logger).Log("msg", "watching cluster", "collector", u.System, "cluster", u.Cluster)
+	}
+	return nil
+}
+
+// stopAll cancels the watchers and waits for them in parallel, each for at
+// most its refresh timeout plus a grace: a refresh function that ignored
+// its context is left to finish on its own rather than hold up a reload.
+func (m *Manager) stopAll(rs []*running) {
+	var wg sync.WaitGroup
+	for _, r := range rs {
+		r.cancel()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			timer := time.NewTimer(r.watcher.Timeout() + stopGrace)
+			defer timer.Stop()
+			select {
+			case <-r.done:
+			case <-timer.C:
+				level.Warn(m.logger).Log("msg", "watcher did not stop within its refresh timeout; leaving it to finish",
+					"collector", r.unit.System, "cluster", r.unit.Cluster, "err", errors.New("stop timed out"))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// stopGrace is what a stopping watcher gets beyond its refresh timeout.
+const stopGrace = time.Second
 
 func (m *Manager) current(key string) (*running, bool) {
 	m.mu.Lock()
@@ -224,27 +337,39 @@ func (m *Manager) current(key string) (*running, bool) {
 	return r, ok
 }
 
-// Ready reports whether every watcher has finished its first refresh.
+// Ready reports whether every watcher of the first config has a state to
+// serve (its first refresh finished). Once true it stays true: a reload
+// that adds a cluster does not make the process unready.
 func (m *Manager) Ready() bool {
+	if m.wasReady.Load() {
+		return true
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if len(m.running) == 0 {
+		return false // not started yet
+	}
 	for _, r := range m.running {
 		select {
-		case <-r.ready:
+		case <-r.watcher.Ready():
 		default:
 			return false
 		}
 	}
+	m.wasReady.Store(true)
 	return true
 }
 
 // Stop stops every watcher and waits for them.
 func (m *Manager) Stop() {
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	rs := make([]*running, 0, len(m.running))
 	for key, r := range m.running {
-		r.cancel()
-		<-r.done
+		rs = append(rs, r)
 		delete(m.running, key)
 	}
+	m.mu.Unlock()
+	m.stopAll(rs)
 }

@@ -54,6 +54,7 @@ type Watcher[S any] struct {
 	logger   log.Logger
 
 	onStop    []func()
+	stopOnce  sync.Once
 	onPublish []func()
 	state     atomic.Pointer[State[S]]
 	ready     chan struct{}
@@ -90,6 +91,10 @@ func ClusterLogger(logger log.Logger, system, name string) log.Logger {
 // Name is the cluster name this watcher was created for.
 func (w *Watcher[S]) Name() string { return w.name }
 
+// Timeout bounds one refresh, and so how long Run takes to return once its
+// context is cancelled (a refresh function that honours its context).
+func (w *Watcher[S]) Timeout() time.Duration { return w.timeout }
+
 // Current returns the latest published state. It never blocks.
 func (w *Watcher[S]) Current() *State[S] { return w.state.Load() }
 
@@ -108,6 +113,34 @@ func (w *Watcher[S]) Trigger() {
 // close the connections the refresh function uses. Call it before Run.
 func (w *Watcher[S]) OnStop(f func()) { w.onStop = append(w.onStop, f) }
 
+// stop runs the OnStop functions, once, whether Run or Close asks first.
+func (w *Watcher[S]) stop() {
+	w.stopOnce.Do(func() {
+		for _, f := range w.onStop {
+			f()
+		}
+	})
+}
+
+// Close releases what building the watcher took (clients, their
+// goroutines) when it will never run: a config check, a reload that failed
+// after building it. After Run, it is not needed and does nothing.
+func (w *Watcher[S]) Close() { w.stop() }
+
+// Resume starts the watcher from another watcher's last state, of the
+// same cluster under settings that changed: its first refresh carries the
+// counters, open episodes and transitions on from that snapshot, so an
+// incident spans a reload unbroken, and until then it serves that state
+// and counts as ready. Call it before Run; nil does nothing.
+func (w *Watcher[S]) Resume(from *State[S]) {
+	if from == nil || from.Refreshes == 0 {
+		return
+	}
+	resumed := *from
+	w.state.Store(&resumed)
+	w.readyOnce.Do(func() { close(w.ready) })
+}
+
 // OnPublish registers a function that is called, on the watcher's
 // goroutine, after each refresh publishes its state; collectors use it to
 // render their output ahead of the next scrape. Call it before Run.
@@ -115,11 +148,7 @@ func (w *Watcher[S]) OnPublish(f func()) { w.onPublish = append(w.onPublish, f) 
 
 // Run refreshes immediately and then on every tick until ctx is cancelled.
 func (w *Watcher[S]) Run(ctx context.Context) {
-	defer func() {
-		for _, f := range w.onStop {
-			f()
-		}
-	}()
+	defer w.stop()
 	ticker := time.NewTicker(w.interval)
 	defer ticker.Stop()
 	for {

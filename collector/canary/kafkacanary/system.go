@@ -1,0 +1,66 @@
+package kafkacanary
+
+import (
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/system"
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+// Spec is the Kafka write canary as the registry knows it: a watcher of
+// its own for each Kafka cluster that enables it.
+var Spec = system.Spec[Snapshot, config.KafkaCluster]{
+	// Its lines read collector=kafka_canary cluster=NAME, apart from the
+	// cluster watcher's collector=kafka; its events are the cluster's.
+	Name:        "kafka_canary",
+	EventSystem: "kafka",
+	Part:        "canary",
+	Clusters: func(cfg *config.Config) []config.KafkaCluster {
+		var enabled []config.KafkaCluster
+		for _, c := range cfg.Kafka {
+			if c.Canary.Enabled { // it writes to the cluster: only when asked
+				enabled = append(enabled, c)
+			}
+		}
+		return enabled
+	},
+	ClusterName: func(c config.KafkaCluster) string { return c.Name },
+	Fingerprint: config.KafkaCluster.Fingerprint,
+	Timing: func(c config.KafkaCluster) (time.Duration, time.Duration) {
+		return c.Canary.Interval, c.Canary.Interval
+	},
+	Source: func(c config.KafkaCluster, logger log.Logger) (system.Source[Snapshot], error) {
+		src, err := newSource(c, logger)
+		if err != nil {
+			return system.Source[Snapshot]{}, err
+		}
+		return system.Source[Snapshot]{Refresh: src.round, Close: src.close}, nil
+	},
+	Events:       func(s *Snapshot) []events.Event { return s.Events.All() },
+	EventKinds:   []events.Kind{events.CanaryWriteFailing, events.CanaryWriteRecovered, events.CanaryAcknowledgedWritesLost},
+	NewCollector: func() system.Collector[Snapshot, config.KafkaCluster] { return servingCollector{NewCollector()} },
+	MetricNames:  MetricNames,
+	SeriesNames:  SeriesNames,
+}
+
+// System is the Kafka write canary's registry entry.
+var System = system.Define(Spec)
+
+// NewWatcher returns a watcher that runs the write canary of the cluster
+// described by cfg every cfg.Canary.Interval, as the manager builds it. It
+// does no network I/O until it runs; its connections are closed when Run
+// returns, or by Close. cfg must have its defaults applied.
+func NewWatcher(cfg config.KafkaCluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
+	return system.NewWatcher(Spec, cfg, logger)
+}
+
+// servingCollector is the canary collector as the registry serves it.
+type servingCollector struct{ *Collector }
+
+func (c servingCollector) Serve(name string, w *watch.Watcher[Snapshot], _ config.KafkaCluster) {
+	c.Set(name, w)
+}

@@ -1,0 +1,55 @@
+package kafka
+
+import (
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/system"
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+// Spec is Kafka as the registry knows it (collector.Systems).
+var Spec = system.Spec[Snapshot, config.KafkaCluster]{
+	Name:        "kafka",
+	Clusters:    func(cfg *config.Config) []config.KafkaCluster { return cfg.Kafka },
+	ClusterName: func(c config.KafkaCluster) string { return c.Name },
+	Fingerprint: config.KafkaCluster.Fingerprint,
+	Timing:      func(c config.KafkaCluster) (time.Duration, time.Duration) { return c.RefreshInterval, c.RefreshTimeout },
+	Source: func(c config.KafkaCluster, logger log.Logger) (system.Source[Snapshot], error) {
+		src, err := newSource(c, logger)
+		if err != nil {
+			return system.Source[Snapshot]{}, err
+		}
+		return system.Source[Snapshot]{Refresh: src.refresh, Close: src.close}, nil
+	},
+	Events: func(s *Snapshot) []events.Event { return s.Events.All() },
+	EventKinds: []events.Kind{
+		events.KafkaBrokerDown, events.KafkaBrokerUp, events.KafkaLeaderChange,
+		events.KafkaPartitionOffline, events.KafkaPartitionOnline,
+		events.KafkaISRShrink, events.KafkaISRExpand, events.KafkaISRChange,
+		events.KafkaUnderMinISRBegin, events.KafkaUnderMinISREnd, events.KafkaUncleanElection,
+		events.KafkaReassignmentStarted, events.KafkaReassignmentFinished, events.EventsTruncated,
+	},
+	NewCollector: func() system.Collector[Snapshot, config.KafkaCluster] { return NewCollector() },
+	MetricNames:  MetricNames,
+	SeriesNames:  SeriesNames,
+}
+
+// System is Kafka's registry entry.
+var System = system.Define(Spec)
+
+// NewWatcher returns a watcher that refreshes cfg's cluster on its refresh
+// interval, as the manager builds it. It does no network I/O until the
+// watcher runs; the connection is closed when Run returns, or by Close.
+func NewWatcher(cfg config.KafkaCluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
+	return system.NewWatcher(Spec, cfg, logger)
+}
+
+// Serve serves the cluster's watcher with its settings' partition series
+// choice (system.Collector).
+func (c *Collector) Serve(name string, w *watch.Watcher[Snapshot], settings config.KafkaCluster) {
+	c.Set(name, w, settings.PartitionMetricsEnabled())
+}

@@ -1,0 +1,54 @@
+package redis
+
+import (
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/system"
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+// Spec is Redis Cluster as the registry knows it (collector.Systems).
+var Spec = system.Spec[Snapshot, config.RedisCluster]{
+	Name:        "redis",
+	Clusters:    func(cfg *config.Config) []config.RedisCluster { return cfg.Redis },
+	ClusterName: func(c config.RedisCluster) string { return c.Name },
+	Fingerprint: config.RedisCluster.Fingerprint,
+	Timing:      func(c config.RedisCluster) (time.Duration, time.Duration) { return c.RefreshInterval, c.RefreshTimeout },
+	Source: func(c config.RedisCluster, logger log.Logger) (system.Source[Snapshot], error) {
+		src, err := newSource(c, logger)
+		if err != nil {
+			return system.Source[Snapshot]{}, err
+		}
+		return system.Source[Snapshot]{Refresh: src.refresh, Close: src.close}, nil
+	},
+	Events: func(s *Snapshot) []events.Event { return s.Events.All() },
+	EventKinds: []events.Kind{
+		events.RedisNodePFail, events.RedisNodeFail, events.RedisNodeRecovered, events.RedisNodeState,
+		events.RedisPromotion, events.RedisRoleChange, events.RedisSlotsMoved, events.RedisClusterState,
+		events.RedisNodeJoined, events.RedisNodeLeft, events.RedisForeignNodeSeen, events.RedisForeignNodeGone,
+		events.EventsTruncated,
+	},
+	NewCollector: func() system.Collector[Snapshot, config.RedisCluster] { return NewCollector() },
+	MetricNames:  MetricNames,
+	SeriesNames:  SeriesNames,
+}
+
+// System is Redis Cluster's registry entry.
+var System = system.Define(Spec)
+
+// NewWatcher returns a watcher that reads the cluster described by cfg, as
+// the manager builds it. It does no network I/O; connections are made by
+// the first refresh and closed when the watcher's Run returns, or by
+// Close. cfg must have its defaults applied (config.Config.Complete).
+func NewWatcher(cfg config.RedisCluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
+	return system.NewWatcher(Spec, cfg, logger)
+}
+
+// Serve serves the cluster's watcher (system.Collector).
+func (c *Collector) Serve(name string, w *watch.Watcher[Snapshot], _ config.RedisCluster) {
+	c.Set(name, w)
+}

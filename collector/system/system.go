@@ -1,0 +1,255 @@
+// Package system describes one kind of thing the exporter watches (Kafka
+// clusters, Redis Clusters, their write canaries) to the code that wires
+// them: the manager, the config check, the status page and the contract
+// tests. Each system package exports one System built with Define; the
+// registry (collector.Systems) lists them, and nothing else names them.
+//
+// A system is typed by its snapshot S and its cluster settings C; Define
+// turns that into the untyped System the registry holds, so the manager
+// never switches on a system's type.
+package system
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+// Spec is what a system package tells the registry about itself.
+type Spec[S, C any] struct {
+	// Name is the system's name: its clusters' key in the manager and the
+	// collector= key of their log lines ("kafka", "kafka_canary").
+	Name string
+	// EventSystem is the system its events are recorded under, in the
+	// event log's system field; Name when empty. A canary's events are its
+	// cluster's, next to the transitions they explain.
+	EventSystem string
+	// Part names what the system watches of a cluster of EventSystem when
+	// that is not the cluster itself ("canary"), for messages.
+	Part string
+	// Clusters lists the clusters of cfg the system watches.
+	Clusters func(cfg *config.Config) []C
+	// ClusterName is a cluster's configured name, unique within the system.
+	ClusterName func(C) string
+	// Fingerprint identifies a cluster's settings, and the current contents
+	// of the files they name: a reload restarts a cluster whose fingerprint
+	// changed.
+	Fingerprint func(C) (string, error)
+	// Timing is a cluster's refresh interval and the bound on one refresh.
+	Timing func(C) (interval, timeout time.Duration)
+	// Source builds what reads one cluster. It must connect to nothing and
+	// start no goroutine: a config check builds every source and closes it.
+	Source func(C, log.Logger) (Source[S], error)
+	// Events are the transitions a snapshot saw, for the event log.
+	Events func(*S) []events.Event
+	// EventKinds are every kind Events can return.
+	EventKinds []events.Kind
+	// NewCollector returns the collector that serves the system's clusters;
+	// each manager has its own.
+	NewCollector func() Collector[S, C]
+	// MetricNames are the metric families the collector can serve.
+	MetricNames func() []string
+	// SeriesNames are the series names dashboards and alerts may query.
+	SeriesNames func() []string
+}
+
+// Source reads one cluster: Refresh once per interval, on the watcher's
+// goroutine; Close when the watcher stops, or instead of ever running.
+type Source[S any] struct {
+	Refresh watch.RefreshFunc[S]
+	Close   func()
+}
+
+// Collector serves the latest state of every watched cluster of one
+// system as metrics, and never talks to a cluster.
+type Collector[S, C any] interface {
+	exposition.TextWriter
+	// Serve adds or replaces the cluster's watcher. It is called before the
+	// watcher runs.
+	Serve(name string, w *watch.Watcher[S], settings C)
+	// Remove stops serving the cluster.
+	Remove(name string)
+	// States are the clusters' latest states, in name order.
+	States() []watch.Named[S]
+}
+
+// System is a system as the registry holds it.
+type System interface {
+	// Name is the system's name (Spec.Name).
+	Name() string
+	// EventSystem is the system its events are recorded under.
+	EventSystem() string
+	// Part is what the system watches of an EventSystem cluster, empty
+	// when it watches the cluster itself (Spec.Part).
+	Part() string
+	// Clusters names the clusters of cfg the system watches.
+	Clusters(cfg *config.Config) []string
+	EventKinds() []events.Kind
+	MetricNames() []string
+	SeriesNames() []string
+	// Serving returns what serves the system's clusters for one manager,
+	// recording their events in log.
+	Serving(log *events.Log, logger log.Logger) Serving
+}
+
+// Serving is one manager's view of a system: its collector, and the
+// watchers a config asks for.
+type Serving interface {
+	// Plan lists the clusters cfg asks the system to watch, each with its
+	// fingerprint read now, so that a rotated secret counts as a change.
+	Plan(cfg *config.Config) ([]Unit, error)
+	// Writer serves the clusters' metrics.
+	Writer() exposition.TextWriter
+	// States returns the latest states of the served clusters, typed
+	// []watch.Named[S], for the status page's builders.
+	States() any
+}
+
+// Unit is one watcher a config asks for.
+type Unit struct {
+	System, Cluster, Fingerprint string
+	// Build builds the watcher, connecting to nothing and starting nothing.
+	Build func() (Watcher, error)
+}
+
+// Key identifies a unit across configs: names are unique within a system.
+func (u Unit) Key() string { return u.System + "/" + u.Cluster }
+
+// Watcher is one unit's watcher, built and not yet running.
+type Watcher interface {
+	// Resume carries on from the last state of the watcher this one
+	// replaces (another of the same system and cluster), before Run.
+	Resume(from Watcher)
+	// Serve hands the watcher to its collector and the event log, before
+	// Run; Remove takes it out again.
+	Serve()
+	Remove()
+	Run(ctx context.Context)
+	// Ready is closed once it has a state to serve.
+	Ready() <-chan struct{}
+	// Close releases what building it took, for a watcher that never runs.
+	Close()
+	// Timeout bounds one refresh, and so how long Run takes to return once
+	// its context is cancelled.
+	Timeout() time.Duration
+}
+
+// Define turns a system package's Spec into the System the registry holds.
+func Define[S, C any](spec Spec[S, C]) System {
+	if spec.EventSystem == "" {
+		spec.EventSystem = spec.Name
+	}
+	return defined[S, C]{spec}
+}
+
+type defined[S, C any] struct{ spec Spec[S, C] }
+
+func (d defined[S, C]) Name() string        { return d.spec.Name }
+func (d defined[S, C]) EventSystem() string { return d.spec.EventSystem }
+func (d defined[S, C]) Part() string        { return d.spec.Part }
+
+func (d defined[S, C]) Clusters(cfg *config.Config) []string {
+	var names []string
+	for _, c := range d.spec.Clusters(cfg) {
+		names = append(names, d.spec.ClusterName(c))
+	}
+	return names
+}
+
+func (d defined[S, C]) EventKinds() []events.Kind { return d.spec.EventKinds }
+func (d defined[S, C]) MetricNames() []string     { return d.spec.MetricNames() }
+func (d defined[S, C]) SeriesNames() []string     { return d.spec.SeriesNames() }
+
+func (d defined[S, C]) Serving(log *events.Log, logger log.Logger) Serving {
+	return &serving[S, C]{spec: d.spec, collector: d.spec.NewCollector(), events: log, logger: logger}
+}
+
+type serving[S, C any] struct {
+	spec      Spec[S, C]
+	collector Collector[S, C]
+	events    *events.Log
+	logger    log.Logger
+}
+
+func (s *serving[S, C]) Writer() exposition.TextWriter { return s.collector }
+func (s *serving[S, C]) States() any                   { return s.collector.States() }
+
+func (s *serving[S, C]) Plan(cfg *config.Config) ([]Unit, error) {
+	var units []Unit
+	for _, c := range s.spec.Clusters(cfg) {
+		name := s.spec.ClusterName(c)
+		fp, err := s.spec.Fingerprint(c)
+		if err != nil {
+			return nil, s.errorf(name, err)
+		}
+		units = append(units, Unit{System: s.spec.Name, Cluster: name, Fingerprint: fp,
+			Build: func() (Watcher, error) {
+				w, err := s.build(name, c)
+				if err != nil {
+					return nil, s.errorf(name, err)
+				}
+				return w, nil
+			}})
+	}
+	return units, nil
+}
+
+// errorf names the cluster an error is about as the config does:
+// `kafka cluster "orders": canary: ...`.
+func (s *serving[S, C]) errorf(name string, err error) error {
+	if s.spec.Part != "" {
+		return fmt.Errorf("%s cluster %q: %s: %w", s.spec.EventSystem, name, s.spec.Part, err)
+	}
+	return fmt.Errorf("%s cluster %q: %w", s.spec.EventSystem, name, err)
+}
+
+func (s *serving[S, C]) build(name string, c C) (*unitWatcher[S, C], error) {
+	logger := watch.ClusterLogger(s.logger, s.spec.Name, name)
+	src, err := s.spec.Source(c, logger)
+	if err != nil {
+		return nil, err
+	}
+	interval, timeout := s.spec.Timing(c)
+	w := watch.New(name, interval, timeout, src.Refresh, logger)
+	w.OnStop(src.Close)
+	return &unitWatcher[S, C]{Watcher: w, serving: s, name: name, settings: c}, nil
+}
+
+// NewWatcher builds one cluster's watcher as the manager does, for tests
+// and tools that run a watcher of their own.
+func NewWatcher[S, C any](spec Spec[S, C], settings C, logger log.Logger) (*watch.Watcher[S], error) {
+	s := &serving[S, C]{spec: spec, logger: logger}
+	w, err := s.build(spec.ClusterName(settings), settings)
+	if err != nil {
+		return nil, err
+	}
+	return w.Watcher, nil
+}
+
+// unitWatcher is a watch.Watcher with what serving it needs.
+type unitWatcher[S, C any] struct {
+	*watch.Watcher[S]
+	serving  *serving[S, C]
+	name     string
+	settings C
+}
+
+func (u *unitWatcher[S, C]) Resume(from Watcher) {
+	if old, ok := from.(*unitWatcher[S, C]); ok {
+		u.Watcher.Resume(old.Current())
+	}
+}
+
+func (u *unitWatcher[S, C]) Serve() {
+	u.serving.collector.Serve(u.name, u.Watcher, u.settings)
+	events.Follow(u.serving.events, u.serving.spec.EventSystem, u.name, u.Watcher, u.serving.spec.Events)
+}
+
+func (u *unitWatcher[S, C]) Remove() { u.serving.collector.Remove(u.name) }
