@@ -21,14 +21,10 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/failover-exporter/failover_exporter/collector"
-	"github.com/failover-exporter/failover_exporter/collector/canary/kafkacanary"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
-	"github.com/failover-exporter/failover_exporter/collector/kafka"
-	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/slotcmd"
 	"github.com/failover-exporter/failover_exporter/status"
-	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
 const exporterName = collector.ExporterName
@@ -227,10 +223,7 @@ func runServe(f flags, logs loggers) error {
 		ready:  manager.Ready,
 		reload: reload,
 		events: manager.Events().Handler(manager.Known),
-		status: status.Sources{Clusters: func(now time.Time) []model.Cluster {
-			return append(append(kafka.Views(manager.Kafka().States(), now), kafkacanary.Views(manager.KafkaCanary().States(), now)...),
-				redis.Views(manager.Redis().States(), now)...)
-		}, Events: manager.Events()},
+		status: status.Sources{Clusters: manager.Views, Events: manager.Events()},
 	})
 	if err != nil {
 		return err

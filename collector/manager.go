@@ -20,8 +20,8 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/collector/system"
-	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
 // Systems is the registry: every system the exporter watches, in the order
@@ -120,28 +120,14 @@ func (m *Manager) States(name string) any {
 	return nil
 }
 
-// statesOf is one system's States, typed, for the status page.
-type statesOf[S any] func() []watch.Named[S]
-
-// States returns the system's clusters' latest states.
-func (f statesOf[S]) States() []watch.Named[S] { return f() }
-
-func typedStates[S any](m *Manager, name string) statesOf[S] {
-	return func() []watch.Named[S] {
-		states, _ := m.States(name).([]watch.Named[S])
-		return states
+// Views are the status page's view models of every system's clusters, in
+// the registry's order.
+func (m *Manager) Views(now time.Time) []model.Cluster {
+	var views []model.Cluster
+	for _, s := range m.systems {
+		views = append(views, m.serving[s.Name()].Views(now)...)
 	}
-}
-
-// Kafka, Redis and KafkaCanary give the status page each system's states.
-func (m *Manager) Kafka() statesOf[kafka.Snapshot] {
-	return typedStates[kafka.Snapshot](m, kafka.Spec.Name)
-}
-func (m *Manager) Redis() statesOf[redis.Snapshot] {
-	return typedStates[redis.Snapshot](m, redis.Spec.Name)
-}
-func (m *Manager) KafkaCanary() statesOf[kafkacanary.Snapshot] {
-	return typedStates[kafkacanary.Snapshot](m, kafkacanary.Spec.Name)
+	return views
 }
 
 // Known lists the watched clusters by the system their events are

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
@@ -83,7 +84,9 @@ type fakeCollector struct {
 	watchers map[string]*watch.Watcher[counted]
 }
 
-func (c *fakeCollector) AppendText(*exposition.Stream) {}
+func (c *fakeCollector) AppendText(*exposition.Stream)    {}
+func (c *fakeCollector) Describe(chan<- *prometheus.Desc) {}
+func (c *fakeCollector) Collect(chan<- prometheus.Metric) {}
 
 func (c *fakeCollector) Serve(name string, w *watch.Watcher[counted], _ config.KafkaCluster) {
 	c.mu.Lock()
@@ -124,8 +127,7 @@ func fakeSystem(f *fakeSources) system.System {
 		NewCollector: func() system.Collector[counted, config.KafkaCluster] {
 			return &fakeCollector{watchers: map[string]*watch.Watcher[counted]{}}
 		},
-		MetricNames: func() []string { return nil },
-		SeriesNames: func() []string { return nil },
+		Sets: func() []*exposition.Set { return nil },
 	})
 }
 

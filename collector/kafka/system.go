@@ -34,8 +34,12 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 		events.KafkaReassignmentStarted, events.KafkaReassignmentFinished, events.EventsTruncated,
 	},
 	NewCollector: func() system.Collector[Snapshot, config.KafkaCluster] { return NewCollector() },
-	MetricNames:  MetricNames,
-	SeriesNames:  SeriesNames,
+	Sets:         Sets,
+	Doc: system.Doc{
+		Title: "Kafka",
+		Intro: "Every series carries `kafka_cluster`. While `kafka_up` is 0 only `kafka_up` and the `kafka_exporter_*` series are served.",
+	},
+	Views: Views,
 }
 
 // System is Kafka's registry entry.

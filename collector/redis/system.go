@@ -33,8 +33,12 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 		events.EventsTruncated,
 	},
 	NewCollector: func() system.Collector[Snapshot, config.RedisCluster] { return NewCollector() },
-	MetricNames:  MetricNames,
-	SeriesNames:  SeriesNames,
+	Sets:         Sets,
+	Doc: system.Doc{
+		Title: "Redis Cluster",
+		Intro: "Every series carries `redis_cluster`. While `redis_cluster_up` is 0 only it and the `redis_cluster_exporter_*` series are served.",
+	},
+	Views: Views,
 }
 
 // System is Redis Cluster's registry entry.

@@ -15,11 +15,13 @@ import (
 	"time"
 
 	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
 // Spec is what a system package tells the registry about itself.
@@ -54,10 +56,19 @@ type Spec[S, C any] struct {
 	// NewCollector returns the collector that serves the system's clusters;
 	// each manager has its own.
 	NewCollector func() Collector[S, C]
-	// MetricNames are the metric families the collector can serve.
-	MetricNames func() []string
-	// SeriesNames are the series names dashboards and alerts may query.
-	SeriesNames func() []string
+	// Sets are the collector's metric tables: every family it can serve,
+	// for METRICS.md and the contract test.
+	Sets func() []*exposition.Set
+	// Doc titles and introduces the system's section of METRICS.md.
+	Doc Doc
+	// Views are the status page's view models of the clusters' latest
+	// states; nil for a system the page shows nothing of.
+	Views func(states []watch.Named[S], now time.Time) []model.Cluster
+}
+
+// Doc is a system's section of METRICS.md.
+type Doc struct {
+	Title, Intro string
 }
 
 // Source reads one cluster: Refresh once per interval, on the watcher's
@@ -71,6 +82,7 @@ type Source[S any] struct {
 // system as metrics, and never talks to a cluster.
 type Collector[S, C any] interface {
 	exposition.TextWriter
+	prometheus.Collector
 	// Serve adds or replaces the cluster's watcher. It is called before the
 	// watcher runs.
 	Serve(name string, w *watch.Watcher[S], settings C)
@@ -92,8 +104,15 @@ type System interface {
 	// Clusters names the clusters of cfg the system watches.
 	Clusters(cfg *config.Config) []string
 	EventKinds() []events.Kind
+	// Sets are the metric tables; MetricNames and SeriesNames are read
+	// from them (exposition.Names, exposition.SeriesNames).
+	Sets() []*exposition.Set
 	MetricNames() []string
 	SeriesNames() []string
+	Doc() Doc
+	// Collector returns a new, empty collector of the system, for tests
+	// that compare what it describes with its tables.
+	Collector() prometheus.Collector
 	// Serving returns what serves the system's clusters for one manager,
 	// recording their events in log.
 	Serving(log *events.Log, logger log.Logger) Serving
@@ -108,8 +127,10 @@ type Serving interface {
 	// Writer serves the clusters' metrics.
 	Writer() exposition.TextWriter
 	// States returns the latest states of the served clusters, typed
-	// []watch.Named[S], for the status page's builders.
+	// []watch.Named[S].
 	States() any
+	// Views are the status page's view models of those states.
+	Views(now time.Time) []model.Cluster
 }
 
 // Unit is one watcher a config asks for.
@@ -163,9 +184,12 @@ func (d defined[S, C]) Clusters(cfg *config.Config) []string {
 	return names
 }
 
-func (d defined[S, C]) EventKinds() []events.Kind { return d.spec.EventKinds }
-func (d defined[S, C]) MetricNames() []string     { return d.spec.MetricNames() }
-func (d defined[S, C]) SeriesNames() []string     { return d.spec.SeriesNames() }
+func (d defined[S, C]) EventKinds() []events.Kind       { return d.spec.EventKinds }
+func (d defined[S, C]) Sets() []*exposition.Set         { return d.spec.Sets() }
+func (d defined[S, C]) MetricNames() []string           { return exposition.Names(d.spec.Sets()...) }
+func (d defined[S, C]) SeriesNames() []string           { return exposition.SeriesNames(d.spec.Sets()...) }
+func (d defined[S, C]) Doc() Doc                        { return d.spec.Doc }
+func (d defined[S, C]) Collector() prometheus.Collector { return d.spec.NewCollector() }
 
 func (d defined[S, C]) Serving(log *events.Log, logger log.Logger) Serving {
 	return &serving[S, C]{spec: d.spec, collector: d.spec.NewCollector(), events: log, logger: logger}
@@ -180,6 +204,13 @@ type serving[S, C any] struct {
 
 func (s *serving[S, C]) Writer() exposition.TextWriter { return s.collector }
 func (s *serving[S, C]) States() any                   { return s.collector.States() }
+
+func (s *serving[S, C]) Views(now time.Time) []model.Cluster {
+	if s.spec.Views == nil {
+		return nil
+	}
+	return s.spec.Views(s.collector.States(), now)
+}
 
 func (s *serving[S, C]) Plan(cfg *config.Config) ([]Unit, error) {
 	var units []Unit

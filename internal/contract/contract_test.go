@@ -17,10 +17,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/failover-exporter/failover_exporter/collector"
-	"github.com/failover-exporter/failover_exporter/collector/canary/kafkacanary"
-	"github.com/failover-exporter/failover_exporter/collector/canary/rediscanary"
-	"github.com/failover-exporter/failover_exporter/collector/kafka"
-	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/internal/metricsdoc"
 )
@@ -213,16 +209,14 @@ func TestQueriesUseExposedMetrics(t *testing.T) {
 // (testdata/metric_names.txt) is all there.
 func exposedMetricNames(t *testing.T) map[string]bool {
 	t.Helper()
-	fromCollectors := map[string][]string{
-		"kafka":        kafka.MetricNames(),
-		"redis":        redis.MetricNames(),
-		"redis_canary": rediscanary.MetricNames(),
-		"kafka_canary": kafkacanary.MetricNames(),
-	}
-	// Queries select series names: a histogram's _bucket, _sum and _count.
+	// Every system of the registry, by its name (the sections of
+	// testdata/metric_names.txt). Queries select series names: a
+	// histogram's _bucket, _sum and _count.
+	fromCollectors := map[string][]string{}
 	exposed := map[string]bool{}
-	for _, names := range [][]string{kafka.SeriesNames(), redis.SeriesNames(), kafkacanary.SeriesNames(), rediscanary.SeriesNames()} {
-		for _, n := range names {
+	for _, s := range collector.Systems {
+		fromCollectors[s.Name()] = s.MetricNames()
+		for _, n := range s.SeriesNames() {
 			exposed[n] = true
 		}
 	}
@@ -696,4 +690,32 @@ func sortedKeys(set map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Every event kind a system of the registry can record is documented in
+// the README's event log section, where users look up what a kind means.
+func TestEventKindsAreDocumented(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	start := strings.Index(text, "**Event log.**")
+	if start < 0 {
+		t.Fatal("README has no **Event log.** section")
+	}
+	section := text[start:]
+	if end := strings.Index(section, "\n## "); end > 0 {
+		section = section[:end]
+	}
+	for _, s := range collector.Systems {
+		if len(s.EventKinds()) == 0 {
+			t.Errorf("system %s lists no event kinds", s.Name())
+		}
+		for _, kind := range s.EventKinds() {
+			if !strings.Contains(section, "`"+string(kind)+"`") {
+				t.Errorf("event kind %s of system %s is not in the README's event log section", kind, s.Name())
+			}
+		}
+	}
 }

@@ -9,11 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/failover-exporter/failover_exporter/collector"
-	"github.com/failover-exporter/failover_exporter/collector/canary/kafkacanary"
-	"github.com/failover-exporter/failover_exporter/collector/canary/rediscanary"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
-	"github.com/failover-exporter/failover_exporter/collector/kafka"
-	"github.com/failover-exporter/failover_exporter/collector/redis"
 )
 
 var update = flag.Bool("update", false, "rewrite METRICS.md from the collectors")
@@ -24,13 +20,11 @@ func sections(t *testing.T) []Section {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []Section{
-		{"Kafka", "Every series carries `kafka_cluster`. While `kafka_up` is 0 only `kafka_up` and the `kafka_exporter_*` series are served.", FromSets(kafka.Sets()...)},
-		{"Redis Cluster", "Every series carries `redis_cluster`. While `redis_cluster_up` is 0 only it and the `redis_cluster_exporter_*` series are served.", FromSets(redis.Sets()...)},
-		{"Kafka write canary", "Only for clusters whose config enables `canary` (it writes to the cluster; see docs/canary.md). Every series carries `kafka_cluster`; `broker` is the partition's leader when the record was produced. The counters stay served while `kafka_canary_up` is 0.", FromSets(kafkacanary.Sets()...)},
-		{"Redis write canary", "Only for clusters whose config enables `canary` (it writes to the cluster; see docs/canary.md). Every series carries `redis_cluster`; the counters stay served while `redis_canary_up` is 0.", FromSets(rediscanary.Sets()...)},
-		{"The exporter itself", "Besides Go runtime (`go_*`), process (`process_*`) and `/metrics` handler (`promhttp_metric_handler_*`) series.", self},
+	var out []Section
+	for _, s := range collector.Systems {
+		out = append(out, Section{s.Doc().Title, s.Doc().Intro, FromSets(s.Sets()...)})
 	}
+	return append(out, Section{"The exporter itself", "Besides Go runtime (`go_*`), process (`process_*`) and `/metrics` handler (`promhttp_metric_handler_*`) series.", self})
 }
 
 func TestMetricsDocIsUpToDate(t *testing.T) {
@@ -63,16 +57,12 @@ func TestEveryMetricIsDocumentedWithHelpAndLabels(t *testing.T) {
 	}
 	// The tables the document is read from are the descriptors the
 	// collectors describe to the registry, no more, no fewer.
-	for _, c := range []struct {
-		name      string
-		collector prometheus.Collector
-		sets      []*exposition.Set
-	}{
-		{"kafka", kafka.NewCollector(), kafka.Sets()},
-		{"redis", redis.NewCollector(), redis.Sets()},
-		{"kafka canary", kafkacanary.NewCollector(), kafkacanary.Sets()},
-		{"redis canary", rediscanary.NewCollector(), rediscanary.Sets()},
-	} {
+	for _, sys := range collector.Systems {
+		c := struct {
+			name      string
+			collector prometheus.Collector
+			sets      []*exposition.Set
+		}{sys.Name(), sys.Collector(), sys.Sets()}
 		described := map[*prometheus.Desc]bool{}
 		ch := make(chan *prometheus.Desc)
 		go func() { c.collector.Describe(ch); close(ch) }()

@@ -43,8 +43,12 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 	Events:       func(s *Snapshot) []events.Event { return s.Events.All() },
 	EventKinds:   []events.Kind{events.CanaryWriteFailing, events.CanaryWriteRecovered, events.CanaryAcknowledgedWritesLost},
 	NewCollector: func() system.Collector[Snapshot, config.KafkaCluster] { return servingCollector{NewCollector()} },
-	MetricNames:  MetricNames,
-	SeriesNames:  SeriesNames,
+	Sets:         Sets,
+	Doc: system.Doc{
+		Title: "Kafka write canary",
+		Intro: "Only for clusters whose config enables `canary` (it writes to the cluster; see docs/canary.md). Every series carries `kafka_cluster`; `broker` is the partition's leader when the record was produced. The counters stay served while `kafka_canary_up` is 0.",
+	},
+	Views: Views,
 }
 
 // System is the Kafka write canary's registry entry.

@@ -43,8 +43,11 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 	Events:       func(s *Snapshot) []events.Event { return s.Events.All() },
 	EventKinds:   []events.Kind{events.CanaryWriteFailing, events.CanaryWriteRecovered, events.CanaryAcknowledgedWritesLost},
 	NewCollector: func() system.Collector[Snapshot, config.RedisCluster] { return servingCollector{NewCollector()} },
-	MetricNames:  MetricNames,
-	SeriesNames:  SeriesNames,
+	Sets:         Sets,
+	Doc: system.Doc{
+		Title: "Redis write canary",
+		Intro: "Only for clusters whose config enables `canary` (it writes to the cluster; see docs/canary.md). Every series carries `redis_cluster`; the counters stay served while `redis_canary_up` is 0.",
+	},
 }
 
 // System is the Redis write canary's registry entry.
