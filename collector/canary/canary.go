@@ -1,6 +1,6 @@
 // Package canary holds what the Kafka and Redis write canaries share: the
-// latency buckets, the histogram they accumulate into, and the collector
-// that serves their rounds.
+// latency buckets and the histogram they accumulate into. Their rounds are
+// served by the collector every system uses (exposition.Collector).
 //
 // Their snapshots carry what a round saw as events (events.CanaryWriteFailing,
 // CanaryWriteRecovered, CanaryAcknowledgedWritesLost), which the collector

@@ -56,7 +56,7 @@ func metricsHandlerFor(snapshot *Snapshot) http.Handler {
 		return snapshot, nil
 	}, log.NewNopLogger())
 	c := NewCollector()
-	c.Set("bench", w, true)
+	c.Set("bench", w)
 	w.RefreshOnce(context.Background())
 	return exposition.Handler(prometheus.NewRegistry(), []exposition.TextWriter{c}, func(string, error) {})
 }
@@ -69,7 +69,7 @@ func registryHandlerFor(snapshot *Snapshot) http.Handler {
 	}, log.NewNopLogger())
 	w.RefreshOnce(context.Background())
 	c := NewCollector()
-	c.Set("bench", w, true)
+	c.Set("bench", w)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})

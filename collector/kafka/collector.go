@@ -1,11 +1,7 @@
 package kafka
 
 import (
-	"sort"
 	"strconv"
-	"sync"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/failover-exporter/failover_exporter/collector/episode"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
@@ -275,85 +271,19 @@ func SeriesNames() []string {
 	return exposition.SeriesNames(Sets()...)
 }
 
-type watchedCluster struct {
-	watcher          *watch.Watcher[Snapshot]
-	partitionMetrics bool
-}
-
 // Collector serves the latest snapshot of every watched Kafka cluster. It
 // never talks to a cluster: Collect only reads published snapshots.
-type Collector struct {
-	mu       sync.RWMutex
-	clusters map[string]watchedCluster
+type Collector = exposition.Collector[Snapshot]
 
-	renderer *exposition.Renderer
-}
+// NewCollector returns a collector with no clusters; Set serves a cluster
+// with partition series, SetEmit(name, w, EmitState(false)) without.
+func NewCollector() *Collector { return exposition.NewCollector(EmitState(true), healthSeries, series) }
 
-// NewCollector returns a collector with no clusters.
-func NewCollector() *Collector {
-	return &Collector{clusters: map[string]watchedCluster{}, renderer: exposition.NewRenderer(healthSeries, series)}
-}
-
-// Set adds or replaces the watcher of the cluster called name. Call it
-// before the watcher runs: each refresh then renders the cluster's text
-// right away, so that no scrape pays for it.
-func (c *Collector) Set(name string, w *watch.Watcher[Snapshot], partitionMetrics bool) {
-	wc := watchedCluster{watcher: w, partitionMetrics: partitionMetrics}
-	c.mu.Lock()
-	c.clusters[name] = wc
-	c.mu.Unlock()
-	// A rendering of the watcher this one replaces is not served for it.
-	c.renderer.Remove(name)
-	w.OnPublish(func() { c.render(name, wc) })
-}
-
-// Remove stops serving the cluster called name.
-func (c *Collector) Remove(name string) {
-	c.mu.Lock()
-	delete(c.clusters, name)
-	c.mu.Unlock()
-	c.renderer.Remove(name)
-}
-
-// Describe implements prometheus.Collector.
-func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	healthSeries.Describe(ch)
-	series.Describe(ch)
-}
-
-// sorted returns the clusters in name order.
-func (c *Collector) sorted() ([]string, []watchedCluster) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	names := make([]string, 0, len(c.clusters))
-	for name := range c.clusters {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	clusters := make([]watchedCluster, len(names))
-	for i, name := range names {
-		clusters[i] = c.clusters[name]
-	}
-	return names, clusters
-}
-
-// States returns every cluster's latest published state, in name order.
-// It never waits on a cluster.
-func (c *Collector) States() []watch.Named[Snapshot] {
-	names, clusters := c.sorted()
-	out := make([]watch.Named[Snapshot], len(names))
-	for i, name := range names {
-		out[i] = watch.Named[Snapshot]{Name: name, State: clusters[i].watcher.Current()}
-	}
-	return out
-}
-
-// Collect implements prometheus.Collector.
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	names, clusters := c.sorted()
-	for i, name := range names {
-		sink := exposition.ChanSink(ch)
-		emitState(sink, sink, name, clusters[i].watcher.Current(), clusters[i].partitionMetrics)
+// EmitState emits one cluster's health series and, when its last refresh
+// succeeded, its snapshot series, with or without per-partition series.
+func EmitState(partitionMetrics bool) exposition.EmitStateFunc[Snapshot] {
+	return func(health, snapshotSink exposition.Sink, name string, state *watch.State[Snapshot]) {
+		emitState(health, snapshotSink, name, state, partitionMetrics)
 	}
 }
 
@@ -366,35 +296,6 @@ func emitState(health, snapshotSink exposition.Sink, name string, state *watch.S
 		return
 	}
 	emitSnapshot(snapshotSink, name, state.Snapshot, partitionMetrics)
-}
-
-// AppendText adds every cluster's series to a response. Each cluster is
-// rendered once per refresh, on its watcher's goroutine; a scrape takes the
-// latest rendering and never waits for one in progress.
-func (c *Collector) AppendText(st *exposition.Stream) {
-	names, clusters := c.sorted()
-	for i, name := range names {
-		// Only a cluster set but not refreshed yet has no rendering.
-		if !c.renderer.Has(name) {
-			c.render(name, clusters[i])
-		}
-	}
-	c.renderer.AppendText(st, names)
-}
-
-// renderKey identifies what a rendering shows.
-type renderKey struct {
-	state            *watch.State[Snapshot]
-	partitionMetrics bool
-}
-
-func (c *Collector) render(name string, wc watchedCluster) {
-	c.renderer.Render(name, func() (any, exposition.EmitFunc) {
-		state := wc.watcher.Current()
-		return renderKey{state, wc.partitionMetrics}, func(sinks ...exposition.Sink) {
-			emitState(sinks[0], sinks[1], name, state, wc.partitionMetrics)
-		}
-	})
 }
 
 // partitionFamilies lists every family the partition loop of emitSnapshot

@@ -41,7 +41,7 @@ func collectorAfterFailover(t *testing.T) *Collector {
 	before, after := failoverSnapshots()
 	w := watcherServing(t, before, after)
 	c := NewCollector()
-	c.Set("main", w, true)
+	c.Set("main", w)
 	w.RefreshOnce(context.Background())
 	w.RefreshOnce(context.Background())
 	return c
@@ -137,7 +137,7 @@ func TestCollectorHidesStaleSnapshotWhenRefreshFails(t *testing.T) {
 	before, _ := failoverSnapshots()
 	w := watcherServing(t, before, errors.New("no broker answered"))
 	c := NewCollector()
-	c.Set("main", w, true)
+	c.Set("main", w)
 	w.RefreshOnce(context.Background())
 	if n := testutil.CollectAndCount(c, "kafka_partition_leader"); n != 1 {
 		t.Fatalf("partition series after a good refresh = %d, want 1", n)
@@ -163,7 +163,7 @@ func TestCollectorWithoutPartitionMetrics(t *testing.T) {
 	before, _ := failoverSnapshots()
 	w := watcherServing(t, before)
 	c := NewCollector()
-	c.Set("main", w, false)
+	c.SetEmit("main", w, EmitState(false))
 	w.RefreshOnce(context.Background())
 	if n := testutil.CollectAndCount(c, "kafka_partition_leader", "kafka_partition_in_sync_replicas"); n != 0 {
 		t.Errorf("partition series = %d, want 0 with partition metrics off", n)
@@ -188,7 +188,7 @@ func TestMetricNamesCoverEverythingCollected(t *testing.T) {
 	after.countRacks()
 	w := watcherServing(t, before, after)
 	c := NewCollector()
-	c.Set("main", w, true)
+	c.Set("main", w)
 	w.RefreshOnce(context.Background())
 	w.RefreshOnce(context.Background())
 	known := map[string]bool{}
@@ -260,25 +260,5 @@ func TestWriteTextMatchesCollect(t *testing.T) {
 	}
 	if !strings.Contains(text, `kafka_partition_leader{kafka_cluster="main",partition="0",topic="t"} 2`) {
 		t.Errorf("text lacks the leader series:\n%s", text)
-	}
-}
-
-func TestWriteTextRendersOncePerRefresh(t *testing.T) {
-	before, after := failoverSnapshots()
-	w := watcherServing(t, before, after)
-	c := NewCollector()
-	c.Set("main", w, true)
-	w.RefreshOnce(context.Background())
-	first := c.renderer.Latest("main")
-	if first == nil {
-		t.Fatal("refresh did not render the cluster")
-	}
-	c.render("main", c.clusters["main"])
-	if again := c.renderer.Latest("main"); again[1] != first[1] {
-		t.Error("page re-rendered without a new refresh")
-	}
-	w.RefreshOnce(context.Background())
-	if next := c.renderer.Latest("main"); next[1] == first[1] {
-		t.Error("page not re-rendered after a refresh")
 	}
 }

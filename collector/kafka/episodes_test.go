@@ -34,7 +34,7 @@ func collectorThroughEpisodes(t *testing.T) *Collector {
 		snapshotAt(13, rs, part{2, rs, rs}, part{-1, one, one}),
 	)
 	c := NewCollector()
-	c.Set("main", w, true)
+	c.Set("main", w)
 	for range 3 {
 		w.RefreshOnce(context.Background())
 	}
@@ -129,7 +129,7 @@ func TestRestartMidOutageInventsNoEpisode(t *testing.T) {
 		snapshotAt(30, rs, part{1, rs, rs}),
 	)
 	c := NewCollector()
-	c.Set("main", w, true)
+	c.Set("main", w)
 	w.RefreshOnce(context.Background())
 	first := gatherText(t, c)
 	if !strings.Contains(first, `kafka_partition_offline_open_episode_seconds{kafka_cluster="main",topic="t"} 0`) {

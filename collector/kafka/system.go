@@ -33,7 +33,7 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 		events.KafkaUnderMinISRBegin, events.KafkaUnderMinISREnd, events.KafkaUncleanElection,
 		events.KafkaReassignmentStarted, events.KafkaReassignmentFinished, events.EventsTruncated,
 	},
-	NewCollector: func() system.Collector[Snapshot, config.KafkaCluster] { return NewCollector() },
+	NewCollector: func() system.Collector[Snapshot, config.KafkaCluster] { return servingCollector{NewCollector()} },
 	Sets:         Sets,
 	Doc: system.Doc{
 		Title: "Kafka",
@@ -52,8 +52,10 @@ func NewWatcher(cfg config.KafkaCluster, logger log.Logger) (*watch.Watcher[Snap
 	return system.NewWatcher(Spec, cfg, logger)
 }
 
-// Serve serves the cluster's watcher with its settings' partition series
-// choice (system.Collector).
-func (c *Collector) Serve(name string, w *watch.Watcher[Snapshot], settings config.KafkaCluster) {
-	c.Set(name, w, settings.PartitionMetricsEnabled())
+// servingCollector is the collector as the registry serves it: each
+// cluster with its settings' choice of partition series.
+type servingCollector struct{ *Collector }
+
+func (c servingCollector) Serve(name string, w *watch.Watcher[Snapshot], settings config.KafkaCluster) {
+	c.SetEmit(name, w, EmitState(settings.PartitionMetricsEnabled()))
 }

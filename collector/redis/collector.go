@@ -1,11 +1,6 @@
 package redis
 
 import (
-	"sort"
-	"sync"
-
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/failover-exporter/failover_exporter/collector/episode"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
@@ -186,80 +181,11 @@ func SeriesNames() []string {
 }
 
 // Collector serves the latest snapshot of every watched Redis Cluster. It
-// never talks to a cluster: Collect only reads published snapshots.
-type Collector struct {
-	mu       sync.RWMutex
-	clusters map[string]*watch.Watcher[Snapshot]
-
-	renderer *exposition.Renderer
-}
+// never talks to a cluster.
+type Collector = exposition.Collector[Snapshot]
 
 // NewCollector returns a collector with no clusters.
-func NewCollector() *Collector {
-	return &Collector{clusters: map[string]*watch.Watcher[Snapshot]{}, renderer: exposition.NewRenderer(healthSeries, series)}
-}
-
-// Set adds or replaces the watcher of the cluster called name. Call it
-// before the watcher runs: each refresh then renders the cluster's text
-// right away, so that no scrape pays for it.
-func (c *Collector) Set(name string, w *watch.Watcher[Snapshot]) {
-	c.mu.Lock()
-	c.clusters[name] = w
-	c.mu.Unlock()
-	// A rendering of the watcher this one replaces is not served for it.
-	c.renderer.Remove(name)
-	w.OnPublish(func() { c.render(name, w) })
-}
-
-// Remove stops serving the cluster called name.
-func (c *Collector) Remove(name string) {
-	c.mu.Lock()
-	delete(c.clusters, name)
-	c.mu.Unlock()
-	c.renderer.Remove(name)
-}
-
-// Describe implements prometheus.Collector.
-func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	healthSeries.Describe(ch)
-	series.Describe(ch)
-}
-
-// sorted returns the clusters in name order.
-func (c *Collector) sorted() ([]string, []*watch.Watcher[Snapshot]) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	names := make([]string, 0, len(c.clusters))
-	for name := range c.clusters {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	clusters := make([]*watch.Watcher[Snapshot], len(names))
-	for i, name := range names {
-		clusters[i] = c.clusters[name]
-	}
-	return names, clusters
-}
-
-// States returns every cluster's latest published state, in name order.
-// It never waits on a cluster.
-func (c *Collector) States() []watch.Named[Snapshot] {
-	names, clusters := c.sorted()
-	out := make([]watch.Named[Snapshot], len(names))
-	for i, name := range names {
-		out[i] = watch.Named[Snapshot]{Name: name, State: clusters[i].Current()}
-	}
-	return out
-}
-
-// Collect implements prometheus.Collector.
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	names, clusters := c.sorted()
-	for i, name := range names {
-		sink := exposition.ChanSink(ch)
-		emitState(sink, sink, name, clusters[i].Current())
-	}
-}
+func NewCollector() *Collector { return exposition.NewCollector(emitState, healthSeries, series) }
 
 // emitState emits one cluster's health series to health and, when its last
 // refresh succeeded, its snapshot series to snapshotSink.
@@ -270,27 +196,6 @@ func emitState(health, snapshotSink exposition.Sink, name string, state *watch.S
 		return
 	}
 	emitSnapshot(snapshotSink, name, state.Snapshot)
-}
-
-// AppendText adds every cluster's series to a response. Each cluster is
-// rendered once per refresh, on its watcher's goroutine; a scrape takes the
-// latest rendering and never waits for one in progress.
-func (c *Collector) AppendText(st *exposition.Stream) {
-	names, clusters := c.sorted()
-	for i, name := range names {
-		// Only a cluster set but not refreshed yet has no rendering.
-		if !c.renderer.Has(name) {
-			c.render(name, clusters[i])
-		}
-	}
-	c.renderer.AppendText(st, names)
-}
-
-func (c *Collector) render(name string, w *watch.Watcher[Snapshot]) {
-	c.renderer.Render(name, func() (any, exposition.EmitFunc) {
-		state := w.Current()
-		return state, func(sinks ...exposition.Sink) { emitState(sinks[0], sinks[1], name, state) }
-	})
 }
 
 func bool01(b bool) float64 {

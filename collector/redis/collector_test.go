@@ -186,27 +186,6 @@ func TestWriteTextMatchesCollect(t *testing.T) {
 	}
 }
 
-func TestWriteTextRendersOncePerRefresh(t *testing.T) {
-	w := watch.New("main", time.Minute, time.Second, func(context.Context, *Snapshot) (*Snapshot, error) {
-		return testSnapshot(), nil
-	}, log.NewNopLogger())
-	c := NewCollector()
-	c.Set("main", w)
-	w.RefreshOnce(context.Background())
-	first := c.renderer.Latest("main")
-	if first == nil {
-		t.Fatal("refresh did not render the cluster")
-	}
-	c.render("main", w)
-	if again := c.renderer.Latest("main"); again[1] != first[1] {
-		t.Error("page re-rendered without a new refresh")
-	}
-	w.RefreshOnce(context.Background())
-	if next := c.renderer.Latest("main"); next[1] == first[1] {
-		t.Error("page not re-rendered after a refresh")
-	}
-}
-
 // snapshot100Nodes is a cluster of 50 masters with one replica each.
 func snapshot100Nodes() *Snapshot {
 	snap := &Snapshot{StateOK: true, SlotsOK: SlotCount, Masters: 50, KnownNodes: 100, ViewsConsistent: true}

@@ -32,7 +32,7 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 		events.RedisNodeJoined, events.RedisNodeLeft, events.RedisForeignNodeSeen, events.RedisForeignNodeGone,
 		events.EventsTruncated,
 	},
-	NewCollector: func() system.Collector[Snapshot, config.RedisCluster] { return NewCollector() },
+	NewCollector: func() system.Collector[Snapshot, config.RedisCluster] { return servingCollector{NewCollector()} },
 	Sets:         Sets,
 	Doc: system.Doc{
 		Title: "Redis Cluster",
@@ -52,7 +52,9 @@ func NewWatcher(cfg config.RedisCluster, logger log.Logger) (*watch.Watcher[Snap
 	return system.NewWatcher(Spec, cfg, logger)
 }
 
-// Serve serves the cluster's watcher (system.Collector).
-func (c *Collector) Serve(name string, w *watch.Watcher[Snapshot], _ config.RedisCluster) {
+// servingCollector is the collector as the registry serves it.
+type servingCollector struct{ *Collector }
+
+func (c servingCollector) Serve(name string, w *watch.Watcher[Snapshot], _ config.RedisCluster) {
 	c.Set(name, w)
 }

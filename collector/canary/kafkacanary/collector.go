@@ -85,10 +85,10 @@ func SeriesNames() []string {
 
 // Collector serves the latest counters of every Kafka canary. It never
 // talks to a cluster.
-type Collector = canary.Collector[Snapshot]
+type Collector = exposition.Collector[Snapshot]
 
 // NewCollector returns a collector with no canaries.
-func NewCollector() *Collector { return canary.NewCollector(emitState, healthSeries, series) }
+func NewCollector() *Collector { return exposition.NewCollector(emitState, healthSeries, series) }
 
 func sortedKeys[V any](m map[int32]V) []int32 {
 	keys := make([]int32, 0, len(m))

@@ -73,10 +73,10 @@ func SeriesNames() []string {
 
 // Collector serves the latest counters of every Redis canary. It never
 // talks to a cluster.
-type Collector = canary.Collector[Snapshot]
+type Collector = exposition.Collector[Snapshot]
 
 // NewCollector returns a collector with no canaries.
-func NewCollector() *Collector { return canary.NewCollector(emitState, healthSeries, series) }
+func NewCollector() *Collector { return exposition.NewCollector(emitState, healthSeries, series) }
 
 // emitState emits the round health and the counters of the last snapshot.
 // Unlike the cluster collectors' series, the counters stay served when a
