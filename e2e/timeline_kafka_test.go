@@ -368,7 +368,11 @@ func eventIndex(evs []events.Event, kind, topic string, id int) int {
 func describeEvents(evs []events.Event) string {
 	var b strings.Builder
 	for _, e := range evs {
-		fmt.Fprintf(&b, "%s %s %+v %s -> %s\n", e.Time.Format("15:04:05.000"), e.Kind, e.Subject, e.Before, e.After)
+		fmt.Fprintf(&b, "%s %s %+v %s -> %s", e.Time.Format("15:04:05.000"), e.Kind, e.Subject, e.Before, e.After)
+		if !e.FirstFailure.IsZero() {
+			fmt.Fprintf(&b, " (first failure %s)", e.FirstFailure.Format("15:04:05.000"))
+		}
+		b.WriteByte('\n')
 	}
 	return b.String()
 }
