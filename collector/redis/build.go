@@ -183,7 +183,7 @@ func buildSnapshot(views []nodeView) (*Snapshot, error) {
 			continue
 		}
 		master := &snap.Nodes[mi]
-		if r.State == NodeStateOK && (!r.Reachable || r.MasterLinkUp) {
+		if r.IsHealthyReplica() {
 			master.HealthyReplicas++
 		}
 		mv := merged[r.MasterID].view

@@ -23,7 +23,7 @@ func assessFailureDomains(snap *Snapshot) {
 	healthy := map[string][]*Node{} // by master id
 	for i := range snap.Nodes {
 		r := &snap.Nodes[i]
-		if r.Role == RoleReplica && r.State == NodeStateOK && (!r.Reachable || r.MasterLinkUp) {
+		if r.IsHealthyReplica() {
 			healthy[r.MasterID] = append(healthy[r.MasterID], r)
 		}
 	}

@@ -123,8 +123,8 @@ type Node struct {
 	ConfigEpoch   uint64
 	// Slots is how many slots the node owns in the merged slot map.
 	Slots int
-	// HealthyReplicas, for a master, counts replicas in state ok whose link to
-	// it is up (or unknown because the exporter could not reach them).
+	// HealthyReplicas, for a master, counts its replicas that pass
+	// IsHealthyReplica.
 	HealthyReplicas int
 
 	// ProbeFailedSince is when the exporter's queries of the node began to
@@ -153,4 +153,13 @@ type Node struct {
 
 	// RoleChanges counts role changes this exporter observed.
 	RoleChanges uint64
+}
+
+// IsHealthyReplica is the one rule for a replica that protects its master's
+// slots: in state ok, with its link to the master up, or unknown because
+// the exporter could not reach it (its master and the other nodes still
+// count it ok). HealthyReplicas, the slots without a replica and the
+// failure domains all count by it.
+func (n *Node) IsHealthyReplica() bool {
+	return n.Role == RoleReplica && n.State == NodeStateOK && (!n.Reachable || n.MasterLinkUp)
 }
