@@ -41,43 +41,86 @@ type mergedNode struct {
 	notFailSeen bool
 }
 
-// buildSnapshot merges the views of the reachable nodes into one snapshot.
-// Views are ranked by cluster_current_epoch (highest first), so that the
-// node that has seen the latest configuration speaks first wherever one view
-// must be picked. Counters are left at zero; carryTransitions fills them.
-func buildSnapshot(views []nodeView) (*Snapshot, error) {
+// line is the node's own line if it was reached (a node knows its own role
+// best), else the most authoritative other view's (the others learn it by
+// gossip).
+func (m *mergedNode) line() *clusterNodeLine {
+	if m.own != nil {
+		return m.own
+	}
+	return m.other
+}
+
+// addr is the node's address: the one the other nodes dial it at, else the
+// one it gives itself, else (for a node nobody has met, which does not
+// know its own address yet) the one the exporter reached it at.
+func (m *mergedNode) addr() string {
+	if m.other != nil && m.other.Addr != "" {
+		return m.other.Addr
+	}
+	if m.own != nil && m.own.Addr != "" {
+		return m.own.Addr
+	}
+	if m.view != nil {
+		return m.view.Addr
+	}
+	return ""
+}
+
+// mergedViews is the members' views merged node by node and slot by slot.
+// It is the one place that decides which node owns a slot: the watcher's
+// snapshot (buildSnapshot), the write canary (SlotMap) and the slot
+// command (ReadSlotOwners) all read the cluster through it.
+type mergedViews struct {
+	members membership
+	// views are the members' own views, most up-to-date first.
+	views []nodeView
+	nodes map[string]*mergedNode
+	// ids are the members' ids in the order the views first list them.
+	ids []string
+	// owners holds the id of every slot's owner, "" for unassigned;
+	// disputed are the slots on which the views disagree.
+	owners   *[SlotCount]string
+	disputed []int
+}
+
+// mergeViews keeps one view per node and the members' only (membership by
+// the majority of slot-serving masters), ranks them by
+// cluster_current_epoch (highest first), so that the node that has seen the
+// latest configuration speaks first wherever one view must be picked, and
+// gives each slot to the member claiming it with the highest config epoch
+// (mergeSlotOwners).
+func mergeViews(views []nodeView) (*mergedViews, error) {
 	views = dedupeViews(views)
 	if len(views) == 0 {
 		return nil, errors.New("no node answered")
 	}
-	members := decideMembership(views)
-	views = members.views
-	if len(views) == 0 {
+	mv := &mergedViews{members: decideMembership(views), nodes: map[string]*mergedNode{}}
+	mv.views = mv.members.views
+	if len(mv.views) == 0 {
 		return nil, errors.New("no node that answered is a member of the cluster")
 	}
-	slices.SortStableFunc(views, func(a, b nodeView) int {
+	slices.SortStableFunc(mv.views, func(a, b nodeView) int {
 		if c := cmp.Compare(b.Info.CurrentEpoch, a.Info.CurrentEpoch); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Addr, b.Addr)
 	})
 
-	merged := map[string]*mergedNode{}
-	var ids []string
 	get := func(id string) *mergedNode {
-		m, ok := merged[id]
+		m, ok := mv.nodes[id]
 		if !ok {
 			m = &mergedNode{}
-			merged[id] = m
-			ids = append(ids, id)
+			mv.nodes[id] = m
+			mv.ids = append(mv.ids, id)
 		}
 		return m
 	}
-	for vi := range views {
-		v := &views[vi]
+	for vi := range mv.views {
+		v := &mv.views[vi]
 		for li := range v.Nodes {
 			line := &v.Nodes[li]
-			if !members.members[line.ID] {
+			if !mv.members.members[line.ID] {
 				continue // a foreign node some member still lists
 			}
 			m := get(line.ID)
@@ -98,24 +141,31 @@ func buildSnapshot(views []nodeView) (*Snapshot, error) {
 			m.handshakeSeen = m.handshakeSeen || line.Flags.Handshake
 		}
 	}
+	mv.owners, mv.disputed = mergeSlotOwners(mv.views, mv.members.members)
+	return mv, nil
+}
 
-	owners, disputedSlots := mergeSlotOwners(views, members.members)
+// buildSnapshot merges the views of the reachable nodes into one snapshot
+// (mergeViews decides membership and slot ownership). Counters are left at
+// zero; carryTransitions fills them.
+func buildSnapshot(nodeViews []nodeView) (*Snapshot, error) {
+	mv, err := mergeViews(nodeViews)
+	if err != nil {
+		return nil, err
+	}
+	views, merged, ids, owners := mv.views, mv.nodes, mv.ids, mv.owners
 
-	snap := &Snapshot{Foreign: members.foreign}
-	snap.disputes, snap.SlotsInMigration = findDisputes(views, merged, disputedSlots)
+	snap := &Snapshot{Foreign: mv.members.foreign}
+	snap.disputes, snap.SlotsInMigration = findDisputes(views, merged, mv.disputed)
 	// Until settleDisputes has seen the disputes last, every one counts.
 	snap.ViewsConsistent = len(snap.disputes) == 0
 	index := map[string]int{}
 	for _, id := range ids {
 		m := merged[id]
-		// A node knows its own role best; the others learn it by gossip.
-		line := m.own
-		if line == nil {
-			line = m.other
-		}
+		line := m.line()
 		n := Node{
 			ID:            id,
-			Addr:          line.Addr,
+			Addr:          m.addr(),
 			MasterID:      line.MasterID,
 			ConfigEpoch:   line.ConfigEpoch,
 			Role:          RoleMaster,
@@ -127,18 +177,6 @@ func buildSnapshot(views []nodeView) (*Snapshot, error) {
 		if m.other != nil {
 			// Link state is per observer; a node's own line always says connected.
 			n.LinkConnected = m.other.LinkConnected
-			if n.Addr == "" {
-				n.Addr = m.other.Addr
-			}
-		}
-		if m.own != nil && m.other != nil && m.other.Addr != "" {
-			// Others dial the node at the address they know, so report that one.
-			n.Addr = m.other.Addr
-		}
-		if n.Addr == "" && m.view != nil {
-			// A node nobody has met does not know its own address yet; the
-			// exporter reached it at this one.
-			n.Addr = m.view.Addr
 		}
 		switch {
 		case m.failSeen:

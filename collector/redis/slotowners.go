@@ -4,122 +4,155 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"slices"
+	"sort"
 
-	"github.com/redis/rueidis"
+	"github.com/go-kit/log"
 
 	"github.com/failover-exporter/failover_exporter/config"
 )
+
+// Slot ownership has one rule, mergeViews: members only (by the majority
+// of the slot-serving masters), and per slot the claim with the highest
+// config epoch. The watcher's snapshot, the write canary (SlotMap) and the
+// slot command (ReadSlotOwners) all go through it, so they name the same
+// owner for the same replies.
 
 // NoOwner is what ReadSlotOwners gives for a slot no master owns, and for
 // an owner without an address.
 const NoOwner = "-"
 
 // ReadSlotOwners maps every slot to the address of the master that owns
-// it, according to the first seed of cfg that answers CLUSTER NODES. cfg
-// must have its defaults applied (config.Config.Complete).
+// it, reading the cluster as the watcher does: the seeds, then every node
+// they list, merged by the one slot-ownership rule. It is what the slot
+// command prints, and names the owner /metrics would for the same replies.
+// cfg must have its defaults applied (config.Config.Complete).
 func ReadSlotOwners(ctx context.Context, cfg config.RedisCluster) (*[SlotCount]string, error) {
-	if len(cfg.Addrs) == 0 {
-		return nil, errors.New("no seed addresses")
-	}
-	if cfg.CommandTimeout <= 0 || cfg.DialTimeout <= 0 {
-		return nil, errors.New("command and dial timeouts must be positive; was config.Complete called?")
-	}
-	option, err := ClientOption(cfg)
+	s, err := newSource(cfg, log.NewNopLogger())
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
-	for _, addr := range cfg.Addrs {
-		owners, err := readSlotOwnersFrom(ctx, option, addr, cfg.CommandTimeout)
-		if err == nil {
-			return owners, nil
+	defer s.close()
+	snap, err := s.refresh(ctx, nil)
+	if err != nil {
+		if none, ok := errors.AsType[*noNodeAnsweredError](err); ok {
+			return nil, fmt.Errorf("no seed answered CLUSTER NODES: %w", errors.Join(none.errs...))
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
-		if ctx.Err() != nil {
-			break
-		}
+		return nil, err
 	}
-	return nil, fmt.Errorf("no seed answered CLUSTER NODES: %w", errors.Join(errs...))
+	return snap.slotOwnerAddrs(), nil
 }
 
-func readSlotOwnersFrom(ctx context.Context, option rueidis.ClientOption, addr string, commandTimeout time.Duration) (*[SlotCount]string, error) {
-	option.InitAddress = []string{addr}
-	client, err := rueidis.NewClient(option)
-	if err != nil {
-		if client != nil {
-			client.Close()
-		}
-		return nil, fmt.Errorf("connect: %w", err)
+// slotOwnerAddrs maps every slot to its owner's address, NoOwner where
+// there is none.
+func (s *Snapshot) slotOwnerAddrs() *[SlotCount]string {
+	addrs := make(map[string]string, len(s.Nodes))
+	for _, n := range s.Nodes {
+		addrs[n.ID] = n.Addr
 	}
-	defer client.Close()
-	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
-	defer cancel()
-	reply, err := client.Do(ctx, client.B().ClusterNodes().Build()).ToString()
-	if err != nil {
-		return nil, fmt.Errorf("CLUSTER NODES: %w", err)
-	}
-	lines, err := parseClusterNodes(reply)
-	if err != nil {
-		return nil, err
-	}
-	var owners [SlotCount]string
-	for i := range owners {
-		owners[i] = NoOwner
-	}
-	for _, line := range lines {
-		addr := line.Addr
-		if addr == "" {
+	owners := new([SlotCount]string)
+	for _, r := range s.SlotRanges {
+		addr := addrs[r.Owner]
+		if r.Owner == "" || addr == "" {
 			addr = NoOwner
 		}
-		for _, r := range line.Slots {
-			for slot := r.First; slot <= r.Last; slot++ {
-				owners[slot] = addr
-			}
+		for slot := r.First; slot <= r.Last; slot++ {
+			owners[slot] = addr
 		}
 	}
-	return &owners, nil
+	return owners
 }
 
-// Master is a master that owns slots, as one node's CLUSTER NODES reply
-// lists it.
+// ClusterView is one node's CLUSTER NODES and CLUSTER INFO replies, for
+// readers of the slot map other than the watcher (the write canary).
+type ClusterView struct {
+	view nodeView
+}
+
+// ParseClusterView decodes the replies of the node the reader dialled at
+// addr.
+func ParseClusterView(addr, clusterNodes, clusterInfo string) (ClusterView, error) {
+	v := nodeView{Addr: addr}
+	var err error
+	if v.Nodes, err = parseClusterNodes(clusterNodes); err != nil {
+		return ClusterView{}, err
+	}
+	if v.self() == nil {
+		return ClusterView{}, errors.New("CLUSTER NODES has no myself line")
+	}
+	if v.Info, err = parseClusterInfo(clusterInfo); err != nil {
+		return ClusterView{}, err
+	}
+	return ClusterView{view: v}, nil
+}
+
+// Addrs lists every address the view's CLUSTER NODES mentions, sorted.
+func (v ClusterView) Addrs() []string {
+	return topologyAddrs([]nodeView{v.view})
+}
+
+// Master is a member master that owns slots.
 type Master struct {
 	ID string
-	// Addr is "ip:port", empty for a node without an address.
-	Addr        string
-	ConfigEpoch uint64
-	// Failing is true when the answering node flags the master fail or fail?.
-	Failing bool
-	// Slots are inclusive ranges.
-	Slots [][2]int
+	// Addr is "ip:port", empty for a node without an address; chosen as the
+	// snapshot's Node.Addr is.
+	Addr string
 }
 
-// OwnsSlot reports whether slot is in one of the master's ranges.
-func (m Master) OwnsSlot(slot int) bool {
-	for _, r := range m.Slots {
-		if slot >= r[0] && slot <= r[1] {
-			return true
-		}
+// SlotMap is which master owns each slot, by the one slot-ownership rule.
+type SlotMap struct {
+	owners  *[SlotCount]string // node ids, "" unassigned
+	masters map[string]Master  // by id, the masters that own slots
+}
+
+// NewSlotMap merges the views by the rule the watcher's snapshot uses.
+func NewSlotMap(views []ClusterView) (*SlotMap, error) {
+	nodeViews := make([]nodeView, len(views))
+	for i, v := range views {
+		nodeViews[i] = v.view
 	}
-	return false
-}
-
-// ParseMasters lists the masters owning slots in a CLUSTER NODES reply.
-func ParseMasters(clusterNodes string) ([]Master, error) {
-	lines, err := parseClusterNodes(clusterNodes)
+	mv, err := mergeViews(nodeViews)
 	if err != nil {
 		return nil, err
 	}
-	var out []Master
-	for _, l := range lines {
-		if !l.Flags.Master || len(l.Slots) == 0 {
-			continue
+	sm := &SlotMap{owners: mv.owners, masters: map[string]Master{}}
+	for _, id := range mv.owners {
+		if _, ok := sm.masters[id]; id != "" && !ok {
+			sm.masters[id] = Master{ID: id, Addr: mv.nodes[id].addr()}
 		}
-		m := Master{ID: l.ID, Addr: l.Addr, ConfigEpoch: l.ConfigEpoch, Failing: l.Flags.Fail || l.Flags.PFail}
-		for _, r := range l.Slots {
-			m.Slots = append(m.Slots, [2]int{r.First, r.Last})
-		}
-		out = append(out, m)
 	}
-	return out, nil
+	return sm, nil
 }
+
+// Owner returns the master owning slot, false if the slot is unassigned.
+func (m *SlotMap) Owner(slot int) (Master, bool) {
+	if slot < 0 || slot >= SlotCount || m.owners[slot] == "" {
+		return Master{}, false
+	}
+	return m.masters[m.owners[slot]], true
+}
+
+// Masters lists the masters that own slots, by id.
+func (m *SlotMap) Masters() []Master {
+	out := make([]Master, 0, len(m.masters))
+	for _, master := range m.masters {
+		out = append(out, master)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// noNodeAnsweredError is a refresh that no node answered, with each
+// node's error.
+type noNodeAnsweredError struct {
+	errs []error
+}
+
+func (e *noNodeAnsweredError) Error() string {
+	if len(e.errs) == 0 {
+		return "no node answered"
+	}
+	return "no node answered: " + errors.Join(e.errs...).Error()
+}
+
+func (e *noNodeAnsweredError) Unwrap() []error { return slices.Clone(e.errs) }

@@ -171,7 +171,7 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 		query(s.cfg.Addrs)
 	}
 	if len(views) == 0 {
-		return nil, fmt.Errorf("no node answered: %w", errors.Join(errs...))
+		return nil, &noNodeAnsweredError{errs: errs}
 	}
 	// Nodes that joined since the last refresh, or all of them on the first.
 	query(topologyAddrs(views))

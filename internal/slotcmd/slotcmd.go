@@ -14,10 +14,12 @@ import (
 )
 
 // Run prints "KEY SLOT" for every key, in order, or "KEY SLOT ADDR" when
-// cluster has seed addresses, ADDR being the master that owns the slot
-// according to the first seed that answers CLUSTER NODES ("-" if the slot is
-// unassigned). cluster is as given on the command line; Run applies the
-// config defaults (timeouts among them) itself.
+// cluster has seed addresses, ADDR being the master that owns the slot ("-"
+// if the slot is unassigned). The owner is read as the watcher reads it
+// (redis.ReadSlotOwners: every node the seeds lead to, members only, the
+// highest config epoch), so it is the owner /metrics names. cluster is as
+// given on the command line; Run applies the config defaults (timeouts
+// among them) itself.
 func Run(ctx context.Context, out io.Writer, keys []string, cluster config.RedisCluster) error {
 	if len(keys) == 0 {
 		return errors.New("no keys given")

@@ -10,8 +10,9 @@ import (
 )
 
 // The slot command against a real cluster, with owners, is tested in e2e
-// (TestSlotCommand) and collector/redis (ReadSlotOwners); these are the
-// cases no server is needed for.
+// (TestSlotCommand, and TestSlotCommandAgreesWithMetricsDuringFailover
+// against /metrics during a failover) and collector/redis (ReadSlotOwners);
+// these are the cases no server is needed for.
 func TestRunWithoutSeedsPrintsSlots(t *testing.T) {
 	var out strings.Builder
 	// Slots as redis-server 7.0.15 gives them: CLUSTER KEYSLOT foo, bar.
@@ -33,6 +34,12 @@ func TestRunErrors(t *testing.T) {
 	err := Run(ctx, &out, []string{"foo"}, config.RedisCluster{Addrs: []string{"127.0.0.1:1"}})
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || !strings.Contains(err.Error(), "no seed answered CLUSTER NODES") {
 		t.Errorf("no reachable seed: err = %v, want one naming the seed", err)
+	}
+	// Every seed is tried, and named.
+	err = Run(ctx, &out, []string{"foo"}, config.RedisCluster{Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}})
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || !strings.Contains(err.Error(), "127.0.0.1:2") ||
+		!strings.HasPrefix(err.Error(), "no seed answered CLUSTER NODES: ") {
+		t.Errorf("no reachable seed of two: err = %v, want one naming both", err)
 	}
 	err = Run(ctx, &out, []string{"foo"}, config.RedisCluster{Addrs: []string{"127.0.0.1:1"}, RefreshInterval: -time.Second})
 	if err == nil {

@@ -209,20 +209,23 @@ func TestErrorKind(t *testing.T) {
 // Key choice: deterministic, inside the master's slots, with the prefix.
 func TestChooseKey(t *testing.T) {
 	src := &source{cfg: config.RedisCluster{Canary: config.RedisCanary{KeyPrefix: "p:"}}}
-	var owners [redis.SlotCount]redis.Master
-	a, b := redis.Master{ID: "a"}, redis.Master{ID: "b"}
-	for slot := range owners {
-		owners[slot] = a
-	}
-	owners[12345] = b // one slot only
-	key, slot, ok := src.chooseKey("b", &owners)
+	// A owns every slot but 12345, B that one only.
+	slots := slotMap(t, map[string]string{
+		"127.0.0.1:7000": "" +
+			idA + " 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-12344 12346-16383\n" +
+			idB + " 127.0.0.1:7001@17001 master - 0 0 2 connected 12345\n",
+		"127.0.0.1:7001": "" +
+			idA + " 127.0.0.1:7000@17000 master - 0 0 1 connected 0-12344 12346-16383\n" +
+			idB + " 127.0.0.1:7001@17001 myself,master - 0 0 2 connected 12345\n",
+	})
+	key, slot, ok := src.chooseKey(idB, slots)
 	if !ok || slot != 12345 || redis.KeySlot(key) != 12345 || !strings.HasPrefix(key, "p:{") {
-		t.Errorf("chooseKey(b) = %q, slot %d, %v", key, slot, ok)
+		t.Errorf("chooseKey(B) = %q, slot %d, %v", key, slot, ok)
 	}
-	if again, _, _ := src.chooseKey("b", &owners); again != key {
+	if again, _, _ := src.chooseKey(idB, slots); again != key {
 		t.Errorf("chooseKey is not deterministic: %q then %q", key, again)
 	}
-	if _, _, ok := src.chooseKey("nobody", &owners); ok {
+	if _, _, ok := src.chooseKey("nobody", slots); ok {
 		t.Error("found a key for a master that owns no slot")
 	}
 }

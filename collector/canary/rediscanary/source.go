@@ -79,7 +79,7 @@ func newSource(cfg config.RedisCluster, logger log.Logger) (*source, error) {
 
 // round reads the topology, then writes every master's key once.
 func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
-	owners, masters, err := s.topology(ctx)
+	slots, err := s.topology(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -93,8 +93,8 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	// master's place owns the same slots and so gets the same key, whose
 	// state (what the old master acknowledged) carries over to the check.
 	wanted := map[string]*keyState{}
-	for _, m := range masters {
-		key, slot, ok := s.chooseKey(m.ID, owners)
+	for _, m := range slots.Masters() {
+		key, slot, ok := s.chooseKey(m.ID, slots)
 		if !ok {
 			continue
 		}
@@ -113,7 +113,7 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	}
 	results := make(chan result, len(wanted))
 	for _, st := range wanted {
-		owner := owners[st.slot]
+		owner, _ := slots.Owner(st.slot) // chooseKey found it owned
 		go func() { results <- result{st, s.writeKey(ctx, st, owner)} }()
 	}
 	collected := make([]result, 0, len(wanted))
@@ -314,25 +314,26 @@ func cutWord(s string) (string, string, bool) {
 // chooseKey finds the canary key of a master: the first hash tag "0",
 // "1", ... whose slot the master owns. The search is deterministic, so a
 // master's replica that takes over its slots gets the same key.
-func (s *source) chooseKey(masterID string, owners *[redis.SlotCount]redis.Master) (string, int, bool) {
+func (s *source) chooseKey(masterID string, slots *redis.SlotMap) (string, int, bool) {
 	// 16384 slots and CRC16 spread tags evenly: a master owning one slot is
 	// found within a few times 16384 tags.
 	for i := range 1 << 20 {
 		tag := strconv.Itoa(i)
 		slot := redis.KeySlot(tag)
-		if owners[slot].ID == masterID {
+		if owner, ok := slots.Owner(slot); ok && owner.ID == masterID {
 			return s.cfg.Canary.KeyPrefix + "{" + tag + "}", slot, true
 		}
 	}
 	return "", 0, false
 }
 
-// topology asks the known masters and the seeds for CLUSTER NODES at once
-// and merges their answers as Redis does: a slot belongs to the master
-// with the highest config epoch that claims it. A master that died still
-// owns its slots until a replica with a higher epoch claims them, so
-// writes to it are tried and counted as failures.
-func (s *source) topology(ctx context.Context) (*[redis.SlotCount]redis.Master, []redis.Master, error) {
+// topology asks the known masters and the seeds for CLUSTER NODES and
+// CLUSTER INFO at once and merges their answers by the exporter's one
+// slot-ownership rule (redis.NewSlotMap, the watcher's): members only, and
+// per slot the claim with the highest config epoch, as Redis does. A
+// master that died still owns its slots until a replica with a higher
+// epoch claims them, so writes to it are tried and counted as failures.
+func (s *source) topology(ctx context.Context) (*redis.SlotMap, error) {
 	seen := map[string]bool{}
 	var addrs []string
 	for _, a := range append(append([]string(nil), s.known...), s.cfg.Addrs...) {
@@ -345,72 +346,62 @@ func (s *source) topology(ctx context.Context) (*[redis.SlotCount]redis.Master, 
 	wait := min(s.cfg.CommandTimeout, s.cfg.Canary.Interval/4)
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	type view struct {
-		masters []redis.Master
-		err     error
+	type answer struct {
+		view redis.ClusterView
+		err  error
 	}
-	views := make(chan view, len(addrs))
+	answers := make(chan answer, len(addrs))
 	for _, addr := range addrs {
 		go func() {
-			client, err := s.client(addr)
-			if err != nil {
-				views <- view{err: fmt.Errorf("%s: %w", addr, err)}
-				return
-			}
-			reply, err := client.Do(ctx, client.B().ClusterNodes().Build()).ToString()
-			if err != nil {
-				views <- view{err: fmt.Errorf("%s: CLUSTER NODES: %w", addr, err)}
-				return
-			}
-			masters, err := redis.ParseMasters(reply)
+			view, err := s.readView(ctx, addr)
 			if err != nil {
 				err = fmt.Errorf("%s: %w", addr, err)
 			}
-			views <- view{masters: masters, err: err}
+			answers <- answer{view, err}
 		}()
 	}
-	var owners [redis.SlotCount]redis.Master
-	var epochs [redis.SlotCount]uint64
+	var views []redis.ClusterView
 	var errs []error
-	answered := 0
 	for range addrs {
-		v := <-views
-		if v.err != nil {
-			errs = append(errs, v.err)
+		a := <-answers
+		if a.err != nil {
+			errs = append(errs, a.err)
 			continue
 		}
-		answered++
-		for _, m := range v.masters {
-			for _, r := range m.Slots {
-				for slot := r[0]; slot <= r[1] && slot < redis.SlotCount; slot++ {
-					if owners[slot].ID == "" || m.ConfigEpoch > epochs[slot] {
-						owners[slot], epochs[slot] = m, m.ConfigEpoch
-					}
-				}
-			}
-		}
+		views = append(views, a.view)
 	}
-	if answered == 0 {
-		return nil, nil, fmt.Errorf("no node answered CLUSTER NODES: %w", errors.Join(errs...))
+	if len(views) == 0 {
+		return nil, fmt.Errorf("no node answered CLUSTER NODES: %w", errors.Join(errs...))
 	}
-	byID := map[string]redis.Master{}
-	for _, m := range owners {
-		if m.ID != "" {
-			byID[m.ID] = m
-		}
+	slots, err := redis.NewSlotMap(views)
+	if err != nil {
+		return nil, err
 	}
-	masters := make([]redis.Master, 0, len(byID))
-	for _, m := range byID {
-		masters = append(masters, m)
-	}
-	sort.Slice(masters, func(i, j int) bool { return masters[i].ID < masters[j].ID })
 	s.known = s.known[:0]
-	for _, m := range masters {
+	for _, m := range slots.Masters() {
 		if m.Addr != "" {
 			s.known = append(s.known, m.Addr)
 		}
 	}
-	return &owners, masters, nil
+	return slots, nil
+}
+
+// readView reads one node's CLUSTER NODES and CLUSTER INFO in one round trip.
+func (s *source) readView(ctx context.Context, addr string) (redis.ClusterView, error) {
+	client, err := s.client(addr)
+	if err != nil {
+		return redis.ClusterView{}, err
+	}
+	replies := client.DoMulti(ctx, client.B().ClusterNodes().Build(), client.B().ClusterInfo().Build())
+	nodes, err := replies[0].ToString()
+	if err != nil {
+		return redis.ClusterView{}, fmt.Errorf("CLUSTER NODES: %w", err)
+	}
+	info, err := replies[1].ToString()
+	if err != nil {
+		return redis.ClusterView{}, fmt.Errorf("CLUSTER INFO: %w", err)
+	}
+	return redis.ParseClusterView(addr, nodes, info)
 }
 
 // client returns the canary's connection to one node, dialled the first
