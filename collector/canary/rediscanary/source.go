@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -333,6 +334,7 @@ func (s *source) chooseKey(masterID string, slots *redis.SlotMap) (string, int, 
 // per slot the claim with the highest config epoch, as Redis does. A
 // master that died still owns its slots until a replica with a higher
 // epoch claims them, so writes to it are tried and counted as failures.
+// Clients of addresses no answer mentions any more are closed.
 func (s *source) topology(ctx context.Context) (*redis.SlotMap, error) {
 	seen := map[string]bool{}
 	var addrs []string
@@ -383,6 +385,12 @@ func (s *source) topology(ctx context.Context) (*redis.SlotMap, error) {
 			s.known = append(s.known, m.Addr)
 		}
 	}
+	// Every query of this round has returned: no write uses a client yet.
+	keep := slices.Clone(s.cfg.Addrs)
+	for _, v := range views {
+		keep = append(keep, v.Addrs()...)
+	}
+	s.dropClientsExcept(keep)
 	return slots, nil
 }
 
@@ -407,7 +415,7 @@ func (s *source) readView(ctx context.Context, addr string) (redis.ClusterView, 
 // client returns the canary's connection to one node, dialled the first
 // time. The dial happens outside the lock, so that a hung node does not
 // hold up the writes to the others. Connections to nodes that left the
-// topology stay open until the canary stops; a cluster has few nodes.
+// topology are closed by dropClientsExcept.
 func (s *source) client(addr string) (rueidis.Client, error) {
 	if addr == "" {
 		return nil, errors.New("the master has no address")
@@ -445,6 +453,20 @@ func (s *source) client(addr string) (rueidis.Client, error) {
 		return nil, fmt.Errorf("connect %s: %w", addr, err)
 	}
 	return c, nil
+}
+
+// dropClientsExcept closes the connections to addresses not in keep: nodes
+// that left the topology (a pod's IP changes on every restart), as the
+// watcher's source does.
+func (s *source) dropClientsExcept(keep []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for addr, c := range s.clients {
+		if !slices.Contains(keep, addr) {
+			delete(s.clients, addr)
+			c.Close()
+		}
+	}
 }
 
 // close closes every connection; the source cannot be used afterwards.
