@@ -77,4 +77,4 @@ step "Redis integration tests again, on Valkey 8"
 # its ACL and password checks run here in collector/redis.
 REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Integration' ./collector/redis/
 REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Redis' ./internal/lab/
-REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'TestFaultRedis|TestSlotCommand' ./e2e/
+REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'TestFaultRedis|TestSlotCommand|TestRedisFailoverDuration' ./e2e/
