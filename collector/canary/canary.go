@@ -13,36 +13,19 @@
 // whether writes it acknowledged survived the next failover.
 package canary
 
+import "github.com/failover-exporter/failover_exporter/collector/histogram"
+
 // LatencyBuckets are the upper bounds, in seconds, of the write latency
 // histograms: a healthy write on a LAN takes about a millisecond, a write
 // waiting on a slow replica or a leader election takes up to seconds.
 var LatencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
 
-// Histogram is a classic histogram of write latencies. It is a value: a
-// snapshot holds copies, so a published snapshot never changes.
-type Histogram struct {
-	Count uint64
-	Sum   float64
-	// Cumulative[i] counts observations at most LatencyBuckets[i].
-	Cumulative []uint64
-}
+// Histogram is a histogram of write latencies over LatencyBuckets
+// (histogram.Histogram: immutable, so a published snapshot never
+// changes; nil is empty).
+type Histogram = histogram.Histogram[latencyBounds]
 
-// Observe returns h with one more observation of seconds.
-func (h Histogram) Observe(seconds float64) Histogram {
-	cumulative := make([]uint64, len(LatencyBuckets))
-	copy(cumulative, h.Cumulative)
-	for i, bound := range LatencyBuckets {
-		if seconds <= bound {
-			cumulative[i]++
-		}
-	}
-	return Histogram{Count: h.Count + 1, Sum: h.Sum + seconds, Cumulative: cumulative}
-}
+// latencyBounds gives latency histograms their LatencyBuckets.
+type latencyBounds struct{}
 
-// Buckets returns the cumulative counts, zeros if nothing was observed.
-func (h Histogram) Buckets() []uint64 {
-	if h.Cumulative == nil {
-		return make([]uint64, len(LatencyBuckets))
-	}
-	return h.Cumulative
-}
+func (latencyBounds) Bounds() []float64 { return LatencyBuckets }

@@ -3,7 +3,7 @@ package canary
 import "testing"
 
 func TestHistogramObserveIsCumulativeAndLeavesTheOriginal(t *testing.T) {
-	var h Histogram
+	var h *Histogram
 	h1 := h.Observe(0.0007) // first bucket above it is 0.001
 	h2 := h1.Observe(3)     // only the 5s bucket
 	h3 := h2.Observe(60)    // above every bucket: only the count
@@ -17,7 +17,7 @@ func TestHistogramObserveIsCumulativeAndLeavesTheOriginal(t *testing.T) {
 	if h1.Count != 1 || h1.Cumulative[last] != 1 {
 		t.Errorf("Observe changed an earlier value: %+v", h1)
 	}
-	if got := (Histogram{}).Buckets(); len(got) != len(LatencyBuckets) {
+	if _, _, got := h.Values(); len(got) != len(LatencyBuckets) {
 		t.Errorf("empty histogram has %d buckets", len(got))
 	}
 }

@@ -14,8 +14,9 @@
 package episode
 
 import (
-	"sort"
 	"time"
+
+	"github.com/failover-exporter/failover_exporter/collector/histogram"
 )
 
 // Buckets are the histogram upper bounds in seconds: from a refresh-short
@@ -24,38 +25,20 @@ import (
 // timeouts).
 var Buckets = []float64{0.5, 1, 2.5, 5, 10, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600}
 
-// Histogram counts the durations of ended episodes. It is immutable: Observe
-// returns a new one, so snapshots can share histograms that did not change.
-type Histogram struct {
-	// Cumulative[i] counts the episodes that lasted at most Buckets[i] seconds.
-	Cumulative []uint64
-	Count      uint64
-	// Sum is the total duration in seconds.
-	Sum float64
-}
+// Histogram counts the durations of ended episodes over Buckets
+// (histogram.Histogram: immutable, nil is empty).
+type Histogram = histogram.Histogram[durationBounds]
+
+// durationBounds gives episode histograms their Buckets.
+type durationBounds struct{}
+
+func (durationBounds) Bounds() []float64 { return Buckets }
 
 // Empty returns a histogram without observations. Collectors serve one as
 // soon as an episode could end, so that the first observation is an
 // increase Prometheus sees: a series that appears already at 1 looks to
 // increase() and rate() as if nothing had happened.
-func Empty() *Histogram { return &Histogram{Cumulative: make([]uint64, len(Buckets))} }
-
-// Observe returns a copy of h (which may be nil) with one more episode of
-// the given duration.
-func (h *Histogram) Observe(d time.Duration) *Histogram {
-	next := &Histogram{Cumulative: make([]uint64, len(Buckets))}
-	if h != nil {
-		copy(next.Cumulative, h.Cumulative)
-		next.Count, next.Sum = h.Count, h.Sum
-	}
-	seconds := d.Seconds()
-	for i := sort.SearchFloat64s(Buckets, seconds); i < len(Buckets); i++ {
-		next.Cumulative[i]++
-	}
-	next.Count++
-	next.Sum += seconds
-	return next
-}
+func Empty() *Histogram { return histogram.Empty[durationBounds]() }
 
 // Open is an episode that has begun and not yet ended.
 type Open struct {

@@ -7,9 +7,9 @@ import (
 
 func TestObserveIsCumulativeAndCopies(t *testing.T) {
 	var h *Histogram
-	h1 := h.Observe(3 * time.Second)
-	h2 := h1.Observe(2 * time.Hour)
-	h3 := h2.Observe(500 * time.Millisecond)
+	h1 := h.ObserveDuration(3 * time.Second)
+	h2 := h1.ObserveDuration(2 * time.Hour)
+	h3 := h2.ObserveDuration(500 * time.Millisecond)
 	if h1.Count != 1 || h2.Count != 2 || h3.Count != 3 {
 		t.Fatalf("counts %d %d %d", h1.Count, h2.Count, h3.Count)
 	}

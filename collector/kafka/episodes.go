@@ -138,7 +138,7 @@ func carryEpisodes(prev, next *Snapshot) {
 			if old := ended[e.Key.Topic]; old != nil {
 				*h = *old
 			}
-			h[c] = h[c].Observe(e.Duration)
+			h[c] = h[c].ObserveDuration(e.Duration)
 			ended[e.Key.Topic] = h
 		}
 		for key, o := range open {

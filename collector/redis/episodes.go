@@ -166,7 +166,7 @@ func carryEpisodes(prev, next *Snapshot) {
 		})
 		if promoted {
 			if f.StartSeen {
-				next.Episodes.FailoverSeconds = next.Episodes.FailoverSeconds.Observe(f.Age(now))
+				next.Episodes.FailoverSeconds = next.Episodes.FailoverSeconds.ObserveDuration(f.Age(now))
 			}
 			continue
 		}
@@ -187,7 +187,7 @@ func carryEpisodes(prev, next *Snapshot) {
 	if !first {
 		between = failoversBetween(prev, byID, before.Failovers)
 		for range between {
-			next.Episodes.FailoverSeconds = next.Episodes.FailoverSeconds.Observe(now.Sub(prev.ReadAt))
+			next.Episodes.FailoverSeconds = next.Episodes.FailoverSeconds.ObserveDuration(now.Sub(prev.ReadAt))
 		}
 	}
 	for i := range next.Nodes {
@@ -228,9 +228,9 @@ func carryEpisodes(prev, next *Snapshot) {
 	case unserved:
 		next.Episodes.SlotsUnserved = &episode.Open{Since: unservedSince(prev, next), StartSeen: !first}
 	case before.SlotsUnserved != nil && before.SlotsUnserved.StartSeen:
-		next.Episodes.SlotsUnservedSeconds = next.Episodes.SlotsUnservedSeconds.Observe(before.SlotsUnserved.Age(now))
+		next.Episodes.SlotsUnservedSeconds = next.Episodes.SlotsUnservedSeconds.ObserveDuration(before.SlotsUnserved.Age(now))
 	case before.SlotsUnserved == nil && between > 0:
-		next.Episodes.SlotsUnservedSeconds = next.Episodes.SlotsUnservedSeconds.Observe(now.Sub(prev.ReadAt))
+		next.Episodes.SlotsUnservedSeconds = next.Episodes.SlotsUnservedSeconds.ObserveDuration(now.Sub(prev.ReadAt))
 	}
 }
 

@@ -232,8 +232,8 @@ func withEpisodes(s *Snapshot) *Snapshot {
 	s.Episodes = Episodes{
 		Failovers:            map[string]FailoverEpisode{idB: {Open: episode.Open{Since: episodeT0, StartSeen: true}}},
 		SlotsUnserved:        &episode.Open{Since: episodeT0.Add(4 * time.Second)},
-		FailoverSeconds:      h.Observe(1500 * time.Millisecond),
-		SlotsUnservedSeconds: h.Observe(3 * time.Second).Observe(20 * time.Second),
+		FailoverSeconds:      h.ObserveDuration(1500 * time.Millisecond),
+		SlotsUnservedSeconds: h.ObserveDuration(3 * time.Second).ObserveDuration(20 * time.Second),
 	}
 	return s
 }

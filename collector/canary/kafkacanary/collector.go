@@ -139,7 +139,7 @@ func emitState(health, sink exposition.Sink, cluster string, state *watch.State[
 		}
 	}
 	for _, broker := range sortedKeys(s.Latency) {
-		h := s.Latency[broker]
-		sink.AddHistogram(metrics.duration, h.Count, h.Sum, h.Buckets(), cluster, strconv.Itoa(int(broker)))
+		count, sum, cumulative := s.Latency[broker].Values()
+		sink.AddHistogram(metrics.duration, count, sum, cumulative, cluster, strconv.Itoa(int(broker)))
 	}
 }

@@ -37,7 +37,7 @@ func testSnapshot() *Snapshot {
 			},
 			1: {2: {Attempts: 15, Acknowledged: 15, Failures: map[string]uint64{}}},
 		},
-		Latency: map[int32]canary.Histogram{1: canary.Histogram{}.Observe(0.003), 2: canary.Histogram{}.Observe(0.2)},
+		Latency: map[int32]*canary.Histogram{1: (*canary.Histogram)(nil).Observe(0.003), 2: (*canary.Histogram)(nil).Observe(0.2)},
 		// Created while broker 3 was down.
 		Topic: &TopicHealth{Partitions: 2, ReplicationFactor: 2, WantReplicationFactor: 3, MinInsyncReplicas: 2, WantMinInsyncReplicas: 2,
 			Unpreferred: []int32{3}, NotLeading: []int32{3}, Managed: true},

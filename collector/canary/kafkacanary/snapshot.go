@@ -25,7 +25,7 @@ type Snapshot struct {
 	// when the write was attempted (-1: no leader known).
 	Partitions map[int32]map[int32]*PartitionStats
 	// Latency of acknowledged writes, by leader.
-	Latency map[int32]canary.Histogram
+	Latency map[int32]*canary.Histogram
 	// Checks counts reads of acknowledged records after a leader change.
 	Checks uint64
 	// Topic is the canary topic's shape as this round saw it.
@@ -48,7 +48,7 @@ type PartitionStats struct {
 }
 
 func (s *Snapshot) clone() *Snapshot {
-	out := &Snapshot{Partitions: map[int32]map[int32]*PartitionStats{}, Latency: map[int32]canary.Histogram{}}
+	out := &Snapshot{Partitions: map[int32]map[int32]*PartitionStats{}, Latency: map[int32]*canary.Histogram{}}
 	if s == nil {
 		return out
 	}

@@ -106,7 +106,8 @@ func emitState(health, sink exposition.Sink, cluster string, state *watch.State[
 		for _, kind := range kinds {
 			sink.Add(metrics.failures, float64(m.Failures[kind]), cluster, id, m.Addr, kind)
 		}
-		sink.AddHistogram(metrics.duration, m.Latency.Count, m.Latency.Sum, m.Latency.Buckets(), labels...)
+		count, sum, cumulative := m.Latency.Values()
+		sink.AddHistogram(metrics.duration, count, sum, cumulative, labels...)
 		sink.Add(metrics.lost, float64(m.Lost), labels...)
 	}
 }

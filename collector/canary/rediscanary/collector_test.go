@@ -38,9 +38,9 @@ func testSnapshot() *Snapshot {
 		Checks: 1,
 		Masters: map[string]*MasterStats{
 			"aaa": {Addr: "127.0.0.1:7000", Key: "k:{0}", Attempts: 20, Acknowledged: 17, Lost: 14,
-				Failures: map[string]uint64{"connection": 3}, Latency: canary.Histogram{}.Observe(0.0008).Observe(0.002)},
+				Failures: map[string]uint64{"connection": 3}, Latency: (*canary.Histogram)(nil).Observe(0.0008).Observe(0.002)},
 			"bbb": {Addr: "127.0.0.1:7001", Key: "k:{0}", Attempts: 5, Acknowledged: 5, Failures: map[string]uint64{},
-				Latency: canary.Histogram{}.Observe(0.0009)},
+				Latency: (*canary.Histogram)(nil).Observe(0.0009)},
 		},
 	}
 }

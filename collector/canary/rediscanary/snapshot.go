@@ -47,7 +47,7 @@ type MasterStats struct {
 	// took over its slot did not have.
 	Lost uint64
 	// Latency of acknowledged writes, SET and WAIT together.
-	Latency canary.Histogram
+	Latency *canary.Histogram
 	// LastError is the last attempt's error kind, "" if it succeeded.
 	LastError string
 }
