@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"slices"
+	"time"
 )
 
 // nodeView is what one reachable node told the exporter in one refresh.
@@ -18,6 +19,8 @@ type nodeView struct {
 	// Zone is the availability-zone from HELLO (Valkey 8.1+), empty when
 	// the server has none or none is set.
 	Zone string
+	// AnsweredAt is when the node's replies arrived.
+	AnsweredAt time.Time
 }
 
 // self returns the view's myself line.

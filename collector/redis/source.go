@@ -180,7 +180,10 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	if err != nil {
 		return nil, err
 	}
-	snap.ReadAt = time.Now()
+	// Dated by the last answer, not by the end of the refresh: a hung
+	// node keeps the refresh waiting until its deadline, and the cluster's
+	// state read from the others is that much older.
+	snap.ReadAt = lastAnswer(views)
 	snap.ProbedAt = probedAt
 	snap.backdateLimit = s.cfg.BackdateLimit
 	carryTransitions(prev, snap)
@@ -191,6 +194,20 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	}
 	s.dropClientsExcept(keep)
 	return snap, nil
+}
+
+// lastAnswer is when the last of the views arrived.
+func lastAnswer(views []nodeView) time.Time {
+	var last time.Time
+	for _, v := range views {
+		if v.AnsweredAt.After(last) {
+			last = v.AnsweredAt
+		}
+	}
+	if last.IsZero() {
+		return time.Now()
+	}
+	return last
 }
 
 // topologyAddrs lists every address the views mention.
@@ -381,6 +398,7 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 		// Valkey 8.1 reports the node's availability-zone only here.
 		client.B().Hello().Build(),
 	)
+	answeredAt := time.Now()
 	texts := make([]string, 4)
 	for i := range texts {
 		if texts[i], err = replies[i].ToString(); err != nil {
@@ -402,6 +420,7 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 	if zone, ok := hello["availability_zone"]; ok {
 		view.Zone, _ = zone.ToString()
 	}
+	view.AnsweredAt = answeredAt
 	return view, nil
 }
 
