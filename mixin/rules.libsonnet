@@ -1,0 +1,6 @@
+// The project ships no recording rules.
+{
+  prometheusRules+:: {
+    groups+: [],
+  },
+}
