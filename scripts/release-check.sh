@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Proves the release configuration without publishing anything and without a
 # Docker daemon: `goreleaser check`, a snapshot build of the current
-# platform's binary, and that binary's --version showing the stamped version,
-# revision, branch and build date.
+# platform's binary, that binary's --version showing the stamped version,
+# revision, branch and build date, and the mixin tarball of the before hook.
 #
 # Usage: scripts/release-check.sh   (installs goreleaser via scripts/install-deps.sh)
 set -euo pipefail
@@ -55,6 +55,12 @@ bad=()
 [[ $build_date =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T ]] || bad+=("build date '$build_date'")
 [[ $build_user == goreleaser ]] || bad+=("build user '$build_user'")
 ((${#bad[@]} == 0)) || die "not stamped: ${bad[*]}"
+
+# The before hook packed the monitoring mixin for release.extra_files.
+mixin_tarball="build/mixin/failover_exporter-mixin-$version.tar.gz"
+[[ -f $mixin_tarball ]] || die "the before hook wrote no $mixin_tarball: $(ls build/mixin 2>&1)"
+tar -tzf "$mixin_tarball" | grep -qx 'failover_exporter-mixin/mixin/mixin.libsonnet' ||
+  die "$mixin_tarball lacks failover_exporter-mixin/mixin/mixin.libsonnet"
 
 # Static (CGO_ENABLED=0): no dynamic section/interpreter on ELF platforms.
 if command -v file >/dev/null 2>&1 && file "$bin" | grep -q ELF; then

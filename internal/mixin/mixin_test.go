@@ -466,3 +466,51 @@ func TestTarball(t *testing.T) {
 		t.Error("two tarballs of the same tree differ")
 	}
 }
+
+// goreleaser packs the mixin in a before hook and ships what the hook
+// writes; the hook's file name and the globs must agree.
+func TestGoreleaserShipsTheMixin(t *testing.T) {
+	root := lab.RepoRoot(t)
+	raw, err := os.ReadFile(filepath.Join(root, ".goreleaser.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type extraFile struct {
+		Glob string `yaml:"glob"`
+	}
+	var cfg struct {
+		Before struct {
+			Hooks []string `yaml:"hooks"`
+		} `yaml:"before"`
+		Checksum struct {
+			ExtraFiles []extraFile `yaml:"extra_files"`
+		} `yaml:"checksum"`
+		Release struct {
+			ExtraFiles []extraFile `yaml:"extra_files"`
+		} `yaml:"release"`
+	}
+	if err := yaml.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	hook := regexp.MustCompile(`^go run \./internal/mixin/cmd/mixin-tarball .*-version \{\{ *\.Version *\}\}.* -out (\S+)`)
+	var outDir string
+	for _, h := range cfg.Before.Hooks {
+		if m := hook.FindStringSubmatch(h); m != nil {
+			outDir = m[1]
+		}
+	}
+	if outDir == "" {
+		t.Fatalf("before.hooks %q do not run internal/mixin/cmd/mixin-tarball -version {{ .Version }} -out <dir>", cfg.Before.Hooks)
+	}
+	file := outDir + "/failover_exporter-mixin-1.2.3.tar.gz" // what the hook writes for version 1.2.3
+	shipped := func(section string, files []extraFile) {
+		for _, f := range files {
+			if ok, _ := filepath.Match(f.Glob, file); ok {
+				return
+			}
+		}
+		t.Errorf("%s.extra_files %v do not match %s", section, files, file)
+	}
+	shipped("release", cfg.Release.ExtraFiles)
+	shipped("checksum", cfg.Checksum.ExtraFiles)
+}
