@@ -59,7 +59,8 @@ bad=()
 # The before hook packed the monitoring mixin for release.extra_files.
 mixin_tarball="build/mixin/failover_exporter-mixin-$version.tar.gz"
 [[ -f $mixin_tarball ]] || die "the before hook wrote no $mixin_tarball: $(ls build/mixin 2>&1)"
-tar -tzf "$mixin_tarball" | grep -qx 'failover_exporter-mixin/mixin/mixin.libsonnet' ||
+# grep reads the whole listing: with -q it could exit first and fail the pipe.
+tar -tzf "$mixin_tarball" | grep -x 'failover_exporter-mixin/mixin/mixin.libsonnet' >/dev/null ||
   die "$mixin_tarball lacks failover_exporter-mixin/mixin/mixin.libsonnet"
 
 # Static (CGO_ENABLED=0): no dynamic section/interpreter on ELF platforms.
