@@ -2,7 +2,8 @@
 # Proves the release configuration without publishing anything and without a
 # Docker daemon: `goreleaser check`, a snapshot build of the current
 # platform's binary, that binary's --version showing the stamped version,
-# revision, branch and build date, and the mixin tarball of the before hook.
+# revision, branch and build date, and the mixin tarball and the Helm chart
+# of the before hooks.
 #
 # Usage: scripts/release-check.sh   (installs goreleaser via scripts/install-deps.sh)
 set -euo pipefail
@@ -62,6 +63,15 @@ mixin_tarball="build/mixin/failover_exporter-mixin-$version.tar.gz"
 # grep reads the whole listing: with -q it could exit first and fail the pipe.
 tar -tzf "$mixin_tarball" | grep -x 'failover_exporter-mixin/mixin/mixin.libsonnet' >/dev/null ||
   die "$mixin_tarball lacks failover_exporter-mixin/mixin/mixin.libsonnet"
+
+# The before hook packaged the Helm chart for release.extra_files, versioned
+# as the release.
+chart_tgz="build/chart/failover-exporter-$version.tgz"
+[[ -f $chart_tgz ]] || die "the before hook wrote no $chart_tgz: $(ls build/chart 2>&1)"
+tar -tzf "$chart_tgz" | grep -x 'failover-exporter/files/alerts.yml' >/dev/null ||
+  die "$chart_tgz lacks failover-exporter/files/alerts.yml"
+tar -xzOf "$chart_tgz" failover-exporter/Chart.yaml | grep -x "version: $version" >/dev/null ||
+  die "$chart_tgz: Chart.yaml's version is not $version"
 
 # Static (CGO_ENABLED=0): no dynamic section/interpreter on ELF platforms.
 if command -v file >/dev/null 2>&1 && file "$bin" | grep -q ELF; then

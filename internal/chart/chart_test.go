@@ -542,3 +542,57 @@ func writeFile(t testing.TB, path, data string) {
 		t.Fatal(err)
 	}
 }
+
+// goreleaser packages the chart in a before hook and attaches it to the
+// release (scripts/release-check.sh runs the hook in a snapshot build).
+func TestGoreleaserPackagesChart(t *testing.T) {
+	var cfg struct {
+		Before struct {
+			Hooks []string `yaml:"hooks"`
+		} `yaml:"before"`
+		Release struct {
+			ExtraFiles []struct {
+				Glob string `yaml:"glob"`
+			} `yaml:"extra_files"`
+		} `yaml:"release"`
+		Checksum struct {
+			ExtraFiles []struct {
+				Glob string `yaml:"glob"`
+			} `yaml:"extra_files"`
+		} `yaml:"checksum"`
+	}
+	if err := yaml.Unmarshal(readFile(t, filepath.Join(lab.RepoRoot(t), ".goreleaser.yml")), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	out := ""
+	for _, h := range cfg.Before.Hooks {
+		f := strings.Fields(h)
+		if len(f) >= 3 && f[0] == "go" && f[1] == "run" && f[2] == "./internal/chart/cmd/chartpkg" {
+			for i := range f[:len(f)-1] {
+				if f[i] == "-out" {
+					out = f[i+1]
+				}
+			}
+			if !strings.Contains(h, "-version {{ .Version }}") {
+				t.Errorf("hook %q does not version the chart as the release", h)
+			}
+		}
+	}
+	if out == "" {
+		t.Fatalf("no before hook runs ./internal/chart/cmd/chartpkg with -out: %v", cfg.Before.Hooks)
+	}
+	sample := filepath.Join(out, "failover-exporter-1.2.3.tgz")
+	for what, files := range map[string][]struct {
+		Glob string `yaml:"glob"`
+	}{"release.extra_files": cfg.Release.ExtraFiles, "checksum.extra_files": cfg.Checksum.ExtraFiles} {
+		matched := false
+		for _, f := range files {
+			if ok, _ := filepath.Match(f.Glob, sample); ok {
+				matched = true
+			}
+		}
+		if !matched {
+			t.Errorf("%s %v do not take %s", what, files, sample)
+		}
+	}
+}
