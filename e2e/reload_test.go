@@ -259,7 +259,7 @@ func TestReloads(t *testing.T) {
 			_, ok := m.Value("kafka_partition_offline_open_episode_seconds", solo)
 			return ok, m.Describe("kafka_partition_leader", solo)
 		})
-		evs := fetchEvents(t, l.e, "?cluster=lab")
+		evs := fetchEvents(t, l.e, "?system=kafka&cluster=lab")
 		down := eventIndex(evs, "broker_down", "", 3)
 		if down < 0 {
 			t.Errorf("no broker_down event for broker 3, killed just before a reload:\n%s", describeEvents(evs))

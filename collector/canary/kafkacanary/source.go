@@ -49,6 +49,8 @@ type source struct {
 	// lastError is each partition's last error kind, for logging changes.
 	lastError    map[int32]string
 	lastRespread time.Time
+	// created is set by a round that created the topic: it writes nothing.
+	created bool
 
 	// What the canary knows of its topic between rounds (topic.go): its
 	// min.insync.replicas and when it was read, whether reassignments of
@@ -260,6 +262,13 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	}
 	next := prev.clone()
 	next.Topic = health
+	if s.created {
+		// The partitions of a topic created this round have no leader
+		// everywhere yet: a write now would wait for one and could count
+		// a startup delay as a failing broker. The next round writes.
+		s.created = false
+		return next, nil
+	}
 	at := time.Now() // the time of this round's events
 
 	results, err := s.produceAll(ctx, partitions)

@@ -59,6 +59,7 @@ func (s *source) ensureTopic(ctx context.Context) (*TopicHealth, error) {
 		if err := s.createTopic(ctx, brokers); err != nil {
 			return nil, err
 		}
+		s.created = true
 		if partitions, perr = call(ctx, s, "partitions", partitionsOf, nil); perr == nil && len(partitions) == 0 {
 			perr = fmt.Errorf("no partitions after creating it")
 		}
