@@ -110,7 +110,11 @@ func eventRows(log *events.Log, system, cluster string, now time.Time) []eventRo
 		}
 		if !e.FirstFailure.IsZero() {
 			// The outage began before the cluster confirmed it.
-			change += fmt.Sprintf(" · first failed probe %s (%.1fs before)", e.FirstFailure.UTC().Format("15:04:05"), e.Time.Sub(e.FirstFailure).Seconds())
+			first := fmt.Sprintf("first failed probe %s (%.1fs before)", e.FirstFailure.UTC().Format("15:04:05"), e.Time.Sub(e.FirstFailure).Seconds())
+			if change != "" {
+				first = change + " · " + first
+			}
+			change = first
 		}
 		rows = append(rows, eventRow{Time: e.Time.UTC().Format("15:04:05") + " (" + model.Ago(now.Sub(e.Time)) + ")", Kind: string(e.Kind), Subject: subject, Change: change})
 	}
