@@ -63,10 +63,12 @@ type Watcher[S any] struct {
 }
 
 // New returns a watcher that calls refresh every interval, each call bounded
-// by timeout. It does nothing until Run is called. logger should carry the
-// cluster's name (ClusterLogger); the watcher's lines do not add it again.
+// by timeout (the interval when not positive). A timeout longer than the
+// interval lets a slow refresh finish; the next starts right after it. It
+// does nothing until Run is called. logger should carry the cluster's name
+// (ClusterLogger); the watcher's lines do not add it again.
 func New[S any](name string, interval, timeout time.Duration, refresh RefreshFunc[S], logger log.Logger) *Watcher[S] {
-	if timeout <= 0 || timeout > interval {
+	if timeout <= 0 {
 		timeout = interval
 	}
 	w := &Watcher[S]{

@@ -30,8 +30,12 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 	},
 	ClusterName: func(c config.KafkaCluster) string { return c.Name },
 	Fingerprint: config.KafkaCluster.Fingerprint,
+	// A round may outlast the interval: after a broker dies, refreshing
+	// the metadata and reading records back from a new leader each take up
+	// to the request timeout, and a round cut at the interval would leave
+	// the read-back for a next round that again runs out of time.
 	Timing: func(c config.KafkaCluster) (time.Duration, time.Duration) {
-		return c.Canary.Interval, c.Canary.Interval
+		return c.Canary.Interval, max(c.Canary.Interval, 2*c.RequestTimeout+c.DialTimeout)
 	},
 	Source: func(c config.KafkaCluster, logger log.Logger) (system.Source[Snapshot], error) {
 		src, err := newSource(c, logger)
