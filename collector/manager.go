@@ -171,10 +171,11 @@ func (p *plan) close() {
 }
 
 // plan lists cfg's units across the systems and builds the watchers of
-// those not running with the same fingerprint. If anything fails, it
+// those that must start: every one for a check (reuse false), and for an
+// Apply those not running with the same fingerprint. If anything fails, it
 // closes what it built and returns the error: nothing is left behind. It
 // connects to nothing and starts nothing.
-func (m *Manager) plan(cfg *config.Config) (*plan, error) {
+func (m *Manager) plan(cfg *config.Config, reuse bool) (*plan, error) {
 	p := &plan{built: map[string]system.Watcher{}}
 	for _, s := range m.systems {
 		units, err := m.serving[s.Name()].Plan(cfg)
@@ -184,7 +185,7 @@ func (m *Manager) plan(cfg *config.Config) (*plan, error) {
 		}
 		for _, u := range units {
 			p.units = append(p.units, u)
-			if r, ok := m.current(u.Key()); ok && r.unit.Fingerprint == u.Fingerprint {
+			if r, ok := m.current(u.Key()); reuse && ok && r.unit.Fingerprint == u.Fingerprint {
 				continue
 			}
 			w, err := u.Build()
@@ -202,21 +203,11 @@ func (m *Manager) plan(cfg *config.Config) (*plan, error) {
 // built as Apply would build them, without connecting, and closed again.
 // It refuses what Apply would refuse.
 func (m *Manager) Check(cfg *config.Config) error {
-	p := &plan{built: map[string]system.Watcher{}}
-	defer p.close()
-	for _, s := range m.systems {
-		units, err := m.serving[s.Name()].Plan(cfg)
-		if err != nil {
-			return err
-		}
-		for _, u := range units {
-			w, err := u.Build()
-			if err != nil {
-				return err
-			}
-			p.built[u.Key()] = w
-		}
+	p, err := m.plan(cfg, false)
+	if err != nil {
+		return err
 	}
+	p.close()
 	return nil
 }
 
@@ -233,7 +224,7 @@ func (m *Manager) Check(cfg *config.Config) error {
 func (m *Manager) Apply(cfg *config.Config) error {
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
-	p, err := m.plan(cfg)
+	p, err := m.plan(cfg, true)
 	if err != nil {
 		return err
 	}

@@ -32,8 +32,10 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 		events.RedisNodeJoined, events.RedisNodeLeft, events.RedisForeignNodeSeen, events.RedisForeignNodeGone,
 		events.EventsTruncated,
 	},
-	NewCollector: func() system.Collector[Snapshot, config.RedisCluster] { return servingCollector{NewCollector()} },
-	Sets:         Sets,
+	NewCollector: func() system.Collector[Snapshot, config.RedisCluster] {
+		return system.Unconfigured[Snapshot, config.RedisCluster](NewCollector())
+	},
+	Sets: Sets,
 	Doc: system.Doc{
 		Title: "Redis Cluster",
 		Intro: "Every series carries `redis_cluster`. While `redis_cluster_up` is 0 only it and the `redis_cluster_exporter_*` series are served.",
@@ -50,11 +52,4 @@ var System = system.Define(Spec)
 // Close. cfg must have its defaults applied (config.Config.Complete).
 func NewWatcher(cfg config.RedisCluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
 	return system.NewWatcher(Spec, cfg, logger)
-}
-
-// servingCollector is the collector as the registry serves it.
-type servingCollector struct{ *Collector }
-
-func (c servingCollector) Serve(name string, w *watch.Watcher[Snapshot], _ config.RedisCluster) {
-	c.Set(name, w)
 }

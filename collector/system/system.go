@@ -92,6 +92,16 @@ type Collector[S, C any] interface {
 	States() []watch.Named[S]
 }
 
+// Unconfigured serves a system's clusters with a collector whose clusters
+// have no settings of their own to serve by.
+func Unconfigured[S, C any](c *exposition.Collector[S]) Collector[S, C] {
+	return unconfigured[S, C]{c}
+}
+
+type unconfigured[S, C any] struct{ *exposition.Collector[S] }
+
+func (c unconfigured[S, C]) Serve(name string, w *watch.Watcher[S], _ C) { c.Set(name, w) }
+
 // System is a system as the registry holds it.
 type System interface {
 	// Name is the system's name (Spec.Name).

@@ -44,10 +44,12 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 		}
 		return system.Source[Snapshot]{Refresh: src.round, Close: src.close}, nil
 	},
-	Events:       func(s *Snapshot) []events.Event { return s.Events.All() },
-	EventKinds:   []events.Kind{events.CanaryWriteFailing, events.CanaryWriteRecovered, events.CanaryAcknowledgedWritesLost},
-	NewCollector: func() system.Collector[Snapshot, config.KafkaCluster] { return servingCollector{NewCollector()} },
-	Sets:         Sets,
+	Events:     func(s *Snapshot) []events.Event { return s.Events.All() },
+	EventKinds: []events.Kind{events.CanaryWriteFailing, events.CanaryWriteRecovered, events.CanaryAcknowledgedWritesLost},
+	NewCollector: func() system.Collector[Snapshot, config.KafkaCluster] {
+		return system.Unconfigured[Snapshot, config.KafkaCluster](NewCollector())
+	},
+	Sets: Sets,
 	Doc: system.Doc{
 		Title: "Kafka write canary",
 		Intro: "Only for clusters whose config enables `canary` (it writes to the cluster; see docs/canary.md). Every series carries `kafka_cluster`; `broker` is the partition's leader when the record was produced. The counters stay served while `kafka_canary_up` is 0.",
@@ -64,11 +66,4 @@ var System = system.Define(Spec)
 // returns, or by Close. cfg must have its defaults applied.
 func NewWatcher(cfg config.KafkaCluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
 	return system.NewWatcher(Spec, cfg, logger)
-}
-
-// servingCollector is the canary collector as the registry serves it.
-type servingCollector struct{ *Collector }
-
-func (c servingCollector) Serve(name string, w *watch.Watcher[Snapshot], _ config.KafkaCluster) {
-	c.Set(name, w)
 }

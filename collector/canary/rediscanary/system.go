@@ -40,10 +40,12 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 		}
 		return system.Source[Snapshot]{Refresh: src.round, Close: src.close}, nil
 	},
-	Events:       func(s *Snapshot) []events.Event { return s.Events.All() },
-	EventKinds:   []events.Kind{events.CanaryWriteFailing, events.CanaryWriteRecovered, events.CanaryAcknowledgedWritesLost},
-	NewCollector: func() system.Collector[Snapshot, config.RedisCluster] { return servingCollector{NewCollector()} },
-	Sets:         Sets,
+	Events:     func(s *Snapshot) []events.Event { return s.Events.All() },
+	EventKinds: []events.Kind{events.CanaryWriteFailing, events.CanaryWriteRecovered, events.CanaryAcknowledgedWritesLost},
+	NewCollector: func() system.Collector[Snapshot, config.RedisCluster] {
+		return system.Unconfigured[Snapshot, config.RedisCluster](NewCollector())
+	},
+	Sets: Sets,
 	Doc: system.Doc{
 		Title: "Redis write canary",
 		Intro: "Only for clusters whose config enables `canary` (it writes to the cluster; see docs/canary.md). Every series carries `redis_cluster`; the counters stay served while `redis_canary_up` is 0.",
@@ -59,11 +61,4 @@ var System = system.Define(Spec)
 // returns, or by Close. cfg must have its defaults applied.
 func NewWatcher(cfg config.RedisCluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
 	return system.NewWatcher(Spec, cfg, logger)
-}
-
-// servingCollector is the canary collector as the registry serves it.
-type servingCollector struct{ *Collector }
-
-func (c servingCollector) Serve(name string, w *watch.Watcher[Snapshot], _ config.RedisCluster) {
-	c.Set(name, w)
 }
