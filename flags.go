@@ -23,7 +23,7 @@ type flags struct {
 	kafkaServers      []string
 	kafkaName         string
 	kafkaVersion      string
-	kafkaPartitions   bool
+	kafkaPartitions   string
 	kafkaTopicFilter  string
 	kafkaTopicSkip    string
 	redisAddrs        []string
@@ -47,7 +47,8 @@ func defineServeFlags(app *kingpin.Application, f *flags) {
 	app.Flag("kafka.server", "Kafka bootstrap server HOST:PORT (repeatable); enables the Kafka collector for one cluster.").StringsVar(&f.kafkaServers)
 	app.Flag("kafka.cluster-name", "Value of the kafka_cluster label for the --kafka.server cluster.").Default(config.DefaultKafkaClusterName).StringVar(&f.kafkaName)
 	app.Flag("kafka.version", "Kafka protocol version to speak to the --kafka.server cluster (at least "+config.MinKafkaVersion.String()+").").Default(config.DefaultKafkaVersion).StringVar(&f.kafkaVersion)
-	app.Flag("kafka.partition-metrics", "Serve per-partition series for the --kafka.server cluster (--no-kafka.partition-metrics keeps topic and broker series only).").Default("true").BoolVar(&f.kafkaPartitions)
+	app.Flag("kafka.partition-metrics", "Per-partition series for the --kafka.server cluster: lean (five per healthy partition, detail where unhealthy), unhealthy (only unhealthy partitions), full or none (topic and broker series only).").
+		Default(string(config.DefaultPartitionMetrics)).EnumVar(&f.kafkaPartitions, "lean", "unhealthy", "full", "none")
 	app.Flag("kafka.topic-filter", "Regular expression of topics to watch in the --kafka.server cluster.").StringVar(&f.kafkaTopicFilter)
 	app.Flag("kafka.topic-exclude", "Regular expression of topics to leave out in the --kafka.server cluster.").StringVar(&f.kafkaTopicSkip)
 	app.Flag("redis.addr", "Redis Cluster seed node HOST:PORT (repeatable); enables the Redis collector for one cluster.").StringsVar(&f.redisAddrs)

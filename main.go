@@ -86,10 +86,7 @@ func loadConfig(f flags) (*config.Config, error) {
 			BootstrapServers: splitList(f.kafkaServers),
 			Version:          f.kafkaVersion,
 			RefreshInterval:  f.refreshInterval,
-		}
-		if !f.kafkaPartitions {
-			off := false
-			kc.PartitionMetrics = &off
+			PartitionMetrics: config.PartitionMetrics(f.kafkaPartitions),
 		}
 		for _, re := range []struct {
 			flag, expr string

@@ -70,11 +70,16 @@ type KafkaCluster struct {
 	// for known topics; new topics are always read on the next refresh.
 	TopicConfigRefreshInterval time.Duration `yaml:"topic_config_refresh_interval"`
 	Topics                     TopicFilter   `yaml:"topics"`
-	// PartitionMetrics turns per-partition series on (default) or off for
-	// clusters with very many partitions; topic and broker series remain.
-	PartitionMetrics *bool `yaml:"partition_metrics"`
-	TLS              TLS   `yaml:"tls"`
-	SASL             SASL  `yaml:"sasl"`
+	// PartitionMetrics chooses which per-partition series are served:
+	// lean (default), unhealthy, full or none; topic and broker series are
+	// served in every mode.
+	PartitionMetrics PartitionMetrics `yaml:"partition_metrics"`
+	// PartitionMetricsHold is how long a partition keeps its detailed
+	// series after it was last unhealthy, so that its recovery is seen and
+	// a flapping partition's series do not come and go.
+	PartitionMetricsHold time.Duration `yaml:"partition_metrics_hold"`
+	TLS                  TLS           `yaml:"tls"`
+	SASL                 SASL          `yaml:"sasl"`
 	// Canary writes to the cluster; it is off unless enabled.
 	Canary KafkaCanary `yaml:"canary"`
 }
@@ -108,9 +113,73 @@ const (
 	DefaultKafkaCanaryMinInsyncReplicas = 2
 )
 
-// PartitionMetricsEnabled reports whether per-partition series are exported.
-func (k KafkaCluster) PartitionMetricsEnabled() bool {
-	return k.PartitionMetrics == nil || *k.PartitionMetrics
+// PartitionMetrics is how many per-partition series a Kafka cluster gets.
+// What Prometheus pays grows with it; see the README's sizing section.
+type PartitionMetrics string
+
+// The partition_metrics modes.
+const (
+	// PartitionMetricsLean serves five series per healthy partition and the
+	// rest only where they say something: for unhealthy partitions, and for
+	// those that recovered within the hold. Transition counters are served
+	// per topic and per broker. The default.
+	PartitionMetricsLean PartitionMetrics = "lean"
+	// PartitionMetricsUnhealthy serves per-partition series only for
+	// partitions that are unhealthy, reassigning or in an open episode, and
+	// for the hold after they recover: sparse, for the largest clusters.
+	PartitionMetricsUnhealthy PartitionMetrics = "unhealthy"
+	// PartitionMetricsFull serves every per-partition series for every
+	// partition, counters included, as before lean became the default.
+	PartitionMetricsFull PartitionMetrics = "full"
+	// PartitionMetricsNone serves no per-partition series.
+	PartitionMetricsNone PartitionMetrics = "none"
+)
+
+// PartitionMetricsModes lists the modes, default first.
+var PartitionMetricsModes = []PartitionMetrics{PartitionMetricsLean, PartitionMetricsUnhealthy, PartitionMetricsFull, PartitionMetricsNone}
+
+// Defaults of the partition series.
+const (
+	DefaultPartitionMetrics     = PartitionMetricsLean
+	DefaultPartitionMetricsHold = 10 * time.Minute
+	// MaxPartitionMetricsHold bounds the hold: a partition detailed for a
+	// day after each hiccup is a full mode by another name.
+	MaxPartitionMetricsHold = 24 * time.Hour
+)
+
+// ParsePartitionMetrics reads a mode by name.
+func ParsePartitionMetrics(name string) (PartitionMetrics, error) {
+	for _, m := range PartitionMetricsModes {
+		if string(m) == name {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("partition_metrics %q: want one of lean, unhealthy, full, none", name)
+}
+
+// UnmarshalYAML takes a mode's name, or a boolean as the setting was
+// before modes: true was the default (now lean), false is none.
+func (m *PartitionMetrics) UnmarshalYAML(value *yaml.Node) error {
+	if value.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: partition_metrics must be one of lean, unhealthy, full, none", value.Line)
+	}
+	if value.Tag == "!!bool" {
+		var on bool
+		if err := value.Decode(&on); err != nil {
+			return err
+		}
+		*m = PartitionMetricsNone
+		if on {
+			*m = PartitionMetricsLean
+		}
+		return nil
+	}
+	mode, err := ParsePartitionMetrics(value.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", value.Line, err)
+	}
+	*m = mode
+	return nil
 }
 
 // TopicFilter selects topics by regular expression. A topic is watched when
@@ -408,6 +477,12 @@ func (k *KafkaCluster) applyDefaults() {
 	if k.BackdateLimit == 0 {
 		k.BackdateLimit = DefaultBackdateLimit
 	}
+	if k.PartitionMetrics == "" {
+		k.PartitionMetrics = DefaultPartitionMetrics
+	}
+	if k.PartitionMetricsHold == 0 {
+		k.PartitionMetricsHold = DefaultPartitionMetricsHold
+	}
 	if k.Canary.Interval == 0 {
 		k.Canary.Interval = k.RefreshInterval
 	}
@@ -441,6 +516,12 @@ func (k *KafkaCluster) validate() error {
 	}
 	if err := checkBackdateLimit(k.BackdateLimit); err != nil {
 		errs = append(errs, err)
+	}
+	if _, err := ParsePartitionMetrics(string(k.PartitionMetrics)); err != nil {
+		errs = append(errs, err)
+	}
+	if k.PartitionMetricsHold <= 0 || k.PartitionMetricsHold > MaxPartitionMetricsHold {
+		errs = append(errs, fmt.Errorf("partition_metrics_hold %s must be positive and at most %s", k.PartitionMetricsHold, MaxPartitionMetricsHold))
 	}
 	if err := k.TLS.validate(); err != nil {
 		errs = append(errs, err)

@@ -25,7 +25,7 @@ redis:
 	}
 	k := cfg.Kafka[0]
 	if k.Name != DefaultKafkaClusterName || k.RefreshInterval != DefaultRefreshInterval ||
-		k.RefreshTimeout != 4*time.Second || k.Version != DefaultKafkaVersion || !k.PartitionMetricsEnabled() || k.BackdateLimit != time.Minute {
+		k.RefreshTimeout != 4*time.Second || k.Version != DefaultKafkaVersion || k.PartitionMetrics != PartitionMetricsLean || k.PartitionMetricsHold != 10*time.Minute || k.BackdateLimit != time.Minute {
 		t.Errorf("kafka defaults not applied: %+v", k)
 	}
 	if k.Canary.Enabled || k.Canary.Topic != DefaultKafkaCanaryTopic || !k.Canary.CreateTopicEnabled() || k.Canary.Interval != DefaultRefreshInterval ||
@@ -72,6 +72,10 @@ func TestParseErrors(t *testing.T) {
 		{"negative backdate limit", "redis:\n  - addrs: [a:1]\n    backdate_limit: -1s\n", "line 3: backdate_limit: -1s must be positive"},
 		{"backdate limit above an hour", "kafka:\n  - bootstrap_servers: [a:1]\n    backdate_limit: 2h\n", "backdate_limit 2h0m0s must be positive and at most 1h0m0s"},
 		{"two documents", "kafka: []\n---\nredis: []\n", "more than one YAML document"},
+		{"unknown partition metrics mode", "kafka:\n  - bootstrap_servers: [a:1]\n    partition_metrics: sparse\n", `line 3: partition_metrics "sparse": want one of lean, unhealthy, full, none`},
+		{"partition metrics as a list", "kafka:\n  - bootstrap_servers: [a:1]\n    partition_metrics: [full]\n", "line 3: partition_metrics must be one of lean, unhealthy, full, none"},
+		{"negative partition metrics hold", "kafka:\n  - bootstrap_servers: [a:1]\n    partition_metrics_hold: -1m\n", "line 3: partition_metrics_hold: -1m must be positive"},
+		{"partition metrics hold above a day", "kafka:\n  - bootstrap_servers: [a:1]\n    partition_metrics_hold: 25h\n", "partition_metrics_hold 25h0m0s must be positive"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -83,6 +87,26 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("error = %v, want it to contain %q", err, c.want)
 			}
 		})
+	}
+}
+
+// partition_metrics takes a mode, or a boolean as before modes existed:
+// true was the default and is lean, false is none.
+func TestPartitionMetricsModes(t *testing.T) {
+	for value, want := range map[string]PartitionMetrics{
+		"lean": PartitionMetricsLean, "unhealthy": PartitionMetricsUnhealthy, "full": PartitionMetricsFull,
+		"none": PartitionMetricsNone, "true": PartitionMetricsLean, "false": PartitionMetricsNone,
+	} {
+		cfg, err := Parse([]byte("kafka:\n  - bootstrap_servers: [a:1]\n    partition_metrics: " + value + "\n    partition_metrics_hold: 30s\n"))
+		if err != nil {
+			t.Fatalf("partition_metrics: %s: %v", value, err)
+		}
+		if got := cfg.Kafka[0].PartitionMetrics; got != want {
+			t.Errorf("partition_metrics: %s = %q, want %q", value, got, want)
+		}
+		if cfg.Kafka[0].PartitionMetricsHold != 30*time.Second {
+			t.Errorf("partition_metrics_hold = %s, want 30s", cfg.Kafka[0].PartitionMetricsHold)
+		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/config"
 )
 
 // syntheticMetadata is a 3-broker cluster with partitions spread over
@@ -127,7 +128,7 @@ func BenchmarkRegistryResponse10kPartitions(b *testing.B) {
 // rendering, as in Collector.
 func benchmarkRender(b *testing.B, partitions int) {
 	snapshot := syntheticSnapshot(partitions)
-	emit := func(s exposition.Sink) { emitSnapshot(s, "bench", snapshot, true) }
+	emit := func(s exposition.Sink) { emitSnapshot(s, "bench", snapshot, config.PartitionMetricsFull) }
 	prev := series.Render(nil, emit)
 	b.ReportAllocs()
 	b.ResetTimer()

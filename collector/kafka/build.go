@@ -95,6 +95,10 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 			if p.Offline() {
 				topic.Offline++
 			}
+			if !p.LeaderIsPreferred() {
+				topic.NonPreferredLeaders++
+			}
+			topic.OfflineReplicas += len(p.OfflineReplicas)
 			topic.Partitions = append(topic.Partitions, p)
 		}
 		if keep {

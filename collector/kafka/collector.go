@@ -6,6 +6,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/episode"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/config"
 )
 
 const clusterLabel = "kafka_cluster"
@@ -50,6 +51,12 @@ type descs struct {
 	topicNoCleanLeader     *exposition.Desc
 	topicUncleanEnabled    *exposition.Desc
 	topicRackUnsafe        *exposition.Desc
+	topicNonPreferred      *exposition.Desc
+	topicOfflineReplicas   *exposition.Desc
+	topicLeaderChanges     *exposition.Desc
+	topicISRShrinks        *exposition.Desc
+	topicISRExpands        *exposition.Desc
+	topicUncleanElections  *exposition.Desc
 
 	brokerUp                *exposition.Desc
 	brokerReachable         *exposition.Desc
@@ -59,9 +66,15 @@ type descs struct {
 	brokerOutOfSync         *exposition.Desc
 	brokerAddingReplicas    *exposition.Desc
 	brokerRemovingReplicas  *exposition.Desc
+	brokerLeadershipsGained *exposition.Desc
+	brokerLeadershipsLost   *exposition.Desc
+	brokerISRShrinks        *exposition.Desc
+	brokerISRExpands        *exposition.Desc
+	brokerUncleanElections  *exposition.Desc
 
 	clusterBrokers         *exposition.Desc
 	clusterExpectedBrokers *exposition.Desc
+	detailedPartitions     *exposition.Desc
 
 	// Indexed by Condition.
 	episodeSeconds     [conditionCount]*exposition.Desc
@@ -191,6 +204,18 @@ var metrics = func() descs {
 			"Partitions of the topic whose replicas sit in fewer racks than they could: min(replication factor, racks in the cluster); served when brokers have racks"+fromRefresh, topic...),
 		topicNoCleanLeader: newGauge("kafka_topic_no_clean_leader_partitions",
 			"Partitions of the topic without a leader, an ISR or an eligible leader replica: only an unclean election can bring them back"+fromRefresh, topic...),
+		topicNonPreferred: newGauge("kafka_topic_non_preferred_leader_partitions",
+			"Partitions of the topic led by a replica other than the preferred (first assigned) one, or by none"+fromRefresh, topic...),
+		topicOfflineReplicas: newGauge("kafka_topic_offline_replicas",
+			"Replicas of the topic's partitions on brokers that are down or on offline log directories"+fromRefresh, topic...),
+		topicLeaderChanges: newCounter("kafka_topic_leader_changes_total",
+			"Leader changes of the topic's partitions this exporter observed between consecutive refreshes, including to and from no leader.", topic...),
+		topicISRShrinks: newCounter("kafka_topic_isr_shrinks_total",
+			"Refreshes in which this exporter observed a partition's ISR lose members, summed over the topic's partitions; a replacement (e.g. [3] to [1]) counts here and in kafka_topic_isr_expands_total.", topic...),
+		topicISRExpands: newCounter("kafka_topic_isr_expands_total",
+			"Refreshes in which this exporter observed a partition's ISR gain members, summed over the topic's partitions; a replacement counts here and in kafka_topic_isr_shrinks_total.", topic...),
+		topicUncleanElections: newCounter("kafka_topic_unclean_leader_elections_total",
+			"Unclean leader elections (to a replica in neither the previous ISR nor its eligible or last known eligible leader replicas) this exporter observed in the topic's partitions; they lose acknowledged writes.", topic...),
 
 		brokerUp: newGauge("kafka_broker_up",
 			"1 if the broker is registered and live, 0 if replicas are assigned to it but it is not"+fromRefresh, broker...),
@@ -211,11 +236,24 @@ var metrics = func() descs {
 			"Replicas in-progress reassignments are adding to this broker, across all topics"+fromRefresh, broker...),
 		brokerRemovingReplicas: newGauge("kafka_broker_removing_replicas",
 			"Replicas in-progress reassignments are removing from this broker, across all topics"+fromRefresh, broker...),
+		brokerLeadershipsGained: newCounter("kafka_broker_leaderships_gained_total",
+			"Leader changes this exporter observed that made this broker a partition's leader.", broker...),
+		brokerLeadershipsLost: newCounter("kafka_broker_leaderships_lost_total",
+			"Leader changes this exporter observed that took a partition's leadership from this broker.", broker...),
+		brokerISRShrinks: newCounter("kafka_broker_isr_shrinks_total",
+			"Times this exporter observed one of this broker's replicas leave its partition's ISR.", broker...),
+		brokerISRExpands: newCounter("kafka_broker_isr_expands_total",
+			"Times this exporter observed one of this broker's replicas join its partition's ISR.", broker...),
+		brokerUncleanElections: newCounter("kafka_broker_unclean_leader_elections_total",
+			"Unclean leader elections this exporter observed that made this broker the leader; they lose acknowledged writes.", broker...),
 
 		clusterBrokers: newGauge("kafka_cluster_brokers",
 			"Live brokers"+fromRefresh),
 		clusterExpectedBrokers: newGauge("kafka_cluster_expected_brokers",
 			"Brokers that are live or hold replica assignments; fewer live than expected means brokers are down"+fromRefresh),
+		detailedPartitions: newGauge("kafka_detailed_partitions",
+			"Partitions served in detail: unhealthy (under-replicated, at or under min ISR, offline, with offline replicas, reassigning or in an open episode) now or within partition_metrics_hold; "+
+				"in the unhealthy mode, the only partitions with per-partition series"+fromRefresh),
 
 		clusterRacks: newGauge("kafka_cluster_racks",
 			"Distinct racks (broker.rack) of the brokers, down ones by their last known rack; served when brokers have racks"+fromRefresh),
@@ -276,26 +314,29 @@ func SeriesNames() []string {
 type Collector = exposition.Collector[Snapshot]
 
 // NewCollector returns a collector with no clusters; Set serves a cluster
-// with partition series, SetEmit(name, w, EmitState(false)) without.
-func NewCollector() *Collector { return exposition.NewCollector(EmitState(true), healthSeries, series) }
+// with the default partition series, SetEmit(name, w, EmitState(mode))
+// with another mode's.
+func NewCollector() *Collector {
+	return exposition.NewCollector(EmitState(config.DefaultPartitionMetrics), healthSeries, series)
+}
 
 // EmitState emits one cluster's health series and, when its last refresh
-// succeeded, its snapshot series, with or without per-partition series.
-func EmitState(partitionMetrics bool) exposition.EmitStateFunc[Snapshot] {
+// succeeded, its snapshot series, with mode's per-partition series.
+func EmitState(mode config.PartitionMetrics) exposition.EmitStateFunc[Snapshot] {
 	return func(health, snapshotSink exposition.Sink, name string, state *watch.State[Snapshot]) {
-		emitState(health, snapshotSink, name, state, partitionMetrics)
+		emitState(health, snapshotSink, name, state, mode)
 	}
 }
 
 // emitState emits one cluster's health series to health and, when its last
 // refresh succeeded, its snapshot series to snapshotSink.
-func emitState(health, snapshotSink exposition.Sink, name string, state *watch.State[Snapshot], partitionMetrics bool) {
+func emitState(health, snapshotSink exposition.Sink, name string, state *watch.State[Snapshot], mode config.PartitionMetrics) {
 	exposition.EmitHealth(metrics.health, health, name, state)
 	// A snapshot from before a failed refresh is not served as current.
 	if !state.Up || state.Snapshot == nil {
 		return
 	}
-	emitSnapshot(snapshotSink, name, state.Snapshot, partitionMetrics)
+	emitSnapshot(snapshotSink, name, state.Snapshot, mode)
 }
 
 // partitionFamilies lists every family the partition loop of emitSnapshot
@@ -312,6 +353,36 @@ func (x *descs) partitionFamilies() []*exposition.Desc {
 	}
 }
 
+// leanFamilies are the per-partition series the lean mode serves for every
+// partition, and the unhealthy mode for every detailed one.
+func (x *descs) leanFamilies() []*exposition.Desc {
+	return []*exposition.Desc{x.partitionLeader, x.partitionReplicas, x.partitionISR, x.partitionUnderReplicated, x.partitionUnderMinISR}
+}
+
+// counterFamilies are the per-partition counters only the full mode serves.
+func (x *descs) counterFamilies() []*exposition.Desc {
+	return []*exposition.Desc{x.partitionLeaderChanges, x.partitionISRShrinks, x.partitionISRExpands, x.partitionUncleanElections}
+}
+
+// ServedFamilies tells, for each metric family of the Kafka collector,
+// whether mode may serve it: every family outside the partition loop in
+// every mode, the per-partition counters only in full, and no
+// per-partition family in none. The contract tests check that every alert
+// and panel reads something each mode serves.
+func ServedFamilies(mode config.PartitionMetrics) map[string]bool {
+	served := map[string]bool{}
+	for _, name := range MetricNames() {
+		served[name] = true
+	}
+	for _, d := range metrics.partitionFamilies() {
+		served[d.Name] = mode != config.PartitionMetricsNone
+	}
+	for _, d := range metrics.counterFamilies() {
+		served[d.Name] = mode == config.PartitionMetricsFull
+	}
+	return served
+}
+
 func bool01(b bool) float64 {
 	if b {
 		return 1
@@ -319,7 +390,7 @@ func bool01(b bool) float64 {
 	return 0
 }
 
-func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, partitionMetrics bool) {
+func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, mode config.PartitionMetrics) {
 	// Label values are filled into slices reused for every series: a fresh
 	// variadic slice per series would be over 100,000 allocations per
 	// rendering at 10,000 partitions. Sinks copy what they keep.
@@ -328,6 +399,7 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, partitionMetr
 	partLabels := []string{cluster, "", ""}
 	ch.Add(metrics.clusterBrokers, float64(s.LiveBrokers()), cluster)
 	ch.Add(metrics.clusterExpectedBrokers, float64(len(s.Brokers)), cluster)
+	ch.Add(metrics.detailedPartitions, float64(s.DetailedPartitions()), cluster)
 	if s.Racks > 0 {
 		ch.Add(metrics.clusterRacks, float64(s.Racks), cluster)
 	}
@@ -363,10 +435,15 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, partitionMetr
 			ch.Add(metrics.brokerAddingReplicas, float64(b.AddingReplicas), brokerLabels...)
 			ch.Add(metrics.brokerRemovingReplicas, float64(b.RemovingReplicas), brokerLabels...)
 		}
+		ch.Add(metrics.brokerLeadershipsGained, float64(b.Transitions.LeadershipsGained), brokerLabels...)
+		ch.Add(metrics.brokerLeadershipsLost, float64(b.Transitions.LeadershipsLost), brokerLabels...)
+		ch.Add(metrics.brokerISRShrinks, float64(b.Transitions.ISRShrinks), brokerLabels...)
+		ch.Add(metrics.brokerISRExpands, float64(b.Transitions.ISRExpands), brokerLabels...)
+		ch.Add(metrics.brokerUncleanElections, float64(b.Transitions.UncleanElections), brokerLabels...)
 	}
 	// While rendering one non-partition family, skip the partition loop,
 	// nine tenths of the work.
-	partitionMetrics = partitionMetrics && exposition.Wants(ch, metrics.partitionFamilies()...)
+	partitions := mode != config.PartitionMetricsNone && exposition.Wants(ch, metrics.partitionFamilies()...)
 	for ti := range s.Topics {
 		t := &s.Topics[ti]
 		topicLabels[1] = t.Name
@@ -374,6 +451,8 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, partitionMetr
 		ch.Add(metrics.topicReplicationFactor, float64(t.ReplicationFactor), topicLabels...)
 		ch.Add(metrics.topicUnderReplicated, float64(t.UnderReplicated), topicLabels...)
 		ch.Add(metrics.topicOffline, float64(t.Offline), topicLabels...)
+		ch.Add(metrics.topicNonPreferred, float64(t.NonPreferredLeaders), topicLabels...)
+		ch.Add(metrics.topicOfflineReplicas, float64(t.OfflineReplicas), topicLabels...)
 		if s.ReassignmentsKnown {
 			ch.Add(metrics.topicReassigning, float64(t.ReassigningPartitions), topicLabels...)
 		}
@@ -391,48 +470,109 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, partitionMetr
 			ch.Add(metrics.topicUnderMinISR, float64(t.UnderMinISR), topicLabels...)
 			ch.Add(metrics.topicAtMinISR, float64(t.AtMinISR), topicLabels...)
 		}
+		ch.Add(metrics.topicLeaderChanges, float64(t.Transitions.LeaderChanges), topicLabels...)
+		ch.Add(metrics.topicISRShrinks, float64(t.Transitions.ISRShrinks), topicLabels...)
+		ch.Add(metrics.topicISRExpands, float64(t.Transitions.ISRExpands), topicLabels...)
+		ch.Add(metrics.topicUncleanElections, float64(t.Transitions.UncleanElections), topicLabels...)
 		emitEpisodes(ch, s, t.Name, topicLabels)
-		if !partitionMetrics {
+		if !partitions {
 			continue
 		}
 		for pi := range t.Partitions {
 			p := &t.Partitions[pi]
+			if mode == config.PartitionMetricsUnhealthy && !p.Detailed {
+				continue
+			}
 			partLabels[1], partLabels[2] = t.Name, strconv.FormatInt(int64(p.ID), 10)
-			ch.Add(metrics.partitionLeader, float64(p.Leader), partLabels...)
-			ch.Add(metrics.partitionReplicas, float64(p.ReplicationFactor()), partLabels...)
-			ch.Add(metrics.partitionISR, float64(len(p.ISR)), partLabels...)
-			ch.Add(metrics.partitionOfflineReplicas, float64(len(p.OfflineReplicas)), partLabels...)
-			ch.Add(metrics.partitionUnderReplicated, bool01(p.UnderReplicated()), partLabels...)
-			ch.Add(metrics.partitionOffline, bool01(p.Offline()), partLabels...)
-			ch.Add(metrics.partitionLeaderIsPreferred, bool01(p.LeaderIsPreferred()), partLabels...)
-			if t.MinISR > 0 {
-				ch.Add(metrics.partitionUnderMinISR, bool01(p.UnderMinISR(t.MinISR)), partLabels...)
-				ch.Add(metrics.partitionAtMinISR, bool01(p.AtMinISR(t.MinISR)), partLabels...)
-			}
-			ch.Add(metrics.partitionLeaderChanges, float64(p.LeaderChanges), partLabels...)
-			ch.Add(metrics.partitionISRShrinks, float64(p.ISRShrinks), partLabels...)
-			ch.Add(metrics.partitionISRExpands, float64(p.ISRExpands), partLabels...)
-			ch.Add(metrics.partitionUncleanElections, float64(p.UncleanElections), partLabels...)
-			if s.Racks > 0 {
-				ch.Add(metrics.partitionReplicaRacks, float64(p.ReplicaRacks), partLabels...)
-				ch.Add(metrics.partitionISRRacks, float64(p.ISRRacks), partLabels...)
-			}
-			// Series that say something only in a rare state are served only
-			// in it: two fewer series per partition while nothing moves, and
-			// three fewer while every ISR is at or above min ISR.
-			if s.ReassignmentsKnown {
-				ch.Add(metrics.partitionReassigning, bool01(p.Reassigning()), partLabels...)
-				if p.Reassigning() {
-					ch.Add(metrics.partitionAddingReplicas, float64(len(p.AddingReplicas)), partLabels...)
-					ch.Add(metrics.partitionRemovingReplicas, float64(len(p.RemovingReplicas)), partLabels...)
-				}
-			}
-			if s.ELRKnown && !p.ELRStale && p.UnderMinISR(t.MinISR) {
-				ch.Add(metrics.partitionELR, float64(len(p.ELR)), partLabels...)
-				ch.Add(metrics.partitionLastKnownELR, float64(len(p.LastKnownELR)), partLabels...)
-				ch.Add(metrics.partitionNoCleanLeader, bool01(p.NoCleanLeader()), partLabels...)
+			if mode == config.PartitionMetricsFull {
+				emitFullPartition(ch, s, t, p, partLabels)
+			} else {
+				emitLeanPartition(ch, s, t, p, partLabels)
 			}
 		}
+	}
+}
+
+// emitLeanPartition emits a partition's series in the lean and unhealthy
+// modes: the five every partition gets, and, while the partition is
+// detailed, every other gauge of the full mode. Outside the detail, a
+// gauge that is rarely off its healthy value is served where it is off
+// it: a leader that is not the preferred one, an ISR at min ISR, replicas
+// or an ISR in fewer racks than they could be.
+func emitLeanPartition(ch exposition.Sink, s *Snapshot, t *Topic, p *Partition, labels []string) {
+	ch.Add(metrics.partitionLeader, float64(p.Leader), labels...)
+	ch.Add(metrics.partitionReplicas, float64(p.ReplicationFactor()), labels...)
+	ch.Add(metrics.partitionISR, float64(len(p.ISR)), labels...)
+	ch.Add(metrics.partitionUnderReplicated, bool01(p.UnderReplicated()), labels...)
+	if t.MinISR > 0 {
+		ch.Add(metrics.partitionUnderMinISR, bool01(p.UnderMinISR(t.MinISR)), labels...)
+	}
+	if !p.Detailed {
+		if !p.LeaderIsPreferred() {
+			ch.Add(metrics.partitionLeaderIsPreferred, 0, labels...)
+		}
+		if p.AtMinISR(t.MinISR) {
+			ch.Add(metrics.partitionAtMinISR, 1, labels...)
+		}
+		if s.Racks > 0 && (p.RackUnsafe(s.Racks) || p.ISRRacks < p.ReplicaRacks) {
+			ch.Add(metrics.partitionReplicaRacks, float64(p.ReplicaRacks), labels...)
+			ch.Add(metrics.partitionISRRacks, float64(p.ISRRacks), labels...)
+		}
+		return
+	}
+	ch.Add(metrics.partitionOfflineReplicas, float64(len(p.OfflineReplicas)), labels...)
+	ch.Add(metrics.partitionOffline, bool01(p.Offline()), labels...)
+	ch.Add(metrics.partitionLeaderIsPreferred, bool01(p.LeaderIsPreferred()), labels...)
+	if t.MinISR > 0 {
+		ch.Add(metrics.partitionAtMinISR, bool01(p.AtMinISR(t.MinISR)), labels...)
+	}
+	if s.Racks > 0 {
+		ch.Add(metrics.partitionReplicaRacks, float64(p.ReplicaRacks), labels...)
+		ch.Add(metrics.partitionISRRacks, float64(p.ISRRacks), labels...)
+	}
+	emitRareStates(ch, s, t, p, labels)
+}
+
+// emitFullPartition emits every per-partition series of the full mode.
+func emitFullPartition(ch exposition.Sink, s *Snapshot, t *Topic, p *Partition, labels []string) {
+	ch.Add(metrics.partitionLeader, float64(p.Leader), labels...)
+	ch.Add(metrics.partitionReplicas, float64(p.ReplicationFactor()), labels...)
+	ch.Add(metrics.partitionISR, float64(len(p.ISR)), labels...)
+	ch.Add(metrics.partitionOfflineReplicas, float64(len(p.OfflineReplicas)), labels...)
+	ch.Add(metrics.partitionUnderReplicated, bool01(p.UnderReplicated()), labels...)
+	ch.Add(metrics.partitionOffline, bool01(p.Offline()), labels...)
+	ch.Add(metrics.partitionLeaderIsPreferred, bool01(p.LeaderIsPreferred()), labels...)
+	if t.MinISR > 0 {
+		ch.Add(metrics.partitionUnderMinISR, bool01(p.UnderMinISR(t.MinISR)), labels...)
+		ch.Add(metrics.partitionAtMinISR, bool01(p.AtMinISR(t.MinISR)), labels...)
+	}
+	ch.Add(metrics.partitionLeaderChanges, float64(p.LeaderChanges), labels...)
+	ch.Add(metrics.partitionISRShrinks, float64(p.ISRShrinks), labels...)
+	ch.Add(metrics.partitionISRExpands, float64(p.ISRExpands), labels...)
+	ch.Add(metrics.partitionUncleanElections, float64(p.UncleanElections), labels...)
+	if s.Racks > 0 {
+		ch.Add(metrics.partitionReplicaRacks, float64(p.ReplicaRacks), labels...)
+		ch.Add(metrics.partitionISRRacks, float64(p.ISRRacks), labels...)
+	}
+	emitRareStates(ch, s, t, p, labels)
+}
+
+// emitRareStates emits the series that say something only in a rare
+// state, and only in it, in every mode: reassignment (two fewer series per
+// partition while nothing moves) and the ELR (three fewer while every ISR
+// is at or above min ISR).
+func emitRareStates(ch exposition.Sink, s *Snapshot, t *Topic, p *Partition, labels []string) {
+	if s.ReassignmentsKnown {
+		ch.Add(metrics.partitionReassigning, bool01(p.Reassigning()), labels...)
+		if p.Reassigning() {
+			ch.Add(metrics.partitionAddingReplicas, float64(len(p.AddingReplicas)), labels...)
+			ch.Add(metrics.partitionRemovingReplicas, float64(len(p.RemovingReplicas)), labels...)
+		}
+	}
+	if s.ELRKnown && !p.ELRStale && p.UnderMinISR(t.MinISR) {
+		ch.Add(metrics.partitionELR, float64(len(p.ELR)), labels...)
+		ch.Add(metrics.partitionLastKnownELR, float64(len(p.LastKnownELR)), labels...)
+		ch.Add(metrics.partitionNoCleanLeader, bool01(p.NoCleanLeader()), labels...)
 	}
 }
 

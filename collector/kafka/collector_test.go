@@ -14,6 +14,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/config"
 )
 
 // watcherServing returns a watcher whose refreshes return the given
@@ -41,7 +42,7 @@ func collectorAfterFailover(t *testing.T) *Collector {
 	before, after := failoverSnapshots()
 	w := watcherServing(t, before, after)
 	c := NewCollector()
-	c.Set("main", w)
+	c.SetEmit("main", w, EmitState(config.PartitionMetricsFull))
 	w.RefreshOnce(context.Background())
 	w.RefreshOnce(context.Background())
 	return c
@@ -163,7 +164,7 @@ func TestCollectorWithoutPartitionMetrics(t *testing.T) {
 	before, _ := failoverSnapshots()
 	w := watcherServing(t, before)
 	c := NewCollector()
-	c.SetEmit("main", w, EmitState(false))
+	c.SetEmit("main", w, EmitState(config.PartitionMetricsNone))
 	w.RefreshOnce(context.Background())
 	if n := testutil.CollectAndCount(c, "kafka_partition_leader", "kafka_partition_in_sync_replicas"); n != 0 {
 		t.Errorf("partition series = %d, want 0 with partition metrics off", n)
@@ -188,7 +189,7 @@ func TestMetricNamesCoverEverythingCollected(t *testing.T) {
 	after.countRacks()
 	w := watcherServing(t, before, after)
 	c := NewCollector()
-	c.Set("main", w)
+	c.SetEmit("main", w, EmitState(config.PartitionMetricsFull))
 	w.RefreshOnce(context.Background())
 	w.RefreshOnce(context.Background())
 	known := map[string]bool{}

@@ -55,6 +55,13 @@ type Snapshot struct {
 	// Quorum is the KRaft controller quorum, nil when it could not be read
 	// (then its series are not served).
 	Quorum *Quorum
+	// Unhealthy holds, for each partition now detailed, when it was last
+	// unhealthy (carryDetail); empty while every partition is healthy, so
+	// its cost grows with the trouble, not the partition count.
+	Unhealthy map[PartitionKey]time.Time
+	// detailHold is how long a partition stays detailed after it was last
+	// unhealthy (partition_metrics_hold); 0 in snapshots built by hand.
+	detailHold time.Duration
 }
 
 // Broker is one broker, live or referenced by an assignment.
@@ -86,6 +93,26 @@ type Broker struct {
 	// an in-progress reassignment is adding or removing.
 	AddingReplicas   int
 	RemovingReplicas int
+	// Transitions are counted across refreshes while the broker is known.
+	Transitions BrokerTransitions
+}
+
+// BrokerTransitions count what the partitions' transitions did to one
+// broker, as this exporter observed them (carryTransitions).
+type BrokerTransitions struct {
+	// LeadershipsGained and LeadershipsLost count leader changes to and
+	// from this broker.
+	LeadershipsGained, LeadershipsLost uint64
+	// ISRShrinks counts this broker's replicas leaving an ISR; ISRExpands
+	// their joining one.
+	ISRShrinks, ISRExpands uint64
+	// UncleanElections counts unclean elections that made it the leader.
+	UncleanElections uint64
+}
+
+// TopicTransitions are the sums of a topic's partition counters.
+type TopicTransitions struct {
+	LeaderChanges, ISRShrinks, ISRExpands, UncleanElections uint64
 }
 
 // Topic is one topic and its partitions, sorted by partition ID.
@@ -114,6 +141,12 @@ type Topic struct {
 	// UncleanElectionKnown and UncleanElectionEnabled are the topic's
 	// effective unclean.leader.election.enable, once read.
 	UncleanElectionKnown, UncleanElectionEnabled bool
+	// NonPreferredLeaders counts partitions led by a replica other than
+	// the preferred (first) one; OfflineReplicas the partitions' replicas
+	// on brokers that are down or on offline log directories.
+	NonPreferredLeaders, OfflineReplicas int
+	// Transitions sum the partitions' transition counters.
+	Transitions TopicTransitions
 }
 
 // Partition is one partition's replication state and the transitions this
@@ -151,6 +184,10 @@ type Partition struct {
 	// ReplicaRacks and ISRRacks count the distinct racks of the replicas
 	// and of the ISR (brokers without a rack do not count).
 	ReplicaRacks, ISRRacks int
+	// Detailed is true while the partition is unhealthy and for the hold
+	// after it recovered (carryDetail): the lean and unhealthy modes serve
+	// its detailed series then.
+	Detailed bool
 
 	LeaderChanges uint64
 	ISRShrinks    uint64

@@ -171,6 +171,7 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	s.probeBrokers(ctx, snap, broker.Addr())
 	snap.Quorum = s.storeQuorum(<-quorum)
 	snap.backdateLimit = s.cfg.BackdateLimit
+	snap.detailHold = s.cfg.PartitionMetricsHold
 	carryTransitions(prev, snap)
 	// After carryTransitions, which may restore a stale ELR read.
 	snap.countNoCleanLeader()

@@ -302,7 +302,7 @@ func TestReassignmentsListedOncePerRefresh(t *testing.T) {
 func renderSnapshot(t *testing.T, snap *Snapshot) string {
 	t.Helper()
 	var sink lineSink
-	emitSnapshot(&sink, "k", snap, true)
+	emitSnapshot(&sink, "k", snap, config.PartitionMetricsFull)
 	return sink.String()
 }
 

@@ -57,5 +57,5 @@ func NewWatcher(cfg config.KafkaCluster, logger log.Logger) (*watch.Watcher[Snap
 type servingCollector struct{ *Collector }
 
 func (c servingCollector) Serve(name string, w *watch.Watcher[Snapshot], settings config.KafkaCluster) {
-	c.SetEmit(name, w, EmitState(settings.PartitionMetricsEnabled()))
+	c.SetEmit(name, w, EmitState(settings.PartitionMetrics))
 }

@@ -41,13 +41,23 @@ func carryTransitions(prev, next *Snapshot) {
 	rememberDownBrokers(prev, next)
 	carryProbes(prev, next)
 	carryEpisodes(prev, next)
-	if prev == nil {
-		return
+	if prev != nil {
+		countTransitions(prev, next)
 	}
+	carryDetail(prev, next)
+	sumTopicTransitions(next)
+}
+
+// countTransitions is carryTransitions between two snapshots: it carries
+// and advances the partition and broker counters and lists the events.
+func countTransitions(prev, next *Snapshot) {
 	at := next.ReadAt
 	for i := range next.Brokers {
 		nb := &next.Brokers[i]
 		pb := findBroker(prev.Brokers, nb.ID)
+		if pb != nil {
+			nb.Transitions = pb.Transitions
+		}
 		wasUp := pb != nil && pb.Up
 		switch {
 		case nb.Up && !wasUp:
@@ -95,6 +105,12 @@ func carryTransitions(prev, next *Snapshot) {
 			}
 			if np.Leader != pp.Leader {
 				np.LeaderChanges++
+				if b := findBroker(next.Brokers, pp.Leader); b != nil {
+					b.Transitions.LeadershipsLost++
+				}
+				if b := findBroker(next.Brokers, np.Leader); b != nil {
+					b.Transitions.LeadershipsGained++
+				}
 				kind := events.KafkaLeaderChange
 				switch {
 				case np.Offline():
@@ -106,14 +122,19 @@ func carryTransitions(prev, next *Snapshot) {
 			}
 			if elrKnown(prev, pt) && !pp.ELRStale && uncleanElection(pp, np) {
 				np.UncleanElections++
+				if b := findBroker(next.Brokers, np.Leader); b != nil {
+					b.Transitions.UncleanElections++
+				}
 				next.Events.Add(at, events.KafkaUncleanElection, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
 			}
 			shrank, expanded := lostMember(pp.ISR, np.ISR), lostMember(np.ISR, pp.ISR)
 			if shrank {
 				np.ISRShrinks++
+				countMembers(next.Brokers, pp.ISR, np.ISR, func(t *BrokerTransitions) { t.ISRShrinks++ })
 			}
 			if expanded {
 				np.ISRExpands++
+				countMembers(next.Brokers, np.ISR, pp.ISR, func(t *BrokerTransitions) { t.ISRExpands++ })
 			}
 			if kind, ok := isrEventKind(shrank, expanded); ok {
 				next.Events.Add(at, kind, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
@@ -131,6 +152,37 @@ func carryTransitions(prev, next *Snapshot) {
 	}
 
 	annotateFirstFailures(prev, next)
+}
+
+// countMembers calls count for the transitions of each broker in from that
+// is not in to: the brokers an ISR lost, or gained with the two swapped.
+func countMembers(brokers []Broker, from, to []int32, count func(*BrokerTransitions)) {
+	for _, id := range from {
+		if slices.Contains(to, id) {
+			continue
+		}
+		if b := findBroker(brokers, id); b != nil {
+			count(&b.Transitions)
+		}
+	}
+}
+
+// sumTopicTransitions sets each topic's transition counters to the sum of
+// its partitions'. A partition is never removed from a topic, so the sums
+// only grow while the topic exists.
+func sumTopicTransitions(s *Snapshot) {
+	for i := range s.Topics {
+		t := &s.Topics[i]
+		var sum TopicTransitions
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			sum.LeaderChanges += p.LeaderChanges
+			sum.ISRShrinks += p.ISRShrinks
+			sum.ISRExpands += p.ISRExpands
+			sum.UncleanElections += p.UncleanElections
+		}
+		t.Transitions = sum
+	}
 }
 
 // rememberDownBrokers gives brokers that went down the address and rack
