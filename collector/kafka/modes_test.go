@@ -281,3 +281,37 @@ func TestServedFamiliesMatchWhatEachModeEmits(t *testing.T) {
 		t.Error("none: want no partition family and every topic family")
 	}
 }
+
+// PartitionSeriesModes, which METRICS.md shows, names every per-partition
+// family once, and lean serves exactly the families it says it serves for
+// every partition.
+func TestPartitionSeriesModesCoverEveryFamily(t *testing.T) {
+	listed := map[string]int{}
+	for _, s := range PartitionSeriesModes {
+		listed[s.Family]++
+	}
+	for _, d := range metrics.partitionFamilies() {
+		if listed[d.Name] != 1 {
+			t.Errorf("%s is listed %d times in PartitionSeriesModes, want once", d.Name, listed[d.Name])
+		}
+		delete(listed, d.Name)
+	}
+	for name := range listed {
+		t.Errorf("PartitionSeriesModes lists %s, which is no per-partition family", name)
+	}
+	var always []string
+	for _, s := range PartitionSeriesModes {
+		if strings.HasPrefix(s.Lean, leanAlways) {
+			always = append(always, s.Family)
+		}
+	}
+	var lean []string
+	for _, d := range metrics.leanFamilies() {
+		lean = append(lean, d.Name)
+	}
+	slices.Sort(always)
+	slices.Sort(lean)
+	if !slices.Equal(always, lean) {
+		t.Errorf("PartitionSeriesModes says lean serves %v for every partition, the collector %v", always, lean)
+	}
+}

@@ -37,7 +37,9 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 	Sets:         Sets,
 	Doc: system.Doc{
 		Title: "Kafka",
-		Intro: "Every series carries `kafka_cluster`. While `kafka_up` is 0 only `kafka_up` and the `kafka_exporter_*` series are served.",
+		Intro: "Every series carries `kafka_cluster`. While `kafka_up` is 0 only `kafka_up` and the `kafka_exporter_*` series are served. " +
+			"Which per-partition series are served depends on the cluster's `partition_metrics` mode: see the table after this one.",
+		Notes: PartitionModesDoc(),
 	},
 	Views: Views,
 }

@@ -69,6 +69,8 @@ type Spec[S, C any] struct {
 // Doc is a system's section of METRICS.md.
 type Doc struct {
 	Title, Intro string
+	// Notes is Markdown shown after the system's metric table.
+	Notes string
 }
 
 // Source reads one cluster: Refresh once per interval, on the watcher's

@@ -77,6 +77,8 @@ type Section struct {
 	Title   string
 	Intro   string
 	Metrics []Metric
+	// Notes is Markdown shown after the table.
+	Notes string
 }
 
 // Markdown renders the document.
@@ -94,6 +96,9 @@ func Markdown(sections []Section) string {
 			}
 			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", m.Name, m.Type, strings.Join(labels, ", "),
 				strings.ReplaceAll(m.Help, "|", `\|`))
+		}
+		if s.Notes != "" {
+			b.WriteString("\n" + s.Notes)
 		}
 	}
 	return b.String()

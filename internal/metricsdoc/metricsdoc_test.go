@@ -22,9 +22,9 @@ func sections(t *testing.T) []Section {
 	}
 	var out []Section
 	for _, s := range collector.Systems {
-		out = append(out, Section{s.Doc().Title, s.Doc().Intro, FromSets(s.Sets()...)})
+		out = append(out, Section{Title: s.Doc().Title, Intro: s.Doc().Intro, Metrics: FromSets(s.Sets()...), Notes: s.Doc().Notes})
 	}
-	return append(out, Section{"The exporter itself", "Besides Go runtime (`go_*`), process (`process_*`) and `/metrics` handler (`promhttp_metric_handler_*`) series.", self})
+	return append(out, Section{Title: "The exporter itself", Intro: "Besides Go runtime (`go_*`), process (`process_*`) and `/metrics` handler (`promhttp_metric_handler_*`) series.", Metrics: self})
 }
 
 func TestMetricsDocIsUpToDate(t *testing.T) {
