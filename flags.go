@@ -24,6 +24,7 @@ type flags struct {
 	kafkaName         string
 	kafkaVersion      string
 	kafkaPartitions   string
+	kafkaNoPartitions bool
 	kafkaTopicFilter  string
 	kafkaTopicSkip    string
 	redisAddrs        []string
@@ -49,6 +50,8 @@ func defineServeFlags(app *kingpin.Application, f *flags) {
 	app.Flag("kafka.version", "Kafka protocol version to speak to the --kafka.server cluster (at least "+config.MinKafkaVersion.String()+").").Default(config.DefaultKafkaVersion).StringVar(&f.kafkaVersion)
 	app.Flag("kafka.partition-metrics", "Per-partition series for the --kafka.server cluster: lean (five per healthy partition, detail where unhealthy), unhealthy (only unhealthy partitions), full or none (topic and broker series only).").
 		Default(string(config.DefaultPartitionMetrics)).EnumVar(&f.kafkaPartitions, "lean", "unhealthy", "full", "none")
+	// The flag was a boolean before modes: its negation still means none.
+	app.Flag("no-kafka.partition-metrics", "Same as --kafka.partition-metrics=none (the flag was a boolean before modes).").Hidden().BoolVar(&f.kafkaNoPartitions)
 	app.Flag("kafka.topic-filter", "Regular expression of topics to watch in the --kafka.server cluster.").StringVar(&f.kafkaTopicFilter)
 	app.Flag("kafka.topic-exclude", "Regular expression of topics to leave out in the --kafka.server cluster.").StringVar(&f.kafkaTopicSkip)
 	app.Flag("redis.addr", "Redis Cluster seed node HOST:PORT (repeatable); enables the Redis collector for one cluster.").StringsVar(&f.redisAddrs)

@@ -88,6 +88,9 @@ func loadConfig(f flags) (*config.Config, error) {
 			RefreshInterval:  f.refreshInterval,
 			PartitionMetrics: config.PartitionMetrics(f.kafkaPartitions),
 		}
+		if f.kafkaNoPartitions {
+			kc.PartitionMetrics = config.PartitionMetricsNone
+		}
 		for _, re := range []struct {
 			flag, expr string
 			dst        **config.Regexp

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/go-kit/log"
+
+	"github.com/failover-exporter/failover_exporter/config"
 )
 
 // runArgs runs the command line in-process and returns its exit code and
@@ -116,6 +118,8 @@ func TestGoodFlagsPassTheCheck(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--kafka.server=[::1]:9092", "--kafka.version=2.1.0", "--refresh.interval=1h"},
+		{"--kafka.server=127.0.0.1:9092", "--kafka.partition-metrics=unhealthy"},
+		{"--kafka.server=127.0.0.1:9092", "--no-kafka.partition-metrics"},
 		{"--redis.addr=127.0.0.1:7000", "--redis.password-file=" + pw, "--web.telemetry-path=/custom/metrics"},
 		{"--redis.addr=127.0.0.1:7000", "--web.telemetry-path=/", "--web.enable-pprof"},
 		{"--redis.addr=127.0.0.1:7000", "--events.capacity=100000"},
@@ -152,5 +156,26 @@ func TestTuneRuntime(t *testing.T) {
 	}
 	if runtime.MemProfileRate != 512<<10 {
 		t.Errorf("with pprof: MemProfileRate %d, want %d", runtime.MemProfileRate, 512<<10)
+	}
+}
+
+// The partition-metrics flag was a boolean before modes; its negation
+// still turns per-partition series off.
+func TestPartitionMetricsFlag(t *testing.T) {
+	for _, c := range []struct {
+		f    flags
+		want config.PartitionMetrics
+	}{
+		{flags{kafkaServers: []string{"127.0.0.1:9092"}, kafkaPartitions: "lean"}, config.PartitionMetricsLean},
+		{flags{kafkaServers: []string{"127.0.0.1:9092"}, kafkaPartitions: "unhealthy"}, config.PartitionMetricsUnhealthy},
+		{flags{kafkaServers: []string{"127.0.0.1:9092"}, kafkaPartitions: "lean", kafkaNoPartitions: true}, config.PartitionMetricsNone},
+	} {
+		cfg, err := loadConfig(c.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.Kafka[0].PartitionMetrics; got != c.want {
+			t.Errorf("flags %+v: partition_metrics %q, want %q", c.f, got, c.want)
+		}
 	}
 }

@@ -72,6 +72,7 @@ func TestBadFlagsAndConfigExitWithAMessage(t *testing.T) {
 		want string
 	}{
 		{[]string{"--no-such-flag"}, 2, "unknown long flag '--no-such-flag'"},
+		{[]string{"--kafka.server=127.0.0.1:1", "--kafka.partition-metrics=sparse"}, 2, "enum value must be one of lean,unhealthy,full,none, got 'sparse'"},
 		{[]string{"--refresh.interval=soon", "--kafka.server=127.0.0.1:1"}, 2, "soon"},
 		{[]string{"--log.level=loud"}, 2, "loud"},
 		{[]string{}, 1, "nothing to watch"},
