@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"os"
@@ -20,11 +21,21 @@ import (
 
 // Names the live lab gives its clusters (the kafka_cluster and redis_cluster labels).
 const (
-	liveKafka     = "lab"
+	liveKafka     = "lab" // partition_metrics: full
 	liveTopic     = "orders"
 	liveRedisBare = "bare"     // 3 masters, no replicas
 	liveRedisRepl = "replicas" // 3 masters, 1 replica each
 )
+
+// liveKafkaModes names the one live Kafka cluster once per partition_metrics
+// mode: every exporter reads it four times, and the dashboard and alerts are
+// checked under each name.
+var liveKafkaModes = []struct{ name, mode string }{
+	{liveKafka, "full"},
+	{"lab-lean", "lean"},
+	{"lab-unhealthy", "unhealthy"},
+	{"lab-none", "none"},
+}
 
 // emptyPanels lists the dashboard panels that legitimately return no data
 // in this lab, keyed by dashboard file, cluster and panel title, with the
@@ -32,7 +43,8 @@ const (
 // panel, when only it is empty by design. Every other panel query must return
 // data over the failover window, a listed panel or query that does return
 // data fails the test too, and so does a key naming no panel or query, so
-// that the list does not outlive its reason.
+// that the list does not outlive its reason. A panel must have data from at
+// least one query unless the panel itself is listed.
 var emptyPanels = func() map[string]string {
 	empty := map[string]string{
 		"redis-cluster.json/" + liveRedisBare + "/Replica link to master":      "the cluster has no replicas; master_link_up is a replica-only series",
@@ -42,20 +54,42 @@ var emptyPanels = func() map[string]string {
 		// Foreign nodes stat beside it counts them and must read 0.
 		"redis-cluster.json/" + liveRedisBare + "/Foreign nodes (answer, but not members)": "every node that answers is a member: no foreign node to list",
 		"redis-cluster.json/" + liveRedisRepl + "/Foreign nodes (answer, but not members)": "every node that answers is a member: no foreign node to list",
-		// Episode percentiles exist once an episode ended.
-		"kafka-replication.json/" + liveKafka + "/Time to recover: offline":          "no partition goes offline: the topic has 3 replicas and one broker is killed",
-		"kafka-replication.json/" + liveKafka + "/Time to recover: under min ISR":    "no partition goes under min ISR: ISR 2 = min.insync.replicas 2 with one broker killed",
-		"kafka-replication.json/" + liveKafka + "/Time to recover: under-replicated": "the dashboard is read while the killed broker is still down: no under-replicated episode has ended",
-		// ELR series are served only for partitions below min ISR.
-		"kafka-replication.json/" + liveKafka + "/Eligible and last known leader replicas per partition of $topic": "no partition goes below min ISR (ISR 2 = min.insync.replicas 2 with one broker killed), the only state with an ELR",
-		"redis-cluster.json/" + liveRedisBare + "/Time to recover: failover":                                       "the cluster has no replicas, so no failover",
-		"redis-cluster.json/" + liveRedisBare + "/Time to recover: slots unserved":                                 "the dashboard is read while the killed master is still down: the unserved-slot episode has not ended",
+		"redis-cluster.json/" + liveRedisBare + "/Time to recover: failover":               "the cluster has no replicas, so no failover",
+		"redis-cluster.json/" + liveRedisBare + "/Time to recover: slots unserved":         "the dashboard is read while the killed master is still down: the unserved-slot episode has not ended",
 	}
 	// The write canary is opt-in and off in this lab (its series and
 	// failovers are tested in collector/canary/... and e2e/canary_*_test.go).
 	const canaryOff = "the write canary is off unless enabled, as in this lab"
-	for _, title := range []string{"Canary write success rate per leader", "Canary write failures per minute by error", "Canary produce latency p99 per leader", "Acknowledged writes lost"} {
-		empty["kafka-replication.json/"+liveKafka+"/"+title] = canaryOff
+	for _, k := range liveKafkaModes {
+		kafka := func(title, reason string) { empty["kafka-replication.json/"+k.name+"/"+title] = reason }
+		// Episode percentiles exist once an episode ended.
+		kafka("Time to recover: offline", "no partition goes offline: the topic has 3 replicas and one broker is killed")
+		kafka("Time to recover: under min ISR", "no partition goes under min ISR: ISR 2 = min.insync.replicas 2 with one broker killed")
+		kafka("Time to recover: under-replicated", "the dashboard is read while the killed broker is still down: no under-replicated episode has ended")
+		// ELR series are served only for partitions below min ISR (C, their count, reads 0).
+		const noELR = "no partition goes below min ISR (ISR 2 = min.insync.replicas 2 with one broker killed), the only state with an ELR"
+		kafka("Eligible and last known leader replicas per partition of $topic/A", noELR)
+		kafka("Eligible and last known leader replicas per partition of $topic/B", noELR)
+		for _, title := range []string{"Canary write success rate per leader", "Canary write failures per minute by error", "Canary produce latency p99 per leader", "Acknowledged writes lost"} {
+			kafka(title, canaryOff)
+		}
+		switch k.mode {
+		case "full", "lean":
+			// The topic-level rows stand in only while no partition of the topic is served.
+			const served = "every partition's leader and ISR are served: no topic-level stand-in"
+			kafka("Leader of each partition of $topic/B", served)
+			kafka("Leader of each partition of $topic/C", served)
+			kafka("ISR size per partition of $topic/C", served)
+		case "none":
+			const none = "partition_metrics none serves no per-partition series; the panel's topic or cluster series stands in"
+			for _, q := range []string{
+				"Leader of each partition of $topic/A", "ISR size per partition of $topic/A", "Preferred leader per partition of $topic/A",
+				"Partitions that are not healthy/A", "Partitions that are not healthy/C",
+				"Racks of the replicas and of the ISR per partition of $topic/A", "Racks of the replicas and of the ISR per partition of $topic/B",
+			} {
+				kafka(q, none)
+			}
+		}
 	}
 	for _, cluster := range []string{liveRedisBare, liveRedisRepl} {
 		for _, title := range []string{"Canary write success rate per master", "Canary write failures per minute by error", "Canary write latency p99 per master", "Acknowledged writes lost"} {
@@ -79,12 +113,14 @@ type liveLab struct {
 
 // TestLiveFailover is the whole monitoring chain with real processes on
 // 127.0.0.1: a 3-broker Kafka cluster and two Redis Clusters (one without,
-// one with replicas), two exporter instances reading all three, Prometheus
+// one with replicas), two exporter instances reading all three (the Kafka
+// cluster under four names, one per partition_metrics mode), Prometheus
 // (Debian package) scraping both every second with prometheus/alerts.yml
 // loaded (for: rewritten to 0s), and a real Alertmanager. Each subtest kills
 // something and checks the alert in Prometheus and in Alertmanager (once,
 // although two exporters report it), every dashboard panel over the failover
-// window, and that the stat panels give the numbers one exporter gives.
+// window (for Kafka under each name: every panel has data in every mode),
+// and that the stat panels give the numbers one exporter gives.
 func TestLiveFailover(t *testing.T) {
 	root := lab.RepoRoot(t)
 	rules := promtest.RewriteRules(t, filepath.Join(root, "prometheus", "alerts.yml"), 0)
@@ -94,12 +130,16 @@ func TestLiveFailover(t *testing.T) {
 	redisBare := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 0})
 	redisRepl := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1})
 
-	config := fmt.Sprintf(`kafka:
-  - name: %s
+	config := "kafka:\n"
+	for _, k := range liveKafkaModes {
+		config += fmt.Sprintf(`  - name: %s
     bootstrap_servers: [%s]
+    partition_metrics: %s
     refresh_interval: 1s
     refresh_timeout: 1s
-redis:
+`, k.name, strings.Join(kafka.Bootstrap(), ", "), k.mode)
+	}
+	config += fmt.Sprintf(`redis:
   - name: %s
     addrs: [%s]
     refresh_interval: 1s
@@ -108,8 +148,7 @@ redis:
     addrs: [%s]
     refresh_interval: 1s
     refresh_timeout: 1s
-`, liveKafka, strings.Join(kafka.Bootstrap(), ", "),
-		liveRedisBare, strings.Join(redisBare.Addrs(), ", "),
+`, liveRedisBare, strings.Join(redisBare.Addrs(), ", "),
 		liveRedisRepl, strings.Join(redisRepl.Addrs(), ", "))
 	configPath := filepath.Join(t.TempDir(), "exporter.yml")
 	if err := os.WriteFile(configPath, []byte(config), 0o644); err != nil {
@@ -135,7 +174,10 @@ redis:
 	took := l.waitQuery(t, 90*time.Second, "both exporters scraped, every cluster read, all partitions of "+liveTopic+" in sync", func(q func(string) []promtest.Series) (bool, string) {
 		checks := []struct{ expr, want string }{
 			{`count(up{job="failover_exporter"} == 1)`, "2"},
-			{fmt.Sprintf(`count(kafka_up{kafka_cluster=%q} == 1)`, liveKafka), "2"},
+			{`count(kafka_up == 1)`, strconv.Itoa(2 * len(liveKafkaModes))},
+			// No partition is detailed before the kill, so the sparse
+			// modes' topic-level stand-ins show in the window's first part.
+			{`max(kafka_detailed_partitions)`, "0"},
 			{`count(redis_cluster_up == 1)`, "4"},
 			{fmt.Sprintf(`count(kafka_partition_in_sync_replicas{kafka_cluster=%q,topic=%q} == 3)`, liveKafka, liveTopic), "6"},
 			{fmt.Sprintf(`min(redis_cluster_state_ok{redis_cluster=~"%s|%s"})`, liveRedisBare, liveRedisRepl), "1"},
@@ -192,41 +234,54 @@ func (l *liveLab) kafkaLeaderKilled(t *testing.T) {
 	})
 	t.Logf("FIGURE kafka kill -9 of leader broker %d: new leader of %s/0 in Prometheus (both exporters) after %s",
 		oldLeader, liveTopic, time.Since(killedAt).Round(10*time.Millisecond))
-	l.waitAMCount(t, 30*time.Second, "KafkaPartitionUnderReplicated", map[string]string{"topic": liveTopic}, 3)
+	// Every name of the cluster reads it on its own refresh: the topic-level
+	// series, served in every mode, settle too (3 partitions under-replicated,
+	// at least the one led by the killed broker no longer on its preferred leader).
+	l.waitQuery(t, 30*time.Second, "the failover under every name of the cluster, in both exporters", func(q func(string) []promtest.Series) (bool, string) {
+		for _, k := range liveKafkaModes {
+			sel := fmt.Sprintf(`{kafka_cluster=%q,topic=%q}`, k.name, liveTopic)
+			ur := q(`min(kafka_topic_under_replicated_partitions` + sel + `)`)
+			np := q(`min(kafka_topic_non_preferred_leader_partitions` + sel + `)`)
+			if len(ur) != 1 || ur[0].Last() != 3 || len(np) != 1 || np[0].Last() < 1 {
+				return false, fmt.Sprintf("%s: under-replicated partitions %s, not on their preferred leader %s", k.name, describeSeries(ur), describeSeries(np))
+			}
+		}
+		return true, ""
+	})
+	// Alerts fire per cluster name; the partition alerts of the full name, once each.
+	l.waitAMCount(t, 30*time.Second, "KafkaPartitionUnderReplicated", map[string]string{"kafka_cluster": liveKafka, "topic": liveTopic}, 3)
+	for _, k := range liveKafkaModes {
+		l.waitAMAlert(t, 30*time.Second, "KafkaBrokerDown", map[string]string{"kafka_cluster": k.name, "broker": fmt.Sprint(oldLeader)})
+	}
+	l.checkTopicAlerted(t, 30*time.Second)
 	l.checkAlertsOnce(t, "KafkaPartitionUnderReplicated", "KafkaBrokerDown", "KafkaLeadershipChanged")
 
-	vars := map[string]string{"kafka_cluster": liveKafka, "topic": liveTopic}
-	panels := l.evaluateDashboard(t, "kafka-replication.json", liveKafka, vars, killedAt.Add(-30*time.Second), windowEnd())
+	// Every panel under every name, over one window: each mode's panels have data.
+	start, end := killedAt.Add(-30*time.Second), windowEnd()
+	for _, k := range liveKafkaModes {
+		vars := map[string]string{"kafka_cluster": k.name, "topic": liveTopic}
+		panels := l.evaluateDashboard(t, "kafka-replication.json", k.name, vars, start, end)
+		checkKafkaFailoverPanels(t, k.name, k.mode, panels, oldLeader)
 
-	// The leader state timeline shows the failover: partition 0's leader
-	// takes at least two values in the window, the old one first.
-	leader := panelSeries(t, panels, "Leader of each partition of $topic", "A", map[string]string{"partition": "0"})
-	values := distinctValues(leader.Samples)
-	if len(values) < 2 || leader.Samples[0].V != float64(oldLeader) {
-		t.Errorf("leader panel for %s/0 over the window: values %v (first %v), want the old leader %d then another",
-			liveTopic, values, leader.Samples[0].V, oldLeader)
-	} else {
-		t.Logf("leader panel for %s/0 over the window: %v", liveTopic, values)
-	}
-
-	// Two exporters, same numbers as one: each stat panel against the same
-	// query restricted to the first exporter, and against that exporter's /metrics.
-	kl := map[string]string{"kafka_cluster": liveKafka}
-	fromMetrics := func() map[string]float64 {
-		m := l.exporters[0].Scrape(t)
-		var underReplicated float64
-		for _, s := range m.Series("kafka_topic_under_replicated_partitions", kl) {
-			underReplicated += s.Value
+		// Two exporters, same numbers as one: each stat panel against the same
+		// query restricted to the first exporter, and against that exporter's /metrics.
+		kl := map[string]string{"kafka_cluster": k.name}
+		fromMetrics := func() map[string]float64 {
+			m := l.exporters[0].Scrape(t)
+			var underReplicated float64
+			for _, s := range m.Series("kafka_topic_under_replicated_partitions", kl) {
+				underReplicated += s.Value
+			}
+			return map[string]float64{
+				"Brokers down":                value(t, m, "kafka_cluster_expected_brokers", kl) - value(t, m, "kafka_cluster_brokers", kl),
+				"Under-replicated partitions": underReplicated,
+			}
 		}
-		return map[string]float64{
-			"Brokers down":                value(t, m, "kafka_cluster_expected_brokers", kl) - value(t, m, "kafka_cluster_brokers", kl),
-			"Under-replicated partitions": underReplicated,
+		if want := fromMetrics(); want["Brokers down"] != 1 || want["Under-replicated partitions"] != 3 {
+			t.Errorf("%s: first exporter's /metrics: brokers down %v, under-replicated partitions %v; want 1 and 3", k.name, want["Brokers down"], want["Under-replicated partitions"])
 		}
+		l.checkStatPanels(t, "kafka-replication.json", "kafka_cluster", vars, fromMetrics)
 	}
-	if want := fromMetrics(); want["Brokers down"] != 1 || want["Under-replicated partitions"] != 3 {
-		t.Errorf("first exporter's /metrics: brokers down %v, under-replicated partitions %v; want 1 and 3", want["Brokers down"], want["Under-replicated partitions"])
-	}
-	l.checkStatPanels(t, "kafka-replication.json", "kafka_cluster", vars, fromMetrics)
 
 	restartAt := time.Now()
 	l.kafka.Restart(t, oldLeader)
@@ -235,6 +290,118 @@ func (l *liveLab) kafkaLeaderKilled(t *testing.T) {
 	t.Logf("FIGURE kafka restart of broker %d: KafkaPartitionUnderReplicated resolved in Prometheus after %s, in Alertmanager after %s",
 		oldLeader, resolvedProm.Sub(restartAt).Round(10*time.Millisecond), resolvedAM.Sub(restartAt).Round(10*time.Millisecond))
 	l.waitAlert(t, 30*time.Second, "KafkaBrokerDown", brokerLabels, false)
+}
+
+// checkTopicAlerted waits up to timeout until Alertmanager holds an alert
+// on the live topic under every name of the Kafka cluster, whatever the
+// alert's name: the shipped alerts must see the under-replicated topic in
+// every partition_metrics mode. A name without one fails the test, but not
+// at once, so that the dashboard is still checked; the alerts are logged.
+func (l *liveLab) checkTopicAlerted(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		found := map[string]map[string]int{} // alert names by cluster name
+		var problems []string
+		for _, k := range liveKafkaModes {
+			alerts, err := l.am.TryAMAlerts(fmt.Sprintf("kafka_cluster=%q", k.name), fmt.Sprintf("topic=%q", liveTopic))
+			if err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
+			if len(alerts) == 0 {
+				problems = append(problems, fmt.Sprintf("no alert on %s in Alertmanager with partition_metrics %s (kafka_cluster=%q)", liveTopic, k.mode, k.name))
+			}
+			found[k.name] = map[string]int{}
+			for _, a := range alerts {
+				found[k.name][a.Labels["alertname"]]++
+			}
+		}
+		if len(problems) == 0 || time.Now().After(deadline) {
+			for _, k := range liveKafkaModes {
+				t.Logf("partition_metrics %s (%s): alerts on %s in Alertmanager: %v", k.mode, k.name, liveTopic, found[k.name])
+			}
+			for _, p := range problems {
+				t.Errorf("after %s: %s", timeout, p)
+			}
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// checkKafkaFailoverPanels checks that the partition panels of one cluster
+// name show the failover in its partition_metrics mode: the leader of
+// partition 0 moving and its ISR shrinking where per-partition series are
+// served, the topic-level stand-ins moving where they are not, and the
+// transition counters (per topic, in every mode) counting.
+func checkKafkaFailoverPanels(t *testing.T, cluster, mode string, panels []evaluatedPanel, oldLeader int32) {
+	t.Helper()
+	const leaderPanel, isrPanel = "Leader of each partition of $topic", "ISR size per partition of $topic"
+	p0 := map[string]string{"partition": "0"}
+	topic := map[string]string{"topic": liveTopic}
+	switch mode {
+	case "full", "lean":
+		// partition 0's leader takes at least two values in the window, the
+		// old one first; its ISR goes from 3 to 2.
+		leader := panelSeries(t, panels, leaderPanel, "A", p0)
+		values := distinctValues(leader.Samples)
+		if len(values) < 2 || leader.Samples[0].V != float64(oldLeader) {
+			t.Errorf("%s: leader panel for %s/0 over the window: values %v (first %v), want the old leader %d then another",
+				cluster, liveTopic, values, leader.Samples[0].V, oldLeader)
+		} else {
+			t.Logf("%s: leader panel for %s/0 over the window: %v", cluster, liveTopic, values)
+		}
+		isr := panelSeries(t, panels, isrPanel, "A", p0)
+		if first, last := isr.Samples[0].V, isr.Last(); first != 3 || last != 2 {
+			t.Errorf("%s: ISR panel for %s/0: %v at the start of the window, %v at the end; want 3 then 2", cluster, liveTopic, first, last)
+		}
+	case "unhealthy":
+		// Before the kill no partition is served and the topic's rows stand
+		// in; after it, the unhealthy partitions have rows, 0 with its new leader.
+		if np := panelSeries(t, panels, leaderPanel, "C", topic); np.Samples[0].V != 0 {
+			t.Errorf("%s: leader panel, partitions of %s not on their preferred leader before the kill: %v, want 0", cluster, liveTopic, np.Samples[0].V)
+		}
+		leader := panelSeries(t, panels, leaderPanel, "A", p0)
+		if last := leader.Last(); last < 0 || last == float64(oldLeader) {
+			t.Errorf("%s: leader panel for %s/0 once it is unhealthy: %v, want a new leader (the old one was %d)", cluster, liveTopic, distinctValues(leader.Samples), oldLeader)
+		} else {
+			t.Logf("%s: leader panel for %s/0 over the window: %v", cluster, liveTopic, distinctValues(leader.Samples))
+		}
+		if ur := panelSeries(t, panels, isrPanel, "C", topic); ur.Samples[0].V != 0 {
+			t.Errorf("%s: ISR panel, under-replicated partitions of %s before the kill: %v, want 0", cluster, liveTopic, ur.Samples[0].V)
+		}
+		if isr := panelSeries(t, panels, isrPanel, "A", p0); isr.Last() != 2 {
+			t.Errorf("%s: ISR panel for %s/0 once it is unhealthy: %v, want 2", cluster, liveTopic, distinctValues(isr.Samples))
+		}
+	case "none":
+		// The topic's rows: partitions not on their preferred leader and
+		// under-replicated partitions rise from 0.
+		np := panelSeries(t, panels, leaderPanel, "C", topic)
+		if first, last := np.Samples[0].V, np.Last(); first != 0 || last < 1 {
+			t.Errorf("%s: leader panel, partitions of %s not on their preferred leader: %v at the start of the window, %v at the end; want 0 then at least 1", cluster, liveTopic, first, last)
+		} else {
+			t.Logf("%s: leader panel, partitions of %s not on their preferred leader over the window: %v", cluster, liveTopic, distinctValues(np.Samples))
+		}
+		ur := panelSeries(t, panels, isrPanel, "C", topic)
+		if first, last := ur.Samples[0].V, ur.Last(); first != 0 || last != 3 {
+			t.Errorf("%s: ISR panel, under-replicated partitions of %s: %v at the start of the window, %v at the end; want 0 then 3", cluster, liveTopic, first, last)
+		}
+	default:
+		t.Fatalf("unknown partition_metrics mode %q", mode)
+	}
+	for _, c := range []struct {
+		title, refID string
+		match        map[string]string
+	}{
+		{"Leader changes per minute by topic", "A", topic},
+		{"ISR shrinks and expands per minute", "A", nil},
+	} {
+		s := panelSeries(t, panels, c.title, c.refID, c.match)
+		if peak := slices.MaxFunc(s.Samples, func(a, b promtest.Sample) int { return cmp.Compare(a.V, b.V) }).V; peak <= 0 {
+			t.Errorf("%s: panel %q %s stays at %v over the failover window, want it to count the failover", cluster, c.title, c.refID, peak)
+		}
+	}
 }
 
 func (l *liveLab) redisMasterKilledWithoutReplicas(t *testing.T) {
@@ -544,7 +711,9 @@ func (l *liveLab) evaluateDashboard(t *testing.T, file, cluster string, vars map
 	for _, p := range panels {
 		ev := evaluatedPanel{panel: p, results: map[string][]promtest.Series{}}
 		panelKey := prefix + p.Title
+		_, panelExempt := emptyPanels[panelKey]
 		var empty []string
+		panelData := false
 		for _, q := range p.Queries {
 			key := panelKey
 			reason, exempt := emptyPanels[key]
@@ -571,6 +740,7 @@ func (l *liveLab) evaluateDashboard(t *testing.T, file, cluster string, vars map
 				continue
 			}
 			ev.results[q.RefID] = res
+			panelData = panelData || len(res) > 0
 			switch {
 			case len(res) == 0 && !exempt:
 				empty = append(empty, q.RefID)
@@ -585,6 +755,8 @@ func (l *liveLab) evaluateDashboard(t *testing.T, file, cluster string, vars map
 		}
 		if len(empty) > 0 {
 			t.Errorf("%s (%s) panel %q: queries %v return no data over the failover window", file, cluster, p.Title, empty)
+		} else if !panelData && !panelExempt {
+			t.Errorf("%s (%s) panel %q: no query returns data over the failover window (each is listed in emptyPanels; list the panel, or give it a query with data)", file, cluster, p.Title)
 		}
 		out = append(out, ev)
 	}
