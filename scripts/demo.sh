@@ -461,7 +461,7 @@ kill_kafka_leader() {
 		echo "kafka: demo/0 in-sync replicas $old_isr -> $new_isr (under min.insync.replicas $min_isr: acks=all writes fail)"
 	fi
 	echo "kafka: kafka_broker_up{broker=\"$old_leader\"} 1 -> 0"
-	echo "kafka: leader changes seen by the exporter: $(metric "$text" kafka_partition_leader_changes_total topic=demo partition=0)"
+	echo "kafka: leader changes of topic demo seen by the exporter: $(metric "$text" kafka_topic_leader_changes_total topic=demo)"
 	echo "kafka: bring the broker back with: scripts/demo.sh heal"
 }
 
