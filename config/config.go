@@ -221,7 +221,23 @@ type RedisCluster struct {
 	TLS            TLS           `yaml:"tls"`
 	// Canary writes to the cluster; it is off unless enabled.
 	Canary RedisCanary `yaml:"canary"`
+	// SlotStats reads each master's hottest slots; off unless top is set.
+	SlotStats RedisSlotStats `yaml:"slot_stats"`
 }
+
+// RedisSlotStats configures the hot-slot series: CLUSTER SLOT-STATS
+// (Valkey 8.0+, Redis 8.2+) asked of every master on each refresh, for its
+// Top slots by key count, and by CPU time and network bytes where the
+// server has cluster-slot-stats-enabled on.
+type RedisSlotStats struct {
+	// Top is how many slots per master and per statistic are served; 0
+	// turns the series off.
+	Top int `yaml:"top"`
+}
+
+// MaxSlotStatsTop bounds slot_stats.top: the series are per slot, so their
+// number is top times the masters, per statistic.
+const MaxSlotStatsTop = 100
 
 // RedisCanary configures the Redis write canary: per master, one key in a
 // slot the master owns, SET with an increasing value every interval, and
@@ -626,6 +642,9 @@ func (r *RedisCluster) validate() error {
 	}
 	if err := r.Canary.validate(r.RefreshInterval); err != nil {
 		errs = append(errs, err)
+	}
+	if r.SlotStats.Top < 0 || r.SlotStats.Top > MaxSlotStatsTop {
+		errs = append(errs, fmt.Errorf("slot_stats.top %d must be between 0 (off) and %d", r.SlotStats.Top, MaxSlotStatsTop))
 	}
 	return errors.Join(errs...)
 }

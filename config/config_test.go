@@ -45,6 +45,10 @@ redis:
 	if r.Canary.Enabled || r.Canary.Interval != 2*time.Second || r.Canary.KeyPrefix != DefaultRedisCanaryKeyPrefix || r.Canary.KeyTTL != time.Hour || r.Canary.Wait != 0 {
 		t.Errorf("redis canary defaults not applied: %+v", r.Canary)
 	}
+	// Hot slots are opt-in.
+	if r.SlotStats.Top != 0 {
+		t.Errorf("slot_stats.top = %d by default, want 0 (off)", r.SlotStats.Top)
+	}
 }
 
 func TestParseErrors(t *testing.T) {
@@ -71,6 +75,9 @@ func TestParseErrors(t *testing.T) {
 		{"canary min isr above rf", "kafka:\n  - bootstrap_servers: [a:1]\n    canary: {replication_factor: 2, min_insync_replicas: 3}\n", "canary.replication_factor 2 and canary.min_insync_replicas 3"},
 		{"negative backdate limit", "redis:\n  - addrs: [a:1]\n    backdate_limit: -1s\n", "line 3: backdate_limit: -1s must be positive"},
 		{"backdate limit above an hour", "kafka:\n  - bootstrap_servers: [a:1]\n    backdate_limit: 2h\n", "backdate_limit 2h0m0s must be positive and at most 1h0m0s"},
+		{"slot stats top above the bound", "redis:\n  - addrs: [a:1]\n    slot_stats: {top: 101}\n", "slot_stats.top 101 must be between 0 (off) and 100"},
+		{"negative slot stats top", "redis:\n  - addrs: [a:1]\n    slot_stats: {top: -1}\n", "slot_stats.top -1 must be between 0 (off) and 100"},
+		{"unknown slot stats key", "redis:\n  - addrs: [a:1]\n    slot_stats: {top: 5, every: 1m}\n", "field every not found"},
 		{"two documents", "kafka: []\n---\nredis: []\n", "more than one YAML document"},
 		{"unknown partition metrics mode", "kafka:\n  - bootstrap_servers: [a:1]\n    partition_metrics: sparse\n", `line 3: partition_metrics "sparse": want one of lean, unhealthy, full, none`},
 		{"partition metrics as a list", "kafka:\n  - bootstrap_servers: [a:1]\n    partition_metrics: [full]\n", "line 3: partition_metrics must be one of lean, unhealthy, full, none"},
@@ -151,4 +158,23 @@ func FuzzParse(f *testing.F) {
 			t.Fatal("nil config without error")
 		}
 	})
+}
+
+func TestRedisSlotStats(t *testing.T) {
+	cfg, err := Parse([]byte("redis:\n  - addrs: [a:1]\n    slot_stats: {top: 100}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Redis[0].SlotStats.Top; got != MaxSlotStatsTop {
+		t.Errorf("slot_stats.top = %d, want %d", got, MaxSlotStatsTop)
+	}
+	// A change of top is a change of the cluster's settings: the watcher
+	// restarts with the new bound.
+	off := cfg.Redis[0]
+	off.SlotStats.Top = 0
+	a, errA := cfg.Redis[0].Fingerprint()
+	b, errB := off.Fingerprint()
+	if errA != nil || errB != nil || a == b {
+		t.Errorf("fingerprints with top 100 and 0: %q, %q (%v, %v): want them to differ", a, b, errA, errB)
+	}
 }

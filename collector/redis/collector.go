@@ -240,6 +240,7 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot) {
 		ch.Add(metrics.foreignNodeInfo, 1, cluster, f.ID, f.Addr, string(f.Role), string(f.Reason))
 	}
 	emitEpisodes(ch, cluster, s)
+	emitSlotStats(ch, cluster, s)
 
 	for i := range s.Nodes {
 		n := &s.Nodes[i]

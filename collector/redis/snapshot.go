@@ -153,6 +153,10 @@ type Node struct {
 
 	// RoleChanges counts role changes this exporter observed.
 	RoleChanges uint64
+
+	// SlotStats are a master's hottest slots (slot_stats, slotstats.go);
+	// nil when off, unsupported by the server, or not read this refresh.
+	SlotStats *SlotStats
 }
 
 // IsHealthyReplica is the one rule for a replica that protects its master's

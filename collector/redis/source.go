@@ -37,6 +37,8 @@ type source struct {
 	closed  bool
 	// peers says what answered at an address that failed.
 	peers peer.Cache
+	// slotStats reads the hot slots; nil unless slot_stats.top is set.
+	slotStats *slotStatsReader
 }
 
 // nodeClient is the connection to one node.
@@ -61,12 +63,16 @@ func newSource(cfg config.RedisCluster, logger log.Logger) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &source{
+	s := &source{
 		cfg:     cfg,
 		option:  option,
 		logger:  logger,
 		clients: map[string]*nodeClient{},
-	}, nil
+	}
+	if cfg.SlotStats.Top > 0 {
+		s.slotStats = &slotStatsReader{top: cfg.SlotStats.Top, logger: logger}
+	}
+	return s, nil
 }
 
 // clientName is how the exporter's connections show up in CLIENT LIST.
@@ -186,6 +192,7 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	snap.ReadAt = lastAnswer(views)
 	snap.ProbedAt = probedAt
 	snap.backdateLimit = s.cfg.BackdateLimit
+	s.readSlotStats(ctx, snap)
 	carryTransitions(prev, snap)
 	settleDisputes(prev, snap, time.Now())
 	keep := append(topologyAddrs(views), s.cfg.Addrs...)
