@@ -93,6 +93,14 @@ type mergedViews struct {
 // latest configuration speaks first wherever one view must be picked, and
 // gives each slot to the member claiming it with the highest config epoch
 // (mergeSlotOwners).
+//
+// An empty master (a master serving no slot: just added, or a replica
+// after CLUSTER RESET SOFT, which Valkey 9 takes back as a member within a
+// second) is still rebuilding its node table: it lists peers in handshake
+// under made-up ids and says cluster_state:fail for its rejoin delay while
+// the masters that serve slots say ok. Its view ranks after the others and
+// its flags on other nodes count only when no slot-serving master answered;
+// its own state is its own (Node.ClusterStateOK).
 func mergeViews(views []nodeView) (*mergedViews, error) {
 	views = dedupeViews(views)
 	if len(views) == 0 {
@@ -103,7 +111,13 @@ func mergeViews(views []nodeView) (*mergedViews, error) {
 	if len(mv.views) == 0 {
 		return nil, errors.New("no node that answered is a member of the cluster")
 	}
+	servingReached := slices.ContainsFunc(mv.views, servesSlots)
+	// decides: whether the view's flags on other nodes count.
+	decides := func(v *nodeView) bool { return !servingReached || servesSlots(*v) || !v.self().Flags.Master }
 	slices.SortStableFunc(mv.views, func(a, b nodeView) int {
+		if c := cmpBool(decides(&b), decides(&a)); c != 0 {
+			return c
+		}
 		if c := cmp.Compare(b.Info.CurrentEpoch, a.Info.CurrentEpoch); c != 0 {
 			return c
 		}
@@ -133,6 +147,9 @@ func mergeViews(views []nodeView) (*mergedViews, error) {
 			}
 			if m.other == nil {
 				m.other = line
+			}
+			if !decides(v) {
+				continue
 			}
 			// FAIL is agreed by a majority of masters and spread to every
 			// node, so one view saying it is enough; PFAIL is one observer's
@@ -195,6 +212,7 @@ func buildSnapshot(nodeViews []nodeView) (*Snapshot, error) {
 		}
 		if v := m.view; v != nil {
 			n.Reachable = true
+			n.ClusterStateOK = v.Info.StateOK
 			n.MigratingSlots = len(m.own.Migrating)
 			n.ImportingSlots = len(m.own.Importing)
 			n.MasterLinkUp = !v.Replication.IsMaster && v.Replication.MasterLinkUp
@@ -278,6 +296,25 @@ func buildSnapshot(nodeViews []nodeView) (*Snapshot, error) {
 		return cmp.Compare(a.ID, b.ID)
 	})
 	return snap, nil
+}
+
+// servesSlots reports whether the view is a master's that owns slots by its
+// own line: one of the masters whose views decide the cluster-wide verdicts.
+func servesSlots(v nodeView) bool {
+	self := v.self()
+	return self != nil && self.Flags.Master && self.SlotCount() > 0
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	default:
+		return -1
+	}
 }
 
 // dedupeViews keeps one view per node: a node reached under two addresses
@@ -404,12 +441,14 @@ func paintClaims(owners *[SlotCount]string, claims []ownedRange) *[SlotCount]str
 	return owners
 }
 
-// clusterStateOK is false as soon as one reachable master reports
-// cluster_state:fail. Replicas only decide when no master was reached.
+// clusterStateOK is false as soon as one reachable master that serves slots
+// reports cluster_state:fail. An empty master's state is its own (see
+// mergeViews); replicas and empty masters only decide when no slot-serving
+// master was reached.
 func clusterStateOK(snap *Snapshot, merged map[string]*mergedNode) bool {
 	reachedMaster := false
 	for _, n := range snap.Nodes {
-		if n.Role != RoleMaster || !n.Reachable {
+		if n.Role != RoleMaster || !n.Reachable || n.Slots == 0 {
 			continue
 		}
 		reachedMaster = true

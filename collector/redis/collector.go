@@ -39,6 +39,7 @@ type descs struct {
 	nodeMigrating       *exposition.Desc
 	nodeImporting       *exposition.Desc
 	nodeUp              *exposition.Desc
+	nodeClusterStateOK  *exposition.Desc
 	nodeMasterLinkUp    *exposition.Desc
 	nodeLag             *exposition.Desc
 	nodeKeys            *exposition.Desc
@@ -88,7 +89,7 @@ var metrics = func() descs {
 		},
 
 		stateOK: newGauge("redis_cluster_state_ok",
-			"1 if every reachable member master reports cluster_state:ok, 0 if any reports fail."+fromRefresh),
+			"1 if every reachable member master that serves slots reports cluster_state:ok, 0 if any reports fail (with none reachable, every reachable member decides). An empty master's own state is in redis_cluster_node_cluster_state_ok."+fromRefresh),
 		slots: newGauge("redis_cluster_slots",
 			"Hash slots by the state of the master owning them in the cluster's view (unassigned: no owner); the states sum to 16384."+fromRefresh, "state"),
 		slotsWithoutReplica: newGauge("redis_cluster_slots_without_replica",
@@ -135,6 +136,8 @@ var metrics = func() descs {
 			"Slots the node is importing from another node."+fromRefresh, node...),
 		nodeUp: newGauge("redis_cluster_node_up",
 			"1 if the exporter read the node itself."+fromRefresh, node...),
+		nodeClusterStateOK: newGauge("redis_cluster_node_cluster_state_ok",
+			"1 if the node itself reports cluster_state:ok, 0 if fail; for reachable members. Only masters that serve slots decide redis_cluster_state_ok."+fromRefresh, node...),
 		nodeMasterLinkUp: newGauge("redis_cluster_node_master_link_up",
 			"For a replica, 1 if its replication link to its master is up."+fromRefresh, node...),
 		nodeLag: newGauge("redis_cluster_node_replication_lag_bytes",
@@ -276,6 +279,7 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot) {
 		if !n.Reachable {
 			continue // the rest comes from the node itself
 		}
+		ch.Add(metrics.nodeClusterStateOK, bool01(n.ClusterStateOK), nodeLabels...)
 		ch.Add(metrics.nodeMigrating, float64(n.MigratingSlots), nodeLabels...)
 		ch.Add(metrics.nodeImporting, float64(n.ImportingSlots), nodeLabels...)
 		if n.Role == RoleReplica {

@@ -37,12 +37,12 @@ func testSnapshot() *Snapshot {
 		SlotsInMigration: 1, SlotsOneHost: 0, SlotsOneZone: 10001, ZonesKnown: true,
 		Nodes: []Node{
 			{ID: idA, Addr: "127.0.0.1:7000", Role: RoleMaster, State: NodeStateOK, LinkConnected: true,
-				ConfigEpoch: 7, Slots: 10001, HealthyReplicas: 1, Reachable: true, MigratingSlots: 1,
+				ConfigEpoch: 7, Slots: 10001, HealthyReplicas: 1, Reachable: true, ClusterStateOK: true, MigratingSlots: 1,
 				Zone: "z1", ReplicasOtherHost: 1, HasZoneSpread: true, ReplicasOtherZone: 0,
 				Keys: 42, MemoryUsed: 2e6, RoleChanges: 1},
 			{ID: idB, Addr: "127.0.0.1:7001", Role: RoleMaster, State: NodeStateFail, ConfigEpoch: 2, Slots: 383},
 			{ID: idD, Addr: "127.0.0.1:7003", Role: RoleReplica, MasterID: idA, State: NodeStateOK, LinkConnected: true,
-				ConfigEpoch: 7, Reachable: true, MasterLinkUp: true, Keys: 42, MemoryUsed: 1e6,
+				ConfigEpoch: 7, Reachable: true, ClusterStateOK: true, MasterLinkUp: true, Keys: 42, MemoryUsed: 1e6,
 				HasReplicationLag: true, ReplicationLagBytes: 14, RoleChanges: 1},
 		},
 		Foreign: []ForeignNode{
@@ -105,12 +105,12 @@ func TestCollectorSetRemove(t *testing.T) {
 	c.Set("b", staticWatcher(t, "b", testSnapshot(), nil))
 	// Per cluster of testSnapshot: 5 health series, 16 cluster series (with
 	// the zone row of slots_in_one_failure_domain: it has zones), one series
-	// for its foreign node, and node series: 19 for the reachable master
+	// for its foreign node, and node series: 20 for the reachable master
 	// (with its host and zone spread), 13 for the unreachable one (nothing
-	// read from the node itself), 18 for the replica (its lag and master
+	// read from the node itself), 19 for the replica (its lag and master
 	// link).
-	if got := testutil.CollectAndCount(c); got != 2*(5+16+1+19+13+18) {
-		t.Errorf("two clusters: %d series, want %d", got, 2*(5+16+1+19+13+18))
+	if got := testutil.CollectAndCount(c); got != 2*(5+16+1+20+13+19) {
+		t.Errorf("two clusters: %d series, want %d", got, 2*(5+16+1+20+13+19))
 	}
 	c.Set("b", staticWatcher(t, "b", &Snapshot{ViewsConsistent: true}, nil))
 	c.Remove("a")
@@ -262,6 +262,10 @@ redis_cluster_known_nodes{redis_cluster="main"} 3
 # HELP redis_cluster_masters Masters that own at least one hash slot. As of the last refresh.
 # TYPE redis_cluster_masters gauge
 redis_cluster_masters{redis_cluster="main"} 2
+# HELP redis_cluster_node_cluster_state_ok 1 if the node itself reports cluster_state:ok, 0 if fail; for reachable members. Only masters that serve slots decide redis_cluster_state_ok. As of the last refresh.
+# TYPE redis_cluster_node_cluster_state_ok gauge
+redis_cluster_node_cluster_state_ok{address="127.0.0.1:7000",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 1
+redis_cluster_node_cluster_state_ok{address="127.0.0.1:7003",node_id="c096849e540e19e62780faa5bf76a837fe1752f6",redis_cluster="main"} 1
 # HELP redis_cluster_node_config_epoch The node's config epoch. As of the last refresh.
 # TYPE redis_cluster_node_config_epoch gauge
 redis_cluster_node_config_epoch{address="127.0.0.1:7000",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 7
@@ -349,7 +353,7 @@ redis_cluster_slots{redis_cluster="main",state="unassigned"} 6000
 # HELP redis_cluster_slots_without_replica Hash slots whose master has no healthy replica. As of the last refresh.
 # TYPE redis_cluster_slots_without_replica gauge
 redis_cluster_slots_without_replica{redis_cluster="main"} 383
-# HELP redis_cluster_state_ok 1 if every reachable member master reports cluster_state:ok, 0 if any reports fail. As of the last refresh.
+# HELP redis_cluster_state_ok 1 if every reachable member master that serves slots reports cluster_state:ok, 0 if any reports fail (with none reachable, every reachable member decides). An empty master's own state is in redis_cluster_node_cluster_state_ok. As of the last refresh.
 # TYPE redis_cluster_state_ok gauge
 redis_cluster_state_ok{redis_cluster="main"} 1
 # HELP redis_cluster_up 1 if the last refresh read the cluster topology from at least one node.

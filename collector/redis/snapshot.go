@@ -54,7 +54,8 @@ type Snapshot struct {
 	// backdateLimit bounds how far back an episode may start at the
 	// exporter's first failed probe (episode.Backdate); 0 turns it off.
 	backdateLimit time.Duration
-	// StateOK is true when every reachable member master says cluster_state:ok.
+	// StateOK is true when every reachable member master that serves slots
+	// says cluster_state:ok (every reachable member when none was reached).
 	StateOK bool
 	// Slots by the state of their owner; the four add up to SlotCount.
 	SlotsOK, SlotsPFail, SlotsFail, SlotsUnassigned int
@@ -134,7 +135,10 @@ type Node struct {
 
 	// Reachable is whether the exporter read the node itself in this refresh.
 	// The fields up to the next blank line are only meaningful when it is.
-	Reachable      bool
+	Reachable bool
+	// ClusterStateOK is the node's own cluster_state. An empty master's
+	// counts for itself only (clusterStateOK).
+	ClusterStateOK bool
 	MigratingSlots int
 	ImportingSlots int
 	MasterLinkUp   bool // replicas only
