@@ -63,6 +63,10 @@ func TestFaultKafka(t *testing.T) {
 	})
 
 	hole, accepted := faultBlackHole(t)
+	// partition_metrics full, not the default lean: the outage check
+	// compares each partition's kafka_partition_leader_changes_total, which
+	// only full serves, with the leader changes the exporter served, and
+	// the topic counters (every mode) with the sums of the partitions'.
 	cfg := faultConfig(t, fmt.Sprintf(`kafka:
   - name: lab
     bootstrap_servers: [%s, %s]
@@ -70,6 +74,7 @@ func TestFaultKafka(t *testing.T) {
     refresh_timeout: %s
     dial_timeout: %s
     request_timeout: %s
+    partition_metrics: full
 `, hole, strings.Join(bootstrap, ", "), faultKafkaInterval, faultKafkaTimeout, faultKafkaRequest, faultKafkaRequest))
 	e := exportertest.Start(t, "--config.file="+cfg)
 	e.WaitReady(t, 10*time.Second)
@@ -498,6 +503,9 @@ type faultKafkaObservation struct {
 	success float64 // last_refresh_success_timestamp: identifies the refresh
 	leaders map[string]float64
 	counts  map[string]float64 // leader_changes_total
+	// topicCounts is kafka_topic_leader_changes_total, topicSums the sum of
+	// the topic's partitions' kafka_partition_leader_changes_total.
+	topicCounts, topicSums map[string]float64
 }
 
 func faultKafkaObserve(m exportertest.Metrics) (faultKafkaObservation, bool) {
@@ -505,9 +513,11 @@ func faultKafkaObserve(m exportertest.Metrics) (faultKafkaObservation, bool) {
 		return faultKafkaObservation{}, false
 	}
 	o := faultKafkaObservation{
-		success: faultGauge(m, "kafka_exporter_last_refresh_success_timestamp_seconds", nil),
-		leaders: map[string]float64{},
-		counts:  map[string]float64{},
+		success:     faultGauge(m, "kafka_exporter_last_refresh_success_timestamp_seconds", nil),
+		leaders:     map[string]float64{},
+		counts:      map[string]float64{},
+		topicCounts: map[string]float64{},
+		topicSums:   map[string]float64{},
 	}
 	key := func(l map[string]string) string { return l["topic"] + "/" + l["partition"] }
 	for _, s := range m.Series("kafka_partition_leader", nil) {
@@ -515,6 +525,10 @@ func faultKafkaObserve(m exportertest.Metrics) (faultKafkaObservation, bool) {
 	}
 	for _, s := range m.Series("kafka_partition_leader_changes_total", nil) {
 		o.counts[key(s.Labels)] = s.Value
+		o.topicSums[s.Labels["topic"]] += s.Value
+	}
+	for _, s := range m.Series("kafka_topic_leader_changes_total", nil) {
+		o.topicCounts[s.Labels["topic"]] = s.Value
 	}
 	return o, true
 }
@@ -528,9 +542,9 @@ func faultKafkaAllDead(t *testing.T, cluster *lab.KafkaCluster, e *exportertest.
 	refreshes0 := value(t, before, "kafka_exporter_refreshes_total", nil)
 	failures0 := value(t, before, "kafka_exporter_refresh_failures_total", nil)
 	shrinks0 := map[string]float64{}
-	for _, name := range []string{"kafka_partition_isr_shrinks_total", "kafka_partition_isr_expands_total"} {
+	for _, name := range faultKafkaTransitionCounters {
 		for _, s := range before.Series(name, nil) {
-			shrinks0[name+s.Labels["topic"]+"/"+s.Labels["partition"]] = s.Value
+			shrinks0[name+fmt.Sprint(s.Labels)] = s.Value
 		}
 	}
 
@@ -591,7 +605,7 @@ func faultKafkaAllDead(t *testing.T, cluster *lab.KafkaCluster, e *exportertest.
 		if v := faultGauge(m, "kafka_up", nil); v != 0 {
 			t.Errorf("kafka_up = %v with every broker dead", v)
 		}
-		for _, name := range []string{"kafka_partition_leader", "kafka_broker_up", "kafka_partition_leader_changes_total"} {
+		for _, name := range []string{"kafka_partition_leader", "kafka_broker_up", "kafka_partition_leader_changes_total", "kafka_topic_leader_changes_total", "kafka_broker_leaderships_lost_total"} {
 			if n := len(m.Series(name, nil)); n != 0 {
 				t.Errorf("%d stale %s series served while the cluster is down", n, name)
 			}
@@ -646,6 +660,18 @@ func faultKafkaAllDead(t *testing.T, cluster *lab.KafkaCluster, e *exportertest.
 	}
 
 	first, last := obs[0], obs[len(obs)-1]
+	if len(first.counts) == 0 {
+		t.Fatalf("no kafka_partition_leader_changes_total served with partition_metrics full")
+	}
+	// Every refresh served, the topic counters are the sums of the
+	// partitions'.
+	for i, o := range obs {
+		for topic, sum := range o.topicSums {
+			if c, ok := o.topicCounts[topic]; !ok || c != sum {
+				t.Errorf("refresh %d: kafka_topic_leader_changes_total{%s} = %v (served %v), its partitions' sum %v", i, topic, c, ok, sum)
+			}
+		}
+	}
 	var changed, unchanged int
 	for p, c0 := range first.counts {
 		c1, ok := last.counts[p]
@@ -678,11 +704,20 @@ func faultKafkaAllDead(t *testing.T, cluster *lab.KafkaCluster, e *exportertest.
 		}
 	}
 	t.Logf("FIGURE kafka outage: %d partitions whose leader never changed kept their leader_changes_total; %d changed leaders, counted exactly", unchanged, changed)
-	for _, name := range []string{"kafka_partition_isr_shrinks_total", "kafka_partition_isr_expands_total"} {
+	for _, name := range faultKafkaTransitionCounters {
 		for _, s := range after.Series(name, nil) {
-			if v0, ok := shrinks0[name+s.Labels["topic"]+"/"+s.Labels["partition"]]; ok && s.Value < v0 {
+			if v0, ok := shrinks0[name+fmt.Sprint(s.Labels)]; ok && s.Value < v0 {
 				t.Errorf("%s%v went back from %v to %v", name, s.Labels, v0, s.Value)
 			}
 		}
 	}
+}
+
+// faultKafkaTransitionCounters may not go back across an outage: per partition
+// (full mode only), per topic and per broker.
+var faultKafkaTransitionCounters = []string{
+	"kafka_partition_isr_shrinks_total", "kafka_partition_isr_expands_total",
+	"kafka_topic_isr_shrinks_total", "kafka_topic_isr_expands_total",
+	"kafka_broker_isr_shrinks_total", "kafka_broker_isr_expands_total",
+	"kafka_broker_leaderships_gained_total", "kafka_broker_leaderships_lost_total",
 }

@@ -99,6 +99,11 @@ func partitionLabels(topic string, partition int) map[string]string {
 // leader of a partition and watch the exporter, scraped over HTTP, show the
 // new leader from the old ISR, the ISR shrink to 2 while acks=all writes go
 // on, and the ISR heal to 3 when the broker returns with leadership staying.
+// The exporter runs with the default partition_metrics, lean: healthy
+// partitions have their five series only, the troubled ones their detail
+// (offline, at_min_isr, offline_replicas, ...) until partition_metrics_hold
+// (10m) after they heal, and the transitions are counted per topic and per
+// broker.
 func TestKafkaLeaderFailover(t *testing.T) {
 	const topic = "orders"
 	cluster := lab.StartKafka(t, lab.KafkaOptions{})
@@ -138,10 +143,47 @@ func TestKafkaLeaderFailover(t *testing.T) {
 	}
 
 	oldLeader := int32(value(t, before, "kafka_partition_leader", p0))
-	leaderChanges := value(t, before, "kafka_partition_leader_changes_total", p0)
-	shrinks := value(t, before, "kafka_partition_isr_shrinks_total", p0)
-	expands := value(t, before, "kafka_partition_isr_expands_total", p0)
 	victim := map[string]string{"broker": fmt.Sprint(oldLeader)}
+	orders := map[string]string{"topic": topic}
+	// Lean: a healthy cluster has no detailed partition, and a healthy
+	// partition no detail and no per-partition counter.
+	if v := value(t, before, "kafka_detailed_partitions", nil); v != 0 {
+		t.Errorf("kafka_detailed_partitions = %v with every partition in sync, want 0", v)
+	}
+	for _, name := range []string{"kafka_partition_offline", "kafka_partition_at_min_isr", "kafka_partition_offline_replicas", "kafka_partition_leader_changes_total"} {
+		if n := len(before.Series(name, orders)); n != 0 {
+			t.Errorf("%d series %s for healthy partitions in the default (lean) mode:\n%s", n, name, before.Describe(name, orders))
+		}
+	}
+	// The partitions the victim leads are those whose leader must move.
+	var moved []string
+	for _, s := range before.Series("kafka_partition_leader", orders) {
+		if int32(s.Value) == oldLeader {
+			moved = append(moved, s.Labels["partition"])
+		}
+	}
+	if v := value(t, before, "kafka_broker_leader_partitions", victim); v != float64(len(moved)) {
+		t.Errorf("kafka_broker_leader_partitions%v = %v, but it leads orders partitions %v", victim, v, moved)
+	}
+	// A new topic's partitions are led by their preferred replicas.
+	if v := value(t, before, "kafka_topic_non_preferred_leader_partitions", orders); v != 0 {
+		t.Errorf("kafka_topic_non_preferred_leader_partitions{orders} = %v before the kill, want 0", v)
+	}
+	topicCounter := func(m exportertest.Metrics, name string) float64 { return value(t, m, name, orders) }
+	leaderChanges := topicCounter(before, "kafka_topic_leader_changes_total")
+	shrinks := topicCounter(before, "kafka_topic_isr_shrinks_total")
+	expands := topicCounter(before, "kafka_topic_isr_expands_total")
+	lost := value(t, before, "kafka_broker_leaderships_lost_total", victim)
+	victimShrinks := value(t, before, "kafka_broker_isr_shrinks_total", victim)
+	victimExpands := value(t, before, "kafka_broker_isr_expands_total", victim)
+	gained := func(m exportertest.Metrics) float64 {
+		total := 0.0
+		for _, s := range m.Series("kafka_broker_leaderships_gained_total", nil) {
+			total += s.Value
+		}
+		return total
+	}
+	gainedBefore := gained(before)
 
 	killedAt := time.Now()
 	cluster.Kill(t, oldLeader)
@@ -152,43 +194,69 @@ func TestKafkaLeaderFailover(t *testing.T) {
 	t.Logf("FIGURE kafka failover: kill -9 of leader broker %d to the exporter showing a new leader: %s", oldLeader, detection.Round(10*time.Millisecond))
 	_ = killedAt
 
-	// The ISR may lag the leader change by one refresh.
-	after, _ = waitMetrics(t, exporter, 30*time.Second, "ISR of orders/0 at 2", func(m exportertest.Metrics) (bool, string) {
+	// The ISR may lag the leader change by one refresh, and the other
+	// partitions partition 0 by one.
+	after, _ = waitMetrics(t, exporter, 30*time.Second, "ISR of orders/0 at 2, every partition moved off the victim", func(m exportertest.Metrics) (bool, string) {
 		isr, _ := m.Value("kafka_partition_in_sync_replicas", p0)
 		up, _ := m.Value("kafka_broker_up", victim)
-		return isr == 2 && up == 0, m.Describe("kafka_partition_in_sync_replicas", p0) + "\n" + m.Describe("kafka_broker_up", victim)
+		led, _ := m.Value("kafka_broker_leader_partitions", victim)
+		under, _ := m.Value("kafka_topic_under_replicated_partitions", orders)
+		return isr == 2 && up == 0 && led == 0 && under == 3, m.Describe("kafka_partition_in_sync_replicas", orders) + "\n" + m.Describe("kafka_partition_leader", orders) + "\n" + m.Describe("kafka_broker_up", victim)
 	})
 	newLeader := int32(value(t, after, "kafka_partition_leader", p0))
 	if newLeader == oldLeader || newLeader < 1 || newLeader > 3 {
 		t.Errorf("new leader %d: want another broker of the old ISR [1 2 3]", newLeader)
 	}
-	checks := []struct {
+	type seriesCheck struct {
 		name   string
 		labels map[string]string
 		want   float64
-	}{
+	}
+	checks := []seriesCheck{
 		{"kafka_partition_in_sync_replicas", p0, 2},
 		{"kafka_partition_under_replicated", p0, 1},
 		{"kafka_partition_under_min_isr", p0, 0},
-		{"kafka_partition_at_min_isr", p0, 1},
-		{"kafka_partition_offline", p0, 0},
-		{"kafka_partition_offline_replicas", p0, 1},
 		{"kafka_broker_up", victim, 0},
 		{"kafka_broker_leader_partitions", victim, 0},
 		{"kafka_cluster_brokers", nil, 2},
 		{"kafka_cluster_expected_brokers", nil, 3},
-		{"kafka_topic_under_replicated_partitions", map[string]string{"topic": topic}, 3},
+		{"kafka_topic_under_replicated_partitions", orders, 3},
+		{"kafka_topic_offline_replicas", orders, 3},
+		// Every partition of orders lost its replica on the victim, so
+		// each is detailed: its offline, at_min_isr and offline_replicas
+		// are served.
+		{"kafka_detailed_partitions", nil, 3},
+	}
+	for p := 0; p < 3; p++ {
+		checks = append(checks,
+			seriesCheck{"kafka_partition_offline", partitionLabels(topic, p), 0},
+			seriesCheck{"kafka_partition_at_min_isr", partitionLabels(topic, p), 1},
+			seriesCheck{"kafka_partition_offline_replicas", partitionLabels(topic, p), 1})
 	}
 	for _, c := range checks {
 		if got := value(t, after, c.name, c.labels); got != c.want {
 			t.Errorf("after the kill: %s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
-	if got := value(t, after, "kafka_partition_leader_changes_total", p0); got <= leaderChanges {
-		t.Errorf("leader_changes_total = %v, want more than %v", got, leaderChanges)
-	}
-	if got := value(t, after, "kafka_partition_isr_shrinks_total", p0); got <= shrinks {
-		t.Errorf("isr_shrinks_total = %v, want more than %v", got, shrinks)
+	// The transitions, per topic and per broker: one leader change for
+	// each partition the victim led, lost by the victim and gained by
+	// another broker; the victim's replica left each partition's ISR once.
+	// (The topic's ISR counters also count another replica lagging, should
+	// one, hence at least.)
+	for _, c := range []struct {
+		what      string
+		got, want float64
+		atLeast   bool
+	}{
+		{"kafka_topic_leader_changes_total{orders}", topicCounter(after, "kafka_topic_leader_changes_total") - leaderChanges, float64(len(moved)), false},
+		{fmt.Sprintf("kafka_broker_leaderships_lost_total%v", victim), value(t, after, "kafka_broker_leaderships_lost_total", victim) - lost, float64(len(moved)), false},
+		{"sum of kafka_broker_leaderships_gained_total", gained(after) - gainedBefore, float64(len(moved)), false},
+		{"kafka_topic_isr_shrinks_total{orders}", topicCounter(after, "kafka_topic_isr_shrinks_total") - shrinks, 3, true},
+		{fmt.Sprintf("kafka_broker_isr_shrinks_total%v", victim), value(t, after, "kafka_broker_isr_shrinks_total", victim) - victimShrinks, 3, false},
+	} {
+		if c.got != c.want && !(c.atLeast && c.got > c.want) {
+			t.Errorf("after the kill of leader %d (partitions %v moved): %s rose by %v, want %v", oldLeader, moved, c.what, c.got, c.want)
+		}
 	}
 	if err := produceAll(bootstrap, topic, 10); err != nil {
 		t.Errorf("acks=all produce with ISR 2 = min.insync.replicas should succeed: %v", err)
@@ -210,29 +278,44 @@ func TestKafkaLeaderFailover(t *testing.T) {
 	// The broker returns: it catches up and rejoins the ISR; with automatic
 	// leader rebalancing off, leadership stays where the failover put it.
 	cluster.Restart(t, oldLeader)
-	healed, healTime := waitMetrics(t, exporter, 90*time.Second, "ISR of orders/0 back to 3", func(m exportertest.Metrics) (bool, string) {
+	healed, healTime := waitMetrics(t, exporter, 90*time.Second, "ISR of every partition of orders back to 3", func(m exportertest.Metrics) (bool, string) {
 		isr, _ := m.Value("kafka_partition_in_sync_replicas", p0)
-		return isr == 3, m.Describe("kafka_partition_in_sync_replicas", p0)
+		under, _ := m.Value("kafka_topic_under_replicated_partitions", orders)
+		return isr == 3 && under == 0, m.Describe("kafka_partition_in_sync_replicas", orders)
 	})
 	t.Logf("FIGURE kafka restart of broker %d to ISR 3 in the exporter: %s", oldLeader, healTime.Round(10*time.Millisecond))
-	for _, c := range []struct {
-		name   string
-		labels map[string]string
-		want   float64
-	}{
+	// Healed partitions keep their detail for partition_metrics_hold, so
+	// the recovery is seen: at_min_isr and offline_replicas back to 0.
+	for _, c := range []seriesCheck{
 		{"kafka_partition_under_replicated", p0, 0},
 		{"kafka_partition_at_min_isr", p0, 0},
+		{"kafka_partition_offline_replicas", p0, 0},
 		{"kafka_partition_leader", p0, float64(newLeader)},
 		{"kafka_partition_leader_is_preferred", p0, 0},
 		{"kafka_broker_up", victim, 1},
 		{"kafka_cluster_brokers", nil, 3},
+		{"kafka_detailed_partitions", nil, 3},
+		{"kafka_topic_offline_replicas", orders, 0},
+		{"kafka_topic_non_preferred_leader_partitions", orders, float64(len(moved))},
 	} {
 		if got := value(t, healed, c.name, c.labels); got != c.want {
 			t.Errorf("after the restart: %s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
-	if got := value(t, healed, "kafka_partition_isr_expands_total", p0); got <= expands {
-		t.Errorf("isr_expands_total = %v, want more than %v", got, expands)
+	// The victim's replica rejoined each ISR, and no leader moved back.
+	for _, c := range []struct {
+		what      string
+		got, want float64
+		atLeast   bool
+	}{
+		{"kafka_topic_isr_expands_total{orders}", topicCounter(healed, "kafka_topic_isr_expands_total") - expands, 3, true},
+		{fmt.Sprintf("kafka_broker_isr_expands_total%v", victim), value(t, healed, "kafka_broker_isr_expands_total", victim) - victimExpands, 3, false},
+		{"kafka_topic_leader_changes_total{orders}", topicCounter(healed, "kafka_topic_leader_changes_total") - leaderChanges, float64(len(moved)), false},
+		{fmt.Sprintf("kafka_broker_leaderships_gained_total%v", victim), value(t, healed, "kafka_broker_leaderships_gained_total", victim), 0, false},
+	} {
+		if c.got != c.want && !(c.atLeast && c.got > c.want) {
+			t.Errorf("after broker %d returned: %s rose by %v since before the kill, want %v", oldLeader, c.what, c.got, c.want)
+		}
 	}
 }
 
@@ -272,8 +355,12 @@ func TestKafkaUnderMinISR(t *testing.T) {
 		if v := value(t, under, "kafka_partition_under_min_isr", partitionLabels(topic, p)); v != 1 {
 			t.Errorf("partition %d under_min_isr = %v, want 1", p, v)
 		}
+		// Under min ISR, so detailed in the default lean mode.
 		if v := value(t, under, "kafka_partition_at_min_isr", partitionLabels(topic, p)); v != 0 {
 			t.Errorf("partition %d at_min_isr = %v, want 0", p, v)
+		}
+		if v := value(t, under, "kafka_partition_offline_replicas", partitionLabels(topic, p)); v != 1 {
+			t.Errorf("partition %d offline_replicas = %v, want 1", p, v)
 		}
 	}
 	err := produceAll(bootstrap, topic, 0)

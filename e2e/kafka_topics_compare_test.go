@@ -14,8 +14,14 @@ import (
 // kafkaTopicsReports are kafka-topics.sh's partition filters and, for each,
 // which exporter series say the same thing. TopicCommand counts a partition
 // without a leader as under min ISR, and a partition whose leader is not a
-// live broker as unavailable; the exporter keeps those apart
-// (kafka_partition_offline), so the comparison names the combination.
+// live broker as unavailable; the exporter keeps those apart, so the
+// comparison names the combination. A partition without a leader is read
+// from kafka_partition_leader == -1, which every partition has in the lean
+// mode (the default) as in full: kafka_partition_offline and
+// kafka_partition_at_min_isr are served in lean only for detailed
+// partitions (unhealthy, or within partition_metrics_hold of it) and where
+// off their healthy value, so an absent one reads as the healthy value;
+// compareWithKafkaTopics checks they are there where Kafka shows trouble.
 var kafkaTopicsReports = []struct {
 	flag     string
 	exporter string
@@ -25,28 +31,25 @@ var kafkaTopicsReports = []struct {
 		func(m exportertest.Metrics, p lab.PartitionDescription) (bool, error) {
 			return partitionFlag(m, "kafka_partition_under_replicated", p)
 		}},
-	{"--under-min-isr-partitions", "kafka_partition_under_min_isr == 1 or kafka_partition_offline == 1",
+	{"--under-min-isr-partitions", "kafka_partition_under_min_isr == 1 or kafka_partition_leader == -1",
 		func(m exportertest.Metrics, p lab.PartitionDescription) (bool, error) {
 			under, err := partitionFlag(m, "kafka_partition_under_min_isr", p)
 			if err != nil {
 				return false, err
 			}
-			offline, err := partitionFlag(m, "kafka_partition_offline", p)
-			return under || offline, err
-		}},
-	{"--at-min-isr-partitions", "kafka_partition_at_min_isr == 1",
-		func(m exportertest.Metrics, p lab.PartitionDescription) (bool, error) {
-			return partitionFlag(m, "kafka_partition_at_min_isr", p)
-		}},
-	{"--unavailable-partitions", "kafka_partition_offline == 1 or the leader's kafka_broker_up == 0",
-		func(m exportertest.Metrics, p lab.PartitionDescription) (bool, error) {
-			offline, err := partitionFlag(m, "kafka_partition_offline", p)
-			if err != nil || offline {
-				return offline, err
-			}
 			leader, err := partitionValue(m, "kafka_partition_leader", p)
-			if err != nil {
-				return false, err
+			return under || leader == -1, err
+		}},
+	{"--at-min-isr-partitions", "kafka_partition_at_min_isr == 1 (absent: 0)",
+		func(m exportertest.Metrics, p lab.PartitionDescription) (bool, error) {
+			v, _ := m.Value("kafka_partition_at_min_isr", partitionLabels(p.Topic, int(p.Partition)))
+			return v == 1, nil
+		}},
+	{"--unavailable-partitions", "kafka_partition_leader == -1 or the leader's kafka_broker_up == 0",
+		func(m exportertest.Metrics, p lab.PartitionDescription) (bool, error) {
+			leader, err := partitionValue(m, "kafka_partition_leader", p)
+			if err != nil || leader == -1 {
+				return leader == -1, err
 			}
 			up, ok := m.Value("kafka_broker_up", map[string]string{"kafka_cluster": "lab", "broker": fmt.Sprint(leader)})
 			return !ok || up == 0, nil
@@ -59,7 +62,10 @@ var kafkaTopicsReports = []struct {
 // "lab") shows every partition the same way: leader, replication factor
 // (KIP-352), ISR size, reassignment, adding and removing replicas, ELR and
 // last known ELR sizes, the no-clean-leader flag, and the same partitions
-// under each filter. Both read a cluster that may still be
+// under each filter; and that a partition some filter lists, or that is
+// reassigning, has its detailed series (offline, leader_is_preferred,
+// at_min_isr, offline_replicas, reassigning), which the lean mode serves
+// only for such partitions. Both read a cluster that may still be
 // settling, at slightly different moments, so it retries until they agree
 // or timeout passes. It returns the plain describe they agreed on.
 func assertAgreesWithKafkaTopics(t *testing.T, cluster *lab.KafkaCluster, exporter *exportertest.Exporter, topicRegex, state string, timeout time.Duration) []lab.PartitionDescription {
@@ -118,11 +124,55 @@ func compareWithKafkaTopics(m exportertest.Metrics, full []lab.PartitionDescript
 			diffs = append(diffs, fmt.Sprintf("%s: %d series %s where it is not served; kafka-topics.sh says %d", p.Key(), n, name, want))
 		}
 	}
+	// checkDetail checks a gauge the lean mode serves only for a detailed
+	// partition or where it is off its healthy value: where served it
+	// says what Kafka says; where absent, Kafka's value is the healthy
+	// one; and a partition kafka-topics.sh shows in trouble (required)
+	// has it, which is what an alert on it and its dashboard read.
+	checkDetail := func(p lab.PartitionDescription, name string, want, healthy int, required bool) {
+		if len(m.Series(name, partitionLabels(p.Topic, int(p.Partition)))) != 0 {
+			check(p, name, want)
+			return
+		}
+		switch {
+		case required:
+			diffs = append(diffs, fmt.Sprintf("%s: no series %s for a partition kafka-topics.sh lists in trouble; it says %d", p.Key(), name, want))
+		case want != healthy:
+			diffs = append(diffs, fmt.Sprintf("%s: no series %s, read as %d; kafka-topics.sh says %d", p.Key(), name, healthy, want))
+		}
+	}
+	// Partitions some filter of kafka-topics.sh lists: under-replicated,
+	// under or at min ISR, without a (live) leader.
+	troubled := map[string]bool{}
+	for _, report := range reports {
+		for _, p := range report {
+			troubled[p.Key()] = true
+		}
+	}
+	atMinISR := map[string]bool{}
+	for i, r := range kafkaTopicsReports {
+		if r.flag == "--at-min-isr-partitions" {
+			for _, p := range reports[i] {
+				atMinISR[p.Key()] = true
+			}
+		}
+	}
 	for _, p := range full {
 		check(p, "kafka_partition_leader", int(p.Leader))
 		check(p, "kafka_partition_replicas", len(p.Replicas)-len(p.AddingReplicas))
 		check(p, "kafka_partition_in_sync_replicas", len(p.ISR))
-		check(p, "kafka_partition_reassigning", bool01(p.Reassigning))
+		detailed := troubled[p.Key()] || p.Reassigning
+		checkDetail(p, "kafka_partition_reassigning", bool01(p.Reassigning), 0, detailed)
+		checkDetail(p, "kafka_partition_offline", bool01(p.Leader == -1), 0, detailed)
+		checkDetail(p, "kafka_partition_leader_is_preferred", bool01(len(p.Replicas) > 0 && p.Leader == p.Replicas[0]), 1, detailed)
+		// Served where the topic's min ISR is known, as under_min_isr is.
+		minISRKnown := len(m.Series("kafka_partition_under_min_isr", partitionLabels(p.Topic, int(p.Partition)))) != 0
+		checkDetail(p, "kafka_partition_at_min_isr", bool01(atMinISR[p.Key()]), 0, detailed && minISRKnown)
+		// kafka-topics.sh does not show offline replicas: only that the
+		// series is there.
+		if n := len(m.Series("kafka_partition_offline_replicas", partitionLabels(p.Topic, int(p.Partition)))); detailed && n != 1 {
+			diffs = append(diffs, fmt.Sprintf("%s: %d series kafka_partition_offline_replicas for a partition kafka-topics.sh lists in trouble", p.Key(), n))
+		}
 		// Served only while reassigning; absent otherwise, which must
 		// then be what kafka-topics.sh says too.
 		checkOrAbsent(p, "kafka_partition_adding_replicas", len(p.AddingReplicas), p.Reassigning)

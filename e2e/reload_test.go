@@ -243,10 +243,15 @@ func TestReloads(t *testing.T) {
 			v, _ := m.Value("kafka_partition_leader", partitionLabels("solo", 0))
 			return v == 3, m.Describe("kafka_partition_leader", solo)
 		})
+		// The transition counters, per topic and per broker as the default
+		// lean mode serves them (no per-partition counter): the sum of
+		// every topic's leader changes and every broker's lost leaderships.
 		leaderChanges := func(m exportertest.Metrics) float64 {
 			total := 0.0
-			for _, s := range m.Series("kafka_partition_leader_changes_total", nil) {
-				total += s.Value
+			for _, name := range []string{"kafka_topic_leader_changes_total", "kafka_broker_leaderships_lost_total"} {
+				for _, s := range m.Series(name, nil) {
+					total += s.Value
+				}
 			}
 			return total
 		}
@@ -270,6 +275,15 @@ func TestReloads(t *testing.T) {
 		m = l.e.Scrape(t)
 		ageBefore := value(t, m, "kafka_partition_offline_open_episode_seconds", solo)
 		changesBefore := leaderChanges(m)
+		// solo went from broker 3 to no leader, once, counted across the
+		// first reload: by its topic and as a leadership broker 3 lost.
+		if v := value(t, m, "kafka_topic_leader_changes_total", solo); v != 1 {
+			t.Errorf("kafka_topic_leader_changes_total{solo} = %v after broker 3 died, want 1", v)
+		}
+		soloLost := value(t, m, "kafka_broker_leaderships_lost_total", map[string]string{"broker": "3"})
+		if soloLost < 1 {
+			t.Errorf("kafka_broker_leaderships_lost_total{broker=3} = %v after broker 3 died leading solo, want at least 1", soloLost)
+		}
 		l.changeAndReload(t)
 		m, _ = waitMetrics(t, l.e, 30*time.Second, "a refresh after the reload", func(m exportertest.Metrics) (bool, string) {
 			age, ok := m.Value("kafka_partition_offline_open_episode_seconds", solo)
@@ -277,6 +291,17 @@ func TestReloads(t *testing.T) {
 		})
 		if after := leaderChanges(m); after < changesBefore {
 			t.Errorf("leader changes counted %v after the reload, %v before: the counters restarted", after, changesBefore)
+		}
+		// solo stayed leaderless: nothing more to count, nothing lost.
+		if v := value(t, m, "kafka_topic_leader_changes_total", solo); v != 1 {
+			t.Errorf("kafka_topic_leader_changes_total{solo} = %v after the reload, want still 1", v)
+		}
+		if v := value(t, m, "kafka_broker_leaderships_lost_total", map[string]string{"broker": "3"}); v < soloLost {
+			t.Errorf("kafka_broker_leaderships_lost_total{broker=3} = %v after the reload, %v before: the counter restarted", v, soloLost)
+		}
+		// Offline, so detailed in lean: the partition's offline series is served.
+		if v := value(t, m, "kafka_partition_offline", partitionLabels("solo", 0)); v != 1 {
+			t.Errorf("kafka_partition_offline{solo/0} = %v, want 1", v)
 		}
 		t.Logf("FIGURE offline episode %.1fs old before the reload, %.1fs after", ageBefore, value(t, m, "kafka_partition_offline_open_episode_seconds", solo))
 
