@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-kit/log"
 
+	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
@@ -186,6 +187,14 @@ func testHotSlotsValkey(t *testing.T) {
 	m := masters[0]
 	write(m.Port, slotsOf[m.Port][3], 100)
 	lab.RedisWaitFor(t, 10*time.Second, "hot slots follow a slot that grew", agree)
+	// It is now the cluster's hottest slot, first on the status page too,
+	// with the server's count.
+	grown := slotsOf[m.Port][3]
+	count := c.CLI(t, m.Port, "CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(grown))
+	km := Views([]watch.Named[Snapshot]{{Name: "lab", State: e.w.Current()}}, time.Now())[0].Redis.Keys
+	if km == nil || len(km.Hot) == 0 || km.Hot[0].Slot != grown || strconv.FormatInt(km.Hot[0].Keys, 10) != count || km.Hot[0].Owner != m.Addr {
+		t.Errorf("status page's hottest slots %+v, want slot %d with %s keys (COUNTKEYSINSLOT) on %s first", km, grown, count, m.Addr)
+	}
 
 	// Sent to masters only.
 	for _, n := range c.Nodes(t) {

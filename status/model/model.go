@@ -108,7 +108,10 @@ type Redis struct {
 	// none is open.
 	OpenFailover, OpenUnserved string
 	// Strip is the slot map: consecutive slots with the same owner.
-	Strip      []SlotRun
+	Strip []SlotRun
+	// Keys shades the slot map by keys; nil unless slot_stats is on and
+	// some master answered CLUSTER SLOT-STATS.
+	Keys       *KeyMap
 	Shards     []Shard
 	ShardsMore int
 	Foreign    []ForeignNode
