@@ -204,6 +204,7 @@ func testHotSlotsValkey(t *testing.T) {
 			t.Errorf("node %s (master %v): CLUSTER SLOT-STATS in its commandstats: %v", n.Addr, n.Master, asked)
 		}
 	}
+	testHotSlotsACL(t, c)
 	if out := logs.String(); strings.Contains(out, "not supported here") || strings.Contains(out, "allow +cluster|slot-stats") {
 		t.Errorf("the exporter warned about SLOT-STATS on a server that has it:\n%s", out)
 	}
@@ -238,4 +239,54 @@ func testHotSlotsUnsupported(t *testing.T) {
 		t.Errorf("after %g refreshes the missing command was logged %d times, want once:\n%s", refreshes, n, out)
 	}
 	t.Logf("the exporter's log line: %s", strings.TrimSpace(out))
+}
+
+// testHotSlotsACL runs the exporter as the documented minimal ACL user
+// with +cluster|slot-stats (docs/redis.md), which reads the hot slots, and
+// without it, which reads the rest and says once what to allow.
+func testHotSlotsACL(t *testing.T, c *lab.RedisCluster) {
+	const password = "hot-Sl0ts"
+	for _, p := range c.Ports() {
+		for user, extra := range map[string]string{"hot": " +cluster|slot-stats", "cold": ""} {
+			c.CLI(t, p, append([]string{"ACL", "SETUSER", user, "reset", "on", ">" + password, "-@all"}, strings.Fields(aclCommands+extra)...)...)
+		}
+	}
+	t.Setenv("FAILOVER_EXPORTER_TEST_REDIS_PASSWORD", password)
+	as := func(user string, logs *lockedBuffer) func(*config.RedisCluster, *log.Logger) {
+		return func(cfg *config.RedisCluster, logger *log.Logger) {
+			withSlotStatsTop(3, logs)(cfg, logger)
+			cfg.Username = user
+			cfg.Password = config.Secret{Env: "FAILOVER_EXPORTER_TEST_REDIS_PASSWORD"}
+		}
+	}
+	hotLogs, coldLogs := &lockedBuffer{}, &lockedBuffer{}
+	hot := startExporter(t, c.Addrs()[:1], as("hot", hotLogs))
+	cold := startExporter(t, c.Addrs()[:1], as("cold", coldLogs))
+	hot.waitHealthy(c, 1)
+	cold.waitHealthy(c, 1)
+	lab.RedisWaitFor(t, 10*time.Second, "hot slots read with +cluster|slot-stats", func() error {
+		if n := len(hot.gather().hotSlots(t, "redis_cluster_slot_keys")); n == 0 {
+			return fmt.Errorf("no redis_cluster_slot_keys series")
+		}
+		return nil
+	})
+	lab.RedisWaitFor(t, 10*time.Second, "three refreshes without +cluster|slot-stats", func() error {
+		if n, _ := cold.gather().value("redis_cluster_exporter_refreshes_total"); n < 3 {
+			return fmt.Errorf("%g refreshes", n)
+		}
+		return nil
+	})
+	s := cold.gather()
+	if err := firstError(s.expect(1, "redis_cluster_up"), s.expect(0, "redis_cluster_exporter_refresh_failures_total")); err != nil {
+		t.Error(err)
+	}
+	if _, ok := s["redis_cluster_slot_keys"]; ok {
+		t.Error("hot slots served to a user refused CLUSTER SLOT-STATS")
+	}
+	if n := strings.Count(coldLogs.String(), "allow +cluster|slot-stats"); n != 1 {
+		t.Errorf("the refusal was logged %d times, want once:\n%s", n, coldLogs.String())
+	}
+	if strings.Contains(hotLogs.String()+coldLogs.String(), password) {
+		t.Error("the password appears in the log")
+	}
 }
