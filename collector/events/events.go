@@ -63,6 +63,16 @@ const (
 	// another cluster); After (or Before, when it went) is why.
 	RedisForeignNodeSeen Kind = "foreign_node_seen"
 	RedisForeignNodeGone Kind = "foreign_node_gone"
+	// An atomic slot migration job (Valkey 9.0+, Redis 8.4+) started, or
+	// finished: succeeded, failed or was cancelled. The subject is the
+	// source node; Before is the job's previous outcome (empty while it
+	// ran), After the slots, source → target, the server's state, how
+	// long it took and its message. One that began and ended between two
+	// refreshes shows as started and finished at once.
+	RedisSlotMigrationStarted   Kind = "slot_migration_started"
+	RedisSlotMigrationFinished  Kind = "slot_migration_finished"
+	RedisSlotMigrationFailed    Kind = "slot_migration_failed"
+	RedisSlotMigrationCancelled Kind = "slot_migration_cancelled"
 )
 
 // Write canary observations (collector/canary), about a Kafka canary

@@ -19,6 +19,10 @@ type nodeView struct {
 	// Zone is the availability-zone from HELLO (Valkey 8.1+), empty when
 	// the server has none or none is set.
 	Zone string
+	// Migrations are the node's atomic slot migration jobs (Valkey 9.0+,
+	// Redis 8.4+), read when MigrationsRead.
+	Migrations     []SlotMigration
+	MigrationsRead bool
 	// AnsweredAt is when the node's replies arrived.
 	AnsweredAt time.Time
 }
@@ -219,6 +223,9 @@ func buildSnapshot(nodeViews []nodeView) (*Snapshot, error) {
 			n.Keys = v.Keys
 			n.MemoryUsed = v.UsedMemory
 			n.Zone = v.Zone
+			if v.MigrationsRead {
+				n.Migrations = &NodeMigrations{Jobs: v.Migrations}
+			}
 		}
 		index[id] = len(snap.Nodes)
 		snap.Nodes = append(snap.Nodes, n)

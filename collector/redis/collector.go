@@ -244,6 +244,7 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot) {
 	}
 	emitEpisodes(ch, cluster, s)
 	emitSlotStats(ch, cluster, s)
+	emitMigrations(ch, cluster, s)
 
 	for i := range s.Nodes {
 		n := &s.Nodes[i]

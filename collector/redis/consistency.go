@@ -31,24 +31,32 @@ type disputeKey struct {
 // counts the slots some member has in migrating or importing state (only a
 // node itself reports those, so only reached members count).
 func findDisputes(views []nodeView, merged map[string]*mergedNode, disputedSlots []int) (map[disputeKey]disputeAge, int) {
-	var inMigration [SlotCount]bool
-	slotsInMigration := 0
+	// inMigration: slots in migrating or importing state, or in an atomic
+	// slot migration job in progress (Valkey 9.0+, Redis 8.4+); explained
+	// also holds the slots of jobs that just succeeded (markMigrationSlots).
+	var inMigration, explained [SlotCount]bool
 	mark := func(moves []slotMove) {
 		for _, mv := range moves {
-			if mv.Slot >= 0 && mv.Slot < SlotCount && !inMigration[mv.Slot] {
-				inMigration[mv.Slot] = true
-				slotsInMigration++
+			if mv.Slot >= 0 && mv.Slot < SlotCount {
+				inMigration[mv.Slot], explained[mv.Slot] = true, true
 			}
 		}
 	}
-	for _, v := range views {
-		self := v.self()
+	for i := range views {
+		self := views[i].self()
 		mark(self.Migrating)
 		mark(self.Importing)
+		markMigrationSlots(&views[i], &inMigration, &explained)
+	}
+	slotsInMigration := 0
+	for _, in := range inMigration {
+		if in {
+			slotsInMigration++
+		}
 	}
 	disputes := map[disputeKey]disputeAge{}
 	for _, slot := range disputedSlots {
-		if !inMigration[slot] {
+		if !explained[slot] {
 			disputes[disputeKey{Slot: slot}] = disputeAge{}
 		}
 	}

@@ -88,6 +88,11 @@ type Snapshot struct {
 	ZonesKnown                 bool
 	// Failovers counts shards whose master changed to one of its replicas.
 	Failovers uint64
+	// MigrationsFinished counts the atomic slot migration jobs this
+	// exporter saw finish, by outcome (migrationOutcomes' order);
+	// migrations remembers the jobs seen (carryMigrations).
+	MigrationsFinished [3]uint64
+	migrations         map[string]migrationSeen
 	// Nodes are the cluster's members, sorted by address, then id.
 	Nodes []Node
 	// Foreign are the nodes that answered but are not members (see
@@ -157,6 +162,10 @@ type Node struct {
 
 	// RoleChanges counts role changes this exporter observed.
 	RoleChanges uint64
+
+	// Migrations are the node's atomic slot migration jobs (migrations.go);
+	// nil when the server has none or they were not read this refresh.
+	Migrations *NodeMigrations
 
 	// SlotStats are a master's hottest slots (slot_stats, slotstats.go);
 	// nil when off, unsupported by the server, or not read this refresh.

@@ -46,6 +46,9 @@ type nodeClient struct {
 	addr string
 	// busy is set while a query runs; see errNodeBusy.
 	busy atomic.Bool
+	// migrationAPI is the node's atomic slot migration command, a
+	// migrationAPI read once (migrations.go).
+	migrationAPI atomic.Int32
 
 	mu     sync.Mutex
 	client rueidis.Client
@@ -395,7 +398,7 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommandTimeout)
 	defer cancel()
-	replies := client.DoMulti(ctx,
+	cmds := rueidis.Commands{
 		client.B().ClusterNodes().Build(),
 		client.B().ClusterInfo().Build(),
 		// Two sections in two commands: INFO with several sections needs Redis 7.
@@ -404,7 +407,12 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 		client.B().Dbsize().Build(),
 		// Valkey 8.1 reports the node's availability-zone only here.
 		client.B().Hello().Build(),
-	)
+	}
+	api := nc.readMigrationAPI(ctx, client)
+	if api == migrationAPIValkey || api == migrationAPIRedis {
+		cmds = append(cmds, migrationCommand(client, api))
+	}
+	replies := client.DoMulti(ctx, cmds...)
 	answeredAt := time.Now()
 	texts := make([]string, 4)
 	for i := range texts {
@@ -426,6 +434,15 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 	}
 	if zone, ok := hello["availability_zone"]; ok {
 		view.Zone, _ = zone.ToString()
+	}
+	if len(replies) > 6 {
+		// A node whose jobs cannot be read (an ACL refusing the command)
+		// is still read; its migration series are absent.
+		if view.Migrations, err = nc.readMigrations(replies[6], api); err != nil {
+			level.Debug(s.logger).Log("msg", "reading atomic slot migrations failed", "addr", nc.addr, "err", err)
+		} else {
+			view.MigrationsRead = true
+		}
 	}
 	view.AnsweredAt = answeredAt
 	return view, nil

@@ -30,6 +30,7 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 		events.RedisNodePFail, events.RedisNodeFail, events.RedisNodeRecovered, events.RedisNodeState,
 		events.RedisPromotion, events.RedisRoleChange, events.RedisSlotsMoved, events.RedisClusterState,
 		events.RedisNodeJoined, events.RedisNodeLeft, events.RedisForeignNodeSeen, events.RedisForeignNodeGone,
+		events.RedisSlotMigrationStarted, events.RedisSlotMigrationFinished, events.RedisSlotMigrationFailed, events.RedisSlotMigrationCancelled,
 		events.EventsTruncated,
 	},
 	NewCollector: func() system.Collector[Snapshot, config.RedisCluster] {

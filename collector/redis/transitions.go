@@ -21,6 +21,7 @@ func carryTransitions(prev, next *Snapshot) {
 	carryProbes(prev, next)
 	carryEpisodes(prev, next)
 	if prev == nil {
+		carryMigrations(nil, next)
 		return
 	}
 	next.Failovers = prev.Failovers
@@ -47,6 +48,7 @@ func carryTransitions(prev, next *Snapshot) {
 		}
 	}
 	transitionEvents(prev, next)
+	carryMigrations(prev, next)
 	annotateFirstFailures(prev, next)
 }
 
