@@ -71,7 +71,7 @@ kafka_partition_leader_changes_total{kafka_cluster="main",partition="0",topic="t
 # HELP kafka_partition_offline_replicas Number of the partition's assigned replicas on brokers that are down or on offline log directories (as of the last successful refresh).
 # TYPE kafka_partition_offline_replicas gauge
 kafka_partition_offline_replicas{kafka_cluster="main",partition="0",topic="t"} 1
-# HELP kafka_partition_under_min_isr 1 if the ISR is smaller than the topic's effective min.insync.replicas, so acks=all writes fail (as of the last successful refresh).
+# HELP kafka_partition_under_min_isr 1 if acks=all writes fail: the ISR is smaller than the topic's effective min.insync.replicas, or the partition has no leader (as kafka-topics.sh --under-min-isr-partitions counts) (as of the last successful refresh).
 # TYPE kafka_partition_under_min_isr gauge
 kafka_partition_under_min_isr{kafka_cluster="main",partition="0",topic="t"} 0
 # HELP kafka_partition_at_min_isr 1 if the ISR equals the topic's effective min.insync.replicas, so one more loss blocks acks=all writes (as of the last successful refresh).

@@ -220,8 +220,14 @@ func (p *Partition) Reassigning() bool {
 // replication factor, as kafka-topics.sh --under-replicated-partitions does.
 func (p *Partition) UnderReplicated() bool { return len(p.ISR) < p.ReplicationFactor() }
 
-// UnderMinISR reports whether acks=all writes fail with NOT_ENOUGH_REPLICAS.
-func (p *Partition) UnderMinISR(minISR int) bool { return minISR > 0 && len(p.ISR) < minISR }
+// UnderMinISR reports whether acks=all writes fail: the ISR is smaller than
+// minISR (NOT_ENOUGH_REPLICAS), or the partition has no leader to take them.
+// The second half matters without ELR (Kafka 3.x, or ELR off): an offline
+// partition's ISR keeps its last member, so its size alone says nothing.
+// kafka-topics.sh --under-min-isr-partitions counts it the same way.
+func (p *Partition) UnderMinISR(minISR int) bool {
+	return minISR > 0 && (p.Offline() || len(p.ISR) < minISR)
+}
 
 // AtMinISR reports whether losing one more in-sync replica blocks acks=all writes.
 func (p *Partition) AtMinISR(minISR int) bool { return minISR > 0 && len(p.ISR) == minISR }

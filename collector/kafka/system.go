@@ -38,7 +38,12 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 	Doc: system.Doc{
 		Title: "Kafka",
 		Intro: "Every series carries `kafka_cluster`. While `kafka_up` is 0 only `kafka_up` and the `kafka_exporter_*` series are served. " +
-			"Which per-partition series are served depends on the cluster's `partition_metrics` mode: see the table after this one.",
+			"Which per-partition series are served depends on the cluster's `partition_metrics` mode: see the table after this one. " +
+			"Which depend on the Kafka version: the `kafka_quorum_*` series need KRaft (absent in ZooKeeper mode); " +
+			"`kafka_partition_eligible_leader_replicas`, `kafka_partition_last_known_elr`, `kafka_partition_no_clean_leader` and " +
+			"`kafka_topic_no_clean_leader_partitions` need DescribeTopicPartitions (absent in ZooKeeper mode; on 3.9 in KRaft mode, which has no ELR, always 0, as its kafka-topics.sh shows the ELR empty); " +
+			"in ZooKeeper mode the reassignment series are served only while the broker the exporter reads Metadata from is the active controller. " +
+			"The README's Kafka versions table has the details (3.9 ZooKeeper, 3.9 KRaft, 4.1, 4.4).",
 		Notes: PartitionModesDoc(),
 	},
 	Views: Views,
