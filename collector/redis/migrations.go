@@ -428,7 +428,17 @@ const migrationMemory = 10 * time.Minute
 // remembers every job for the next refresh. A job already finished when
 // first seen counts only if it finished after prev was read: the servers'
 // logs keep old jobs, which must not count again when the exporter starts
-// or a node comes back.
+// or a node comes back. A job finishes once: the first finished outcome
+// the exporter decides on is the one counted.
+//
+// The source decides a job's outcome whenever it reported the job, even
+// while the target already says otherwise: on Valkey 9.1 a job the source
+// cancels is "failed" (connection lost) on the target, and the target may
+// be read a moment after the source within one refresh. Without the
+// source's report the target's decides, except that a target's finished
+// outcome waits one refresh when the source was read the refresh before
+// and not this one (a missed read rather than a dead source): the job is
+// taken as still running until then.
 func carryMigrations(prev, next *Snapshot) {
 	next.migrations = map[string]migrationSeen{}
 	if prev != nil {
@@ -439,12 +449,48 @@ func carryMigrations(prev, next *Snapshot) {
 			}
 		}
 	}
-	// One entry per job: the source's view if reached (it decides the
-	// outcome), else the target's.
-	jobs := map[string]*SlotMigration{}
-	var names []string
-	for i := range next.Nodes {
-		nm := next.Nodes[i].Migrations
+	jobs, names := decidingReports(next)
+	slices.SortFunc(names, func(a, b string) int { return jobs[a].Created.Compare(jobs[b].Created) })
+	for _, name := range names {
+		job := jobs[name]
+		outcome := job.Outcome
+		if outcome != MigrationRunning && job.Operation != MigrationExport && sourceMissedRead(prev, next, job.Source) {
+			outcome = MigrationRunning
+		}
+		before, known := next.migrations[name]
+		if known && before.outcome != MigrationRunning {
+			// Finished already: counted once, whatever a node says now.
+			next.migrations[name] = migrationSeen{outcome: before.outcome, seen: next.ReadAt}
+			continue
+		}
+		next.migrations[name] = migrationSeen{outcome: outcome, seen: next.ReadAt}
+		if prev == nil {
+			continue
+		}
+		if known && before.outcome == outcome {
+			continue
+		}
+		if !known && outcome != MigrationRunning && !finishedSince(job, prev.ReadAt) {
+			continue
+		}
+		if outcome != MigrationRunning {
+			next.MigrationsFinished[outcomeIndex(outcome)]++
+		}
+		if !known && outcome != MigrationRunning {
+			// Began and ended between two refreshes: its start too.
+			next.Events.Add(next.ReadAt, events.RedisSlotMigrationStarted, migrationSubject(next, job), "", migrationText(job, next.ReadAt))
+		}
+		next.Events.Add(next.ReadAt, migrationEventKind(outcome), migrationSubject(next, job), string(before.outcome), migrationText(job, next.ReadAt))
+	}
+}
+
+// decidingReports are the snapshot's jobs by name, each as the node that
+// decides it reports it: the source (its EXPORT side) where it reported
+// the job, else the target. names are in the order first seen.
+func decidingReports(s *Snapshot) (jobs map[string]*SlotMigration, names []string) {
+	jobs = map[string]*SlotMigration{}
+	for i := range s.Nodes {
+		nm := s.Nodes[i].Migrations
 		if nm == nil {
 			continue
 		}
@@ -454,34 +500,29 @@ func carryMigrations(prev, next *Snapshot) {
 			if !ok {
 				names = append(names, job.Name)
 			}
-			if !ok || have.Outcome == MigrationRunning && job.Outcome != MigrationRunning || job.Operation == MigrationExport && job.Outcome != MigrationRunning {
+			if !ok || have.Operation != MigrationExport && job.Operation == MigrationExport {
 				jobs[job.Name] = job
 			}
 		}
 	}
-	slices.SortFunc(names, func(a, b string) int { return jobs[a].Created.Compare(jobs[b].Created) })
-	for _, name := range names {
-		job := jobs[name]
-		before, known := next.migrations[name]
-		next.migrations[name] = migrationSeen{outcome: job.Outcome, seen: next.ReadAt}
-		if prev == nil {
-			continue
-		}
-		if known && before.outcome == job.Outcome {
-			continue
-		}
-		if !known && job.Outcome != MigrationRunning && !finishedSince(job, prev.ReadAt) {
-			continue
-		}
-		if job.Outcome != MigrationRunning {
-			next.MigrationsFinished[outcomeIndex(job.Outcome)]++
-		}
-		if !known && job.Outcome != MigrationRunning {
-			// Began and ended between two refreshes: its start too.
-			next.Events.Add(next.ReadAt, events.RedisSlotMigrationStarted, migrationSubject(next, job), "", migrationText(job, next.ReadAt))
-		}
-		next.Events.Add(next.ReadAt, migrationEventKind(job.Outcome), migrationSubject(next, job), string(before.outcome), migrationText(job, next.ReadAt))
+	return jobs, names
+}
+
+// sourceMissedRead reports whether the node id's jobs were read in prev
+// and not in next.
+func sourceMissedRead(prev, next *Snapshot, id string) bool {
+	if prev == nil {
+		return false
 	}
+	readIn := func(s *Snapshot) bool {
+		for i := range s.Nodes {
+			if s.Nodes[i].ID == id {
+				return s.Nodes[i].Migrations != nil
+			}
+		}
+		return false
+	}
+	return readIn(prev) && !readIn(next)
 }
 
 // finishedSince reports whether the job's last change is at or after t

@@ -225,6 +225,77 @@ func TestCarryMigrations(t *testing.T) {
 	}
 }
 
+// TestMigrationFinishesOnce: the source decides a job's outcome, and a job
+// is counted once. On Valkey 9.1 a job the source cancels says "failed" on
+// the target (connection lost); read a moment after the source within one
+// refresh, or while the source's read was missed, the target's word must
+// not count a failure, and the source's cancelled next refresh must not
+// count the job again.
+func TestMigrationFinishesOnce(t *testing.T) {
+	t0 := time.Unix(1796124600, 0)
+	running := migrationJob("j", MigrationExport, MigrationRunning, t0, t0, 0, 3000)
+	targetFailed := migrationJob("j", MigrationImport, MigrationFailed, t0, t0.Add(2*time.Second), 0, 3000)
+	cancelled := migrationJob("j", MigrationExport, MigrationCancelled, t0, t0.Add(2*time.Second), 0, 3000)
+	// at has A (the source) report src, or nothing when src is nil, and B
+	// (the target) report dst.
+	at := func(sec int, src *SlotMigration, dst SlotMigration) *Snapshot {
+		s := migrationSnapshot(t0.Add(time.Duration(sec) * time.Second))
+		s.Nodes[0].Migrations = nil
+		if src != nil {
+			s.Nodes[0].Migrations = &NodeMigrations{Jobs: []SlotMigration{*src}}
+		}
+		s.Nodes[1].Migrations.Jobs = []SlotMigration{dst}
+		return s
+	}
+	targetRunning := running
+	targetRunning.Operation = MigrationImport
+	check := func(s *Snapshot, wantEvents string, want [3]uint64) {
+		t.Helper()
+		if got := kinds(s); got != wantEvents || s.MigrationsFinished != want {
+			t.Errorf("at %s: events %q, finished %v; want %q, %v", s.ReadAt.Sub(t0), got, s.MigrationsFinished, wantEvents, want)
+		}
+	}
+	cancelledOnly := [3]uint64{0, 0, 1}
+
+	// Within one refresh the source still runs, the target already failed.
+	s1 := at(1, &running, targetRunning)
+	carryTransitions(nil, s1)
+	s2 := at(2, &running, targetFailed)
+	carryTransitions(s1, s2)
+	check(s2, "", [3]uint64{})
+	s3 := at(3, &cancelled, targetFailed)
+	carryTransitions(s2, s3)
+	check(s3, "slot_migration_cancelled", cancelledOnly)
+	s4 := at(4, &cancelled, targetFailed)
+	carryTransitions(s3, s4)
+	check(s4, "", cancelledOnly)
+
+	// The source's read missed once: the target's word waits a refresh.
+	s2 = at(2, nil, targetFailed)
+	carryTransitions(s1, s2)
+	check(s2, "", [3]uint64{})
+	s3 = at(3, &cancelled, targetFailed)
+	carryTransitions(s2, s3)
+	check(s3, "slot_migration_cancelled", cancelledOnly)
+
+	// The source is gone for good: the target's word decides, a refresh
+	// later; the source coming back with another outcome counts nothing.
+	s3 = at(3, nil, targetFailed)
+	carryTransitions(s2, s3)
+	check(s3, "slot_migration_failed", [3]uint64{0, 1, 0})
+	s4 = at(4, &cancelled, targetFailed)
+	carryTransitions(s3, s4)
+	check(s4, "", [3]uint64{0, 1, 0})
+
+	// A source never read (unreachable since the exporter started): the
+	// target's word decides at once.
+	s1 = at(1, nil, targetRunning)
+	carryTransitions(nil, s1)
+	s2 = at(2, nil, targetFailed)
+	carryTransitions(s1, s2)
+	check(s2, "slot_migration_failed", [3]uint64{0, 1, 0})
+}
+
 func kinds(s *Snapshot) string {
 	var out []string
 	for _, e := range s.Events.Events {
