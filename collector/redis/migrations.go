@@ -374,23 +374,51 @@ func markMigrationSlots(v *nodeView, inFlight, explained *[SlotCount]bool) {
 	}
 }
 
-// InFlightSpans are the slots of every running job some member reports,
-// merged into sorted spans (the status page marks them).
-func (s *Snapshot) InFlightSpans() []SlotSpan {
-	var marked [SlotCount]bool
-	any := false
+// RunningMigrations are the jobs some member reports running, one per job
+// (the source and the target report it under the same name): the source's
+// report where it says the job runs, else the target's; oldest first. A
+// job the source says has finished while the target still imports runs
+// until the target says so too, as redis_cluster_slots_in_migration counts
+// it.
+func (s *Snapshot) RunningMigrations() []*SlotMigration {
+	jobs := map[string]*SlotMigration{}
+	var names []string
 	for i := range s.Nodes {
 		nm := s.Nodes[i].Migrations
 		if nm == nil {
 			continue
 		}
 		for j := range nm.Jobs {
-			if job := &nm.Jobs[j]; job.Outcome == MigrationRunning {
-				for _, sp := range job.Slots {
-					for slot := sp.First; slot <= sp.Last; slot++ {
-						marked[slot], any = true, true
-					}
-				}
+			job := &nm.Jobs[j]
+			if job.Outcome != MigrationRunning {
+				continue
+			}
+			have, ok := jobs[job.Name]
+			if !ok {
+				names = append(names, job.Name)
+			}
+			if !ok || have.Operation != MigrationExport && job.Operation == MigrationExport {
+				jobs[job.Name] = job
+			}
+		}
+	}
+	running := make([]*SlotMigration, 0, len(names))
+	for _, name := range names {
+		running = append(running, jobs[name])
+	}
+	slices.SortStableFunc(running, func(a, b *SlotMigration) int { return a.Created.Compare(b.Created) })
+	return running
+}
+
+// InFlightSpans are the slots of every running job some member reports,
+// merged into sorted spans.
+func (s *Snapshot) InFlightSpans() []SlotSpan {
+	var marked [SlotCount]bool
+	any := false
+	for _, job := range s.RunningMigrations() {
+		for _, sp := range job.Slots {
+			for slot := sp.First; slot <= sp.Last; slot++ {
+				marked[slot], any = true, true
 			}
 		}
 	}

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
 // TestValkey9AtomicSlotMigration: Valkey 9.1's atomic slot migration
@@ -22,7 +24,7 @@ import (
 // CANCELSLOTMIGRATIONS), and moved to the third master whose process is
 // killed mid-move. Unthrottled the move takes well under a refresh; the
 // cancelled and failed moves are slowed with rdb-key-save-delay on the
-// source so that they are seen in flight.
+// source so that they are seen in flight, on the status page too.
 func TestValkey9AtomicSlotMigration(t *testing.T) {
 	skipIfShort(t)
 	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Server: "valkey9"})
@@ -115,6 +117,21 @@ func TestValkey9AtomicSlotMigration(t *testing.T) {
 		start := migrate(m1, m0)
 		took := lab.RedisWaitFor(t, 10*time.Second, "migration in flight in the exporter", inFlight(m1))
 		t.Logf("in flight in the exporter %s after MIGRATESLOTS", took.Round(time.Millisecond))
+		// The status page marks the slots in flight on the slot map and
+		// lists the job, as its source reports it.
+		lab.RedisWaitFor(t, 3*time.Second, "the status page marks the slots in flight", func() error {
+			moving := Views([]watch.Named[Snapshot]{{Name: "lab", State: e.w.Current()}}, time.Now())[0].Redis.Moving
+			if len(moving) != 1 {
+				return fmt.Errorf("jobs in flight on the page: %+v", moving)
+			}
+			m := moving[0]
+			band := model.MoveBand{First: first, Last: last, Left: "0.0000", Percent: "18.3167"}
+			if m.Ranges != "0-3000" || m.Slots != last-first+1 || m.Source != m1.Addr || m.Target != m0.Addr || m.State == "" ||
+				len(m.Bands) != 1 || m.Bands[0] != band {
+				return fmt.Errorf("job in flight on the page %+v, want slots 0-3000 %s → %s in one band %+v", m, m1.Addr, m0.Addr, band)
+			}
+			return nil
+		})
 		log.wait(t, events.RedisSlotMigrationStarted, 2)
 		c.CLI(t, m1.Port, "CLUSTER", "CANCELSLOTMIGRATIONS")
 		cancelled := time.Now()

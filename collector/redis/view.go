@@ -46,6 +46,7 @@ func view(named watch.Named[Snapshot], now time.Time) model.Cluster {
 	}
 	v.Strip = slotStrip(s, byID)
 	v.Keys = keyMap(s)
+	v.Moving, v.MovingMore = slotMoves(s, byID)
 	row := func(n *Node) model.Node {
 		r := model.Node{ID: n.ID, ShortID: model.ShortID(n.ID), Address: n.Addr, State: string(n.State), Reachable: n.Reachable,
 			Slots: n.Slots, LinkUp: n.MasterLinkUp, IsReplica: n.Role == RoleReplica}

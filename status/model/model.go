@@ -111,7 +111,12 @@ type Redis struct {
 	Strip []SlotRun
 	// Keys shades the slot map by keys; nil unless slot_stats is on and
 	// some master answered CLUSTER SLOT-STATS.
-	Keys       *KeyMap
+	Keys *KeyMap
+	// Moving are the atomic slot migration jobs in flight, oldest first,
+	// bounded; MovingMore counts those left out (their slots are not
+	// marked on the slot map).
+	Moving     []SlotMove
+	MovingMore int
 	Shards     []Shard
 	ShardsMore int
 	Foreign    []ForeignNode
