@@ -94,12 +94,18 @@ var emptyPanels = func() map[string]string {
 	// Hot slots are opt-in too, and the lab's Redis 7.0 has no CLUSTER
 	// SLOT-STATS (collector/redis TestHotSlots reads them on Valkey 8.1).
 	const slotStatsOff = "slot_stats is off unless configured, as in this lab, whose Redis 7.0 has no CLUSTER SLOT-STATS"
+	// Redis 7.0 has no atomic slot migration (collector/redis
+	// TestValkey9AtomicSlotMigration reads it on Valkey 9.1).
+	const noAtomicMigration = "this lab's Redis 7.0 has no atomic slot migration (Valkey 9.0+, Redis 8.4+)"
 	for _, cluster := range []string{liveRedisBare, liveRedisRepl} {
 		for _, title := range []string{"Canary write success rate per master", "Canary write failures per minute by error", "Canary write latency p99 per master", "Acknowledged writes lost"} {
 			empty["redis-cluster.json/"+cluster+"/"+title] = canaryOff
 		}
 		for _, title := range []string{"Hottest slots by keys", "Hottest slots by CPU", "Hottest slots by network"} {
 			empty["redis-cluster.json/"+cluster+"/"+title] = slotStatsOff
+		}
+		for _, title := range []string{"Atomic slot migrations running", "Slots in atomic migration", "Atomic slot migrations finished", "Last atomic slot migration per node"} {
+			empty["redis-cluster.json/"+cluster+"/"+title] = noAtomicMigration
 		}
 	}
 	return empty
