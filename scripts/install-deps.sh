@@ -46,7 +46,12 @@ apt_install() {
 }
 
 # Kafka runs from jars fetched from Maven Central (scripts/kafka/pom.xml), so
-# it needs a Java runtime (17+; Kafka 4.x brokers need 17) and Maven.
+# it needs a Java runtime (17+; Kafka 4.x brokers need 17) and Maven. Every
+# version the lab runs (KAFKA_VERSIONS in scripts/kafka/cluster.sh; 3.9 also
+# brings the ZooKeeper of its ZooKeeper mode) is fetched, each into its own
+# cache dir, the three at once: Maven spends most of a fresh machine's fetch
+# waiting on the network.
+KAFKA_LAB_VERSIONS=(3.9 4.1 4.4)
 install_kafka() {
   local pkgs=()
   command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jre-headless)
@@ -57,8 +62,14 @@ install_kafka() {
   if [[ -z $major ]] || ((major < 17)); then
     die "Kafka 4.x needs Java 17 or newer, found: $(java -version 2>&1 | head -n1)"
   fi
-  bash "$REPO_ROOT/scripts/kafka/cluster.sh" install
-  log "kafka: ok (java $major, jars cached)"
+  local version pids=() rc=0 pid
+  for version in "${KAFKA_LAB_VERSIONS[@]}"; do
+    KAFKA_LAB_VERSION=$version bash "$REPO_ROOT/scripts/kafka/cluster.sh" install &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+  ((rc == 0)) || die "fetching the Kafka jars failed"
+  log "kafka: ok (java $major, jars of Kafka ${KAFKA_LAB_VERSIONS[*]} cached)"
 }
 
 # Redis Cluster nodes are Debian's redis-server; redis-cli creates clusters.

@@ -5,15 +5,31 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// KafkaOptions configures StartKafka. The zero value is a 3-node cluster on
-// a free block of ports.
+// KafkaVersions are the Kafka versions the lab runs (KafkaOptions.Version),
+// oldest first; DefaultKafkaVersion is the one a zero KafkaOptions starts.
+// scripts/install-deps.sh installs them all.
+var KafkaVersions = []string{"3.9", "4.1", "4.4"}
+
+// DefaultKafkaVersion is the Kafka the tests run unless they ask for another.
+const DefaultKafkaVersion = "4.1"
+
+// KafkaOptions configures StartKafka. The zero value is a 3-node Kafka 4.1
+// cluster in KRaft mode on a free block of ports.
 type KafkaOptions struct {
+	// Version is the Kafka to run, one of KafkaVersions ("" is
+	// DefaultKafkaVersion): KAFKA_LAB_VERSION in scripts/kafka/cluster.sh.
+	Version string
+	// ZooKeeper runs Kafka in ZooKeeper mode (Version "3.9" only): the
+	// nodes are brokers only, with one ZooKeeper server on node 1's
+	// controller port; there is no controller quorum.
+	ZooKeeper bool
 	// Nodes is the number of broker+controller nodes (default 3).
 	Nodes int
 	// BasePort is node 1's broker port; node i uses BasePort+i-1 for its
@@ -49,6 +65,8 @@ type KafkaCluster struct {
 	basePort int
 	nodes    int
 	security string
+	version  string
+	zk       bool
 	env      []string
 }
 
@@ -82,17 +100,35 @@ func StartKafka(t testing.TB, opts KafkaOptions) *KafkaCluster {
 		}
 		base = PickBasePort(t, offsets...)
 	}
+	version := opts.Version
+	if version == "" {
+		version = DefaultKafkaVersion
+	}
+	if !slices.Contains(KafkaVersions, version) {
+		t.Fatalf("lab: Kafka version %q: the lab runs %v", version, KafkaVersions)
+	}
+	if opts.ZooKeeper && version != "3.9" {
+		t.Fatalf("lab: Kafka %s has no ZooKeeper mode; only 3.9 in the lab", version)
+	}
 	c := &KafkaCluster{
 		script:   filepath.Join(RepoRoot(t), "scripts", "kafka", "cluster.sh"),
 		dir:      filepath.Join(t.TempDir(), "kafka"),
 		basePort: base,
 		nodes:    nodes,
 		security: opts.Security,
+		version:  version,
+		zk:       opts.ZooKeeper,
+	}
+	mode := "kraft"
+	if opts.ZooKeeper {
+		mode = "zookeeper"
 	}
 	c.env = append([]string{
 		"KAFKA_LAB_DIR=" + c.dir,
 		"KAFKA_LAB_BASE_PORT=" + strconv.Itoa(base),
 		"KAFKA_LAB_NODES=" + strconv.Itoa(nodes),
+		"KAFKA_LAB_VERSION=" + version,
+		"KAFKA_LAB_MODE=" + mode,
 		// The script's watchdog stops the cluster if this test binary dies
 		// without running its cleanups (go test -timeout, SIGKILL).
 		"KAFKA_LAB_OWNER_PID=" + strconv.Itoa(os.Getpid()),
@@ -132,8 +168,8 @@ func StartKafka(t testing.TB, opts KafkaOptions) *KafkaCluster {
 	if got, want := strings.TrimSpace(r.Stdout), strings.Join(c.Bootstrap(), ","); got != want {
 		t.Fatalf("lab: cluster.sh start printed bootstrap %q, want %q", got, want)
 	}
-	t.Logf("lab: kafka %d nodes up in %s at %s (state in %s)",
-		nodes, time.Since(start).Round(time.Millisecond), strings.Join(c.Bootstrap(), ","), c.dir)
+	t.Logf("lab: kafka %s (%s) %d nodes up in %s at %s (state in %s)",
+		version, mode, nodes, time.Since(start).Round(time.Millisecond), strings.Join(c.Bootstrap(), ","), c.dir)
 	return c
 }
 
@@ -164,7 +200,8 @@ func (c *KafkaCluster) BrokerAddr(id int32) string {
 }
 
 // ControllerAddr returns the KRaft controller listener of node id: a port
-// that speaks the Kafka protocol but serves no Metadata requests.
+// that speaks the Kafka protocol but serves no Metadata requests. In
+// ZooKeeper mode node 1's is the ZooKeeper server's, and the others unused.
 func (c *KafkaCluster) ControllerAddr(id int32) string {
 	return fmt.Sprintf("127.0.0.1:%d", c.basePort+100+int(id)-1)
 }
@@ -183,6 +220,13 @@ func (c *KafkaCluster) InternalBootstrap() []string {
 	}
 	return addrs
 }
+
+// Version returns the Kafka version the cluster runs (major.minor, one of
+// KafkaVersions).
+func (c *KafkaCluster) Version() string { return c.version }
+
+// ZooKeeper reports whether the cluster runs in ZooKeeper mode.
+func (c *KafkaCluster) ZooKeeper() bool { return c.zk }
 
 // Nodes returns the number of nodes.
 func (c *KafkaCluster) Nodes() int { return c.nodes }

@@ -51,6 +51,68 @@ func (c *KafkaCluster) DescribeTopics(t testing.TB, args ...string) []PartitionD
 	return parts
 }
 
+// DescribeTopicsBatch runs TopicCommand --describe once for each argument
+// list, all in one JVM (scripts/kafka/TopicsBatch.java), and returns what
+// each printed, parsed, in order. One JVM instead of one per run: the JVM's
+// start-up is most of a run's cost. The runs follow each other within a
+// second or so; each still goes through TopicCommand's own options, admin
+// client and printing.
+func (c *KafkaCluster) DescribeTopicsBatch(t testing.TB, runs ...[]string) [][]PartitionDescription {
+	t.Helper()
+	args := []string{"topics-batch"}
+	for i, run := range runs {
+		if i > 0 {
+			args = append(args, ";;")
+		}
+		args = append(append(args, "--describe"), run...)
+	}
+	r := c.run(2*time.Minute, args...)
+	if r.Err != nil {
+		t.Fatalf("lab: kafka-topics.sh batch %q: %v\n%s", runs, r.Err, r.Output())
+	}
+	outs, err := splitTopicsBatch(r.Stdout, len(runs))
+	if err != nil {
+		t.Fatalf("lab: kafka-topics.sh batch %q: %v\n%s", runs, err, r.Output())
+	}
+	parsed := make([][]PartitionDescription, len(runs))
+	for i, out := range outs {
+		if parsed[i], err = ParseTopicDescribe(out); err != nil {
+			t.Fatalf("lab: kafka-topics.sh --describe %s: %v\n%s", strings.Join(runs[i], " "), err, out)
+		}
+	}
+	return parsed
+}
+
+// splitTopicsBatch cuts TopicsBatch's output into each run's, checking that
+// every run is there and said status 0.
+func splitTopicsBatch(out string, runs int) ([]string, error) {
+	outs := make([]string, 0, runs)
+	var cur strings.Builder
+	inRun := false
+	for _, line := range strings.SplitAfter(out, "\n") {
+		trimmed := strings.TrimRight(line, "\n")
+		switch {
+		case trimmed == fmt.Sprintf("=== run %d", len(outs)) && !inRun:
+			inRun = true
+			cur.Reset()
+		case strings.HasPrefix(trimmed, fmt.Sprintf("=== status %d ", len(outs))) && inRun:
+			if status := strings.TrimPrefix(trimmed, fmt.Sprintf("=== status %d ", len(outs))); status != "0" {
+				return nil, fmt.Errorf("run %d exited with status %s:\n%s", len(outs), status, cur.String())
+			}
+			outs = append(outs, cur.String())
+			inRun = false
+		case inRun:
+			cur.WriteString(line)
+		case trimmed != "":
+			return nil, fmt.Errorf("unexpected line outside a run: %q", trimmed)
+		}
+	}
+	if len(outs) != runs {
+		return nil, fmt.Errorf("%d of %d runs finished", len(outs), runs)
+	}
+	return outs, nil
+}
+
 // ParseTopicDescribe parses TopicCommand --describe output. Partition lines
 // start with a tab and hold tab-separated "Key: value" fields; topic header
 // lines (no leading tab) are skipped. Anything else is an error, so a

@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
-# A real Apache Kafka 4.1 cluster in KRaft mode on 127.0.0.1, for the Go
-# integration tests (internal/lab) and the demo.
+# A real Apache Kafka cluster on 127.0.0.1, for the Go integration tests
+# (internal/lab) and the demo: Kafka 4.1 in KRaft mode by default, or another
+# version the lab runs (KAFKA_LAB_VERSION), 3.9 also in ZooKeeper mode
+# (KAFKA_LAB_MODE).
 #
-# Every node is broker and controller at once (process.roles=broker,controller),
-# node ids 1..N. Node i (1-based) listens on
+# KRaft: every node is broker and controller at once
+# (process.roles=broker,controller), node ids 1..N. Node i (1-based) listens on
 #   broker     127.0.0.1:$((KAFKA_LAB_BASE_PORT + i - 1))
 #   controller 127.0.0.1:$((KAFKA_LAB_BASE_PORT + 100 + i - 1))
 # and keeps everything under $KAFKA_LAB_DIR/node-i/ (server.properties, data/,
 # server.log, pid).
+# ZooKeeper (3.9 only): nodes are brokers (broker.id i, one of them elected
+# controller through ZooKeeper), and one ZooKeeper server, from the jars of
+# the same Maven dependencies, listens on 127.0.0.1:$((KAFKA_LAB_BASE_PORT + 100))
+# (node 1's controller port) with its state under $KAFKA_LAB_DIR/zookeeper/.
+# It is started before the brokers and stopped after them, by PID like them.
 #
 # Usage: scripts/kafka/cluster.sh COMMAND [ARGS]
-#   install          fetch the Kafka jars from Maven Central (no-op when cached)
+#   install          fetch the Kafka jars of KAFKA_LAB_VERSION from Maven Central
+#                    (no-op when cached)
 #   start            format storage if needed, start all nodes, wait until every
 #                    broker is registered and metadata requests work; prints the
 #                    bootstrap list on stdout
@@ -25,17 +33,27 @@
 #   logs ID          path of node ID's log file
 #   topics ARGS...   Kafka's TopicCommand with --bootstrap-server filled in,
 #                    e.g. `cluster.sh topics --describe --topic demo`
+#   topics-batch ARGS... [';;' ARGS...]...
+#                    several TopicCommand runs in one JVM (scripts/kafka/TopicsBatch.java),
+#                    each with --bootstrap-server filled in; each run's output is
+#                    framed by "=== run i" and "=== status i N" lines
 #   quorum [ARGS]    Kafka's MetadataQuorumCommand against the controllers,
-#                    default `describe --status` (shows the active controller)
+#                    default `describe --status` (shows the active controller);
+#                    KRaft mode only
 #   clean            stop and delete $KAFKA_LAB_DIR
 #
 # Environment:
+#   KAFKA_LAB_VERSION    Kafka to run: 3.9, 4.1 (default) or 4.4, or the exact
+#                        3.9.1, 4.1.2, 4.4.0; install fetches that version's
+#                        jars into its own cache dir
+#   KAFKA_LAB_MODE       kraft (default) or zookeeper (Kafka 3.9 only)
 #   KAFKA_LAB_DIR        state dir (default <repo>/.lab/kafka)
 #   KAFKA_LAB_BASE_PORT  first broker port (default 19092)
 #   KAFKA_LAB_NODES      number of nodes (default 3)
 #   KAFKA_LAB_HEAP       server heap flags (default "-Xms256m -Xmx512m")
 #   KAFKA_LAB_ELR        eligible.leader.replicas.version at format time,
-#                        1 (Kafka 4.1 default) or 0; see the ELR note below
+#                        1 (Kafka 4.1 default) or 0; see the ELR note below.
+#                        Kafka 3.9 has no ELR: there it must be 0 (its default)
 #   KAFKA_LAB_START_TIMEOUT / KAFKA_LAB_STOP_TIMEOUT  seconds (90 / 15)
 #   KAFKA_LAB_SECURITY   plaintext (default) or sasl_ssl, recorded at format time.
 #                        sasl_ssl: the client listener on the broker port is
@@ -64,9 +82,9 @@
 #                        and tools on INTERNAL work; default 0
 #   FAILOVER_LAB_CACHE   jar cache root (default ~/.cache/failover_exporter)
 #
-# Port/node settings are recorded in $KAFKA_LAB_DIR/lab.env when the storage is
-# formatted; later commands on the same dir use the recorded values, so
-# `KAFKA_LAB_DIR=x cluster.sh kill 2` works without repeating the ports.
+# Port/node/version/mode settings are recorded in $KAFKA_LAB_DIR/lab.env when
+# the storage is formatted; later commands on the same dir use the recorded
+# values, so `KAFKA_LAB_DIR=x cluster.sh kill 2` works without repeating them.
 #
 # About Eligible Leader Replicas (ELR, KIP-966). Clusters formatted by Kafka
 # 4.1 get eligible.leader.replicas.version=1 (ELR on); we keep that default.
@@ -101,18 +119,19 @@ set -euo pipefail
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
 
-# Keep in step with kafka.version in pom.xml.
-KAFKA_VERSION=4.1.2
+# The Kafka versions the lab runs, newest patch of each line that Maven
+# Central serves here. Keep DEFAULT_KAFKA_VERSION in step with kafka.version
+# in pom.xml, and the list with install-deps.sh (it installs them all).
+KAFKA_VERSIONS=(3.9.1 4.1.2 4.4.0)
+DEFAULT_KAFKA_VERSION=4.1.2
 CACHE_ROOT=${FAILOVER_LAB_CACHE:-${HOME:-/tmp}/.cache/failover_exporter}
-KAFKA_HOME=$CACHE_ROOT/kafka-$KAFKA_VERSION
-KAFKA_LIBS=$KAFKA_HOME/libs
 
 LAB_DIR=${KAFKA_LAB_DIR:-$REPO_ROOT/.lab/kafka}
 # Absolute, because processes are found by the config path on their command line.
 LAB_DIR=$(realpath -m -- "$LAB_DIR")
 BASE_PORT=${KAFKA_LAB_BASE_PORT:-19092}
 NODES=${KAFKA_LAB_NODES:-3}
-ELR=${KAFKA_LAB_ELR:-1}
+MODE=${KAFKA_LAB_MODE:-kraft}
 HEAP=${KAFKA_LAB_HEAP:--Xms256m -Xmx512m}
 START_TIMEOUT=${KAFKA_LAB_START_TIMEOUT:-90}
 STOP_TIMEOUT=${KAFKA_LAB_STOP_TIMEOUT:-15}
@@ -148,13 +167,39 @@ TOOL_JVM_OPTS=(
 log() { printf 'cluster.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+# set_version V: pick the Kafka version (major.minor or exact, one of
+# KAFKA_VERSIONS) and the paths and tool classes that go with it.
+set_version() {
+  local want=$1 v
+  KAFKA_VERSION=
+  for v in "${KAFKA_VERSIONS[@]}"; do
+    [[ $v == "$want" || ${v%.*} == "$want" ]] && KAFKA_VERSION=$v
+  done
+  [[ -n $KAFKA_VERSION ]] || die "KAFKA_LAB_VERSION must be one of ${KAFKA_VERSIONS[*]} (or their major.minor), got '$want'"
+  KAFKA_MAJOR=${KAFKA_VERSION%%.*}
+  KAFKA_HOME=$CACHE_ROOT/kafka-$KAFKA_VERSION
+  KAFKA_LIBS=$KAFKA_HOME/libs
+  # Moved from core (Scala) to the tools module in 4.0.
+  if ((KAFKA_MAJOR >= 4)); then
+    BROKER_API_VERSIONS_CMD=org.apache.kafka.tools.BrokerApiVersionsCommand
+  else
+    BROKER_API_VERSIONS_CMD=kafka.admin.BrokerApiVersionsCommand
+  fi
+}
+set_version "${KAFKA_LAB_VERSION:-$DEFAULT_KAFKA_VERSION}"
+# ELR is on by default where it exists (4.x), and 3.9 has none.
+if ((KAFKA_MAJOR >= 4)); then ELR=${KAFKA_LAB_ELR:-1}; else ELR=${KAFKA_LAB_ELR:-0}; fi
+
+zookeeper_mode() { [[ $MODE == zookeeper ]]; }
+
 need_java() {
   command -v java >/dev/null 2>&1 || die "java not found: run scripts/install-deps.sh kafka"
 }
 
 # ---------------------------------------------------------------- install ---
 
-pom_hash() { sha256sum "$SCRIPT_DIR/pom.xml" | cut -d' ' -f1; }
+# The pom and the version it is run for.
+pom_hash() { { cat "$SCRIPT_DIR/pom.xml"; echo "kafka.version=$KAFKA_VERSION"; } | sha256sum | cut -d' ' -f1; }
 
 # The cache is valid when it was filled from the current pom.xml.
 libs_cached() {
@@ -175,6 +220,7 @@ cmd_install() {
     log "fetching Kafka $KAFKA_VERSION jars from Maven Central into $KAFKA_LIBS"
     # mvn -q still prints ANSI noise on stdout; keep its output for errors only.
     if ! mvn -q -B -f "$SCRIPT_DIR/pom.xml" dependency:copy-dependencies \
+      -Dkafka.version="$KAFKA_VERSION" \
       -DincludeScope=runtime -DoutputDirectory="$tmp" >"$tmp.log" 2>&1; then
       cat "$tmp.log" >&2
       rm -rf "$tmp" "$tmp.log"
@@ -199,6 +245,11 @@ node_dir() { echo "$LAB_DIR/node-$1"; }
 node_conf() { echo "$LAB_DIR/node-$1/server.properties"; }
 node_log() { echo "$LAB_DIR/node-$1/server.log"; }
 node_pidfile() { echo "$LAB_DIR/node-$1/pid"; }
+zk_dir() { echo "$LAB_DIR/zookeeper"; }
+zk_conf() { echo "$LAB_DIR/zookeeper/zoo.cfg"; }
+zk_log() { echo "$LAB_DIR/zookeeper/zookeeper.log"; }
+zk_pidfile() { echo "$LAB_DIR/zookeeper/pid"; }
+zk_port() { controller_port 1; }
 
 bootstrap() {
   local i out=()
@@ -224,7 +275,18 @@ controller_bootstrap() {
 # lab.env pins the ports and node count of an existing state dir.
 load_lab_env() {
   [[ -f $LAB_DIR/lab.env ]] || return 0
-  local base nodes security
+  local base nodes security version mode
+  version=$(sed -n 's/^KAFKA_VERSION=//p' "$LAB_DIR/lab.env")
+  mode=$(sed -n 's/^MODE=//p' "$LAB_DIR/lab.env")
+  # A dir from before versions were recorded is 4.1.2 in KRaft mode.
+  version=${version:-4.1.2}
+  mode=${mode:-kraft}
+  if [[ -n ${KAFKA_LAB_VERSION:-} && $version != "$KAFKA_LAB_VERSION" && ${version%.*} != "$KAFKA_LAB_VERSION" ]] ||
+    [[ -n ${KAFKA_LAB_MODE:-} && $KAFKA_LAB_MODE != "$mode" ]]; then
+    log "warning: $LAB_DIR was formatted for Kafka $version in $mode mode; using that (run 'clean' to change)"
+  fi
+  set_version "$version"
+  MODE=$mode
   base=$(sed -n 's/^BASE_PORT=//p' "$LAB_DIR/lab.env")
   nodes=$(sed -n 's/^NODES=//p' "$LAB_DIR/lab.env")
   security=$(sed -n 's/^SECURITY=//p' "$LAB_DIR/lab.env")
@@ -294,6 +356,18 @@ lab_pids() {
   return 0
 }
 
+# The ZooKeeper server of this state dir, found the same way.
+zk_pids() {
+  local f pid
+  for f in /proc/[0-9]*/cmdline; do
+    pid=${f#/proc/}
+    pid=${pid%/cmdline}
+    tr '\0' ' ' 2>/dev/null <"$f" | grep -qF -- "ZooKeeperServerMain $(zk_conf)" || continue
+    pid_alive "$pid" && echo "$pid"
+  done
+  return 0
+}
+
 java_tool() { java "${TOOL_JVM_OPTS[@]}" -cp "$KAFKA_LIBS/*" "$@"; }
 
 # ---------------------------------------------------------- configuration ---
@@ -304,7 +378,9 @@ write_config() {
   ((NODES < rf)) && rf=$NODES
   ((rf < min_isr)) && min_isr=$rf
   mkdir -p "$(node_dir "$i")/data"
-  if secure; then
+  if zookeeper_mode; then
+    write_zookeeper_broker_config "$i"
+  elif secure; then
     write_secure_listeners "$i"
   else
     cat >"$(node_conf "$i")" <<EOF
@@ -317,11 +393,15 @@ listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
 EOF
   fi
-  cat >>"$(node_conf "$i")" <<EOF
+  if ! zookeeper_mode; then
+    cat >>"$(node_conf "$i")" <<EOF
 controller.listener.names=CONTROLLER
 # Dynamic quorum (KIP-853): the voters are written into the storage at format
 # time (--initial-controllers); this list is only for finding them.
 controller.quorum.bootstrap.servers=$(controller_bootstrap)
+EOF
+  fi
+  cat >>"$(node_conf "$i")" <<EOF
 log.dirs=$(node_dir "$i")/data
 broker.rack=rack-$(( (i - 1) % RACKS + 1 ))
 
@@ -364,6 +444,40 @@ num.network.threads=2
 num.io.threads=4
 num.recovery.threads.per.data.dir=1
 log.cleaner.dedupe.buffer.size=16777216
+EOF
+}
+
+# The ZooKeeper-mode part of server.properties (Kafka 3.9). A broker's death
+# is seen when its ZooKeeper session expires: 4 s here (the server's
+# tickTime of 500 ms allows 1 s to 10 s), close to broker.session.timeout.ms
+# in KRaft mode. Kafka creates the chroot.
+write_zookeeper_broker_config() {
+  local i=$1
+  cat >"$(node_conf "$i")" <<EOF
+# Generated by scripts/kafka/cluster.sh (KAFKA_LAB_MODE=zookeeper); rewritten on every start.
+broker.id=$i
+zookeeper.connect=127.0.0.1:$(zk_port)/kafka-lab
+zookeeper.session.timeout.ms=4000
+zookeeper.connection.timeout.ms=10000
+listeners=PLAINTEXT://127.0.0.1:$(broker_port "$i")
+advertised.listeners=PLAINTEXT://127.0.0.1:$(broker_port "$i")
+inter.broker.listener.name=PLAINTEXT
+EOF
+}
+
+write_zookeeper_config() {
+  mkdir -p "$(zk_dir)/data"
+  cat >"$(zk_conf)" <<EOF
+# Generated by scripts/kafka/cluster.sh; rewritten on every start.
+tickTime=500
+initLimit=10
+syncLimit=5
+dataDir=$(zk_dir)/data
+clientPortAddress=127.0.0.1
+clientPort=$(zk_port)
+maxClientCnxns=0
+# The admin server needs Jetty, which Kafka's dependencies do not bring.
+admin.enableServer=false
 EOF
 }
 
@@ -464,13 +578,16 @@ format_storage() {
     voter_list+=("$i@127.0.0.1:$(controller_port "$i"):$(kafka_uuid)")
   done
   voters=$(IFS=,; echo "${voter_list[*]}")
-  log "formatting $NODES nodes (cluster id $cluster_id, ELR version $ELR)"
+  # Kafka 3.9 knows no ELR feature (nor the flag to set one).
+  local features=()
+  ((KAFKA_MAJOR >= 4)) && features=(--feature "eligible.leader.replicas.version=$ELR")
+  log "formatting $NODES nodes (Kafka $KAFKA_VERSION, cluster id $cluster_id, ELR version $ELR)"
   # One JVM per node, in parallel: ~2 s instead of ~6 s.
   for ((i = 1; i <= NODES; i++)); do
     java_tool kafka.tools.StorageTool format \
       --config "$(node_conf "$i")" --cluster-id "$cluster_id" \
       --initial-controllers "$voters" \
-      --feature "eligible.leader.replicas.version=$ELR" \
+      "${features[@]+"${features[@]}"}" \
       "${scram[@]+"${scram[@]}"}" \
       >"$(node_dir "$i")/format.log" 2>&1 &
     pids+=($!)
@@ -483,12 +600,21 @@ format_storage() {
     fi
   done
   ((rc == 0)) || die "storage format failed"
-  printf 'BASE_PORT=%s\nNODES=%s\nCLUSTER_ID=%s\nELR=%s\n' \
-    "$BASE_PORT" "$NODES" "$cluster_id" "$ELR" >"$LAB_DIR/lab.env"
+  write_lab_env "$cluster_id"
+}
+
+write_lab_env() {
+  printf 'BASE_PORT=%s\nNODES=%s\nCLUSTER_ID=%s\nELR=%s\nKAFKA_VERSION=%s\nMODE=%s\n' \
+    "$BASE_PORT" "$NODES" "$1" "$ELR" "$KAFKA_VERSION" "$MODE" >"$LAB_DIR/lab.env"
   if secure; then echo "SECURITY=$SECURITY" >>"$LAB_DIR/lab.env"; fi
 }
 
-formatted() { [[ -f $LAB_DIR/lab.env && -f $(node_dir "$1")/data/meta.properties ]]; }
+# In ZooKeeper mode a broker writes its meta.properties at first start;
+# there is nothing to format.
+formatted() {
+  [[ -f $LAB_DIR/lab.env ]] || return 1
+  zookeeper_mode || [[ -f $(node_dir "$1")/data/meta.properties ]]
+}
 
 # ------------------------------------------------------------ start/stop ---
 
@@ -520,7 +646,9 @@ node_ready() {
     return 2
   fi
   port_open "$(broker_port "$i")" || return 1
-  tail -c +$((off + 1)) "$(node_log "$i")" | grep -q 'Kafka Server started'
+  # ZooKeeper mode: KafkaServer logs "[KafkaServer id=N] started" once it
+  # is registered in ZooKeeper and serves.
+  tail -c +$((off + 1)) "$(node_log "$i")" | grep -Eq 'Kafka Server started|\[KafkaServer id=[0-9]+\] started'
 }
 
 # Wait for nodes given as "id:offset" pairs.
@@ -552,7 +680,7 @@ wait_nodes() {
 wait_metadata() {
   local deadline=$((SECONDS + START_TIMEOUT)) out n
   while :; do
-    out=$(java_tool org.apache.kafka.tools.BrokerApiVersionsCommand \
+    out=$(java_tool "$BROKER_API_VERSIONS_CMD" \
       --bootstrap-server "$(tool_bootstrap)" 2>&1) || true
     n=$(grep -c '(id: [0-9]* rack' <<<"$out" || true)
     ((n == NODES)) && return 0
@@ -598,7 +726,44 @@ ports_free() {
     done
     if secure && port_open "$(internal_port "$i")"; then busy+=("$(internal_port "$i")"); fi
   done
+  # In ZooKeeper mode node 1's controller port is ZooKeeper's, checked above.
   ((${#busy[@]} == 0)) || die "ports already in use on 127.0.0.1: ${busy[*]} (set KAFKA_LAB_BASE_PORT)"
+}
+
+# Start the ZooKeeper server detached, like a node, and wait until its port
+# accepts connections (brokers retry their first connection anyway).
+start_zookeeper() {
+  local pid deadline=$((SECONDS + START_TIMEOUT))
+  [[ -z $(zk_pids) ]] || die "ZooKeeper of $LAB_DIR already running"
+  write_zookeeper_config
+  echo "=== cluster.sh: starting ZooKeeper at $(date '+%F %T') ===" >>"$(zk_log)"
+  nohup setsid java -Xms64m -Xmx128m -XX:+UseSerialGC -XX:-UsePerfData -Djava.awt.headless=true \
+    "-Dlog4j2.configurationFile=$LOG4J_CONF" -Dkafka.lab.loglevel=WARN \
+    -cp "$KAFKA_LIBS/*" org.apache.zookeeper.server.ZooKeeperServerMain "$(zk_conf)" \
+    >>"$(zk_log)" 2>&1 </dev/null &
+  pid=$!
+  echo "$pid" >"$(zk_pidfile)"
+  until port_open "$(zk_port)"; do
+    if ! pid_alive "$pid" || ((SECONDS >= deadline)); then
+      log "ZooKeeper (pid $pid) did not come up; last lines of $(zk_log):"
+      tail -n 30 "$(zk_log)" >&2
+      return 1
+    fi
+    sleep 0.2
+  done
+  log "ZooKeeper up on 127.0.0.1:$(zk_port) (pid $pid)"
+}
+
+check_mode() {
+  case $MODE in
+  kraft) ;;
+  zookeeper)
+    ((KAFKA_MAJOR < 4)) || die "Kafka $KAFKA_VERSION has no ZooKeeper mode (KAFKA_LAB_MODE=zookeeper needs KAFKA_LAB_VERSION=3.9)"
+    secure && die "KAFKA_LAB_MODE=zookeeper runs PLAINTEXT only"
+    ;;
+  *) die "KAFKA_LAB_MODE must be kraft or zookeeper, got '$MODE'" ;;
+  esac
+  ((KAFKA_MAJOR >= 4 || ELR == 0)) || die "Kafka $KAFKA_VERSION has no ELR: KAFKA_LAB_ELR must be 0"
 }
 
 cmd_start() {
@@ -611,30 +776,39 @@ cmd_start() {
   if ! [[ $RACKS =~ ^[0-9]+$ ]] || ((RACKS < 1)); then
     die "KAFKA_LAB_RACKS must be a number of racks, 1 or more"
   fi
-  cmd_install
   mkdir -p "$LAB_DIR"
   load_lab_env
   check_security
+  check_mode
+  cmd_install
   for ((i = 1; i <= NODES; i++)); do
     node_pid "$i" >/dev/null && running+=("$i")
   done
   ((${#running[@]} == 0)) || die "nodes ${running[*]} already running in $LAB_DIR (use stop, or start-node for single nodes)"
   ports_free
   for ((i = 1; i <= NODES; i++)); do write_config "$i"; done
-  formatted 1 || format_storage
+  if zookeeper_mode; then
+    [[ -f $LAB_DIR/lab.env ]] || write_lab_env ""
+  else
+    formatted 1 || format_storage
+  fi
   for ((i = 1; i <= NODES; i++)); do
     formatted "$i" || die "node $i storage in $LAB_DIR is not formatted; run clean, then start"
   done
+  start_watchdog
+  if zookeeper_mode && ! start_zookeeper; then
+    cmd_stop
+    die "ZooKeeper did not come up"
+  fi
   for ((i = 1; i <= NODES; i++)); do
     waits+=("$i:$(spawn_node "$i")")
   done
-  start_watchdog
   log "started $NODES nodes, waiting until they serve"
   if ! wait_nodes "${waits[@]}" || ! wait_metadata; then
     cmd_stop
     die "cluster did not come up (logs in $LAB_DIR/node-*/server.log)"
   fi
-  log "cluster up in $((SECONDS - t0))s: $(bootstrap)"
+  log "Kafka $KAFKA_VERSION ($MODE) up in $((SECONDS - t0))s: $(bootstrap)"
   bootstrap
 }
 
@@ -668,7 +842,13 @@ cmd_stop() {
     terminate "${pids[@]}"
     log "stopped ${#pids[@]} node(s)"
   fi
-  rm -f "$LAB_DIR"/node-*/pid
+  # ZooKeeper after the brokers: their controlled shutdown goes through it.
+  mapfile -t pids < <(zk_pids)
+  if ((${#pids[@]} > 0)); then
+    terminate "${pids[@]}"
+    log "stopped ZooKeeper"
+  fi
+  rm -f "$LAB_DIR"/node-*/pid "$(zk_pidfile)"
   stop_watchdog
 }
 
@@ -710,11 +890,22 @@ cmd_status() {
   local i pid
   for ((i = 1; i <= NODES; i++)); do
     if pid=$(node_pid "$i"); then
-      echo "node $i running pid $pid broker 127.0.0.1:$(broker_port "$i") controller 127.0.0.1:$(controller_port "$i")"
+      if zookeeper_mode; then
+        echo "node $i running pid $pid broker 127.0.0.1:$(broker_port "$i")"
+      else
+        echo "node $i running pid $pid broker 127.0.0.1:$(broker_port "$i") controller 127.0.0.1:$(controller_port "$i")"
+      fi
     else
       echo "node $i stopped"
     fi
   done
+  if zookeeper_mode; then
+    if [[ -n $(zk_pids) ]]; then
+      echo "zookeeper running pid $(zk_pids) client 127.0.0.1:$(zk_port)"
+    else
+      echo "zookeeper stopped"
+    fi
+  fi
 }
 
 cmd_clean() {
@@ -746,11 +937,18 @@ main() {
     cmd_install
     java_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$(tool_bootstrap)" "$@"
     ;;
+  topics-batch)
+    load_lab_env
+    need_java
+    cmd_install
+    java_tool "$SCRIPT_DIR/TopicsBatch.java" "$(tool_bootstrap)" "$@"
+    ;;
   quorum)
     load_lab_env
     need_java
     cmd_install
     (($# > 0)) || set -- describe --status
+    zookeeper_mode && die "a ZooKeeper-mode cluster has no controller quorum"
     java_tool org.apache.kafka.tools.MetadataQuorumCommand --bootstrap-controller "$(controller_bootstrap)" "$@"
     ;;
   clean) cmd_clean ;;
