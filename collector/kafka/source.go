@@ -52,6 +52,10 @@ type source struct {
 	forwardConn *sarama.Broker
 	// forwardLate reports the attempt that ran past its budget, if any.
 	forwardLate chan forwardAttempt
+	// reassignViaController is set once a broker answered
+	// ListPartitionReassignments with NOT_CONTROLLER (ZooKeeper mode): the
+	// request then goes to the controller Metadata names.
+	reassignViaController bool
 	// known are the addresses of the brokers in the last Metadata response,
 	// tried after the current connection and before the bootstrap servers.
 	known []string
@@ -153,7 +157,7 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 		level.Warn(s.logger).Log("msg", "reading topic configs failed; keeping cached min.insync.replicas", "err", err)
 	}
 	s.franz.target = broker.Addr()
-	reassignments := s.listReassignments(ctx, broker.Addr(), md)
+	reassignments := s.listReassignments(ctx, s.reassignmentsAddr(broker.Addr(), md), md)
 	snap := buildSnapshot(md, s.cfg.Topics.Match, configs, reassignments, s.now())
 	s.readELR(ctx, snap)
 	// The quorum request is forwarded to the active controller and hangs
@@ -473,6 +477,16 @@ func (s *source) listReassignments(ctx context.Context, addr string, md *sarama.
 	if err == nil && r.resp.ErrorCode != sarama.ErrNoError {
 		err = r.resp.ErrorCode
 	}
+	if errors.Is(err, sarama.ErrNotController) && !s.reassignViaController {
+		// A ZooKeeper-mode broker (Kafka 3.x) answers only when it is the
+		// controller, where a KRaft broker forwards the request. From now
+		// on ask the broker Metadata names as the controller.
+		if c := controllerAddr(md); c != "" && c != addr {
+			s.reassignViaController = true
+			level.Info(s.logger).Log("msg", "the broker does not forward ListPartitionReassignments (ZooKeeper mode); asking the controller", "broker", addr, "controller", c)
+			return s.listReassignments(ctx, c, md)
+		}
+	}
 	switch {
 	case errors.Is(err, sarama.ErrUnsupportedVersion):
 		// sarama answers this without sending anything when the broker's
@@ -491,6 +505,30 @@ func (s *source) listReassignments(ctx context.Context, addr string, md *sarama.
 		return map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus{}
 	}
 	return r.resp.TopicStatus
+}
+
+// reassignmentsAddr is where to send ListPartitionReassignments: the broker
+// that answered Metadata (any KRaft broker forwards it to the controller), or
+// once a broker answered NOT_CONTROLLER (ZooKeeper mode), the broker this
+// refresh's Metadata names as the controller.
+func (s *source) reassignmentsAddr(metadataAddr string, md *sarama.MetadataResponse) string {
+	if s.reassignViaController {
+		if c := controllerAddr(md); c != "" {
+			return c
+		}
+	}
+	return metadataAddr
+}
+
+// controllerAddr is the address of the live broker md names as the
+// controller, or "" when it names none that it lists.
+func controllerAddr(md *sarama.MetadataResponse) string {
+	for _, b := range md.Brokers {
+		if b.ID() == md.ControllerID {
+			return b.Addr()
+		}
+	}
+	return ""
 }
 
 // forwardAttempt is the outcome of a ListPartitionReassignments attempt.

@@ -321,3 +321,60 @@ func (s *lineSink) Add(d *exposition.Desc, value float64, labelValues ...string)
 func (s *lineSink) AddHistogram(d *exposition.Desc, count uint64, sum float64, cumulative []uint64, labelValues ...string) {
 	s.Add(d, float64(count), labelValues...)
 }
+
+// A ZooKeeper-mode broker (Kafka 3.x) that is not the controller answers
+// ListPartitionReassignments with NOT_CONTROLLER, where a KRaft broker
+// forwards it. The source then asks the broker Metadata names as the
+// controller, in the same refresh and in every later one, and says so once.
+func TestReassignmentsAskTheControllerInZooKeeperMode(t *testing.T) {
+	metadataBroker := sarama.NewMockBrokerAddr(t, 1, "127.0.0.1:0")
+	controller := sarama.NewMockBrokerAddr(t, 2, "127.0.0.1:0")
+	t.Cleanup(metadataBroker.Close)
+	t.Cleanup(controller.Close)
+	md := &sarama.MetadataResponse{Version: 11, ControllerID: 2}
+	md.AddBroker(metadataBroker.Addr(), 1)
+	md.AddBroker(controller.Addr(), 2)
+	md.AddTopicPartition("a", 0, 1, []int32{1, 2}, []int32{1, 2}, nil, sarama.ErrNoError)
+	configs := &sarama.DescribeConfigsResponse{Version: 4, Resources: []*sarama.ResourceResponse{{
+		Type: sarama.TopicResource, Name: "a", Configs: []*sarama.ConfigEntry{{Name: minISRConfig, Value: "1"}},
+	}}}
+	apis := []sarama.ApiVersionsResponseKey{{ApiKey: 3, MaxVersion: 12}, {ApiKey: 18, MaxVersion: 3}, {ApiKey: 32, MaxVersion: 4}, {ApiKey: 46, MaxVersion: 0}}
+	notController := &sarama.ListPartitionReassignmentsResponse{ErrorCode: sarama.ErrNotController}
+	reassigning := &sarama.ListPartitionReassignmentsResponse{}
+	reassigning.AddBlock("a", 0, []int32{1, 2}, []int32{2}, []int32{})
+	for broker, answer := range map[*sarama.MockBroker]*sarama.ListPartitionReassignmentsResponse{metadataBroker: notController, controller: reassigning} {
+		broker.SetHandlerByMap(map[string]sarama.MockResponse{
+			"ApiVersionsRequest":                sarama.NewMockApiVersionsResponse(t).SetApiKeys(apis),
+			"MetadataRequest":                   sarama.NewMockWrapper(md),
+			"DescribeConfigsRequest":            sarama.NewMockWrapper(configs),
+			"ListPartitionReassignmentsRequest": sarama.NewMockWrapper(answer),
+		})
+	}
+	var logs strings.Builder
+	src, _ := testSourceLogging(t, metadataBroker.Addr(), log.NewLogfmtLogger(&logs))
+	var snap *Snapshot
+	for refresh := 1; refresh <= 3; refresh++ {
+		next, err := src.refresh(context.Background(), snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap = next
+		if !snap.ReassignmentsKnown || !snap.Topics[0].Partitions[0].Reassigning() {
+			t.Fatalf("refresh %d: reassignments known %v, a/0 = %+v: want a/0 reassigning, from the controller", refresh, snap.ReassignmentsKnown, snap.Topics[0].Partitions[0])
+		}
+	}
+	count := func(b *sarama.MockBroker) (n int) {
+		for _, rr := range b.History() {
+			if _, ok := rr.Request.(*sarama.ListPartitionReassignmentsRequest); ok {
+				n++
+			}
+		}
+		return n
+	}
+	if got, want := [2]int{count(metadataBroker), count(controller)}, [2]int{1, 3}; got != want {
+		t.Errorf("ListPartitionReassignments requests (metadata broker, controller) = %v, want %v: one refused, then every one to the controller", got, want)
+	}
+	if n := strings.Count(logs.String(), "asking the controller"); n != 1 {
+		t.Errorf("the switch to the controller logged %d times, want once:\n%s", n, logs.String())
+	}
+}
