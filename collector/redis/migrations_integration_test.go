@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	gokitlog "github.com/go-kit/log"
+
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/status/model"
 )
@@ -172,6 +175,56 @@ func TestValkey9AtomicSlotMigration(t *testing.T) {
 		}
 	})
 	log.want(t, events.RedisSlotMigrationStarted, 3)
+
+	// The minimal ACL user (docs/redis.md) reads the jobs with
+	// +cluster|getslotmigrations; without it the rest is read, the
+	// migration series are absent and the exporter says once what to
+	// allow. Read from the two masters left: m1's last job failed.
+	t.Run("minimal ACL", func(t *testing.T) {
+		const password = "m0ving-Sl0ts"
+		for _, m := range []lab.RedisNode{m0, m1} {
+			for user, extra := range map[string]string{"mover": " +cluster|getslotmigrations", "plain": ""} {
+				c.CLI(t, m.Port, append([]string{"ACL", "SETUSER", user, "reset", "on", ">" + password, "-@all"}, strings.Fields(aclCommands+extra)...)...)
+			}
+		}
+		t.Setenv("FAILOVER_EXPORTER_TEST_REDIS_PASSWORD", password)
+		as := func(user string, logs *lockedBuffer) func(*config.RedisCluster, *gokitlog.Logger) {
+			return func(cfg *config.RedisCluster, logger *gokitlog.Logger) {
+				cfg.Username = user
+				cfg.Password = config.Secret{Env: "FAILOVER_EXPORTER_TEST_REDIS_PASSWORD"}
+				*logger = gokitlog.NewLogfmtLogger(logs)
+			}
+		}
+		moverLogs, plainLogs := &lockedBuffer{}, &lockedBuffer{}
+		mover := startExporter(t, []string{m1.Addr}, as("mover", moverLogs))
+		plain := startExporter(t, []string{m1.Addr}, as("plain", plainLogs))
+		lab.RedisWaitFor(t, 10*time.Second, "jobs read with +cluster|getslotmigrations", func() error {
+			s := mover.gather()
+			return firstError(s.expect(1, "redis_cluster_up"),
+				s.expect(1, "redis_cluster_node_slot_migration_last_outcome", nodeLabels3(m1.Port, "outcome", "failed")...))
+		})
+		lab.RedisWaitFor(t, 10*time.Second, "three refreshes without +cluster|getslotmigrations", func() error {
+			if n, _ := plain.gather().value("redis_cluster_exporter_refreshes_total"); n < 3 {
+				return fmt.Errorf("%g refreshes", n)
+			}
+			return nil
+		})
+		s := plain.gather()
+		if err := firstError(s.expect(1, "redis_cluster_up"), s.expect(0, "redis_cluster_exporter_refresh_failures_total")); err != nil {
+			t.Error(err)
+		}
+		for _, name := range []string{"redis_cluster_node_slot_migration_jobs", "redis_cluster_node_slot_migration_last_outcome", "redis_cluster_slot_migrations_finished_total"} {
+			if _, ok := s[name]; ok {
+				t.Errorf("%s served to a user refused CLUSTER GETSLOTMIGRATIONS", name)
+			}
+		}
+		if n := strings.Count(plainLogs.String(), "allow +cluster|getslotmigrations"); n != 1 {
+			t.Errorf("the refusal was logged %d times, want once:\n%s", n, plainLogs.String())
+		}
+		if strings.Contains(moverLogs.String(), "atomic slot migration jobs refused") {
+			t.Errorf("a refusal logged for the user allowed the command:\n%s", moverLogs.String())
+		}
+	})
 }
 
 // loadKeys writes n keys whose slots are in first..last to the master on

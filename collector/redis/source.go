@@ -39,6 +39,9 @@ type source struct {
 	peers peer.Cache
 	// slotStats reads the hot slots; nil unless slot_stats.top is set.
 	slotStats *slotStatsReader
+	// migrationsRefusedLogged makes an ACL refusing the atomic slot
+	// migration command one log line: it repeats on every refresh.
+	migrationsRefusedLogged atomic.Bool
 }
 
 // nodeClient is the connection to one node.
@@ -439,13 +442,29 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 		// A node whose jobs cannot be read (an ACL refusing the command)
 		// is still read; its migration series are absent.
 		if view.Migrations, err = nc.readMigrations(replies[6], api); err != nil {
-			level.Debug(s.logger).Log("msg", "reading atomic slot migrations failed", "addr", nc.addr, "err", err)
+			s.reportMigrationsUnread(nc.addr, api, err)
 		} else {
 			view.MigrationsRead = true
 		}
 	}
 	view.AnsweredAt = answeredAt
 	return view, nil
+}
+
+// reportMigrationsUnread logs a node whose atomic slot migration jobs could
+// not be read: once per source, at warn level, when the ACL refuses the
+// command (it lasts until someone allows it), at debug level otherwise.
+func (s *source) reportMigrationsUnread(addr string, api migrationAPI, err error) {
+	if strings.Contains(strings.ToLower(err.Error()), "noperm") && s.migrationsRefusedLogged.CompareAndSwap(false, true) {
+		allow := "+cluster|getslotmigrations"
+		if api == migrationAPIRedis {
+			allow = "+cluster|migration"
+		}
+		level.Warn(s.logger).Log("msg", "atomic slot migration jobs refused: allow "+allow+" to the exporter's ACL user (docs/redis.md); the redis_cluster_node_slot_migration_* series are absent until then; logged once",
+			"node", addr, "err", err)
+		return
+	}
+	level.Debug(s.logger).Log("msg", "reading atomic slot migrations failed", "addr", addr, "err", err)
 }
 
 // commandNames names the commands queryNode sends, in order, for errors.
