@@ -103,7 +103,7 @@ var metrics = func() descs {
 		viewsConsistent: newGauge("redis_cluster_views_consistent",
 			"0 if the members have disagreed on a slot's owner or on a node's failure for over 15 s, outside any slot migration; 1 otherwise."+fromRefresh),
 		slotsInMigration: newGauge("redis_cluster_slots_in_migration",
-			"Hash slots some member has in migrating or importing state (a reshard in progress)."+fromRefresh),
+			"Hash slots some member has in migrating or importing state (a reshard in progress), or in an atomic slot migration job it reports running (Valkey 9.0+, Redis 8.4+)."+fromRefresh),
 		slotsInConflict: newGauge("redis_cluster_slots_in_conflict",
 			"Hash slots whose owner the members have disputed for over 15 s, outside any slot migration."+fromRefresh),
 		failovers: newCounter("redis_cluster_failovers_total",

@@ -362,7 +362,7 @@ redis_cluster_up{redis_cluster="main"} 1
 # HELP redis_cluster_views_consistent 0 if the members have disagreed on a slot's owner or on a node's failure for over 15 s, outside any slot migration; 1 otherwise. As of the last refresh.
 # TYPE redis_cluster_views_consistent gauge
 redis_cluster_views_consistent{redis_cluster="main"} 1
-# HELP redis_cluster_slots_in_migration Hash slots some member has in migrating or importing state (a reshard in progress). As of the last refresh.
+# HELP redis_cluster_slots_in_migration Hash slots some member has in migrating or importing state (a reshard in progress), or in an atomic slot migration job it reports running (Valkey 9.0+, Redis 8.4+). As of the last refresh.
 # TYPE redis_cluster_slots_in_migration gauge
 redis_cluster_slots_in_migration{redis_cluster="main"} 1
 # HELP redis_cluster_slots_in_conflict Hash slots whose owner the members have disputed for over 15 s, outside any slot migration. As of the last refresh.

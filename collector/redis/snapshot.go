@@ -72,7 +72,8 @@ type Snapshot struct {
 	// disputeSettleTime and not because of a migration (consistency.go).
 	ViewsConsistent bool
 	// SlotsInMigration are slots some member has in migrating or importing
-	// state (a reshard in progress).
+	// state (a reshard in progress) or in an atomic slot migration job it
+	// reports running.
 	SlotsInMigration int
 	// SlotsInConflict are slots whose owner the members have disputed for
 	// longer than disputeSettleTime, outside any migration.
