@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -41,8 +42,8 @@ func TestBuildSnapshotDerivesPartitionAndBrokerState(t *testing.T) {
 	if p0.Leader != 2 || !p0.UnderReplicated() || p0.UnderMinISR(2) || !p0.AtMinISR(2) || p0.LeaderIsPreferred() {
 		t.Errorf("partition 0 = %+v: want leader 2, under-replicated, at min ISR, not preferred", p0)
 	}
-	if len(p0.OfflineReplicas) != 1 || p0.OfflineReplicas[0] != 1 {
-		t.Errorf("partition 0 offline replicas = %v, want [1]", p0.OfflineReplicas)
+	if !slices.Equal(p0.OfflineReplicas(), []int32{1}) {
+		t.Errorf("partition 0 offline replicas = %v, want [1]", p0.OfflineReplicas())
 	}
 	p1 := orders.Partitions[1]
 	if !p1.LeaderIsPreferred() {
@@ -135,7 +136,7 @@ func TestBuildSnapshotReassignmentsFollowKIP352(t *testing.T) {
 	if !p0.Reassigning() || p0.UnderReplicated() || p0.ReplicationFactor() != 2 || !p0.AtMinISR(2) {
 		t.Errorf("partition 0 = %+v: want reassigning, not under-replicated, RF 2, at min ISR", p0)
 	}
-	if p1.Reassigning() || p1.ReplicationFactor() != 2 || len(p1.RemovingReplicas) != 0 {
+	if p1.Reassigning() || p1.ReplicationFactor() != 2 || len(p1.RemovingReplicas()) != 0 {
 		t.Errorf("partition 1 = %+v: its reassignment completed, want not reassigning, RF 2", p1)
 	}
 	if !p2.UnderReplicated() {
@@ -170,7 +171,7 @@ func TestCountRacks(t *testing.T) {
 		Topics: []Topic{{Name: "t", Partitions: []Partition{
 			{ID: 0, Leader: 1, Replicas: []int32{1, 3}, ISR: []int32{1, 3}},
 			{ID: 1, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1}},
-			{ID: 2, Leader: 1, Replicas: []int32{1, 3, 2}, ISR: []int32{1, 3}, AddingReplicas: []int32{2}},
+			{ID: 2, Leader: 1, Replicas: []int32{1, 3, 2}, ISR: []int32{1, 3}, rare: &partitionRare{addingReplicas: []int32{2}}},
 		}}},
 	}
 	s.countRacks()
@@ -179,7 +180,7 @@ func TestCountRacks(t *testing.T) {
 	}
 	ps := s.Topics[0].Partitions
 	for i, want := range []struct{ replicaRacks, isrRacks int }{{1, 1}, {2, 1}, {1, 1}} {
-		if ps[i].ReplicaRacks != want.replicaRacks || ps[i].ISRRacks != want.isrRacks {
+		if int(ps[i].ReplicaRacks) != want.replicaRacks || int(ps[i].ISRRacks) != want.isrRacks {
 			t.Errorf("partition %d: replica racks %d ISR racks %d, want %d %d", i, ps[i].ReplicaRacks, ps[i].ISRRacks, want.replicaRacks, want.isrRacks)
 		}
 	}

@@ -520,7 +520,7 @@ func emitLeanPartition(ch exposition.Sink, s *Snapshot, t *Topic, p *Partition, 
 		}
 		return
 	}
-	ch.Add(metrics.partitionOfflineReplicas, float64(len(p.OfflineReplicas)), labels...)
+	ch.Add(metrics.partitionOfflineReplicas, float64(len(p.OfflineReplicas())), labels...)
 	ch.Add(metrics.partitionOffline, bool01(p.Offline()), labels...)
 	ch.Add(metrics.partitionLeaderIsPreferred, bool01(p.LeaderIsPreferred()), labels...)
 	if t.MinISR > 0 {
@@ -538,7 +538,7 @@ func emitFullPartition(ch exposition.Sink, s *Snapshot, t *Topic, p *Partition, 
 	ch.Add(metrics.partitionLeader, float64(p.Leader), labels...)
 	ch.Add(metrics.partitionReplicas, float64(p.ReplicationFactor()), labels...)
 	ch.Add(metrics.partitionISR, float64(len(p.ISR)), labels...)
-	ch.Add(metrics.partitionOfflineReplicas, float64(len(p.OfflineReplicas)), labels...)
+	ch.Add(metrics.partitionOfflineReplicas, float64(len(p.OfflineReplicas())), labels...)
 	ch.Add(metrics.partitionUnderReplicated, bool01(p.UnderReplicated()), labels...)
 	ch.Add(metrics.partitionOffline, bool01(p.Offline()), labels...)
 	ch.Add(metrics.partitionLeaderIsPreferred, bool01(p.LeaderIsPreferred()), labels...)
@@ -565,13 +565,13 @@ func emitRareStates(ch exposition.Sink, s *Snapshot, t *Topic, p *Partition, lab
 	if s.ReassignmentsKnown {
 		ch.Add(metrics.partitionReassigning, bool01(p.Reassigning()), labels...)
 		if p.Reassigning() {
-			ch.Add(metrics.partitionAddingReplicas, float64(len(p.AddingReplicas)), labels...)
-			ch.Add(metrics.partitionRemovingReplicas, float64(len(p.RemovingReplicas)), labels...)
+			ch.Add(metrics.partitionAddingReplicas, float64(len(p.AddingReplicas())), labels...)
+			ch.Add(metrics.partitionRemovingReplicas, float64(len(p.RemovingReplicas())), labels...)
 		}
 	}
-	if s.ELRKnown && !p.ELRStale && p.UnderMinISR(t.MinISR) {
-		ch.Add(metrics.partitionELR, float64(len(p.ELR)), labels...)
-		ch.Add(metrics.partitionLastKnownELR, float64(len(p.LastKnownELR)), labels...)
+	if s.ELRKnown && !p.ELRStale() && p.UnderMinISR(t.MinISR) {
+		ch.Add(metrics.partitionELR, float64(len(p.ELR())), labels...)
+		ch.Add(metrics.partitionLastKnownELR, float64(len(p.LastKnownELR())), labels...)
 		ch.Add(metrics.partitionNoCleanLeader, bool01(p.NoCleanLeader()), labels...)
 	}
 }

@@ -181,7 +181,7 @@ func TestMetricNamesCoverEverythingCollected(t *testing.T) {
 	rs := []int32{1, 2, 3}
 	before, _ := failoverSnapshots()
 	after := snapshotOf([]int32{2, 3}, part{2, rs, []int32{2, 3}}, part{-1, rs, nil})
-	after.Topics[0].Partitions[0].RemovingReplicas = []int32{1}
+	after.Topics[0].Partitions[0].setReassignment(nil, []int32{1})
 	after.countNoCleanLeader()
 	for i := range after.Brokers {
 		after.Brokers[i].Rack = "rack-" + brokerLabel(after.Brokers[i].ID%2)

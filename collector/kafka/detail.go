@@ -17,7 +17,7 @@ import "time"
 // it, say). Every per-partition alert fires on one of these, so an alert
 // always finds its partition's series.
 func unhealthy(s *Snapshot, t *Topic, p *Partition) bool {
-	if p.UnderReplicated() || p.Offline() || len(p.OfflineReplicas) > 0 || p.Reassigning() ||
+	if p.UnderReplicated() || p.Offline() || len(p.OfflineReplicas()) > 0 || p.Reassigning() ||
 		(t.MinISR > 0 && len(p.ISR) <= t.MinISR) {
 		return true
 	}

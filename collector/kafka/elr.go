@@ -185,8 +185,7 @@ func topicsBelowMinISR(snap *Snapshot) []string {
 // applyDescribed copies a partition's ELR from DescribeTopicPartitions and
 // marks it stale when the answer's leader or ISR is not the Metadata's.
 func applyDescribed(p *Partition, rp *kmsg.DescribeTopicPartitionsResponseTopicPartition) {
-	p.ELR, p.LastKnownELR = rp.EligibleLeaderReplicas, rp.LastKnownELR
-	p.ELRStale = rp.LeaderID != p.Leader || !sameMembers(rp.ISR, p.ISR)
+	p.setELR(rp.EligibleLeaderReplicas, rp.LastKnownELR, rp.LeaderID != p.Leader || !sameMembers(rp.ISR, p.ISR))
 }
 
 // sameMembers reports whether two replica lists hold the same brokers, in

@@ -20,8 +20,8 @@ func TestNoCleanLeader(t *testing.T) {
 	}{
 		{"leader", Partition{Leader: 1, ISR: []int32{1}}, false},
 		{"no leader, last leader kept in ISR (ELR off)", Partition{Leader: NoLeader, ISR: []int32{2}}, false},
-		{"no leader, ELR members may return", Partition{Leader: NoLeader, ELR: []int32{2, 3}}, false},
-		{"no leader, no ISR, no ELR", Partition{Leader: NoLeader, LastKnownELR: []int32{3}}, true},
+		{"no leader, ELR members may return", Partition{Leader: NoLeader, rare: &partitionRare{elr: []int32{2, 3}}}, false},
+		{"no leader, no ISR, no ELR", Partition{Leader: NoLeader, rare: &partitionRare{lastKnownELR: []int32{3}}}, true},
 	}
 	for _, tc := range cases {
 		if got := tc.p.NoCleanLeader(); got != tc.want {
@@ -101,35 +101,35 @@ func TestDescribedPartitionOfALaterStateIsStale(t *testing.T) {
 	later.LeaderID, later.ISR = 1, []int32{1}
 	p := leaderless
 	applyDescribed(&p, &later)
-	if !p.ELRStale || p.NoCleanLeader() {
-		t.Errorf("elected between the requests: stale %v, no clean leader %v; want stale and not reported", p.ELRStale, p.NoCleanLeader())
+	if !p.ELRStale() || p.NoCleanLeader() {
+		t.Errorf("elected between the requests: stale %v, no clean leader %v; want stale and not reported", p.ELRStale(), p.NoCleanLeader())
 	}
 
 	same := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 	same.LeaderID, same.LastKnownELR = NoLeader, []int32{1}
 	p = leaderless
 	applyDescribed(&p, &same)
-	if p.ELRStale || !slices.Equal(p.LastKnownELR, []int32{1}) {
-		t.Errorf("same state: stale %v, last known ELR %v", p.ELRStale, p.LastKnownELR)
+	if p.ELRStale() || !slices.Equal(p.LastKnownELR(), []int32{1}) {
+		t.Errorf("same state: stale %v, last known ELR %v", p.ELRStale(), p.LastKnownELR())
 	}
 
 	reordered := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 	reordered.LeaderID, reordered.ISR = 2, []int32{1, 2}
 	p = Partition{Leader: 2, Replicas: []int32{1, 2}, ISR: []int32{2, 1}}
 	applyDescribed(&p, &reordered)
-	if p.ELRStale {
+	if p.ELRStale() {
 		t.Error("the same ISR in another order was taken for another state")
 	}
 
 	// The refresh after a stale one, with nothing to restore it from, does
 	// not count the election as unclean.
-	prev := &Snapshot{ELRKnown: true, Topics: []Topic{{Name: "t", MinISR: 2, Partitions: []Partition{{Leader: NoLeader, Replicas: []int32{1, 2}, ELRStale: true}}}}}
+	prev := &Snapshot{ELRKnown: true, Topics: []Topic{{Name: "t", MinISR: 2, Partitions: []Partition{{Leader: NoLeader, Replicas: []int32{1, 2}, rare: &partitionRare{elrStale: true}}}}}}
 	next := &Snapshot{ELRKnown: true, Topics: []Topic{{Name: "t", MinISR: 2, Partitions: []Partition{{Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1}}}}}}
 	carryTransitions(prev, next)
 	if n := next.Topics[0].Partitions[0].UncleanElections; n != 0 {
 		t.Errorf("unclean elections after a stale ELR read: %d, want 0", n)
 	}
-	prev.Topics[0].Partitions[0].ELRStale = false
+	prev.Topics[0].Partitions[0].setELR(nil, nil, false)
 	next.Topics[0].Partitions[0].UncleanElections = 0
 	carryTransitions(prev, next)
 	if n := next.Topics[0].Partitions[0].UncleanElections; n != 1 {
@@ -158,7 +158,7 @@ func TestStaleELRReadTakesThePreviousRefreshs(t *testing.T) {
 			}
 			leaderless := Partition{Leader: NoLeader, Replicas: []int32{1, 2}}
 			first := leaderless
-			first.LastKnownELR = []int32{1}
+			first.setELR(nil, []int32{1}, false)
 			racing := leaderless
 			described := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 			described.LeaderID, described.ISR = c.newLeader, []int32{c.newLeader}
@@ -167,8 +167,8 @@ func TestStaleELRReadTakesThePreviousRefreshs(t *testing.T) {
 			s3 := snap(Partition{Leader: c.newLeader, Replicas: []int32{1, 2}, ISR: []int32{c.newLeader}})
 			carryTransitions(nil, s1)
 			carryTransitions(s1, s2)
-			if p := s2.Topics[0].Partitions[0]; p.ELRStale || !slices.Equal(p.LastKnownELR, []int32{1}) {
-				t.Fatalf("stale read not restored from the previous refresh: stale %v, last known ELR %v", p.ELRStale, p.LastKnownELR)
+			if p := s2.Topics[0].Partitions[0]; p.ELRStale() || !slices.Equal(p.LastKnownELR(), []int32{1}) {
+				t.Fatalf("stale read not restored from the previous refresh: stale %v, last known ELR %v", p.ELRStale(), p.LastKnownELR())
 			}
 			carryTransitions(s2, s3)
 			if n := s3.Topics[0].Partitions[0].UncleanElections; n != c.want {

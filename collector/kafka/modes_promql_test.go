@@ -38,7 +38,7 @@ func TestLeanReplacementsGiveTheFullSeries(t *testing.T) {
 	healthyBefore := at(snapshotOf([]int32{1, 2, 3}, part{1, rs, rs}, part{2, rs, rs}, part{1, []int32{1, 2}, []int32{1, 2}}, part{1, []int32{1, 3}, []int32{1, 3}}), t0, 0)
 	healthy := at(snapshotOf([]int32{1, 2, 3}, part{1, rs, rs}, part{2, rs, rs}, part{1, []int32{1, 2}, []int32{1, 2}}, part{1, []int32{1, 3}, []int32{1, 3}}), t0, time.Second)
 	failover := at(snapshotOf([]int32{2, 3}, part{2, rs, []int32{2, 3}}, part{-1, rs, nil}, part{2, []int32{1, 2}, []int32{2}}, part{3, []int32{1, 3}, []int32{3}}), t0, 2*time.Second)
-	failover.Topics[0].Partitions[0].RemovingReplicas = []int32{1}
+	failover.Topics[0].Partitions[0].setReassignment(nil, []int32{1})
 	refreshes(time.Minute, healthyBefore, healthy, failover)
 	for _, s := range []*Snapshot{healthy, failover} {
 		withRacks(s)

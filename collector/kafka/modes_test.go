@@ -259,7 +259,7 @@ func TestServedFamiliesMatchWhatEachModeEmits(t *testing.T) {
 	t0 := time.Now()
 	before := at(snapshotOf([]int32{1, 2, 3}, part{1, rs, rs}, part{1, rs, rs}), t0, 0)
 	after := at(snapshotOf([]int32{2, 3}, part{2, rs, []int32{2, 3}}, part{-1, rs, nil}), t0, time.Second)
-	after.Topics[0].Partitions[0].RemovingReplicas = []int32{1}
+	after.Topics[0].Partitions[0].setReassignment(nil, []int32{1})
 	for i := range after.Brokers {
 		after.Brokers[i].Rack = "rack-" + brokerLabel(after.Brokers[i].ID%2)
 	}

@@ -151,39 +151,24 @@ type Topic struct {
 
 // Partition is one partition's replication state and the transitions this
 // exporter has observed for it since it first saw it.
+//
+// It is kept small because a snapshot holds one per partition, and during
+// a refresh two snapshots are alive: at a million partitions every 8 bytes
+// here cost 16 MB. What is empty for a healthy partition sits behind one
+// pointer (rare), read through the methods below.
 type Partition struct {
 	ID int32
 	// Leader is the leader's broker ID, or -1 when there is none.
-	Leader   int32
+	Leader int32
+	// Replicas and ISR share one array per snapshot (build.go's idArena).
 	Replicas []int32
 	ISR      []int32
-	// OfflineReplicas are assigned replicas whose broker is not live or
-	// whose log directory is offline.
-	OfflineReplicas []int32
-	// AddingReplicas and RemovingReplicas are what an in-progress
-	// reassignment adds and removes. During a reassignment Replicas is the
-	// union of the old and the target replicas (KIP-455).
-	AddingReplicas   []int32
-	RemovingReplicas []int32
-	// ELR are the eligible leader replicas (KIP-966): replicas that left an
-	// ISR already below min ISR and may still lead without losing
-	// acknowledged writes. LastKnownELR are the last ELR members of a
-	// partition whose ELR emptied. Read only for partitions below min ISR;
-	// Kafka keeps both empty otherwise.
-	ELR          []int32
-	LastKnownELR []int32
-	// ELRStale is true when DescribeTopicPartitions, sent just after
-	// Metadata, already saw another leader or ISR for the partition: its
-	// ELR then belongs to a later state than the rest of the snapshot (an
-	// election happened between the two requests). carryTransitions gives
-	// it back the previous refresh's ELR when the partition's leader and
-	// ISR have not changed since; otherwise its ELR series are left out for
-	// that refresh, and the next refresh does not judge an unclean election
-	// against it.
-	ELRStale bool
+	// rare is nil while the partition has no offline replica, no
+	// reassignment and no ELR; set it through editRare.
+	rare *partitionRare
 	// ReplicaRacks and ISRRacks count the distinct racks of the replicas
 	// and of the ISR (brokers without a rack do not count).
-	ReplicaRacks, ISRRacks int
+	ReplicaRacks, ISRRacks uint16
 	// Detailed is true while the partition is unhealthy and for the hold
 	// after it recovered (carryDetail): the lean and unhealthy modes serve
 	// its detailed series then.
@@ -195,6 +180,119 @@ type Partition struct {
 	// UncleanElections counts leader changes to a replica that could not
 	// have been elected cleanly (see carryTransitions).
 	UncleanElections uint64
+}
+
+// partitionRare holds a partition's state that is empty while it is
+// healthy.
+type partitionRare struct {
+	// offlineReplicas are assigned replicas whose broker is not live or
+	// whose log directory is offline.
+	offlineReplicas []int32
+	// addingReplicas and removingReplicas are what an in-progress
+	// reassignment adds and removes. During a reassignment Replicas is the
+	// union of the old and the target replicas (KIP-455).
+	addingReplicas   []int32
+	removingReplicas []int32
+	// elr are the eligible leader replicas (KIP-966): replicas that left an
+	// ISR already below min ISR and may still lead without losing
+	// acknowledged writes. lastKnownELR are the last ELR members of a
+	// partition whose ELR emptied. Read only for partitions below min ISR;
+	// Kafka keeps both empty otherwise.
+	elr          []int32
+	lastKnownELR []int32
+	// elrStale is true when DescribeTopicPartitions, sent just after
+	// Metadata, already saw another leader or ISR for the partition: its
+	// ELR then belongs to a later state than the rest of the snapshot (an
+	// election happened between the two requests). carryTransitions gives
+	// it back the previous refresh's ELR when the partition's leader and
+	// ISR have not changed since; otherwise its ELR series are left out for
+	// that refresh, and the next refresh does not judge an unclean election
+	// against it.
+	elrStale bool
+}
+
+// editRare returns a copy of p's rare state for p to hold from now on, so
+// that a change never reaches another snapshot that shares the old one.
+func (p *Partition) editRare() *partitionRare {
+	rare := &partitionRare{}
+	if p.rare != nil {
+		*rare = *p.rare
+	}
+	p.rare = rare
+	return rare
+}
+
+// OfflineReplicas are the assigned replicas whose broker is not live or
+// whose log directory is offline.
+func (p *Partition) OfflineReplicas() []int32 {
+	if p.rare == nil {
+		return nil
+	}
+	return p.rare.offlineReplicas
+}
+
+// AddingReplicas are the replicas an in-progress reassignment adds.
+func (p *Partition) AddingReplicas() []int32 {
+	if p.rare == nil {
+		return nil
+	}
+	return p.rare.addingReplicas
+}
+
+// RemovingReplicas are the replicas an in-progress reassignment removes.
+func (p *Partition) RemovingReplicas() []int32 {
+	if p.rare == nil {
+		return nil
+	}
+	return p.rare.removingReplicas
+}
+
+// ELR are the eligible leader replicas (see partitionRare.elr).
+func (p *Partition) ELR() []int32 {
+	if p.rare == nil {
+		return nil
+	}
+	return p.rare.elr
+}
+
+// LastKnownELR are the last ELR members of a partition whose ELR emptied.
+func (p *Partition) LastKnownELR() []int32 {
+	if p.rare == nil {
+		return nil
+	}
+	return p.rare.lastKnownELR
+}
+
+// ELRStale reports whether the partition's ELR was read in a later state
+// than the rest of the snapshot (see partitionRare.elrStale).
+func (p *Partition) ELRStale() bool { return p.rare != nil && p.rare.elrStale }
+
+// setReassignment records an in-progress reassignment's replica changes.
+func (p *Partition) setReassignment(adding, removing []int32) {
+	if p.rare == nil && len(adding) == 0 && len(removing) == 0 {
+		return
+	}
+	rare := p.editRare()
+	rare.addingReplicas, rare.removingReplicas = adding, removing
+}
+
+// setELR records the partition's ELR as read, or as carried from the
+// previous refresh.
+func (p *Partition) setELR(elr, lastKnownELR []int32, stale bool) {
+	if p.rare == nil && len(elr) == 0 && len(lastKnownELR) == 0 && !stale {
+		return
+	}
+	rare := p.editRare()
+	rare.elr, rare.lastKnownELR, rare.elrStale = elr, lastKnownELR, stale
+}
+
+// setOfflineReplicas records the replicas on dead brokers or offline log
+// directories.
+func (p *Partition) setOfflineReplicas(ids []int32) {
+	if p.rare == nil && len(ids) == 0 {
+		return
+	}
+	p.editRare().offlineReplicas = ids
 }
 
 // NoLeader is the leader ID Kafka reports for a partition without a leader.
@@ -209,11 +307,11 @@ func (p *Partition) Offline() bool { return p.Leader == NoLeader }
 // those a reassignment is still adding. A replica being added is not
 // expected in the ISR yet, so it makes a partition neither under-replicated
 // nor bigger.
-func (p *Partition) ReplicationFactor() int { return len(p.Replicas) - len(p.AddingReplicas) }
+func (p *Partition) ReplicationFactor() int { return len(p.Replicas) - len(p.AddingReplicas()) }
 
 // Reassigning reports whether a reassignment of the partition is in progress.
 func (p *Partition) Reassigning() bool {
-	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
+	return p.rare != nil && (len(p.rare.addingReplicas) > 0 || len(p.rare.removingReplicas) > 0)
 }
 
 // UnderReplicated reports whether fewer replicas are in sync than the
@@ -237,14 +335,14 @@ func (p *Partition) AtMinISR(minISR int) bool { return minISR > 0 && len(p.ISR) 
 // ELR are empty. Only an unclean election (data loss) brings it back.
 // Meaningful only when the snapshot's ELRKnown is true.
 func (p *Partition) NoCleanLeader() bool {
-	return !p.ELRStale && p.Offline() && len(p.ISR) == 0 && len(p.ELR) == 0
+	return !p.ELRStale() && p.Offline() && len(p.ISR) == 0 && len(p.ELR()) == 0
 }
 
 // RackUnsafe reports whether the replicas sit in fewer racks than they
 // could, given racks racks in the cluster: losing one rack then costs more
 // replicas than it has to.
 func (p *Partition) RackUnsafe(racks int) bool {
-	return racks > 0 && p.ReplicaRacks < min(p.ReplicationFactor(), racks)
+	return racks > 0 && int(p.ReplicaRacks) < min(p.ReplicationFactor(), racks)
 }
 
 // LeaderIsPreferred reports whether the leader is the first assigned

@@ -93,10 +93,10 @@ func countTransitions(prev, next *Snapshot) {
 			np.ISRShrinks = pp.ISRShrinks
 			np.ISRExpands = pp.ISRExpands
 			np.UncleanElections = pp.UncleanElections
-			if np.ELRStale && !pp.ELRStale && pp.Leader == np.Leader && sameMembers(pp.ISR, np.ISR) {
+			if np.ELRStale() && !pp.ELRStale() && pp.Leader == np.Leader && sameMembers(pp.ISR, np.ISR) {
 				// The ELR read raced an election, but the partition's
 				// state is the previous refresh's: so is its ELR.
-				np.ELR, np.LastKnownELR, np.ELRStale = pp.ELR, pp.LastKnownELR, false
+				np.setELR(pp.ELR(), pp.LastKnownELR(), false)
 			}
 			if prev.ReassignmentsKnown && next.ReassignmentsKnown {
 				if kind, before, after, ok := reassignmentEvent(pp, np); ok {
@@ -120,7 +120,7 @@ func countTransitions(prev, next *Snapshot) {
 				}
 				next.Events.Add(at, kind, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
 			}
-			if elrKnown(prev, pt) && !pp.ELRStale && uncleanElection(pp, np) {
+			if elrKnown(prev, pt) && !pp.ELRStale() && uncleanElection(pp, np) {
 				np.UncleanElections++
 				if b := findBroker(next.Brokers, np.Leader); b != nil {
 					b.Transitions.UncleanElections++
@@ -243,8 +243,8 @@ func reassignmentEvent(prev, next *Partition) (kind events.Kind, before, after s
 // when the metadata was read before the reassignment began (the
 // reassignments are read just after it).
 func reassignmentTarget(p *Partition) []int32 {
-	target := slices.DeleteFunc(slices.Clone(p.Replicas), func(id int32) bool { return slices.Contains(p.RemovingReplicas, id) })
-	for _, id := range p.AddingReplicas {
+	target := slices.DeleteFunc(slices.Clone(p.Replicas), func(id int32) bool { return slices.Contains(p.RemovingReplicas(), id) })
+	for _, id := range p.AddingReplicas() {
 		if !slices.Contains(target, id) {
 			target = append(target, id)
 		}
@@ -255,8 +255,8 @@ func reassignmentTarget(p *Partition) []int32 {
 // reassignmentOrigin is the assignment a reassignment moves away from, and
 // the one a cancellation restores: the replicas without those being added.
 func reassignmentOrigin(p *Partition) []int32 {
-	origin := slices.DeleteFunc(slices.Clone(p.Replicas), func(id int32) bool { return slices.Contains(p.AddingReplicas, id) })
-	for _, id := range p.RemovingReplicas {
+	origin := slices.DeleteFunc(slices.Clone(p.Replicas), func(id int32) bool { return slices.Contains(p.AddingReplicas(), id) })
+	for _, id := range p.RemovingReplicas() {
 		if !slices.Contains(origin, id) {
 			origin = append(origin, id)
 		}
@@ -327,7 +327,7 @@ func uncleanElection(prev, next *Partition) bool {
 	}
 	// Kafka with unclean elections off may still elect the last known ELR
 	// member that was the last leader (KIP-966); that is not counted either.
-	for _, cleanly := range [][]int32{prev.ISR, prev.ELR, prev.LastKnownELR, prev.AddingReplicas} {
+	for _, cleanly := range [][]int32{prev.ISR, prev.ELR(), prev.LastKnownELR(), prev.AddingReplicas()} {
 		if slices.Contains(cleanly, next.Leader) {
 			return false
 		}
