@@ -41,6 +41,14 @@ func syntheticMetadata(partitions int) *sarama.MetadataResponse {
 	return md
 }
 
+// ownTopics is md with a Topics slice of its own, for building more than
+// one snapshot from one response: buildSnapshot consumes md.Topics.
+func ownTopics(md *sarama.MetadataResponse) *sarama.MetadataResponse {
+	own := *md
+	own.Topics = slices.Clone(md.Topics)
+	return &own
+}
+
 func syntheticSnapshot(partitions int) *Snapshot {
 	md := syntheticMetadata(partitions)
 	minISR := map[string]int{}
@@ -143,11 +151,11 @@ func BenchmarkRender500kPartitions(b *testing.B) { benchmarkRender(b, 500_000) }
 
 func benchmarkBuild(b *testing.B, partitions int) {
 	md := syntheticMetadata(partitions)
-	prev := buildSnapshot(md, all, TopicConfigCache{}, nil, time.Now())
+	prev := buildSnapshot(ownTopics(md), all, TopicConfigCache{}, nil, time.Now())
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		next := buildSnapshot(md, all, TopicConfigCache{}, nil, time.Now())
+		next := buildSnapshot(ownTopics(md), all, TopicConfigCache{}, nil, time.Now())
 		carryTransitions(prev, next)
 	}
 }
@@ -187,7 +195,7 @@ func benchmarkBrokerDeath(b *testing.B, partitions int, backdate bool) {
 	}
 	t0 := time.Now()
 	snap := func(md *sarama.MetadataResponse, at time.Time, unreachable bool) *Snapshot {
-		s := buildSnapshot(md, all, TopicConfigCache{}, nil, at)
+		s := buildSnapshot(ownTopics(md), all, TopicConfigCache{}, nil, at)
 		s.backdateLimit = limit
 		for i := range s.Brokers {
 			s.Brokers[i].Reachable = !(unreachable && s.Brokers[i].ID == 3)

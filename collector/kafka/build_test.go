@@ -117,16 +117,20 @@ func TestBuildSnapshotSkipsTopicsWithoutPartitionData(t *testing.T) {
 // completed between the two requests (its replicas no longer include the
 // adding or removing ones), so it counts as done, as kafka-topics.sh does.
 func TestBuildSnapshotReassignmentsFollowKIP352(t *testing.T) {
-	md := threeBrokerMetadata(1, 2, 3)
-	md.AddTopicPartition("moving", 0, 1, []int32{1, 2, 3}, []int32{1, 2}, nil, sarama.ErrNoError)
-	md.AddTopicPartition("moving", 1, 2, []int32{2, 3}, []int32{2, 3}, nil, sarama.ErrNoError)
-	md.AddTopicPartition("moving", 2, 1, []int32{1, 2}, []int32{1}, nil, sarama.ErrNoError)
+	// buildSnapshot consumes the topics of the response it is given.
+	metadata := func() *sarama.MetadataResponse {
+		md := threeBrokerMetadata(1, 2, 3)
+		md.AddTopicPartition("moving", 0, 1, []int32{1, 2, 3}, []int32{1, 2}, nil, sarama.ErrNoError)
+		md.AddTopicPartition("moving", 1, 2, []int32{2, 3}, []int32{2, 3}, nil, sarama.ErrNoError)
+		md.AddTopicPartition("moving", 2, 1, []int32{1, 2}, []int32{1}, nil, sarama.ErrNoError)
+		return md
+	}
 	ras := &sarama.ListPartitionReassignmentsResponse{}
 	ras.AddBlock("moving", 0, []int32{1, 2, 3}, []int32{3}, nil)
 	ras.AddBlock("moving", 1, []int32{1, 2, 3}, nil, []int32{1})
 	configs := TopicConfigCache{MinISR: map[string]int{"moving": 2}}
 
-	s := buildSnapshot(md, all, configs, ras.TopicStatus, time.Now())
+	s := buildSnapshot(metadata(), all, configs, ras.TopicStatus, time.Now())
 
 	if !s.ReassignmentsKnown {
 		t.Fatal("ReassignmentsKnown = false with an answer")
@@ -154,7 +158,7 @@ func TestBuildSnapshotReassignmentsFollowKIP352(t *testing.T) {
 	}
 
 	// Without an answer the listed replicas are all the exporter knows.
-	unknown := buildSnapshot(md, all, configs, nil, time.Now())
+	unknown := buildSnapshot(metadata(), all, configs, nil, time.Now())
 	if unknown.ReassignmentsKnown || unknown.Topics[0].ReplicationFactor != 3 || !unknown.Topics[0].Partitions[0].UnderReplicated() {
 		t.Errorf("without reassignments: known %v RF %d; want false, 3, partition 0 under-replicated",
 			unknown.ReassignmentsKnown, unknown.Topics[0].ReplicationFactor)
