@@ -228,24 +228,54 @@ type largeClusterFigures struct {
 	slowest       time.Duration
 	refreshes     []float64 // seconds, the exporter's own figure, one per scrape
 	rssMB, peakMB int
+	series        int // series lines of one scrape, the exporter's own included
+}
+
+// largeClusterRun is one run of measureCluster.
+type largeClusterRun struct {
+	addr         string // the fake cluster's bootstrap address
+	partitions   int
+	leaderSeries int // kafka_partition_leader series the mode serves
+	interval     time.Duration
+	maxPeakRSSMB int           // 0: recorded, not checked
+	maxScrape    time.Duration // 0: recorded, not checked
+	flags        []string      // more exporter flags, such as --kafka.partition-metrics
+	label        string        // names the figure beside the partition count
 }
 
 // measureLargeCluster runs the exporter against a cluster of the given
 // size, refreshing every interval, scrapes it ten times, spaced by a third
 // of the interval, and records the figures.
 func measureLargeCluster(t *testing.T, partitions int, interval time.Duration, maxPeakRSSMB int, maxScrape time.Duration) largeClusterFigures {
-	addr := fakeLargeCluster(t, partitions, false)
-	e := exportertest.Start(t, "--kafka.server="+addr, "--kafka.cluster-name=big", "--refresh.interval="+interval.String())
+	return measureCluster(t, largeClusterRun{
+		addr: fakeLargeCluster(t, partitions, false), partitions: partitions, leaderSeries: partitions,
+		interval: interval, maxPeakRSSMB: maxPeakRSSMB, maxScrape: maxScrape,
+	})
+}
+
+// measureCluster is measureLargeCluster for any fake cluster and flags.
+func measureCluster(t *testing.T, run largeClusterRun) largeClusterFigures {
+	e := exportertest.Start(t, append([]string{"--kafka.server=" + run.addr, "--kafka.cluster-name=big", "--refresh.interval=" + run.interval.String()}, run.flags...)...)
 	e.WaitReady(t, 5*time.Minute)
+	var f largeClusterFigures
 	// The series are complete, and both encodings carry all of them.
 	for _, compressed := range []bool{true, false} {
-		if n := countSeries(t, e.URL, compressed, "kafka_partition_leader"); n != partitions {
-			t.Fatalf("partition leader series (gzip %v) = %d, want %d", compressed, n, partitions)
+		leaders, series := 0, 0
+		scanMetrics(t, e.URL, compressed, func(line string) {
+			if strings.HasPrefix(line, "kafka_partition_leader{") {
+				leaders++
+			}
+			if line != "" && line[0] != '#' {
+				series++
+			}
+		})
+		if leaders != run.leaderSeries {
+			t.Fatalf("partition leader series (gzip %v) = %d, want %d", compressed, leaders, run.leaderSeries)
 		}
+		f.series = series
 	}
 	// Several refreshes and scrapes, both encodings, so the peak includes
 	// steady-state churn.
-	var f largeClusterFigures
 	const scrapes = 10
 	for i := 0; i < scrapes; i++ {
 		compressed := i%2 == 0
@@ -258,17 +288,17 @@ func measureLargeCluster(t *testing.T, partitions int, interval time.Duration, m
 		}
 		f.slowest = max(f.slowest, d)
 		f.refreshes = append(f.refreshes, scrapeValue(t, e.URL, `kafka_exporter_refresh_duration_seconds{kafka_cluster="big"}`))
-		time.Sleep(interval / 3)
+		time.Sleep(run.interval / 3)
 	}
 	f.rssMB = procStatusKB(t, e.PID(), "VmRSS") / 1024
 	f.peakMB = procStatusKB(t, e.PID(), "VmHWM") / 1024
-	t.Logf("FIGURE %d partitions: gzip /metrics %s; plain /metrics %s; refresh (kafka_exporter_refresh_duration_seconds) median %.0f ms, up to %.0f ms; RSS %d MB, peak RSS %d MB",
-		partitions, f.gzip, f.plain, medianOf(f.refreshes)*1000, slices.Max(f.refreshes)*1000, f.rssMB, f.peakMB)
-	if maxPeakRSSMB > 0 && f.peakMB > maxPeakRSSMB {
-		t.Errorf("peak RSS %d MB at %d partitions, requirement is at most %d MB", f.peakMB, partitions, maxPeakRSSMB)
+	t.Logf("FIGURE %d partitions%s: gzip /metrics %s; plain /metrics %s; refresh (kafka_exporter_refresh_duration_seconds) median %.0f ms, up to %.0f ms; RSS %d MB, peak RSS %d MB; %d series; load average %s",
+		run.partitions, run.label, f.gzip, f.plain, medianOf(f.refreshes)*1000, slices.Max(f.refreshes)*1000, f.rssMB, f.peakMB, f.series, loadAverage())
+	if run.maxPeakRSSMB > 0 && f.peakMB > run.maxPeakRSSMB {
+		t.Errorf("peak RSS %d MB at %d partitions, requirement is at most %d MB", f.peakMB, run.partitions, run.maxPeakRSSMB)
 	}
-	if maxScrape > 0 && f.slowest > maxScrape {
-		t.Errorf("slowest /metrics response %s at %d partitions, requirement is at most %s for every scrape", f.slowest, partitions, maxScrape)
+	if run.maxScrape > 0 && f.slowest > run.maxScrape {
+		t.Errorf("slowest /metrics response %s at %d partitions, requirement is at most %s for every scrape", f.slowest, run.partitions, run.maxScrape)
 	}
 	return f
 }
