@@ -227,9 +227,15 @@ func faultKafkaScrapeBurst(t *testing.T, cluster *lab.KafkaCluster) {
 	proxy := newFaultProxy(t, cluster.BrokerAddr(1))
 	e := exportertest.Start(t, "--kafka.server="+proxy.addr, "--kafka.cluster-name=lab", "--refresh.interval=500ms")
 	e.WaitReady(t, 30*time.Second)
-	waitMetrics(t, e, 30*time.Second, "kafka_up 1 through the proxy", func(m exportertest.Metrics) (bool, string) {
-		return faultGauge(m, "kafka_up", nil) == 1, m.Describe("kafka_up", nil)
+	// A steady state: every per-refresh request answered (on a loaded
+	// machine the first refreshes can run out of time, and the connections
+	// their abandoned requests held are replaced in the next ones), then two
+	// more refreshes.
+	waitMetrics(t, e, 30*time.Second, "kafka_up 1 through the proxy, quorum and reassignments read", func(m exportertest.Metrics) (bool, string) {
+		return faultGauge(m, "kafka_up", nil) == 1 && len(m.Series("kafka_quorum_leader", nil)) == 1 &&
+			len(m.Series("kafka_topic_reassigning_partitions", nil)) > 0, m.Describe("kafka_up", nil)
 	})
+	time.Sleep(time.Second)
 
 	type window struct {
 		connections, metadata, describe, reassignments, quorum, other, refreshes, scrapes int
