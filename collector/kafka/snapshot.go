@@ -209,6 +209,12 @@ type partitionRare struct {
 	// that refresh, and the next refresh does not judge an unclean election
 	// against it.
 	elrStale bool
+	// finishOrigin and finishSeenAt hold back a reassignment that seemed
+	// to finish on the replicas it had while in progress (heldFinish in
+	// transitions.go): the replicas it started from, and when the
+	// exporter first saw it no longer in progress.
+	finishOrigin []int32
+	finishSeenAt time.Time
 }
 
 // editRare returns a copy of p's rare state for p to hold from now on, so
@@ -284,6 +290,22 @@ func (p *Partition) setELR(elr, lastKnownELR []int32, stale bool) {
 	}
 	rare := p.editRare()
 	rare.elr, rare.lastKnownELR, rare.elrStale = elr, lastKnownELR, stale
+}
+
+// heldFinish returns the reassignment finish held back by the previous
+// refresh (see partitionRare.finishOrigin); ok is false when there is none.
+func (p *Partition) heldFinish() (origin []int32, seenAt time.Time, ok bool) {
+	if p.rare == nil || p.rare.finishSeenAt.IsZero() {
+		return nil, time.Time{}, false
+	}
+	return p.rare.finishOrigin, p.rare.finishSeenAt, true
+}
+
+// holdFinish holds back the finish of a reassignment that started from
+// origin and was first seen ended at seenAt.
+func (p *Partition) holdFinish(origin []int32, seenAt time.Time) {
+	rare := p.editRare()
+	rare.finishOrigin, rare.finishSeenAt = origin, seenAt
 }
 
 // setOfflineReplicas records the replicas on dead brokers or offline log

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
 )
@@ -99,9 +100,10 @@ func countTransitions(prev, next *Snapshot) {
 				np.setELR(pp.ELR(), pp.LastKnownELR(), false)
 			}
 			if prev.ReassignmentsKnown && next.ReassignmentsKnown {
-				if kind, before, after, ok := reassignmentEvent(pp, np); ok {
-					next.Events.Add(at, kind, events.PartitionSubject(nt.Name, np.ID), before, after)
-				}
+				addReassignmentEvents(&next.Events, at, events.PartitionSubject(nt.Name, np.ID), pp, np)
+			} else if origin, seenAt, held := pp.heldFinish(); held {
+				// Not decided without the reassignments: still held.
+				np.holdFinish(origin, seenAt)
 			}
 			if np.Leader != pp.Leader {
 				np.LeaderChanges++
@@ -210,6 +212,40 @@ func leaderText(id int32) string {
 		return "none"
 	}
 	return strconv.FormatInt(int64(id), 10)
+}
+
+// addReassignmentEvents adds the reassignment events of a partition
+// between prev and next (reassignmentEvent), except that it holds back, by
+// one refresh, a reassignment that seems to finish on the replicas it had
+// while in progress.
+//
+// ListPartitionReassignments is answered by the controller and Metadata by
+// any broker, whose cache may lag the controller by a moment: right after
+// a cancel, the refresh can read "no reassignment" and still the in-progress
+// replicas (the old ones and those being added). In one refresh that is
+// exactly a reassignment that finished by adding replicas, so the event
+// waits for the next refresh: its replicas tell a finish from a cancel.
+// The held event carries the time the refresh first saw the reassignment
+// ended.
+func addReassignmentEvents(list *events.List, at time.Time, subject events.Subject, prev, next *Partition) {
+	if origin, seenAt, held := prev.heldFinish(); held {
+		if !next.Reassigning() {
+			list.Add(seenAt, events.KafkaReassignmentFinished, subject, brokerIDsText(origin), brokerIDsText(next.Replicas))
+			return
+		}
+		// Another reassignment began within the refresh: the held one had
+		// finished on the replicas prev read.
+		list.Add(seenAt, events.KafkaReassignmentFinished, subject, brokerIDsText(origin), brokerIDsText(prev.Replicas))
+		list.Add(at, events.KafkaReassignmentStarted, subject, brokerIDsText(prev.Replicas), brokerIDsText(reassignmentTarget(next)))
+		return
+	}
+	if prev.Reassigning() && !next.Reassigning() && len(prev.AddingReplicas()) > 0 && slices.Equal(prev.Replicas, next.Replicas) {
+		next.holdFinish(reassignmentOrigin(prev), at)
+		return
+	}
+	if kind, before, after, ok := reassignmentEvent(prev, next); ok {
+		list.Add(at, kind, subject, before, after)
+	}
 }
 
 // reassignmentEvent tells whether a reassignment of the partition started
