@@ -159,7 +159,7 @@ func checkUTF8(b []byte) error {
 var durationKeys = func() map[string]bool {
 	keys := map[string]bool{}
 	durationType := reflect.TypeOf(time.Duration(0))
-	for _, t := range []reflect.Type{reflect.TypeOf(KafkaCluster{}), reflect.TypeOf(RedisCluster{})} {
+	for _, t := range []reflect.Type{reflect.TypeOf(KafkaCluster{}), reflect.TypeOf(RedisCluster{}), reflect.TypeOf(Mirror{})} {
 		for i := range t.NumField() {
 			if f := t.Field(i); f.Type == durationType {
 				keys[strings.Split(f.Tag.Get("yaml"), ",")[0]] = true

@@ -43,6 +43,8 @@ const (
 type Config struct {
 	Kafka []KafkaCluster `yaml:"kafka"`
 	Redis []RedisCluster `yaml:"redis"`
+	// Mirrors are MirrorMaker 2 flows between clusters of Kafka.
+	Mirrors []Mirror `yaml:"mirrors"`
 }
 
 // KafkaCluster describes one Kafka cluster to watch.
@@ -451,6 +453,23 @@ func (c *Config) Complete() error {
 			errs = append(errs, fmt.Errorf("redis cluster %q is defined twice", r.Name))
 		}
 		names["redis/"+r.Name] = true
+	}
+	kafka := map[string]KafkaCluster{}
+	for _, k := range c.Kafka {
+		kafka[k.Name] = k
+	}
+	for i := range c.Mirrors {
+		m := &c.Mirrors[i]
+		m.applyDefaults()
+		if err := checkName(m.Name); err != nil {
+			errs = append(errs, fmt.Errorf("mirror %d: %w", i+1, err))
+		} else if err := m.validate(kafka); err != nil {
+			errs = append(errs, fmt.Errorf("mirror %d (%q): %w", i+1, m.Name, err))
+		}
+		if names["mirror/"+m.Name] {
+			errs = append(errs, fmt.Errorf("mirror %q is defined twice", m.Name))
+		}
+		names["mirror/"+m.Name] = true
 	}
 	return errors.Join(errs...)
 }

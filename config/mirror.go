@@ -1,0 +1,203 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Mirror describes one MirrorMaker 2 replication flow between two Kafka
+// clusters of the config, read from the clusters themselves: the flow's
+// offset syncs, checkpoints and heartbeats, and both clusters' offsets
+// (collector/mirror, docs/mirror.md).
+type Mirror struct {
+	// Name is the value of the mirror label.
+	Name string `yaml:"name"`
+	// Source and Target name clusters of the config's kafka list; the flow
+	// connects with their settings, TLS and SASL included.
+	Source string `yaml:"source"`
+	Target string `yaml:"target"`
+	// SourceAlias and TargetAlias are the clusters' aliases in the
+	// MirrorMaker 2 config; they default to the clusters' names.
+	SourceAlias string `yaml:"source_alias"`
+	TargetAlias string `yaml:"target_alias"`
+	// ReplicationPolicy names remote topics: default (<source
+	// alias>.<topic>, MM2's DefaultReplicationPolicy with separator ".")
+	// or identity (the topic's own name, IdentityReplicationPolicy).
+	ReplicationPolicy string `yaml:"replication_policy"`
+	// Topics selects the source topics the flow replicates (anchored; all
+	// by default). MM2's internal topics are never counted.
+	Topics *Regexp `yaml:"topics"`
+	// OffsetSyncsTopic is MM2's offset-syncs topic, on the cluster
+	// OffsetSyncsTopicLocation names (source by default, as MM2's
+	// offset-syncs.topic.location).
+	OffsetSyncsTopic         string `yaml:"offset_syncs_topic"`
+	OffsetSyncsTopicLocation string `yaml:"offset_syncs_topic_location"`
+	// CheckpointsTopic is MM2's checkpoints topic on the target.
+	CheckpointsTopic string `yaml:"checkpoints_topic"`
+	// HeartbeatsTopic is the heartbeats topic on the source; it reaches the
+	// target as <source alias>.heartbeats with either policy.
+	HeartbeatsTopic string        `yaml:"heartbeats_topic"`
+	RefreshInterval time.Duration `yaml:"refresh_interval"`
+	RefreshTimeout  time.Duration `yaml:"refresh_timeout"`
+	// StallAfter is the age of the newest replicated heartbeat beyond
+	// which the flow counts as stalled (an event, and
+	// kafka_mirror_stalled). Above MM2's emit.heartbeats.interval.seconds
+	// (1 s by default) plus a refresh.
+	StallAfter time.Duration `yaml:"stall_after"`
+	// PartitionMetrics adds per-partition series (records not replicated,
+	// seconds behind) to the per-topic ones.
+	PartitionMetrics bool `yaml:"partition_metrics"`
+
+	// SourceCluster and TargetCluster are the named clusters' settings,
+	// filled in by Config.Complete.
+	SourceCluster KafkaCluster `yaml:"-"`
+	TargetCluster KafkaCluster `yaml:"-"`
+}
+
+// Replication policies.
+const (
+	ReplicationPolicyDefault  = "default"
+	ReplicationPolicyIdentity = "identity"
+)
+
+// Where MM2 keeps the offset syncs (offset-syncs.topic.location).
+const (
+	OffsetSyncsOnSource = "source"
+	OffsetSyncsOnTarget = "target"
+)
+
+// Defaults of a mirror flow.
+const (
+	DefaultMirrorHeartbeatsTopic = "heartbeats"
+	DefaultMirrorStallAfter      = 30 * time.Second
+)
+
+func (m *Mirror) applyDefaults() {
+	if m.SourceAlias == "" {
+		m.SourceAlias = m.Source
+	}
+	if m.TargetAlias == "" {
+		m.TargetAlias = m.Target
+	}
+	if m.ReplicationPolicy == "" {
+		m.ReplicationPolicy = ReplicationPolicyDefault
+	}
+	if m.Topics == nil {
+		m.Topics, _ = NewRegexp(".*")
+	}
+	if m.OffsetSyncsTopicLocation == "" {
+		m.OffsetSyncsTopicLocation = OffsetSyncsOnSource
+	}
+	if m.OffsetSyncsTopic == "" {
+		// MM2's offsetSyncsTopic(alias): the alias of the other cluster
+		// than the one the topic is on.
+		alias := m.TargetAlias
+		if m.OffsetSyncsTopicLocation == OffsetSyncsOnTarget {
+			alias = m.SourceAlias
+		}
+		m.OffsetSyncsTopic = "mm2-offset-syncs." + alias + ".internal"
+	}
+	if m.CheckpointsTopic == "" {
+		m.CheckpointsTopic = m.SourceAlias + ".checkpoints.internal"
+	}
+	if m.HeartbeatsTopic == "" {
+		m.HeartbeatsTopic = DefaultMirrorHeartbeatsTopic
+	}
+	if m.RefreshInterval == 0 {
+		m.RefreshInterval = DefaultRefreshInterval
+	}
+	if m.RefreshTimeout == 0 {
+		m.RefreshTimeout = refreshTimeoutFor(m.RefreshInterval)
+	}
+	if m.StallAfter == 0 {
+		m.StallAfter = DefaultMirrorStallAfter
+	}
+}
+
+// validate checks the flow's own settings and resolves its clusters from
+// kafka, the config's Kafka clusters by name.
+func (m *Mirror) validate(kafka map[string]KafkaCluster) error {
+	var errs []error
+	if m.Name == "" {
+		errs = append(errs, errors.New("name is required (the mirror label)"))
+	}
+	for _, side := range []struct{ key, name string }{{"source", m.Source}, {"target", m.Target}} {
+		if side.name == "" {
+			errs = append(errs, fmt.Errorf("%s is required: the name of a cluster of the kafka list", side.key))
+			continue
+		}
+		if _, ok := kafka[side.name]; !ok {
+			errs = append(errs, fmt.Errorf("%s %q is not a cluster of the kafka list (%s)", side.key, side.name, listNames(kafka)))
+		}
+	}
+	if m.Source != "" && m.Source == m.Target {
+		errs = append(errs, fmt.Errorf("source and target are both %q: a flow replicates between two clusters", m.Source))
+	}
+	switch m.ReplicationPolicy {
+	case ReplicationPolicyDefault, ReplicationPolicyIdentity:
+	default:
+		errs = append(errs, fmt.Errorf("replication_policy %q is not one of default, identity", m.ReplicationPolicy))
+	}
+	switch m.OffsetSyncsTopicLocation {
+	case OffsetSyncsOnSource, OffsetSyncsOnTarget:
+	default:
+		errs = append(errs, fmt.Errorf("offset_syncs_topic_location %q is not one of source, target", m.OffsetSyncsTopicLocation))
+	}
+	for _, alias := range []struct{ key, value string }{{"source_alias", m.SourceAlias}, {"target_alias", m.TargetAlias}} {
+		if alias.value != "" && !kafkaTopicName.MatchString(alias.value+".x") {
+			errs = append(errs, fmt.Errorf("%s %q cannot be part of a Kafka topic name", alias.key, alias.value))
+		}
+	}
+	if m.SourceAlias != "" && m.SourceAlias == m.TargetAlias {
+		errs = append(errs, fmt.Errorf("source_alias and target_alias are both %q", m.SourceAlias))
+	}
+	for _, topic := range []struct{ key, value string }{
+		{"offset_syncs_topic", m.OffsetSyncsTopic}, {"checkpoints_topic", m.CheckpointsTopic}, {"heartbeats_topic", m.HeartbeatsTopic},
+	} {
+		if !kafkaTopicName.MatchString(topic.value) || topic.value == "." || topic.value == ".." {
+			errs = append(errs, fmt.Errorf("%s %q is not a valid Kafka topic name", topic.key, topic.value))
+		}
+	}
+	// Each request has its cluster's dial and request timeouts.
+	errs = append(errs, validateTimings(m.RefreshInterval, m.RefreshTimeout, time.Second, time.Second, "")...)
+	if m.StallAfter <= 0 {
+		errs = append(errs, fmt.Errorf("stall_after %s must be positive", m.StallAfter))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	m.SourceCluster, m.TargetCluster = kafka[m.Source], kafka[m.Target]
+	return nil
+}
+
+func listNames(kafka map[string]KafkaCluster) string {
+	if len(kafka) == 0 {
+		return "the kafka list is empty"
+	}
+	names := make([]string, 0, len(kafka))
+	for name := range kafka {
+		names = append(names, fmt.Sprintf("%q", name))
+	}
+	slices.Sort(names)
+	return "known: " + strings.Join(names, ", ")
+}
+
+// Fingerprint identifies the flow's settings and both clusters' settings,
+// with the current contents of their TLS files and SASL passwords: a
+// reload restarts the flow when either cluster's connection changed.
+func (m Mirror) Fingerprint() (string, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("fingerprint config: %w", err)
+	}
+	parts := [][]byte{b}
+	for _, k := range []KafkaCluster{m.SourceCluster, m.TargetCluster} {
+		parts = append(parts, k.TLS.fileContents()...)
+		parts = append(parts, k.SASL.Password.currentValue())
+	}
+	return keyedDigest(parts...), nil
+}

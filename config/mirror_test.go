@@ -1,0 +1,99 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const twoClusters = `
+kafka:
+  - name: eu
+    bootstrap_servers: [127.0.0.1:9092]
+    client_id: eu-reader
+  - name: us
+    bootstrap_servers: [127.0.0.1:9192]
+`
+
+func TestMirrorDefaults(t *testing.T) {
+	cfg, err := Parse([]byte(twoClusters + `
+mirrors:
+  - name: eu-us
+    source: eu
+    target: us
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cfg.Mirrors[0]
+	if m.SourceAlias != "eu" || m.TargetAlias != "us" || m.ReplicationPolicy != ReplicationPolicyDefault ||
+		m.OffsetSyncsTopic != "mm2-offset-syncs.us.internal" || m.OffsetSyncsTopicLocation != OffsetSyncsOnSource ||
+		m.CheckpointsTopic != "eu.checkpoints.internal" || m.HeartbeatsTopic != "heartbeats" ||
+		m.RefreshInterval != DefaultRefreshInterval || m.RefreshTimeout != 4*time.Second || m.StallAfter != 30*time.Second ||
+		m.PartitionMetrics || !m.Topics.MatchString("anything") {
+		t.Errorf("defaults not applied: %+v", m)
+	}
+	if m.SourceCluster.ClientID != "eu-reader" || m.TargetCluster.Name != "us" {
+		t.Errorf("clusters not resolved: %+v %+v", m.SourceCluster, m.TargetCluster)
+	}
+	fp, err := m.Fingerprint()
+	if err != nil || fp == "" {
+		t.Fatalf("fingerprint: %q %v", fp, err)
+	}
+	m.TargetCluster.BootstrapServers = []string{"127.0.0.1:9999"}
+	if other, _ := m.Fingerprint(); other == fp {
+		t.Error("fingerprint ignores the target cluster's settings")
+	}
+}
+
+func TestMirrorAliasesAndLocation(t *testing.T) {
+	cfg, err := Parse([]byte(twoClusters + `
+mirrors:
+  - name: eu-us
+    source: eu
+    target: us
+    source_alias: primary
+    target_alias: backup
+    offset_syncs_topic_location: target
+    replication_policy: identity
+    topics: "orders.*"
+    stall_after: 1m
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cfg.Mirrors[0]
+	if m.OffsetSyncsTopic != "mm2-offset-syncs.primary.internal" || m.CheckpointsTopic != "primary.checkpoints.internal" ||
+		m.Topics.MatchString("payments") || m.StallAfter != time.Minute {
+		t.Errorf("%+v", m)
+	}
+}
+
+func TestMirrorValidation(t *testing.T) {
+	for _, tc := range []struct{ mirror, want string }{
+		{"source: eu\n    target: ap", `target "ap" is not a cluster of the kafka list (known: "eu", "us")`},
+		{"source: eu\n    target: eu", `source and target are both "eu"`},
+		{"target: us", "source is required"},
+		{"source: eu\n    target: us\n    topics: \"orders(\"", "invalid regular expression"},
+		{"source: eu\n    target: us\n    replication_policy: custom", `replication_policy "custom" is not one of default, identity`},
+		{"source: eu\n    target: us\n    offset_syncs_topic_location: elsewhere", "offset_syncs_topic_location"},
+		{"source: eu\n    target: us\n    checkpoints_topic: \"a b\"", `checkpoints_topic "a b" is not a valid Kafka topic name`},
+		{"source: eu\n    target: us\n    source_alias: x\n    target_alias: x", `source_alias and target_alias are both "x"`},
+		{"source: eu\n    target: us\n    stall_after: 30", "stall_after: 30 has no unit"},
+		{"source: eu\n    target: us\n    refresh_interval: 2h", "refresh_interval 2h0m0s is longer than 1h0m0s"},
+		{"source: eu\n    target: us\n    bootstrap_servers: [x:1]", "field bootstrap_servers not found"},
+	} {
+		_, err := Parse([]byte(twoClusters + "mirrors:\n  - name: m\n    " + tc.mirror + "\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want one with %q", tc.mirror, err, tc.want)
+		}
+	}
+	_, err := Parse([]byte(twoClusters + "mirrors:\n  - {source: eu, target: us}\n"))
+	if err == nil || !strings.Contains(err.Error(), "name is required") {
+		t.Errorf("unnamed mirror: %v", err)
+	}
+	_, err = Parse([]byte(twoClusters + "mirrors:\n  - {name: m, source: eu, target: us}\n  - {name: m, source: us, target: eu}\n"))
+	if err == nil || !strings.Contains(err.Error(), `mirror "m" is defined twice`) {
+		t.Errorf("duplicate mirror: %v", err)
+	}
+}
