@@ -87,6 +87,19 @@ const (
 	CanaryAcknowledgedWritesLost Kind = "acknowledged_writes_lost"
 )
 
+// MirrorMaker 2 flows (collector/mirror). Stalled: the newest heartbeat
+// replicated to the target is older than the flow's stall_after (Before
+// is empty, After the heartbeat's age, or "no heartbeat"); resumed: it is
+// younger again (Before is the age at the last stalled refresh). A source
+// topic the flow replicates is missing on the target (After: the remote
+// topic's name), or appeared there.
+const (
+	MirrorStalled       Kind = "mirror_stalled"
+	MirrorResumed       Kind = "mirror_resumed"
+	MirrorTopicMissing  Kind = "mirror_topic_missing"
+	MirrorTopicAppeared Kind = "mirror_topic_appeared"
+)
+
 // EventsTruncated marks a refresh whose transitions exceeded MaxPerRefresh:
 // its After is how many were left out.
 const EventsTruncated Kind = "events_truncated"

@@ -1,0 +1,26 @@
+package kafka
+
+import (
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+// FranzOptions are a franz-go client's options for the cluster: its
+// bootstrap servers, client ID, dial and request timeouts, TLS and SASL,
+// as the watcher's own clients have them, for another system that reads
+// the cluster (collector/mirror). The client keeps its own metadata.
+func FranzOptions(cfg config.KafkaCluster) ([]kgo.Opt, error) {
+	_, security, err := clientConfigs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return append(security,
+		kgo.SeedBrokers(cfg.BootstrapServers...),
+		kgo.ClientID(cfg.ClientID),
+		kgo.DialTimeout(cfg.DialTimeout),
+		kgo.RequestTimeoutOverhead(cfg.RequestTimeout),
+		kgo.RetryTimeout(cfg.RequestTimeout),
+		kgo.RequestRetries(1),
+	), nil
+}

@@ -1,0 +1,100 @@
+package mirror
+
+import (
+	"testing"
+	"time"
+
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+func TestPartitionLag(t *testing.T) {
+	sync := func(u, d int64) *OffsetSync { return &OffsetSync{Upstream: u, Downstream: d} }
+	for _, tc := range []struct {
+		name                         string
+		sourceStart, sourceEnd, tEnd int64
+		sync                         *OffsetSync
+		want                         int64
+		known, behindSync            bool
+	}{
+		// The sync is for source 1000 → target 400; the target has 450
+		// records since (targetEnd 851), so the source's 1000..1450 are
+		// replicated and 1451..1499 are not.
+		{"sparse sync, 1:1 since", 0, 1500, 851, sync(1000, 400), 49, true, false},
+		{"caught up at the sync", 0, 1001, 401, sync(1000, 400), 0, true, false},
+		// Target ahead of the source's end: lacks nothing.
+		{"target ahead", 0, 1000, 900, sync(1000, 400), 0, true, false},
+		// The target lost records after the sync (an unclean election):
+		// counted as not replicated, flagged.
+		{"target behind its sync", 0, 1200, 300, sync(1000, 400), 300, true, true},
+		// Records the source deleted cannot be lost with it.
+		{"replicated end before log start", 5000, 5100, 10, sync(100, 5), 100, true, false},
+		{"nothing on the target", 200, 300, 0, nil, 100, true, false},
+		{"empty source partition", 7, 7, 3, nil, 0, true, false},
+		{"no sync read yet", 0, 300, 100, nil, 0, false, false},
+	} {
+		lag := partitionLag(tc.sourceStart, tc.sourceEnd, tc.tEnd, tc.sync)
+		if lag.NotReplicated != tc.want || lag.Known != tc.known || lag.TargetBehindSync != tc.behindSync {
+			t.Errorf("%s: got %+v, want %d not replicated, known %v, behind sync %v", tc.name, lag, tc.want, tc.known, tc.behindSync)
+		}
+	}
+}
+
+func TestSecondsBehind(t *testing.T) {
+	base := time.Unix(1_700_000_000, 0)
+	if d, ok := secondsBehind(0, time.Time{}, time.Time{}); d != 0 || !ok {
+		t.Errorf("caught up: %v %v", d, ok)
+	}
+	if d, ok := secondsBehind(5, base.Add(90*time.Second), base); d != 90*time.Second || !ok {
+		t.Errorf("90 s behind: %v %v", d, ok)
+	}
+	// Non-monotonic CreateTime: never negative.
+	if d, ok := secondsBehind(5, base, base.Add(time.Second)); d != 0 || !ok {
+		t.Errorf("newer replicated record: %v %v", d, ok)
+	}
+	if _, ok := secondsBehind(5, base, time.Time{}); ok {
+		t.Error("a missing record gave a figure")
+	}
+}
+
+func TestReread(t *testing.T) {
+	if n, ok := reread(150, 100); n != 50 || !ok {
+		t.Errorf("committed past the checkpoint: %d %v", n, ok)
+	}
+	// Rewound on the source since the checkpoint.
+	if n, ok := reread(80, 100); n != 0 || !ok {
+		t.Errorf("rewound: %d %v", n, ok)
+	}
+	if _, ok := reread(-1, 100); ok {
+		t.Error("unknown committed offset gave a figure")
+	}
+}
+
+func TestPolicy(t *testing.T) {
+	all, _ := config.NewRegexp(".*")
+	orders, _ := config.NewRegexp("orders.*")
+	def := policy{sourceAlias: "eu", targetAlias: "us", heartbeats: "heartbeats", topics: all}
+	if got := def.remoteTopic("orders"); got != "eu.orders" {
+		t.Errorf("default remote topic %q", got)
+	}
+	if got, ok := def.sourceTopic("eu.orders"); got != "orders" || !ok {
+		t.Errorf("default source topic %q %v", got, ok)
+	}
+	id := policy{identity: true, sourceAlias: "eu", targetAlias: "us", heartbeats: "heartbeats", topics: orders}
+	if got := id.remoteTopic("orders"); got != "orders" {
+		t.Errorf("identity remote topic %q", got)
+	}
+	if got := id.remoteHeartbeats(); got != "eu.heartbeats" {
+		t.Errorf("identity heartbeats %q", got)
+	}
+	for topic, want := range map[string]bool{
+		"orders": true, "__consumer_offsets": false, "mm2-offset-syncs.us.internal": false, "connect-offsets-internal": false,
+		"heartbeats": false, "xx.heartbeats": false, "us.orders": false, "orders.replica": false, ".hidden": false,
+	} {
+		if got := def.replicates(topic); got != want {
+			t.Errorf("default replicates(%q) = %v", topic, got)
+		}
+	}
+	if id.replicates("payments") || !id.replicates("orders-eu") || !id.replicates("orders.us") {
+		t.Error("identity policy with a topics filter")
+	}
+}

@@ -1,0 +1,584 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/failover-exporter/failover_exporter/collector/kafka"
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+// What a read was of, in Snapshot.Errors and the
+// kafka_mirror_read_errors_total series.
+const (
+	readSource       = "source"
+	readTarget       = "target"
+	readOffsetSyncs  = "offset_syncs"
+	readCheckpoints  = "checkpoints"
+	readHeartbeats   = "heartbeats"
+	readTimestamps   = "timestamps"
+	readGroupOffsets = "group_offsets"
+	readDecode       = "decode"
+)
+
+// readKinds lists them, so that every series starts at 0.
+var readKinds = []string{readSource, readTarget, readOffsetSyncs, readCheckpoints, readHeartbeats, readTimestamps, readGroupOffsets, readDecode}
+
+// maxGroups bounds the consumer groups one refresh reports: their
+// series are per group and topic.
+const maxGroups = 1000
+
+// checkpointKey is what the checkpoints topic is compacted by.
+type checkpointKey struct {
+	group, topic string // topic: the remote (target) topic's name
+	partition    int32
+}
+
+type storedCheckpoint struct {
+	Checkpoint
+	at time.Time
+}
+
+// Source reads one mirror flow: a client per cluster, and the internal
+// topics followed from one refresh to the next. Its fields belong to the
+// watcher's goroutine.
+type Source struct {
+	cfg    config.Mirror
+	policy policy
+	logger log.Logger
+	now    func() time.Time
+
+	src, dst *cluster
+	// syncsOn is the cluster the offset-syncs topic is on.
+	syncsOn     *cluster
+	syncs       *follower
+	latestSync  map[partitionKey]OffsetSync
+	newestSync  time.Time
+	checkpoints *follower
+	latestCheck map[checkpointKey]storedCheckpoint
+	errors      map[string]uint64
+	// logged is the last error logged per read, so that a lasting one is
+	// a warning once.
+	logged map[string]string
+}
+
+// NewSource builds the reader of the flow m (defaults applied, clusters
+// resolved by config.Config.Complete). It connects to nothing; Refresh
+// does, and Close releases the clients.
+func NewSource(m config.Mirror, logger log.Logger) (*Source, error) {
+	s := &Source{
+		cfg: m, policy: newPolicy(m), logger: logger, now: time.Now,
+		syncs: newFollower(m.OffsetSyncsTopic), latestSync: map[partitionKey]OffsetSync{},
+		checkpoints: newFollower(m.CheckpointsTopic), latestCheck: map[checkpointKey]storedCheckpoint{},
+		errors: map[string]uint64{}, logged: map[string]string{},
+	}
+	var err error
+	if s.src, err = newCluster(m.SourceCluster); err != nil {
+		return nil, fmt.Errorf("source %q: %w", m.Source, err)
+	}
+	if s.dst, err = newCluster(m.TargetCluster); err != nil {
+		s.src.client.Close()
+		return nil, fmt.Errorf("target %q: %w", m.Target, err)
+	}
+	s.syncsOn = s.src
+	if m.OffsetSyncsTopicLocation == config.OffsetSyncsOnTarget {
+		s.syncsOn = s.dst
+	}
+	return s, nil
+}
+
+func newCluster(k config.KafkaCluster) (*cluster, error) {
+	opts, err := kafka.FranzOptions(k)
+	if err != nil {
+		return nil, err
+	}
+	client, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client config: %w", err)
+	}
+	return &cluster{name: k.Name, client: client}, nil
+}
+
+// Close releases both clients.
+func (s *Source) Close() {
+	s.src.client.Close()
+	s.dst.client.Close()
+}
+
+// failed counts and logs a failed read: a warning the first time it fails
+// with this message, debug while it goes on.
+func (s *Source) failed(what string, err error) {
+	s.errors[what]++
+	msg := err.Error()
+	if s.logged[what] == msg {
+		level.Debug(s.logger).Log("msg", "mirror read still failing", "read", what, "err", err)
+		return
+	}
+	s.logged[what] = msg
+	level.Warn(s.logger).Log("msg", "mirror read failed", "read", what, "err", err)
+}
+
+// succeeded forgets a read's last failure.
+func (s *Source) succeeded(what string) { delete(s.logged, what) }
+
+// both runs a and b at once and waits for them.
+func both(a, b func()) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); a() }()
+	b()
+	wg.Wait()
+}
+
+// Refresh reads the flow once: both clusters' metadata and offsets, what
+// was appended to the offset-syncs and checkpoints topics, the newest
+// replicated heartbeat, the timestamps of the newest source and
+// replicated records of partitions that are behind, and the committed
+// offsets of the checkpointed groups. It fails only when neither cluster
+// answered.
+func (s *Source) Refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
+	snap := &Snapshot{SourceCluster: s.cfg.Source, TargetCluster: s.cfg.Target, ReadAt: s.now()}
+	var srcErr, dstErr error
+	both(func() { srcErr = s.src.readMetadata(ctx) }, func() { dstErr = s.dst.readMetadata(ctx) })
+	if srcErr != nil && dstErr != nil {
+		s.errors[readSource]++
+		s.errors[readTarget]++
+		return nil, fmt.Errorf("source %q: %w; target %q: %w", s.cfg.Source, srcErr, s.cfg.Target, dstErr)
+	}
+
+	topics, parts := s.replicatedTopics(srcErr == nil)
+	remoteParts := s.remotePartitions(topics)
+	var starts, ends, targetEnds map[partitionKey]int64
+	both(func() {
+		if srcErr != nil {
+			return
+		}
+		if starts, srcErr = s.src.listOffsets(ctx, parts, -2); srcErr == nil {
+			ends, srcErr = s.src.listOffsets(ctx, parts, -1)
+		}
+	}, func() {
+		if dstErr != nil {
+			return
+		}
+		targetEnds, dstErr = s.dst.listOffsets(ctx, remoteParts, -1)
+	})
+	snap.SourceUp, snap.TargetUp = srcErr == nil, dstErr == nil
+	for what, err := range map[string]error{readSource: srcErr, readTarget: dstErr} {
+		if err != nil {
+			s.failed(what, err)
+		} else {
+			s.succeeded(what)
+		}
+	}
+
+	// The internal topics, each on its own cluster, at once.
+	both(func() { s.followSyncs(ctx, snap, prev) }, func() {
+		if snap.TargetUp {
+			s.followCheckpoints(ctx)
+			snap.Heartbeat = s.readHeartbeat(ctx, snap.ReadAt)
+		}
+	})
+
+	if snap.SourceUp {
+		snap.Topics = s.topicLags(topics, starts, ends, targetEnds, snap.TargetUp)
+		s.readTimestamps(ctx, snap)
+	}
+	s.readGroups(ctx, snap, topics)
+	s.judgeStall(snap, prev)
+	snap.Errors = maps.Clone(s.errors)
+	findTransitions(prev, snap)
+	return snap, nil
+}
+
+// replicatedTopics are the source topics the flow replicates, by name,
+// and their partitions.
+func (s *Source) replicatedTopics(sourceRead bool) ([]string, []partitionKey) {
+	if !sourceRead {
+		return nil, nil
+	}
+	var topics []string
+	for name := range s.src.topics {
+		if s.policy.replicates(name) {
+			topics = append(topics, name)
+		}
+	}
+	sort.Strings(topics)
+	var parts []partitionKey
+	for _, name := range topics {
+		for _, p := range s.src.topics[name].partitions() {
+			parts = append(parts, partitionKey{name, p})
+		}
+	}
+	return topics, parts
+}
+
+// remotePartitions are the partitions of the remote topics the target
+// has.
+func (s *Source) remotePartitions(topics []string) []partitionKey {
+	var parts []partitionKey
+	for _, name := range topics {
+		remote := s.policy.remoteTopic(name)
+		if meta, ok := s.dst.topics[remote]; ok {
+			for _, p := range meta.partitions() {
+				parts = append(parts, partitionKey{remote, p})
+			}
+		}
+	}
+	return parts
+}
+
+// followSyncs reads what was appended to the offset-syncs topic.
+func (s *Source) followSyncs(ctx context.Context, snap, prev *Snapshot) {
+	if (s.syncsOn == s.src && snap.SourceUp) || (s.syncsOn == s.dst && snap.TargetUp) {
+		var decodeErr error
+		caughtUp, err := s.syncs.poll(ctx, s.syncsOn, func(r *kgo.Record) {
+			sync, err := DecodeOffsetSync(r.Key, r.Value)
+			if err != nil {
+				decodeErr = fmt.Errorf("%s/%d at %d: %w", r.Topic, r.Partition, r.Offset, err)
+				s.errors[readDecode]++
+				return
+			}
+			s.latestSync[partitionKey{sync.Topic, sync.Partition}] = sync
+			if r.Timestamp.After(s.newestSync) {
+				s.newestSync = r.Timestamp
+			}
+		})
+		if decodeErr != nil {
+			level.Debug(s.logger).Log("msg", "skipped offset syncs that did not decode", "last_err", decodeErr)
+		}
+		if err != nil {
+			s.failed(readOffsetSyncs, err)
+		} else {
+			s.succeeded(readOffsetSyncs)
+		}
+		snap.Syncs.CaughtUp = err == nil && caughtUp
+	} else if prev != nil {
+		snap.Syncs.CaughtUp = prev.Syncs.CaughtUp
+	}
+	snap.Syncs.Partitions = len(s.latestSync)
+	snap.Syncs.Newest = s.newestSync
+}
+
+// followCheckpoints reads what was appended to the checkpoints topic,
+// keeping the latest checkpoint per group and partition as compaction
+// does; a tombstone removes one.
+func (s *Source) followCheckpoints(ctx context.Context) {
+	_, err := s.checkpoints.poll(ctx, s.dst, func(r *kgo.Record) {
+		if r.Value == nil {
+			if c, err := DecodeCheckpointKey(r.Key); err == nil {
+				delete(s.latestCheck, checkpointKey{c.Group, c.Topic, c.Partition})
+			}
+			return
+		}
+		c, err := DecodeCheckpoint(r.Key, r.Value)
+		if err != nil {
+			s.errors[readDecode]++
+			return
+		}
+		s.latestCheck[checkpointKey{c.Group, c.Topic, c.Partition}] = storedCheckpoint{c, r.Timestamp}
+	})
+	switch {
+	case errors.Is(err, errTopicAbsent):
+		// No group has a checkpoint yet, or checkpoints are off
+		// (emit.checkpoints.enabled=false): nothing to report.
+		s.succeeded(readCheckpoints)
+	case err != nil:
+		s.failed(readCheckpoints, err)
+	default:
+		s.succeeded(readCheckpoints)
+	}
+}
+
+// readHeartbeat reads the newest heartbeat of each partition of the
+// remote heartbeats topic and keeps the newest of them.
+func (s *Source) readHeartbeat(ctx context.Context, now time.Time) HeartbeatState {
+	topic := s.policy.remoteHeartbeats()
+	meta, ok := s.dst.topics[topic]
+	if !ok {
+		s.failed(readHeartbeats, fmt.Errorf("%s on %s: %w", topic, s.dst.name, errTopicAbsent))
+		return HeartbeatState{}
+	}
+	var parts []partitionKey
+	for _, p := range meta.partitions() {
+		parts = append(parts, partitionKey{topic, p})
+	}
+	ends, err := s.dst.listOffsets(ctx, parts, -1)
+	if err != nil {
+		s.failed(readHeartbeats, err)
+		return HeartbeatState{}
+	}
+	at := map[partitionKey]int64{}
+	for k, end := range ends {
+		if end > 0 {
+			at[k] = end - 1
+		}
+	}
+	records, err := s.dst.recordsAt(ctx, at)
+	if err != nil {
+		s.failed(readHeartbeats, err)
+	} else {
+		s.succeeded(readHeartbeats)
+	}
+	var newest HeartbeatState
+	for _, r := range records {
+		h, err := DecodeHeartbeat(r.Key, r.Value)
+		if err != nil {
+			s.errors[readDecode]++
+			continue
+		}
+		ts := time.UnixMilli(h.Timestamp)
+		if !newest.Known || ts.After(newest.Timestamp) {
+			newest = HeartbeatState{Known: true, Timestamp: ts, Age: max(0, now.Sub(ts))}
+		}
+	}
+	return newest
+}
+
+// topicLags works out every replicated partition's records not
+// replicated.
+func (s *Source) topicLags(topics []string, starts, ends, targetEnds map[partitionKey]int64, targetUp bool) []Topic {
+	out := make([]Topic, 0, len(topics))
+	for _, name := range topics {
+		t := Topic{Name: name, Remote: s.policy.remoteTopic(name), Partitions: len(s.src.topics[name].leaders), RPOKnown: true}
+		remote, present := s.dst.topics[t.Remote]
+		if targetUp {
+			t.Missing = !present
+			t.RemotePartitions = len(remote.leaders)
+		}
+		for _, p := range s.src.topics[name].partitions() {
+			key := partitionKey{name, p}
+			start, okStart := starts[key]
+			end, okEnd := ends[key]
+			if !okStart || !okEnd || !targetUp {
+				t.Unknown++
+				t.RPOKnown = false
+				continue
+			}
+			targetEnd, okTarget := targetEnds[partitionKey{t.Remote, p}]
+			if present && !okTarget {
+				t.Unknown++
+				t.RPOKnown = false
+				continue
+			}
+			var sync *OffsetSync
+			if got, ok := s.latestSync[key]; ok {
+				sync = &got
+			}
+			part := Partition{ID: p, SourceStart: start, SourceEnd: end, TargetEnd: targetEnd, Lag: partitionLag(start, end, targetEnd, sync)}
+			if !part.Known {
+				t.Unknown++
+				t.RPOKnown = false
+			}
+			t.NotReplicated += part.NotReplicated
+			t.Parts = append(t.Parts, part)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// readTimestamps reads, for every partition that is behind, the newest
+// source record and the newest replicated one (on the target; on the
+// source, the first record not replicated, when the target has none), and
+// sets the partitions' and topics' seconds behind.
+func (s *Source) readTimestamps(ctx context.Context, snap *Snapshot) {
+	newestAt, refAt := map[partitionKey]int64{}, map[partitionKey]int64{}
+	firstMissingAt := map[partitionKey]int64{}
+	for _, t := range snap.Topics {
+		for _, p := range t.Parts {
+			if !p.Known || p.NotReplicated == 0 {
+				continue
+			}
+			newestAt[partitionKey{t.Name, p.ID}] = p.SourceEnd - 1
+			if p.TargetEnd > 0 && snap.TargetUp {
+				refAt[partitionKey{t.Remote, p.ID}] = p.TargetEnd - 1
+			} else {
+				firstMissingAt[partitionKey{t.Name, p.ID}] = max(p.SourceStart, p.ReplicatedEnd)
+			}
+		}
+	}
+	if len(newestAt) == 0 {
+		for i := range snap.Topics {
+			s.setTopicRPO(&snap.Topics[i], nil, nil, nil)
+		}
+		return
+	}
+	var newest, firstMissing, ref map[partitionKey]*kgo.Record
+	var srcErr, dstErr error
+	both(func() {
+		newest, srcErr = s.src.recordsAt(ctx, newestAt)
+		var err error
+		if len(firstMissingAt) > 0 {
+			firstMissing, err = s.src.recordsAt(ctx, firstMissingAt)
+		}
+		srcErr = errors.Join(srcErr, err)
+	}, func() {
+		if len(refAt) > 0 {
+			ref, dstErr = s.dst.recordsAt(ctx, refAt)
+		}
+	})
+	if err := errors.Join(srcErr, dstErr); err != nil {
+		s.failed(readTimestamps, err)
+	} else {
+		s.succeeded(readTimestamps)
+	}
+	for i := range snap.Topics {
+		s.setTopicRPO(&snap.Topics[i], newest, firstMissing, ref)
+	}
+}
+
+func (s *Source) setTopicRPO(t *Topic, newest, firstMissing, ref map[partitionKey]*kgo.Record) {
+	for i := range t.Parts {
+		p := &t.Parts[i]
+		if !p.Known {
+			continue
+		}
+		var newestTS, refTS time.Time
+		if r := newest[partitionKey{t.Name, p.ID}]; r != nil {
+			newestTS = r.Timestamp
+		}
+		if r := ref[partitionKey{t.Remote, p.ID}]; r != nil {
+			refTS = r.Timestamp
+		} else if r := firstMissing[partitionKey{t.Name, p.ID}]; r != nil {
+			refTS = r.Timestamp
+		}
+		p.RPO, p.RPOKnown = secondsBehind(p.NotReplicated, newestTS, refTS)
+		if !p.RPOKnown {
+			t.RPOKnown = false
+		}
+		t.RPO = max(t.RPO, p.RPO)
+	}
+}
+
+// readGroups builds the groups' checkpoints for replicated topics and
+// reads the groups' committed offsets on the source.
+func (s *Source) readGroups(ctx context.Context, snap *Snapshot, topics []string) {
+	// The checkpoints name the remote topic; map it back.
+	sourceOf := map[string]string{}
+	for _, name := range topics {
+		sourceOf[s.policy.remoteTopic(name)] = name
+	}
+	if !snap.SourceUp {
+		// Without the source's topic list, trust the policy's naming.
+		for k := range s.latestCheck {
+			if name, ok := s.policy.sourceTopic(k.topic); ok {
+				sourceOf[k.topic] = name
+			}
+		}
+	}
+	byGroupTopic := map[[2]string][]storedCheckpoint{}
+	groupSet := map[string]bool{}
+	for k, c := range s.latestCheck {
+		name, ok := sourceOf[k.topic]
+		if !ok {
+			continue
+		}
+		if !groupSet[k.group] && len(groupSet) >= maxGroups {
+			continue
+		}
+		groupSet[k.group] = true
+		byGroupTopic[[2]string{k.group, name}] = append(byGroupTopic[[2]string{k.group, name}], c)
+	}
+	if len(byGroupTopic) == 0 {
+		return
+	}
+	committed := map[checkpointKey]int64{} // topic: the source topic
+	if snap.SourceUp {
+		groups := make([]string, 0, len(groupSet))
+		for g := range groupSet {
+			groups = append(groups, g)
+		}
+		sort.Strings(groups)
+		var err error
+		committed, err = s.committedOffsets(ctx, groups)
+		if err != nil {
+			s.failed(readGroupOffsets, err)
+		} else {
+			s.succeeded(readGroupOffsets)
+		}
+	}
+	for key, checkpoints := range byGroupTopic {
+		gt := GroupTopic{Group: key[0], Topic: key[1], RereadKnown: true}
+		sort.Slice(checkpoints, func(i, j int) bool { return checkpoints[i].Partition < checkpoints[j].Partition })
+		for _, c := range checkpoints {
+			gp := GroupPartition{ID: c.Partition, Resume: c.Downstream, Checkpointed: c.Upstream, Committed: -1, At: c.at}
+			if off, ok := committed[checkpointKey{gt.Group, gt.Topic, c.Partition}]; ok {
+				gp.Committed = off
+			}
+			var known bool
+			gp.Reread, known = reread(gp.Committed, gp.Checkpointed)
+			if !known {
+				gt.RereadKnown = false
+			}
+			gt.Reread += gp.Reread
+			if gt.OldestCheckpoint.IsZero() || c.at.Before(gt.OldestCheckpoint) {
+				gt.OldestCheckpoint = c.at
+			}
+			gt.Partitions = append(gt.Partitions, gp)
+		}
+		snap.Groups = append(snap.Groups, gt)
+	}
+	sort.Slice(snap.Groups, func(i, j int) bool {
+		if snap.Groups[i].Group != snap.Groups[j].Group {
+			return snap.Groups[i].Group < snap.Groups[j].Group
+		}
+		return snap.Groups[i].Topic < snap.Groups[j].Topic
+	})
+}
+
+// committedOffsets asks the source for the groups' committed offsets, in
+// one batched OffsetFetch (franz-go sends it to each group's coordinator).
+func (s *Source) committedOffsets(ctx context.Context, groups []string) (map[checkpointKey]int64, error) {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	for _, g := range groups {
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group = g
+		req.Groups = append(req.Groups, rg)
+	}
+	kresp, err := s.src.client.Request(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("offset fetch for %d groups: %w", len(groups), err)
+	}
+	out := map[checkpointKey]int64{}
+	var failed error
+	for _, g := range kresp.(*kmsg.OffsetFetchResponse).Groups {
+		if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+			failed = fmt.Errorf("offset fetch for group %s: %w", g.Group, err)
+			continue
+		}
+		for _, t := range g.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == 0 && p.Offset >= 0 {
+					out[checkpointKey{g.Group, t.Topic, p.Partition}] = p.Offset
+				}
+			}
+		}
+	}
+	return out, failed
+}
+
+// judgeStall sets Stalled from the heartbeat's age; while the target is
+// unreachable the previous verdict stands.
+func (s *Source) judgeStall(snap, prev *Snapshot) {
+	switch {
+	case snap.Heartbeat.Known:
+		snap.Stalled = snap.Heartbeat.Age > s.cfg.StallAfter
+	case snap.TargetUp:
+		// No heartbeat on a target that answered: MM2 never replicated
+		// one, or the topic is gone.
+		snap.Stalled = true
+	case prev != nil:
+		snap.Stalled = prev.Stalled
+	}
+}
