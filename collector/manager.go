@@ -18,6 +18,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
+	"github.com/failover-exporter/failover_exporter/collector/mirror"
 	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/config"
@@ -33,6 +34,7 @@ var Systems = []system.System{
 	redis.System,
 	kafkacanary.System,
 	rediscanary.System,
+	mirror.System,
 }
 
 // Watched counts the clusters cfg asks the registry's systems to watch,
