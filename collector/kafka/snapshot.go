@@ -41,6 +41,16 @@ type Snapshot struct {
 	// or was refused) reassignment series are not served and replication
 	// factors count every listed replica.
 	ReassignmentsKnown bool
+	// reassignmentBase is, while ListPartitionReassignments goes
+	// unanswered, the last snapshot in which it was answered: reassignment
+	// events compare with it, so a reassignment that started or ended
+	// during a refresh whose list timed out is still reported, when the
+	// list is answered again (carryReassignmentBase). Nil when this
+	// snapshot has its reassignments, or went too long without.
+	reassignmentBase *Snapshot
+	// reassignmentsUnanswered counts the refreshes in a row, up to this
+	// one, whose ListPartitionReassignments went unanswered.
+	reassignmentsUnanswered int
 	// ELRKnown is true when the cluster offers DescribeTopicPartitions
 	// (Kafka 3.9+) and it answered for every partition below min ISR. When
 	// false, eligible leader replica series are not served.

@@ -78,6 +78,14 @@ func countTransitions(prev, next *Snapshot) {
 	for i := range prev.Topics {
 		prevTopics[prev.Topics[i].Name] = &prev.Topics[i]
 	}
+	base := carryReassignmentBase(prev, next)
+	baseTopics := prevTopics
+	if base != nil && base != prev {
+		baseTopics = make(map[string]*Topic, len(base.Topics))
+		for i := range base.Topics {
+			baseTopics[base.Topics[i].Name] = &base.Topics[i]
+		}
+	}
 	for ti := range next.Topics {
 		nt := &next.Topics[ti]
 		pt, ok := prevTopics[nt.Name]
@@ -99,11 +107,17 @@ func countTransitions(prev, next *Snapshot) {
 				// state is the previous refresh's: so is its ELR.
 				np.setELR(pp.ELR(), pp.LastKnownELR(), false)
 			}
-			if prev.ReassignmentsKnown && next.ReassignmentsKnown {
-				addReassignmentEvents(&next.Events, at, events.PartitionSubject(nt.Name, np.ID), pp, np)
-			} else if origin, seenAt, held := pp.heldFinish(); held {
-				// Not decided without the reassignments: still held.
-				np.holdFinish(origin, seenAt)
+			if base != nil && next.ReassignmentsKnown {
+				bp := pp
+				if base != prev {
+					bp = nil
+					if bt, ok := baseTopics[nt.Name]; ok {
+						bp = findPartition(bt.Partitions, np.ID)
+					}
+				}
+				if bp != nil {
+					addReassignmentEvents(&next.Events, at, events.PartitionSubject(nt.Name, np.ID), bp, np)
+				}
 			}
 			if np.Leader != pp.Leader {
 				np.LeaderChanges++
@@ -212,6 +226,31 @@ func leaderText(id int32) string {
 		return "none"
 	}
 	return strconv.FormatInt(int64(id), 10)
+}
+
+// maxReassignmentsUnanswered bounds how many refreshes in a row may go
+// without ListPartitionReassignments before reassignment events stop
+// comparing with the last snapshot that had it: that snapshot stays in
+// memory meanwhile, and after a long gap its events would be stale news.
+const maxReassignmentsUnanswered = 10
+
+// carryReassignmentBase returns the snapshot that next's reassignment
+// events compare with: prev when prev has its reassignments, else the last
+// snapshot before it that had them (prev.reassignmentBase), or nil when
+// there is none. A next without reassignments keeps that snapshot for the
+// refresh after it.
+func carryReassignmentBase(prev, next *Snapshot) *Snapshot {
+	base := prev
+	if !prev.ReassignmentsKnown {
+		base = prev.reassignmentBase
+	}
+	if !next.ReassignmentsKnown {
+		next.reassignmentsUnanswered = prev.reassignmentsUnanswered + 1
+		if next.reassignmentsUnanswered <= maxReassignmentsUnanswered {
+			next.reassignmentBase = base
+		}
+	}
+	return base
 }
 
 // addReassignmentEvents adds the reassignment events of a partition

@@ -430,6 +430,70 @@ func TestHeldReassignmentFinish(t *testing.T) {
 	}
 }
 
+// A refresh whose ListPartitionReassignments goes unanswered (a CI run
+// under load: "no answer within 172ms") hides nothing: the refresh after it
+// compares with the last one that had the list, so a reassignment that
+// started, or a held finish, is still reported, once.
+func TestReassignmentEventsSurviveAnUnansweredList(t *testing.T) {
+	rs := []int32{1, 2, 3}
+	none := noReassignments()
+	t.Run("started while unanswered", func(t *testing.T) {
+		snaps := []*Snapshot{
+			snapshotReassigning(rs, none, part{1, []int32{1, 2}, []int32{1, 2}}),
+			snapshotReassigning(rs, nil, part{1, rs, []int32{1, 2}}),
+			snapshotReassigning(rs, reassigning(rs, []int32{3}, nil), part{1, rs, []int32{1, 2}}),
+			snapshotReassigning(rs, reassigning(rs, []int32{3}, nil), part{1, rs, []int32{1, 2}}),
+		}
+		got := reassignmentEventsOf(snaps)
+		want := []string{"refresh 2: reassignment_started [1 2] -> [1 2 3]"}
+		if !slices.Equal(got, want) {
+			t.Errorf("events:\n got %q\nwant %q", got, want)
+		}
+	})
+	t.Run("a held finish decided after the gap", func(t *testing.T) {
+		snaps := []*Snapshot{
+			snapshotReassigning(rs, reassigning([]int32{2, 1, 3}, []int32{3}, nil), part{2, []int32{2, 1, 3}, []int32{2, 1}}),
+			snapshotReassigning(rs, none, part{2, []int32{2, 1, 3}, []int32{2, 1}}),
+			snapshotReassigning(rs, nil, part{2, []int32{2, 1}, []int32{2, 1}}),
+			snapshotReassigning(rs, none, part{2, []int32{2, 1}, []int32{2, 1}}),
+		}
+		got := reassignmentEventsOf(snaps)
+		want := []string{"refresh 3: reassignment_finished [2 1] -> [2 1]"}
+		if !slices.Equal(got, want) {
+			t.Errorf("events:\n got %q\nwant %q", got, want)
+		}
+	})
+	t.Run("unanswered too long: the old state is let go", func(t *testing.T) {
+		snaps := []*Snapshot{snapshotReassigning(rs, none, part{1, []int32{1, 2}, []int32{1, 2}})}
+		for range maxReassignmentsUnanswered + 1 {
+			snaps = append(snaps, snapshotReassigning(rs, nil, part{1, rs, []int32{1, 2}}))
+		}
+		snaps = append(snaps, snapshotReassigning(rs, reassigning(rs, []int32{3}, nil), part{1, rs, []int32{1, 2}}))
+		if got := reassignmentEventsOf(snaps); len(got) != 0 {
+			t.Errorf("events after %d unanswered refreshes: %q, want none", maxReassignmentsUnanswered+1, got)
+		}
+		if base := snaps[len(snaps)-2].reassignmentBase; base != nil {
+			t.Error("a snapshot is still held after too many unanswered refreshes")
+		}
+	})
+}
+
+// reassignmentEventsOf carries transitions through snaps in order and
+// lists their reassignment events as "refresh N: kind before -> after".
+func reassignmentEventsOf(snaps []*Snapshot) []string {
+	var out []string
+	carryTransitions(nil, snaps[0])
+	for i := 1; i < len(snaps); i++ {
+		carryTransitions(snaps[i-1], snaps[i])
+		for _, e := range snaps[i].Events.All() {
+			if e.Kind == events.KafkaReassignmentStarted || e.Kind == events.KafkaReassignmentFinished {
+				out = append(out, fmt.Sprintf("refresh %d: %s %s -> %s", i, e.Kind, e.Before, e.After))
+			}
+		}
+	}
+	return out
+}
+
 // The first refresh sees reassignments already in progress: none of them
 // is reported as started, as the exporter did not see them start.
 func TestReassignmentsInProgressAtTheFirstRefreshAreNotEvents(t *testing.T) {
