@@ -50,7 +50,9 @@ apt_install() {
 # version the lab runs (KAFKA_VERSIONS in scripts/kafka/cluster.sh; 3.9 also
 # brings the ZooKeeper of its ZooKeeper mode) is fetched, each into its own
 # cache dir, the three at once: Maven spends most of a fresh machine's fetch
-# waiting on the network.
+# waiting on the network. MirrorMaker 2 (scripts/kafka/mirror.sh, one
+# version whatever the clusters run) is fetched alongside, into its own
+# cache dir.
 KAFKA_LAB_VERSIONS=(3.9 4.1 4.4)
 install_kafka() {
   local pkgs=()
@@ -67,9 +69,11 @@ install_kafka() {
     KAFKA_LAB_VERSION=$version bash "$REPO_ROOT/scripts/kafka/cluster.sh" install &
     pids+=($!)
   done
+  bash "$REPO_ROOT/scripts/kafka/mirror.sh" install &
+  pids+=($!)
   for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
   ((rc == 0)) || die "fetching the Kafka jars failed"
-  log "kafka: ok (java $major, jars of Kafka ${KAFKA_LAB_VERSIONS[*]} cached)"
+  log "kafka: ok (java $major, jars of Kafka ${KAFKA_LAB_VERSIONS[*]} and MirrorMaker 2 cached)"
 }
 
 # Redis Cluster nodes are Debian's redis-server; redis-cli creates clusters.

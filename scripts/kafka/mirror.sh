@@ -1,0 +1,440 @@
+#!/usr/bin/env bash
+# MirrorMaker 2 between two lab Kafka clusters on 127.0.0.1, for the
+# cross-cluster replication tests (internal/lab/mirror.go) and the demo: one
+# JVM running MirrorMaker's dedicated mode
+# (org.apache.kafka.connect.mirror.MirrorMaker, Kafka 4.1.2 from Maven
+# Central, scripts/kafka/mirror-pom.xml), started and stopped by PID like the
+# cluster nodes of cluster.sh.
+#
+# One flow, SOURCE->TARGET (aliases MIRROR_LAB_SOURCE_ALIAS and
+# MIRROR_LAB_TARGET_ALIAS); the reverse flow is disabled. What MirrorMaker
+# then does, and what the tests look at:
+#   * replicates the source topics matching MIRROR_LAB_TOPICS to the target,
+#     as SOURCE.<topic> (DefaultReplicationPolicy) or under the same name
+#     (MIRROR_LAB_POLICY=identity), record timestamps kept;
+#   * writes offset syncs (source offset -> target offset, one per partition
+#     at first and whenever the two drift more than offset.lag.max apart) to
+#     mm2-offset-syncs.TARGET.internal on the source;
+#   * checkpoints the source's consumer groups (every group, MIRROR_LAB_GROUPS)
+#     to SOURCE.checkpoints.internal on the target, every second: each group's
+#     committed offsets translated to the target's;
+#   * emits heartbeats every second into `heartbeats` on both clusters: the
+#     disabled TARGET->SOURCE flow still runs its heartbeat connector (MM2's
+#     default), and SOURCE->TARGET replicates the source's `heartbeats` to
+#     SOURCE.heartbeats on the target (under either policy), which is how the
+#     target sees that the flow is alive;
+#   * keeps each flow's Connect worker state in mm2-{configs,offsets,status}.
+#     <flow source>.internal on that flow's target.
+# Every internal topic has replication factor 1, so one-node clusters do.
+#
+# Usage: scripts/kafka/mirror.sh COMMAND [ARGS]
+#   install          fetch the MirrorMaker jars into the cache and compile
+#                    MirrorOffsets.java (no-op when cached)
+#   start            write $MIRROR_LAB_DIR/mm2.properties, start MirrorMaker and
+#                    wait until it says it started (its connectors then still
+#                    take a few seconds to replicate); prints its PID
+#   stop             SIGTERM (SIGKILL after MIRROR_LAB_STOP_TIMEOUT seconds),
+#                    also when paused; leaves nothing behind
+#   pause / resume   SIGSTOP / SIGCONT the JVM: replication, heartbeats and
+#                    checkpoints stop while its connections stay open
+#   pid              print the JVM's PID (exit 1 if it is not running)
+#   status           running, paused or stopped
+#   logs             path of the log file
+#   translate-offsets GROUP [TIMEOUT_MS]
+#                    RemoteClusterUtils.translateOffsets on the target for
+#                    GROUP of the source (scripts/kafka/MirrorOffsets.java):
+#                    lines "TOPIC<TAB>PARTITION<TAB>OFFSET" of target topics
+#   clean            stop and delete $MIRROR_LAB_DIR
+#
+# Environment (start records what later commands need in mirror.env):
+#   MIRROR_LAB_DIR              state dir (default <repo>/.lab/mirror): mm2.properties,
+#                               target-client.properties, mm2.log, pid
+#   MIRROR_LAB_SOURCE_BOOTSTRAP source cluster's bootstrap servers (required by start)
+#   MIRROR_LAB_TARGET_BOOTSTRAP target cluster's bootstrap servers (required by start)
+#   MIRROR_LAB_SOURCE_ALIAS     default "primary"   } [A-Za-z0-9_-]: the alias is a
+#   MIRROR_LAB_TARGET_ALIAS     default "backup"    } topic name prefix
+#   MIRROR_LAB_TOPICS           source topics to replicate, comma-separated regexes
+#                               (MM2's `topics`), default ".*"; MM2 itself never
+#                               replicates internal topics
+#   MIRROR_LAB_GROUPS           consumer groups to checkpoint, default ".*"
+#   MIRROR_LAB_POLICY           default (DefaultReplicationPolicy) or identity
+#                               (IdentityReplicationPolicy)
+#   MIRROR_LAB_OFFSET_LAG_MAX   offset.lag.max; unset keeps MM2's default (100)
+#   MIRROR_LAB_HEAP             heap flags (default "-Xms64m -Xmx512m")
+#   MIRROR_LAB_START_TIMEOUT / MIRROR_LAB_STOP_TIMEOUT  seconds (120 / 15)
+#   MIRROR_LAB_OWNER_PID        a watchdog runs `stop` once this process is gone
+#                               (the Go lab sets its test binary's PID)
+#   FAILOVER_LAB_CACHE          jar cache root (default ~/.cache/failover_exporter)
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
+
+# Keep in step with mirror.version in mirror-pom.xml. MirrorMaker 4.1 replicates
+# between any two Kafkas the lab runs (checked: 3.9 -> 4.4 and 4.4 -> 3.9).
+MIRROR_VERSION=4.1.2
+CACHE_ROOT=${FAILOVER_LAB_CACHE:-${HOME:-/tmp}/.cache/failover_exporter}
+MIRROR_HOME=$CACHE_ROOT/kafka-mirror-$MIRROR_VERSION
+MIRROR_LIBS=$MIRROR_HOME/libs
+MIRROR_CLASSES=$MIRROR_HOME/classes
+POM=$SCRIPT_DIR/mirror-pom.xml
+HELPER_SRC=$SCRIPT_DIR/MirrorOffsets.java
+
+LAB_DIR=${MIRROR_LAB_DIR:-$REPO_ROOT/.lab/mirror}
+# Absolute, because the process is found by the config path on its command line.
+LAB_DIR=$(realpath -m -- "$LAB_DIR")
+CONF=$LAB_DIR/mm2.properties
+CLIENT_CONF=$LAB_DIR/target-client.properties
+LOGF=$LAB_DIR/mm2.log
+PIDFILE=$LAB_DIR/pid
+HEAP=${MIRROR_LAB_HEAP:--Xms64m -Xmx512m}
+START_TIMEOUT=${MIRROR_LAB_START_TIMEOUT:-120}
+STOP_TIMEOUT=${MIRROR_LAB_STOP_TIMEOUT:-15}
+MAIN_CLASS=org.apache.kafka.connect.mirror.MirrorMaker
+
+LOG4J_CONF=$SCRIPT_DIR/log4j2.properties
+read -r -a HEAP_OPTS <<<"$HEAP"
+# Small heap, no hsperfdata. Unlike the brokers, whose GC pauses would look
+# like failures, MirrorMaker carries a test's trickle of records: the C1
+# compiler alone and the serial collector leave more of a 2-core machine's
+# CPU to the clusters while it starts.
+SERVER_JVM_OPTS=(
+  "${HEAP_OPTS[@]}"
+  -XX:TieredStopAtLevel=1 -XX:+UseSerialGC
+  -XX:+ExitOnOutOfMemoryError -XX:-UsePerfData
+  -Djava.awt.headless=true
+  "-Dlog4j2.configurationFile=$LOG4J_CONF"
+)
+TOOL_JVM_OPTS=(
+  -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData
+  -Djava.awt.headless=true
+  "-Dlog4j2.configurationFile=$LOG4J_CONF"
+  -Dkafka.lab.loglevel=WARN -Dkafka.lab.logtarget=SYSTEM_ERR
+)
+
+log() { printf 'mirror.sh: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+need_java() {
+  command -v java >/dev/null 2>&1 || die "java not found: run scripts/install-deps.sh kafka"
+}
+
+# ---------------------------------------------------------------- install ---
+
+pom_hash() { sha256sum <"$POM" | cut -d' ' -f1; }
+helper_hash() { cat "$HELPER_SRC" "$MIRROR_LIBS/.pom.sha256" | sha256sum | cut -d' ' -f1; }
+libs_cached() { [[ -f $MIRROR_LIBS/.pom.sha256 && $(cat "$MIRROR_LIBS/.pom.sha256") == "$(pom_hash)" ]]; }
+helper_cached() { [[ -f $MIRROR_CLASSES/.sha256 && $(cat "$MIRROR_CLASSES/.sha256") == "$(helper_hash)" ]]; }
+
+# Jars as cluster.sh fetches Kafka's (same lock so parallel test packages on
+# a fresh machine never see a half-filled dir), then MirrorOffsets compiled
+# once with the JDK's javac module (what `java File.java` would do on every
+# call).
+cmd_install() {
+  libs_cached && helper_cached && return 0
+  mkdir -p "$MIRROR_HOME"
+  exec 9>"$MIRROR_HOME/.install.lock"
+  flock 9
+  if ! libs_cached; then
+    command -v mvn >/dev/null 2>&1 || die "mvn not found: run scripts/install-deps.sh kafka"
+    local tmp
+    tmp=$(mktemp -d "$MIRROR_HOME/libs.tmp.XXXXXX")
+    log "fetching MirrorMaker $MIRROR_VERSION jars from Maven Central into $MIRROR_LIBS"
+    if ! mvn -q -B -f "$POM" dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$tmp" >"$tmp.log" 2>&1; then
+      cat "$tmp.log" >&2
+      rm -rf "$tmp" "$tmp.log"
+      die "maven could not fetch the MirrorMaker jars"
+    fi
+    rm -f "$tmp.log"
+    pom_hash >"$tmp/.pom.sha256"
+    rm -rf "$MIRROR_LIBS"
+    mv "$tmp" "$MIRROR_LIBS"
+  fi
+  if ! helper_cached; then
+    local tmp jars
+    tmp=$(mktemp -d "$MIRROR_HOME/classes.tmp.XXXXXX")
+    # javac's module does not expand "dir/*" the way the javac launcher does.
+    jars=$(printf '%s:' "$MIRROR_LIBS"/*.jar)
+    if ! java -m jdk.compiler/com.sun.tools.javac.Main -nowarn -d "$tmp" \
+      -cp "${jars%:}" "$HELPER_SRC" >"$tmp.log" 2>&1; then
+      cat "$tmp.log" >&2
+      rm -rf "$tmp" "$tmp.log"
+      die "compiling $HELPER_SRC failed (needs a JDK's jdk.compiler module, as TopicsBatch.java does)"
+    fi
+    rm -f "$tmp.log"
+    helper_hash >"$tmp/.sha256"
+    rm -rf "$MIRROR_CLASSES"
+    mv "$tmp" "$MIRROR_CLASSES"
+  fi
+  flock -u 9
+  exec 9>&-
+}
+
+# ------------------------------------------------------------- processes ---
+
+pid_alive() {
+  local state
+  state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ -n $state && $state != Z ]]
+}
+
+# The JVM of this state dir, found by its config path on the command line
+# (the pid file first; a scan of /proc when it is lost, so stop leaves
+# nothing behind). Guards against PID reuse.
+# A java process (not, say, a grep for the same words) whose arguments end in
+# "MirrorMaker <this dir>/mm2.properties".
+is_ours() {
+  local args=()
+  mapfile -d '' -t args 2>/dev/null <"/proc/$1/cmdline" || return 1
+  ((${#args[@]} >= 2)) && [[ ${args[0]##*/} == java && ${args[-2]} == "$MAIN_CLASS" && ${args[-1]} == "$CONF" ]]
+}
+
+mirror_pid() {
+  local pid f
+  if [[ -f $PIDFILE ]]; then
+    pid=$(<"$PIDFILE")
+    if [[ $pid =~ ^[0-9]+$ ]] && pid_alive "$pid" && is_ours "$pid"; then
+      echo "$pid"
+      return 0
+    fi
+  fi
+  for f in /proc/[0-9]*/cmdline; do
+    pid=${f#/proc/}
+    pid=${pid%/cmdline}
+    is_ours "$pid" && pid_alive "$pid" && { echo "$pid"; return 0; }
+  done
+  return 1
+}
+
+wait_exit() {
+  local deadline=$((SECONDS + $2))
+  while pid_alive "$1"; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.1
+  done
+}
+
+# As cluster.sh's: t.Cleanup does not run when `go test -timeout` panics or
+# the test binary is killed; this stops MirrorMaker then.
+start_watchdog() {
+  [[ ${MIRROR_LAB_OWNER_PID:-} =~ ^[0-9]+$ ]] || return 0
+  # shellcheck disable=SC2016 # $1/$2 are the inner bash's arguments
+  MIRROR_LAB_DIR=$LAB_DIR nohup setsid bash -c \
+    'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec "$2" stop' \
+    mirror-lab-watchdog "$MIRROR_LAB_OWNER_PID" "$SCRIPT_DIR/mirror.sh" \
+    >>"$LAB_DIR/watchdog.log" 2>&1 </dev/null &
+  echo $! >"$LAB_DIR/watchdog.pid"
+}
+
+stop_watchdog() {
+  local pid
+  [[ -f $LAB_DIR/watchdog.pid ]] || return 0
+  pid=$(<"$LAB_DIR/watchdog.pid")
+  rm -f "$LAB_DIR/watchdog.pid"
+  [[ $pid =~ ^[0-9]+$ && $pid != "$$" ]] || return 0
+  tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q mirror-lab-watchdog || return 0
+  kill "$pid" 2>/dev/null || true
+}
+
+# ---------------------------------------------------------- configuration ---
+
+check_alias() {
+  [[ $1 =~ ^[A-Za-z0-9_-]+$ ]] || die "cluster alias must be [A-Za-z0-9_-]+ (it prefixes topic names), got '$1'"
+}
+
+# A value for a .properties file: backslashes are escapes there, and a topic
+# regex like orders\..* must reach MirrorMaker as written.
+prop_value() { printf '%s' "${1//\\/\\\\}"; }
+
+write_config() {
+  local src=$1 dst=$2 policy_class
+  case ${MIRROR_LAB_POLICY:-default} in
+  default) policy_class=org.apache.kafka.connect.mirror.DefaultReplicationPolicy ;;
+  identity) policy_class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy ;;
+  *) die "MIRROR_LAB_POLICY must be default or identity, got '$MIRROR_LAB_POLICY'" ;;
+  esac
+  cat >"$CONF" <<EOF
+# Generated by scripts/kafka/mirror.sh; rewritten on every start.
+clusters = $src, $dst
+$src.bootstrap.servers = $MIRROR_LAB_SOURCE_BOOTSTRAP
+$dst.bootstrap.servers = $MIRROR_LAB_TARGET_BOOTSTRAP
+
+# One flow. The reverse one stays disabled, but MirrorMaker still runs its
+# heartbeat connector, which writes the source's heartbeats topic.
+$src->$dst.enabled = true
+$dst->$src.enabled = false
+$src->$dst.topics = $(prop_value "${MIRROR_LAB_TOPICS:-.*}")
+$src->$dst.groups = $(prop_value "${MIRROR_LAB_GROUPS:-.*}")
+replication.policy.class = $policy_class
+tasks.max = 1
+
+# Seconds, not MirrorMaker's minutes, so tests see heartbeats, checkpoints
+# and new topics and groups quickly.
+emit.heartbeats.interval.seconds = 1
+emit.checkpoints.interval.seconds = 1
+refresh.topics.interval.seconds = 2
+refresh.groups.interval.seconds = 2
+# Checkpoints only: the target's group offsets are the test's to set.
+sync.group.offsets.enabled = false
+# The lab clusters have no authorizer to read ACLs from.
+sync.topic.acls.enabled = false
+
+# Replication factor 1 everywhere, so one-node clusters can hold every topic.
+replication.factor = 1
+offset-syncs.topic.replication.factor = 1
+checkpoints.topic.replication.factor = 1
+heartbeats.topic.replication.factor = 1
+config.storage.replication.factor = 1
+offset.storage.replication.factor = 1
+status.storage.replication.factor = 1
+# One partition for each worker's offsets and status topics (default 25 and
+# 5): fewer partitions for the broker to create and the worker to read before
+# it starts.
+offset.storage.partitions = 1
+status.storage.partitions = 1
+
+# Connect finds its plugins (the Mirror connectors, converters) through
+# their ServiceLoader manifests. The default also scans every class on the
+# class path by reflection, three times over (the config and each flow's
+# worker): 30 s of a 2-core machine's CPU before anything starts.
+plugin.discovery = service_load
+$src.plugin.discovery = service_load
+$dst.plugin.discovery = service_load
+EOF
+  if [[ -n ${MIRROR_LAB_OFFSET_LAG_MAX:-} ]]; then
+    [[ $MIRROR_LAB_OFFSET_LAG_MAX =~ ^[0-9]+$ ]] || die "MIRROR_LAB_OFFSET_LAG_MAX must be a number"
+    printf '\n# MIRROR_LAB_OFFSET_LAG_MAX\noffset.lag.max = %s\n' "$MIRROR_LAB_OFFSET_LAG_MAX" >>"$CONF"
+  fi
+  # A client of the target, for translate-offsets.
+  cat >"$CLIENT_CONF" <<EOF
+# Generated by scripts/kafka/mirror.sh for MirrorOffsets.java; rewritten on every start.
+bootstrap.servers = $MIRROR_LAB_TARGET_BOOTSTRAP
+replication.policy.class = $policy_class
+EOF
+  printf 'SOURCE_ALIAS=%s\nTARGET_ALIAS=%s\nPOLICY=%s\n' "$src" "$dst" "${MIRROR_LAB_POLICY:-default}" >"$LAB_DIR/mirror.env"
+}
+
+load_env() {
+  [[ -f $LAB_DIR/mirror.env ]] || die "$LAB_DIR has no mirror.env: run start first"
+  SOURCE_ALIAS=$(sed -n 's/^SOURCE_ALIAS=//p' "$LAB_DIR/mirror.env")
+  TARGET_ALIAS=$(sed -n 's/^TARGET_ALIAS=//p' "$LAB_DIR/mirror.env")
+}
+
+# ------------------------------------------------------------ start/stop ---
+
+cmd_start() {
+  local src=${MIRROR_LAB_SOURCE_ALIAS:-primary} dst=${MIRROR_LAB_TARGET_ALIAS:-backup}
+  local pid off t0=$SECONDS deadline
+  need_java
+  [[ -n ${MIRROR_LAB_SOURCE_BOOTSTRAP:-} && -n ${MIRROR_LAB_TARGET_BOOTSTRAP:-} ]] ||
+    die "start needs MIRROR_LAB_SOURCE_BOOTSTRAP and MIRROR_LAB_TARGET_BOOTSTRAP"
+  check_alias "$src"
+  check_alias "$dst"
+  [[ $src != "$dst" ]] || die "source and target aliases are both '$src'"
+  mkdir -p "$LAB_DIR"
+  if pid=$(mirror_pid); then die "MirrorMaker of $LAB_DIR already running (pid $pid)"; fi
+  cmd_install
+  write_config "$src" "$dst"
+  start_watchdog
+  off=$(stat -c %s "$LOGF" 2>/dev/null || echo 0)
+  echo "=== mirror.sh: starting MirrorMaker $src->$dst at $(date '+%F %T') ===" >>"$LOGF"
+  # nohup and setsid exec in place, so $! is the JVM's PID; own session, so
+  # it outlives this script and a Ctrl-C in the caller's terminal.
+  nohup setsid java "${SERVER_JVM_OPTS[@]}" -cp "$MIRROR_LIBS/*" \
+    "$MAIN_CLASS" "$CONF" >>"$LOGF" 2>&1 </dev/null &
+  pid=$!
+  echo "$pid" >"$PIDFILE"
+  # MirrorMaker logs this once both flows' workers run; their connectors
+  # then create topics and start tasks on their own.
+  deadline=$((SECONDS + START_TIMEOUT))
+  # (grep reads from a process substitution: in a pipeline, tail could die
+  # of SIGPIPE once grep has found the line, and pipefail would say no.)
+  until grep -q 'Kafka MirrorMaker started' < <(tail -c +$((off + 1)) "$LOGF"); do
+    if ! pid_alive "$pid" || ((SECONDS >= deadline)); then
+      log "MirrorMaker (pid $pid) did not start within ${START_TIMEOUT}s; last lines of $LOGF:"
+      tail -n 30 "$LOGF" >&2
+      cmd_stop
+      die "MirrorMaker did not start"
+    fi
+    sleep 0.2
+  done
+  log "MirrorMaker $MIRROR_VERSION $src->$dst started in $((SECONDS - t0))s (pid $pid, log $LOGF)"
+  echo "$pid"
+}
+
+cmd_stop() {
+  local pid deadline
+  [[ -d $LAB_DIR ]] || return 0
+  if pid=$(mirror_pid); then
+    kill -TERM "$pid" 2>/dev/null || true
+    # A paused JVM gets the SIGTERM only once it runs again.
+    kill -CONT "$pid" 2>/dev/null || true
+    deadline=$((SECONDS + STOP_TIMEOUT))
+    while pid_alive "$pid" && ((SECONDS < deadline)); do sleep 0.2; done
+    if pid_alive "$pid"; then
+      log "pid $pid ignored SIGTERM for ${STOP_TIMEOUT}s; sending SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      wait_exit "$pid" 10 || die "pid $pid survived SIGKILL"
+    fi
+    log "stopped MirrorMaker (pid $pid)"
+  fi
+  rm -f "$PIDFILE"
+  stop_watchdog
+}
+
+cmd_signal() {
+  local pid
+  pid=$(mirror_pid) || die "MirrorMaker of $LAB_DIR is not running"
+  kill "-$1" "$pid"
+}
+
+cmd_status() {
+  local pid state
+  if pid=$(mirror_pid); then
+    state=$(awk '{print $3}' "/proc/$pid/stat")
+    if [[ $state == T ]]; then echo "paused pid $pid"; else echo "running pid $pid"; fi
+  else
+    echo "stopped"
+  fi
+}
+
+cmd_translate() {
+  local group=${1:-} timeout=${2:-10000}
+  [[ -n $group ]] || die "usage: translate-offsets GROUP [TIMEOUT_MS]"
+  [[ $timeout =~ ^[0-9]+$ ]] || die "TIMEOUT_MS must be a number"
+  need_java
+  load_env
+  cmd_install
+  java "${TOOL_JVM_OPTS[@]}" -cp "$MIRROR_CLASSES:$MIRROR_LIBS/*" MirrorOffsets \
+    "$CLIENT_CONF" "$SOURCE_ALIAS" "$group" "$timeout"
+}
+
+cmd_clean() {
+  cmd_stop
+  if [[ -d $LAB_DIR ]]; then
+    [[ -f $LAB_DIR/mirror.env || -f $CONF ]] || die "$LAB_DIR does not look like a mirror lab dir; not deleting"
+    rm -rf "$LAB_DIR"
+  fi
+}
+
+main() {
+  local cmd=${1:-}
+  (($# > 0)) && shift
+  case $cmd in
+  install) need_java; cmd_install ;;
+  start) cmd_start ;;
+  stop) cmd_stop ;;
+  pause) cmd_signal STOP ;;
+  resume) cmd_signal CONT ;;
+  pid) mirror_pid ;;
+  status) cmd_status ;;
+  logs) echo "$LOGF" ;;
+  translate-offsets) cmd_translate "$@" ;;
+  clean) cmd_clean ;;
+  -h | --help | help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' ;;
+  *) die "unknown command '${cmd}'; see $0 help" ;;
+  esac
+}
+
+main "$@"
