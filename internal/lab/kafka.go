@@ -30,7 +30,11 @@ type KafkaOptions struct {
 	// nodes are brokers only, with one ZooKeeper server on node 1's
 	// controller port; there is no controller quorum.
 	ZooKeeper bool
-	// Nodes is the number of broker+controller nodes (default 3).
+	// Nodes is the number of broker+controller nodes (default 3). One
+	// node works: replication factors (topics, offsets and transaction
+	// state) and min ISR shrink to fit, to 1. Clusters of one test get
+	// their own ports and state directories, so several run at once (the
+	// MirrorMaker lab runs two).
 	Nodes int
 	// BasePort is node 1's broker port; node i uses BasePort+i-1 for its
 	// broker and BasePort+100+i-1 for its controller. 0 picks a free block.
