@@ -32,7 +32,12 @@ type clusterView struct {
 	Kafka       *model.Kafka
 	KafkaCanary *model.KafkaCanary
 	Redis       *model.Redis
-	Events      []eventRow
+	// Title and the generic parts, those of every part added up.
+	Title  string
+	Stats  []model.Stat
+	Notes  []model.Note
+	Tables []model.Table
+	Events []eventRow
 	// EventsLink is this cluster's events as JSON, relative to the page.
 	EventsLink string
 }
@@ -71,6 +76,12 @@ func sections(parts []model.Cluster, log *events.Log, now time.Time) []clusterVi
 		if p.Redis != nil {
 			v.Redis = p.Redis
 		}
+		if p.Title != "" {
+			v.Title = p.Title
+		}
+		v.Stats = append(v.Stats, p.Stats...)
+		v.Notes = append(v.Notes, p.Notes...)
+		v.Tables = append(v.Tables, p.Tables...)
 	}
 	for i := range out {
 		v := &out[i]
@@ -135,4 +146,14 @@ func cssColor(c string) template.CSS {
 		return fallbackColor
 	}
 	return template.CSS(c)
+}
+
+// levelClass lets a generic part's level into a class attribute only as
+// one of the page's level classes.
+func levelClass(level string) string {
+	switch level {
+	case "good", "warn", "bad", "error":
+		return level
+	}
+	return ""
 }

@@ -9,7 +9,8 @@ package model
 // Cluster is one cluster's part of the status page. Parts with the same
 // System and Name make one section: a write canary's part joins its
 // cluster's. A cluster whose System has no specific part below is shown
-// with its head and its events, so a new system needs no template work.
+// with its head, its generic parts (stats, notes, tables) and its events,
+// so a new system needs no template work.
 type Cluster struct {
 	// System is "kafka" or "redis": with Name it names the cluster, as in
 	// the event log (names are unique only within a system).
@@ -23,6 +24,16 @@ type Cluster struct {
 	Kafka       *Kafka
 	KafkaCanary *KafkaCanary
 	Redis       *Redis
+
+	// Title is the section's heading; empty for the system's own (or
+	// "<system> cluster <name>").
+	Title string
+	// Generic parts (parts.go), for a system with no specific part: boxes
+	// in the summary row, paragraphs under it and tables. The parts of one
+	// section add up.
+	Stats  []Stat
+	Notes  []Note
+	Tables []Table
 }
 
 // Head is what every system shows: how its watcher's refreshes go.

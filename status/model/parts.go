@@ -1,0 +1,57 @@
+package model
+
+// The generic parts: a system with no specific part above fills these
+// instead, and the page renders them with no template of its own. Every
+// value is already formatted.
+
+// Stat is one box of a section's summary row.
+type Stat struct {
+	// Name identifies it on the page (data-stat).
+	Name string
+	// Label is above the value, Detail under it ("oldest 45s").
+	Label, Value, Detail string
+	// Level is "good", "warn", "bad" or empty; the page ignores anything
+	// else.
+	Level string
+}
+
+// Note is a paragraph under the summary row.
+type Note struct {
+	// Level is "warn", "error" or empty, as Stat's.
+	Level string
+	Text  string
+}
+
+// Table is a titled table of a section.
+type Table struct {
+	// Name identifies it on the page (its class).
+	Name  string
+	Title string
+	// Columns head the table; Rows have a cell per column.
+	Columns []Column
+	Rows    []Row
+	// More counts the rows left out; MoreText says so ("and 5 more
+	// topics, worst first").
+	More     int
+	MoreText string
+	// Empty is said instead of a table without rows ("None.").
+	Empty string
+	// Note is a paragraph after the table.
+	Note string
+}
+
+// Column is a table's column.
+type Column struct {
+	Title string
+	// Numeric columns are right-aligned.
+	Numeric bool
+}
+
+// Row is one row of a table.
+type Row struct {
+	// Key identifies it on the page (data-row).
+	Key string
+	// Level is "good", "warn", "bad" or empty, as Stat's.
+	Level string
+	Cells []string
+}
