@@ -39,7 +39,7 @@ var Spec = system.Spec[Snapshot, config.Mirror]{
 			"The `kafka_mirror_partition_*` and `kafka_mirror_group_resume_offset` series are served only with the flow's `partition_metrics: true`. " +
 			"docs/mirror.md says how exact each figure is.",
 	},
-	Views: nil,
+	Views: Views,
 }
 
 // System is the mirror flow's registry entry.
