@@ -4,6 +4,7 @@
 local promql = import 'lib/promql.libsonnet';
 
 local shipped = {
+  'kafka-mirror.json': import '../grafana/dashboards/kafka-mirror.json',
   'kafka-replication.json': import '../grafana/dashboards/kafka-replication.json',
   'redis-cluster.json': import '../grafana/dashboards/redis-cluster.json',
 };

@@ -43,6 +43,10 @@ var dashboards = []dashboardSpec{
 		[]string{"kafka_topic_leader_changes_total", "kafka_partition_leader_changes_total"}},
 	{"grafana/dashboards/redis-cluster.json", "failover-redis", "redis_cluster", "failover-kafka",
 		[]string{"redis_cluster_failovers_total"}},
+	// MirrorMaker 2 flows: one flow at a time ($mirror); its annotations mark
+	// leader elections in its source and target clusters.
+	{"grafana/dashboards/kafka-mirror.json", "failover-mirror", "mirror", "failover-kafka",
+		[]string{"kafka_topic_leader_changes_total"}},
 }
 
 // sampleVariables are the values substituted for dashboard variables before
@@ -53,6 +57,9 @@ func sampleVariables() map[string]string {
 	vars["kafka_cluster"] = "lab"
 	vars["redis_cluster"] = "lab"
 	vars["topic"] = "orders"
+	vars["mirror"] = "eu-us"
+	vars["source_cluster"] = "eu"
+	vars["target_cluster"] = "us"
 	return vars
 }
 
