@@ -113,7 +113,7 @@ func (c *cluster) listOffsets(ctx context.Context, parts []partitionKey, timesta
 	for _, t := range kresp.(*kmsg.ListOffsetsResponse).Topics {
 		for _, p := range t.Partitions {
 			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				failed = fmt.Errorf("list offsets %s/%d: %w", t.Topic, p.Partition, err)
+				failed = needsGrant(fmt.Errorf("list offsets %s/%d: %w", t.Topic, p.Partition, err), "Describe", "topic "+t.Topic, c.name)
 				continue
 			}
 			out[partitionKey{t.Topic, p.Partition}] = p.Offset
@@ -239,9 +239,12 @@ func (c *cluster) recordsAt(ctx context.Context, at map[partitionKey]int64) (map
 			continue
 		}
 		for k, offset := range offsets {
-			if r := newestAtOrBefore(got[k].records, offset); r != nil {
+			switch r := newestAtOrBefore(got[k].records, offset); {
+			case r != nil:
 				out[k] = r
-			} else if got[k].err == nil {
+			case got[k].err != nil:
+				failed = needsGrant(fmt.Errorf("fetch %s/%d: %w", k.topic, k.partition, got[k].err), "Read", "topic "+k.topic, c.name)
+			default:
 				alone = append(alone, k) // its batch did not fit
 			}
 		}
@@ -289,6 +292,27 @@ func newFollower(topic string) *follower { return &follower{topic: topic, next: 
 // errTopicAbsent says the followed topic is not on the cluster.
 var errTopicAbsent = errors.New("topic does not exist")
 
+// absent says why a topic the flow reads is not in the cluster's
+// metadata. Kafka leaves out of an all-topics Metadata response the topics
+// the user may not Describe, so the topic is asked for by name: the answer
+// tells a missing topic (errTopicAbsent) from a missing grant.
+func (c *cluster) absent(ctx context.Context, topic string) error {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	req.AllowAutoTopicCreation = false
+	kresp, err := c.client.Request(ctx, req)
+	if err == nil {
+		for _, t := range kresp.(*kmsg.MetadataResponse).Topics {
+			if t.Topic != nil && *t.Topic == topic && t.ErrorCode == kerr.TopicAuthorizationFailed.Code {
+				return needsGrant(fmt.Errorf("%s on %s: %w", topic, c.name, kerr.TopicAuthorizationFailed), "Describe", "topic "+topic, c.name)
+			}
+		}
+	}
+	return fmt.Errorf("%s on %s: %w", topic, c.name, errTopicAbsent)
+}
+
 // poll reads what was appended to every partition of the topic since the
 // last poll, up to followRounds fetches per partition, handing each record
 // to handle in offset order. caughtUp is whether every partition was read
@@ -296,7 +320,7 @@ var errTopicAbsent = errors.New("topic does not exist")
 func (f *follower) poll(ctx context.Context, c *cluster, handle func(*kgo.Record)) (caughtUp bool, err error) {
 	meta, ok := c.topics[f.topic]
 	if !ok {
-		return false, fmt.Errorf("%s on %s: %w", f.topic, c.name, errTopicAbsent)
+		return false, c.absent(ctx, f.topic)
 	}
 	var unknown []partitionKey
 	for _, p := range meta.partitions() {
@@ -340,7 +364,7 @@ func (f *follower) poll(ctx context.Context, c *cluster, handle func(*kgo.Record
 				delete(f.next, p)
 				return false, fmt.Errorf("%s/%d: offset %d out of range; reading again from the start", f.topic, p, next)
 			case res.err != nil:
-				return false, fmt.Errorf("fetch %s/%d: %w", f.topic, p, res.err)
+				return false, needsGrant(fmt.Errorf("fetch %s/%d: %w", f.topic, p, res.err), "Read", "topic "+f.topic, c.name)
 			}
 			for _, r := range res.records {
 				handle(r)

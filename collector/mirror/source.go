@@ -306,7 +306,7 @@ func (s *Source) readHeartbeat(ctx context.Context, now time.Time) HeartbeatStat
 	topic := s.policy.remoteHeartbeats()
 	meta, ok := s.dst.topics[topic]
 	if !ok {
-		s.failed(readHeartbeats, fmt.Errorf("%s on %s: %w", topic, s.dst.name, errTopicAbsent))
+		s.failed(readHeartbeats, s.dst.absent(ctx, topic))
 		return HeartbeatState{}
 	}
 	var parts []partitionKey
@@ -546,15 +546,36 @@ func (s *Source) committedOffsets(ctx context.Context, groups []string) (map[che
 		rg.Group = g
 		req.Groups = append(req.Groups, rg)
 	}
+	// A group whose coordinator could not be found (FindCoordinator
+	// refused without Describe on the group) fails its own shard: the
+	// others' answers still count, and the error names the groups left out.
 	kresp, err := s.src.client.Request(ctx, req)
-	if err != nil {
+	resp, _ := kresp.(*kmsg.OffsetFetchResponse)
+	if resp == nil {
 		return nil, fmt.Errorf("offset fetch for %d groups: %w", len(groups), err)
 	}
 	out := map[checkpointKey]int64{}
 	var failed error
-	for _, g := range kresp.(*kmsg.OffsetFetchResponse).Groups {
+	if err != nil {
+		answered := map[string]bool{}
+		for _, g := range resp.Groups {
+			answered[g.Group] = true
+		}
+		var missing []string
+		for _, g := range groups {
+			if !answered[g] {
+				missing = append(missing, g)
+			}
+		}
+		if len(missing) == 0 {
+			failed = fmt.Errorf("offset fetch for %d groups: %w", len(groups), err)
+		} else {
+			failed = needsGrant(fmt.Errorf("offset fetch for %s: %w", groupList(missing), err), "Describe", groupList(missing), s.src.name)
+		}
+	}
+	for _, g := range resp.Groups {
 		if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
-			failed = fmt.Errorf("offset fetch for group %s: %w", g.Group, err)
+			failed = needsGrant(fmt.Errorf("offset fetch for group %s: %w", g.Group, err), "Describe", "group "+g.Group, s.src.name)
 			continue
 		}
 		for _, t := range g.Topics {
