@@ -25,7 +25,8 @@
 #     target sees that the flow is alive;
 #   * keeps each flow's Connect worker state in mm2-{configs,offsets,status}.
 #     <flow source>.internal on that flow's target.
-# Every internal topic has replication factor 1, so one-node clusters do.
+# Every internal topic has replication factor 1, so one-node clusters do
+# (MIRROR_LAB_SOURCE_REPLICATION_FACTOR raises it for those on the source).
 #
 # Usage: scripts/kafka/mirror.sh COMMAND [ARGS]
 #   install          fetch the MirrorMaker jars into the cache and compile
@@ -60,6 +61,13 @@
 #   MIRROR_LAB_POLICY           default (DefaultReplicationPolicy) or identity
 #                               (IdentityReplicationPolicy)
 #   MIRROR_LAB_OFFSET_LAG_MAX   offset.lag.max; unset keeps MM2's default (100)
+#   MIRROR_LAB_SOURCE_REPLICATION_FACTOR
+#                               replication factor of the topics MM2 creates on the
+#                               source (offset syncs, heartbeats, the reverse flow's
+#                               worker state), default 1. A source whose
+#                               min.insync.replicas is above 1 (the demo's 3-node
+#                               cluster, min ISR 2) refuses MM2's acks=all writes to
+#                               a topic with fewer replicas: give it 3 there
 #   MIRROR_LAB_HEAP             heap flags (default "-Xms64m -Xmx512m")
 #   MIRROR_LAB_START_TIMEOUT / MIRROR_LAB_STOP_TIMEOUT  seconds (120 / 15)
 #   MIRROR_LAB_OWNER_PID        a watchdog runs `stop` once this process is gone
@@ -248,7 +256,8 @@ check_alias() {
 prop_value() { printf '%s' "${1//\\/\\\\}"; }
 
 write_config() {
-  local src=$1 dst=$2 policy_class
+  local src=$1 dst=$2 policy_class src_rf=${MIRROR_LAB_SOURCE_REPLICATION_FACTOR:-1}
+  [[ $src_rf =~ ^[1-9][0-9]*$ ]] || die "MIRROR_LAB_SOURCE_REPLICATION_FACTOR must be a positive number, got '$src_rf'"
   case ${MIRROR_LAB_POLICY:-default} in
   default) policy_class=org.apache.kafka.connect.mirror.DefaultReplicationPolicy ;;
   identity) policy_class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy ;;
@@ -280,14 +289,22 @@ sync.group.offsets.enabled = false
 # The lab clusters have no authorizer to read ACLs from.
 sync.topic.acls.enabled = false
 
-# Replication factor 1 everywhere, so one-node clusters can hold every topic.
+# Replication factor 1 on the target, so one-node clusters can hold every
+# topic; on the source MIRROR_LAB_SOURCE_REPLICATION_FACTOR (default 1): the
+# offset syncs, the heartbeats the reverse flow's heartbeat connector writes
+# there, and that flow's worker state. The worker settings are per cluster
+# (the flow's target): MM2 lets top-level *.storage.* ones override those.
 replication.factor = 1
-offset-syncs.topic.replication.factor = 1
+offset-syncs.topic.replication.factor = $src_rf
 checkpoints.topic.replication.factor = 1
 heartbeats.topic.replication.factor = 1
-config.storage.replication.factor = 1
-offset.storage.replication.factor = 1
-status.storage.replication.factor = 1
+$dst->$src.heartbeats.topic.replication.factor = $src_rf
+$dst.config.storage.replication.factor = 1
+$dst.offset.storage.replication.factor = 1
+$dst.status.storage.replication.factor = 1
+$src.config.storage.replication.factor = $src_rf
+$src.offset.storage.replication.factor = $src_rf
+$src.status.storage.replication.factor = $src_rf
 # One partition for each worker's offsets and status topics (default 25 and
 # 5): fewer partitions for the broker to create and the worker to read before
 # it starts.
