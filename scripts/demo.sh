@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The local lab without Docker: a 3-broker KRaft Kafka and a 6-node Redis
 # Cluster on 127.0.0.1, a steady acks=all producer and Redis writer, the
-# exporter, Prometheus (with the alert rules) and Alertmanager.
+# exporter, Prometheus (with the alert rules) and Alertmanager; and a
+# one-broker Kafka "dr" that MirrorMaker 2 replicates topic demo to (as
+# demo.demo), which the exporter reads as the mirrors: flow demo-dr.
 #
 # Usage: scripts/demo.sh COMMAND
 #   up                  install what is missing, start everything, print where to look
@@ -12,7 +14,14 @@
 #                       canary partition (Kafka, acks=all, min ISR 2), then cut a Redis master off
 #                       its replica, let it acknowledge writes, kill -9 it and let the replica take
 #                       over; prints the acknowledged writes each system lost (Kafka 0, Redis some)
-#   heal                start the killed nodes again
+#   mirror-stall [SECONDS]
+#                       SIGSTOP MirrorMaker for SECONDS (default 30), then SIGCONT: prints
+#                       when the exporter calls the flow stalled (heartbeat older than its
+#                       stall_after, 10s), what the DR cluster would lack at the end of the
+#                       stall (records not replicated, RPO), and how long it takes to catch up
+#   mirror-pause        SIGSTOP MirrorMaker and leave it so (the flow stalls)
+#   mirror-resume       SIGCONT it (heal does too)
+#   heal                start the killed nodes again, resume a paused MirrorMaker
 #   status              what runs
 #   ports               every port the demo listens on, what for, and whether it is free
 #   down                stop everything `up` started, by PID
@@ -26,6 +35,8 @@
 # it, as Redis's cluster bus ports at 37000 once were):
 #   DEMO_DIR                state, logs and PID files (default <repo>/.lab/demo)
 #   DEMO_KAFKA_BASE_PORT    first Kafka broker port (29092-29094; controllers +100: 29192-29194)
+#   DEMO_KAFKA_DR_PORT      the DR Kafka's one broker (default DEMO_KAFKA_BASE_PORT+3, 29095;
+#                           controller +100: 29195). MirrorMaker itself listens on no port
 #   DEMO_REDIS_BASE_PORT    first Redis port (21000-21005; cluster bus +10000: 31000-31005)
 #   DEMO_EXPORTER_PORT      9877
 #   DEMO_PROMETHEUS_PORT    9090
@@ -40,6 +51,7 @@ SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 DEMO_DIR=$(realpath -m -- "${DEMO_DIR:-$REPO_ROOT/.lab/demo}")
 KAFKA_BASE_PORT=${DEMO_KAFKA_BASE_PORT:-29092}
+KAFKA_DR_PORT=${DEMO_KAFKA_DR_PORT:-$((KAFKA_BASE_PORT + 3))}
 REDIS_BASE_PORT=${DEMO_REDIS_BASE_PORT:-21000}
 EXPORTER_PORT=${DEMO_EXPORTER_PORT:-9877}
 PROMETHEUS_PORT=${DEMO_PROMETHEUS_PORT:-9090}
@@ -48,20 +60,38 @@ TIMEOUT=${DEMO_TIMEOUT:-60}
 GO=${GO:-go}
 
 KAFKA=$SCRIPT_DIR/kafka/cluster.sh
+MIRROR=$SCRIPT_DIR/kafka/mirror.sh
 REDIS=$SCRIPT_DIR/redis/cluster.sh
+# The mirrors: flow of the exporter's config; its aliases are MirrorMaker's,
+# and the clusters' names in that config.
+MIRROR_NAME=demo-dr
 # The processes this script starts itself, each with $DEMO_DIR/NAME.pid.
 SERVICES=(exporter producer prometheus alertmanager)
 
 export KAFKA_LAB_DIR=$DEMO_DIR/kafka KAFKA_LAB_BASE_PORT=$KAFKA_BASE_PORT
 export REDIS_LAB_DIR=$DEMO_DIR/redis REDIS_LAB_BASE_PORT=$REDIS_BASE_PORT
+# MirrorMaker demo -> dr, topic demo only. The demo cluster has min ISR 2:
+# what MirrorMaker creates there (offset syncs, heartbeats) needs RF 3.
+export MIRROR_LAB_DIR=$DEMO_DIR/mirror MIRROR_LAB_SOURCE_ALIAS=demo MIRROR_LAB_TARGET_ALIAS=dr
+export MIRROR_LAB_TOPICS=demo MIRROR_LAB_POLICY=default MIRROR_LAB_SOURCE_REPLICATION_FACTOR=3
+# Its state is thrown away with the demo's: no need to wait 15 s for a
+# graceful stop (a loaded machine's MirrorMaker often takes longer).
+export MIRROR_LAB_STOP_TIMEOUT=${MIRROR_LAB_STOP_TIMEOUT:-5}
 # Demo clusters are not owned by a test binary: never inherit a watchdog owner.
-unset KAFKA_LAB_OWNER_PID
+unset KAFKA_LAB_OWNER_PID MIRROR_LAB_OWNER_PID
+
+# The DR cluster: cluster.sh on its own state dir and port.
+kafka_dr() { KAFKA_LAB_DIR=$DEMO_DIR/kafka-dr KAFKA_LAB_BASE_PORT=$KAFKA_DR_PORT KAFKA_LAB_NODES=1 "$KAFKA" "$@"; }
 
 log() { printf 'demo: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 metrics_url() { echo "http://127.0.0.1:$EXPORTER_PORT/metrics"; }
 kafka_bootstrap() { echo "127.0.0.1:$KAFKA_BASE_PORT,127.0.0.1:$((KAFKA_BASE_PORT + 1)),127.0.0.1:$((KAFKA_BASE_PORT + 2))"; }
+kafka_dr_bootstrap() { echo "127.0.0.1:$KAFKA_DR_PORT"; }
+MIRROR_LAB_SOURCE_BOOTSTRAP=$(kafka_bootstrap)
+MIRROR_LAB_TARGET_BOOTSTRAP=$(kafka_dr_bootstrap)
+export MIRROR_LAB_SOURCE_BOOTSTRAP MIRROR_LAB_TARGET_BOOTSTRAP
 redis_addrs() {
 	local p out=()
 	for ((p = REDIS_BASE_PORT; p < REDIS_BASE_PORT + 6; p++)); do out+=("127.0.0.1:$p"); done
@@ -133,6 +163,8 @@ demo_ports() {
 		echo "$((KAFKA_BASE_PORT + i - 1)) DEMO_KAFKA_BASE_PORT Kafka broker $i"
 		echo "$((KAFKA_BASE_PORT + 100 + i - 1)) DEMO_KAFKA_BASE_PORT Kafka controller $i"
 	done
+	echo "$KAFKA_DR_PORT DEMO_KAFKA_DR_PORT Kafka DR broker"
+	echo "$((KAFKA_DR_PORT + 100)) DEMO_KAFKA_DR_PORT Kafka DR controller"
 	for ((p = REDIS_BASE_PORT; p < REDIS_BASE_PORT + 6; p++)); do
 		echo "$p DEMO_REDIS_BASE_PORT Redis node $p"
 		echo "$((p + 10000)) DEMO_REDIS_BASE_PORT Redis node $p cluster bus"
@@ -268,6 +300,7 @@ ensure_deps() {
 		"$SCRIPT_DIR/install-deps.sh" "${missing[@]}"
 	fi
 	"$KAFKA" install
+	"$MIRROR" install
 }
 
 write_configs() {
@@ -279,6 +312,21 @@ kafka:
     refresh_interval: 1s
     # The write canary (docs/canary.md): its own topic, a partition led by each broker.
     canary: {enabled: true, interval: 1s}
+  - name: dr
+    bootstrap_servers: [$(kafka_dr_bootstrap)]
+    refresh_interval: 1s
+mirrors:
+  # MirrorMaker 2 (scripts/kafka/mirror.sh) replicates topic demo to dr as
+  # demo.demo. The aliases are MirrorMaker's names of the two clusters.
+  - name: $MIRROR_NAME
+    source: demo
+    target: dr
+    source_alias: $MIRROR_LAB_SOURCE_ALIAS
+    target_alias: $MIRROR_LAB_TARGET_ALIAS
+    topics: $MIRROR_LAB_TOPICS
+    refresh_interval: 1s
+    # MirrorMaker emits a heartbeat a second: ten missed ones are a stall.
+    stall_after: 10s
 redis:
   - name: demo
     addrs: [$(redis_addrs)]
@@ -333,13 +381,16 @@ start_watchdog() {
 }
 
 cmd_up() {
-	local t0=$SECONDS name kafka_job redis_job build_job
+	local t0=$SECONDS name kafka_job kafka_dr_job redis_job build_job mirror_job
 	for name in "${SERVICES[@]}"; do
 		! service_pid "$name" >/dev/null || die "the demo is already running (scripts/demo.sh status; scripts/demo.sh down)"
 	done
+	! "$MIRROR" pid >/dev/null 2>&1 || die "the demo's MirrorMaker is already running (scripts/demo.sh status; scripts/demo.sh down)"
 	# A fresh Kafka every time: leaders where Kafka puts them, not where the
 	# last demo's kills left them. Cleaned first, so that its ports are free.
+	"$MIRROR" clean
 	"$KAFKA" clean
+	kafka_dr clean
 	check_ports || die "ports in use (scripts/demo.sh ports lists them all)"
 	ensure_deps
 	# Installing can take minutes: look again.
@@ -348,23 +399,33 @@ cmd_up() {
 	rm -f "$DEMO_DIR"/*.log
 	start_watchdog
 	# Clusters and the build run side by side.
-	log "starting Kafka (3 brokers from $KAFKA_BASE_PORT) and Redis (6 nodes from $REDIS_BASE_PORT), building the exporter"
+	log "starting Kafka (3 brokers from $KAFKA_BASE_PORT), the DR Kafka (1 broker on $KAFKA_DR_PORT) and Redis (6 nodes from $REDIS_BASE_PORT), building the exporter"
 	"$KAFKA" start >"$DEMO_DIR/kafka-start.log" 2>&1 &
 	kafka_job=$!
+	kafka_dr start >"$DEMO_DIR/kafka-dr-start.log" 2>&1 &
+	kafka_dr_job=$!
 	"$REDIS" start --masters 3 --replicas 1 >"$DEMO_DIR/redis-start.log" 2>&1 &
 	redis_job=$!
 	build >"$DEMO_DIR/build.log" 2>&1 &
 	build_job=$!
 	local failed=()
+	wait "$kafka_job" || failed+=("kafka (log: $DEMO_DIR/kafka-start.log)")
+	wait "$kafka_dr_job" || failed+=("DR kafka (log: $DEMO_DIR/kafka-dr-start.log)")
+	# MirrorMaker takes 10-40 s to replicate its first heartbeat: it starts
+	# as soon as both Kafkas serve, and finds topic demo once created (it
+	# looks for new topics every 2 s).
+	if ((${#failed[@]} == 0)); then
+		"$MIRROR" start >"$DEMO_DIR/mirror-start.log" 2>&1 &
+		mirror_job=$!
+	fi
 	wait "$build_job" || failed+=("build (log: $DEMO_DIR/build.log)")
 	wait "$redis_job" || failed+=("redis (log: $DEMO_DIR/redis-start.log)")
-	wait "$kafka_job" || failed+=("kafka (log: $DEMO_DIR/kafka-start.log)")
 	if ((${#failed[@]} > 0)); then
-		cat "$DEMO_DIR/build.log" "$DEMO_DIR/redis-start.log" "$DEMO_DIR/kafka-start.log" >&2 || true
+		cat "$DEMO_DIR/build.log" "$DEMO_DIR/redis-start.log" "$DEMO_DIR/kafka-start.log" "$DEMO_DIR/kafka-dr-start.log" >&2 || true
 		cmd_down
 		die "could not start: ${failed[*]}"
 	fi
-	log "clusters up after $((SECONDS - t0))s; creating topic demo (3 partitions, RF 3)"
+	log "clusters up after $((SECONDS - t0))s, MirrorMaker demo->dr starting; creating topic demo (3 partitions, RF 3)"
 	"$KAFKA" topics --create --if-not-exists --topic demo --partitions 3 --replication-factor 3 >/dev/null
 
 	write_configs
@@ -382,6 +443,11 @@ cmd_up() {
 	wait_http "http://127.0.0.1:$PROMETHEUS_PORT/-/ready" prometheus 60
 	wait_http "http://127.0.0.1:$ALERTMANAGER_PORT/-/ready" alertmanager 30
 	wait_exporter_sees_clusters
+	if ! wait "$mirror_job"; then
+		cat "$DEMO_DIR/mirror-start.log" >&2 || true
+		die "MirrorMaker did not start (log: $("$MIRROR" logs)); scripts/demo.sh down stops the rest"
+	fi
+	wait_exporter_sees_mirror
 	log "demo up in $((SECONDS - t0))s"
 	cat <<EOF
 
@@ -389,16 +455,73 @@ cmd_up() {
   Prometheus    http://127.0.0.1:$PROMETHEUS_PORT/alerts   (rules: prometheus/alerts.yml, 2s scrape)
   Alertmanager  http://127.0.0.1:$ALERTMANAGER_PORT
   Kafka         $(kafka_bootstrap)   topic demo: 3 partitions, RF 3, min ISR 2
+  Kafka DR      $(kafka_dr_bootstrap)   topic demo.demo: MirrorMaker 2 demo->dr (log: $("$MIRROR" logs))
   Redis         $(redis_addrs)
   load          $DEMO_DIR/producer.log (acks=all records and Redis SETs, 4/s each)
+
+  Mirror flow $MIRROR_NAME, "how much would we lose if we failed over to dr now":
+    status page   http://127.0.0.1:$EXPORTER_PORT/   section "Cross-cluster replication $MIRROR_NAME: demo → dr"
+    Prometheus    $(prometheus_graph_url "$QUERY_RECORDS" "$QUERY_RPO")
+                  $QUERY_RECORDS
+                  $QUERY_RPO
 
   Try:   scripts/demo.sh kill kafka-leader   (make chaos)
          scripts/demo.sh kill redis-master
          scripts/demo.sh kill acked-writes   (make chaos-writes: Kafka loses no acknowledged write, Redis can)
+         scripts/demo.sh mirror-stall [SECONDS]   (SIGSTOP MirrorMaker for SECONDS, 30: the flow stalls, the DR cluster falls behind)
          scripts/demo.sh heal                (start killed nodes again)
          scripts/demo.sh down                (make demo-down)
 EOF
 }
+
+# The two queries of the README: what the DR cluster would lack if the demo
+# cluster died now, in records and in seconds of data.
+QUERY_RECORDS='sum by (mirror, topic) (kafka_mirror_topic_records_not_replicated)'
+QUERY_RPO='max by (mirror) (kafka_mirror_topic_rpo_seconds)'
+
+urlencode() {
+	local s=$1 out="" c i
+	for ((i = 0; i < ${#s}; i++)); do
+		c=${s:i:1}
+		case $c in
+		[A-Za-z0-9._~-]) out+=$c ;;
+		*) printf -v c '%%%02X' "'$c" && out+=$c ;;
+		esac
+	done
+	echo "$out"
+}
+
+# prometheus_graph_url EXPR...: Prometheus's graph page with one panel per EXPR.
+prometheus_graph_url() {
+	local url="http://127.0.0.1:$PROMETHEUS_PORT/graph?" i=0 expr
+	for expr in "$@"; do
+		((i == 0)) || url+="&"
+		url+="g$i.expr=$(urlencode "$expr")&g$i.tab=0&g$i.range_input=15m"
+		((i += 1))
+	done
+	echo "$url"
+}
+
+# The exporter must read the mirror flow, MirrorMaker's heartbeats arriving
+# on the DR cluster within a few seconds.
+wait_exporter_sees_mirror() {
+	local deadline=$((SECONDS + 90)) text up age stalled
+	while :; do
+		text=$(scrape)
+		up=$(metric "$text" kafka_mirror_up mirror="$MIRROR_NAME")
+		age=$(metric "$text" kafka_mirror_heartbeat_age_seconds mirror="$MIRROR_NAME")
+		stalled=$(metric "$text" kafka_mirror_stalled mirror="$MIRROR_NAME")
+		if [[ $up == 1 && $stalled == 0 && -n $age ]] && below "$age" 5; then
+			log "exporter reports kafka_mirror_up 1, heartbeat age $(seconds "$age")s"
+			return 0
+		fi
+		((SECONDS < deadline)) || die "exporter reports kafka_mirror_up '${up}', kafka_mirror_stalled '${stalled}', heartbeat age '${age}' for $MIRROR_NAME; logs: $DEMO_DIR/exporter.log, $("$MIRROR" logs)"
+		sleep 0.5
+	done
+}
+
+# below A B: A < B, as decimals.
+below() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 < b + 0) }'; }
 
 # The exporter must report both clusters healthy; Kafka's leader election of
 # the new topic and the first refresh take a moment.
@@ -444,7 +567,7 @@ kill_kafka_leader() {
 		text=$(scrape)
 		new_leader=$(metric "$text" kafka_partition_leader topic=demo partition=0)
 		new_isr=$(metric "$text" kafka_partition_in_sync_replicas topic=demo partition=0)
-		broker_up=$(metric "$text" kafka_broker_up broker="$old_leader")
+		broker_up=$(metric "$text" kafka_broker_up kafka_cluster=demo broker="$old_leader")
 		if [[ -n $new_leader && $new_leader != -1 && $new_leader != "$old_leader" && $broker_up == 0 && -n $new_isr && $new_isr -lt $old_isr ]]; then
 			break
 		fi
@@ -460,7 +583,7 @@ kill_kafka_leader() {
 	else
 		echo "kafka: demo/0 in-sync replicas $old_isr -> $new_isr (under min.insync.replicas $min_isr: acks=all writes fail)"
 	fi
-	echo "kafka: kafka_broker_up{broker=\"$old_leader\"} 1 -> 0"
+	echo "kafka: kafka_broker_up{kafka_cluster=\"demo\",broker=\"$old_leader\"} 1 -> 0"
 	echo "kafka: leader changes of topic demo seen by the exporter: $(metric "$text" kafka_topic_leader_changes_total topic=demo)"
 	echo "kafka: bring the broker back with: scripts/demo.sh heal"
 }
@@ -649,6 +772,109 @@ cmd_kill() {
 	esac
 }
 
+# ------------------------------------------------------------- mirror ---
+
+# max_of TEXT NAME [LABEL=VALUE...]: largest value of the matching series,
+# empty if none.
+max_of() {
+	local text=$1 name=$2
+	shift 2
+	awk -v name="$name" -v want="$*" '
+		BEGIN { n = split(want, w, " ") }
+		{
+			split($0, nv, /[{ ]/)
+			if (nv[1] != name) next
+			for (i = 1; i <= n; i++) {
+				split(w[i], kv, "=")
+				if (index($0, kv[1] "=\"" kv[2] "\"") == 0) next
+			}
+			if (!seen || $NF + 0 > max) max = $NF + 0
+			seen = 1
+		}
+		END { if (seen) print max }' <<<"$text"
+}
+
+# mirror_reading TEXT: the flow's heartbeat age and what dr would lack now.
+mirror_reading() {
+	local text=$1
+	printf 'heartbeat age %ss, records not replicated %s, RPO %ss' \
+		"$(seconds "$(metric "$text" kafka_mirror_heartbeat_age_seconds mirror="$MIRROR_NAME")")" \
+		"$(total "$text" kafka_mirror_topic_records_not_replicated mirror="$MIRROR_NAME")" \
+		"$(seconds "$(max_of "$text" kafka_mirror_topic_rpo_seconds mirror="$MIRROR_NAME")")"
+}
+
+# seconds VALUE: to a tenth of a second; "?" when empty.
+seconds() {
+	if [[ -z $1 ]]; then echo "?"; else awk -v v="$1" 'BEGIN { printf "%.1f\n", v }'; fi
+}
+
+mirror_check() {
+	local text
+	text=$(scrape)
+	[[ -n $text ]] || die "exporter not answering at $(metrics_url); is the demo up?"
+	[[ -n $(metric "$text" kafka_mirror_up mirror="$MIRROR_NAME") ]] ||
+		die "the exporter reads no mirror flow $MIRROR_NAME (demo config: $DEMO_DIR/exporter.yml)"
+	"$MIRROR" pid >/dev/null 2>&1 || die "MirrorMaker is not running (scripts/demo.sh status)"
+}
+
+cmd_mirror_pause() {
+	mirror_check
+	"$MIRROR" pause
+	echo "mirror: paused MirrorMaker (SIGSTOP, pid $("$MIRROR" pid)); the flow counts as stalled once its newest heartbeat on dr is 10s old"
+	echo "mirror: resume it with: scripts/demo.sh mirror-resume"
+}
+
+cmd_mirror_resume() {
+	"$MIRROR" pid >/dev/null 2>&1 || die "MirrorMaker is not running (scripts/demo.sh status)"
+	"$MIRROR" resume
+	echo "mirror: resumed MirrorMaker (SIGCONT, pid $("$MIRROR" pid))"
+}
+
+# SIGSTOP MirrorMaker for SECONDS, then SIGCONT, watching the exporter: when
+# it calls the flow stalled, what dr would lack at the end, how long the
+# catching up takes.
+cmd_mirror_stall() {
+	local secs=${1:-30} text t0 end stalled_after="" deadline
+	[[ $secs =~ ^[0-9]+$ ]] && ((secs > 0)) || die "mirror-stall SECONDS: a positive number of seconds, got '$secs'"
+	mirror_check
+	text=$(scrape)
+	echo "mirror: before: $(mirror_reading "$text"), kafka_mirror_stalled $(metric "$text" kafka_mirror_stalled mirror="$MIRROR_NAME")"
+	t0=$(date +%s.%N)
+	"$MIRROR" pause
+	# Resume MirrorMaker whatever happens next.
+	trap '"$MIRROR" resume >/dev/null 2>&1 || true' EXIT
+	echo "mirror: paused MirrorMaker (SIGSTOP, pid $("$MIRROR" pid)) for ${secs}s"
+	end=$((SECONDS + secs))
+	while ((SECONDS < end)); do
+		sleep 0.5
+		[[ -z $stalled_after ]] || continue
+		text=$(scrape)
+		if [[ $(metric "$text" kafka_mirror_stalled mirror="$MIRROR_NAME") == 1 ]]; then
+			stalled_after=$(elapsed_since "$t0")
+			echo "mirror: kafka_mirror_stalled 0 -> 1 after $stalled_after ($(mirror_reading "$text"))"
+		fi
+	done
+	text=$(scrape)
+	echo "mirror: after ${secs}s: $(mirror_reading "$text"), kafka_mirror_stalled $(metric "$text" kafka_mirror_stalled mirror="$MIRROR_NAME")"
+	echo "mirror: if demo died now, dr would lack $(total "$text" kafka_mirror_topic_records_not_replicated mirror="$MIRROR_NAME") records, $(seconds "$(max_of "$text" kafka_mirror_topic_rpo_seconds mirror="$MIRROR_NAME")")s of data"
+	t0=$(date +%s.%N)
+	"$MIRROR" resume
+	trap - EXIT
+	echo "mirror: resumed MirrorMaker (SIGCONT)"
+	deadline=$((SECONDS + TIMEOUT))
+	while :; do
+		text=$(scrape)
+		if [[ $(metric "$text" kafka_mirror_stalled mirror="$MIRROR_NAME") == 0 ]] &&
+			below "$(metric "$text" kafka_mirror_heartbeat_age_seconds mirror="$MIRROR_NAME")" 5; then
+			echo "mirror: caught up: kafka_mirror_stalled 0 after $(elapsed_since "$t0") ($(mirror_reading "$text"))"
+			break
+		fi
+		((SECONDS < deadline)) || die "the flow did not recover ${TIMEOUT}s after SIGCONT ($(mirror_reading "$text")); log: $("$MIRROR" logs)"
+		sleep 0.2
+	done
+	echo "mirror: see the status page's section $MIRROR_NAME on http://127.0.0.1:$EXPORTER_PORT/ and the events mirror_stalled/mirror_resumed"
+}
+
 cmd_heal() {
 	local line id port
 	while read -r line; do
@@ -661,6 +887,10 @@ cmd_heal() {
 		"$REDIS" start-node "$port"
 		log "redis node $port started again"
 	done
+	if [[ $("$MIRROR" status 2>/dev/null) == paused* ]]; then
+		"$MIRROR" resume
+		log "MirrorMaker resumed"
+	fi
 }
 
 # --------------------------------------------------------- status, down ---
@@ -676,6 +906,12 @@ cmd_status() {
 	done
 	if [[ -f $KAFKA_LAB_DIR/lab.env ]]; then
 		"$KAFKA" status | sed 's/^/kafka        /'
+	fi
+	if [[ -f $DEMO_DIR/kafka-dr/lab.env ]]; then
+		kafka_dr status | sed 's/^/kafka-dr     /'
+	fi
+	if [[ -d $MIRROR_LAB_DIR ]]; then
+		printf 'mirror       %s\n' "$("$MIRROR" status)"
 	fi
 	if [[ -f $REDIS_LAB_DIR/ports ]]; then
 		for port in $("$REDIS" ports); do
@@ -700,8 +936,14 @@ cmd_down() {
 		fi
 		rm -f "$DEMO_DIR/$name.pid"
 	done
+	# MirrorMaker before the Kafkas it connects, Redis meanwhile; the two
+	# Kafkas side by side.
+	"$MIRROR" stop &
 	"$REDIS" stop || true
+	wait $! || true
+	kafka_dr stop &
 	"$KAFKA" stop || true
+	wait $! || true
 	# Last: when the watchdog itself runs `down`, this is our own process.
 	if [[ -f $DEMO_DIR/watchdog.pid ]]; then
 		pid=$(<"$DEMO_DIR/watchdog.pid")
@@ -719,6 +961,9 @@ main() {
 	case $cmd in
 	up) cmd_up ;;
 	kill) cmd_kill "$@" ;;
+	mirror-stall) cmd_mirror_stall "$@" ;;
+	mirror-pause) cmd_mirror_pause ;;
+	mirror-resume) cmd_mirror_resume ;;
 	heal) cmd_heal ;;
 	status) cmd_status ;;
 	ports) check_ports --list ;;

@@ -21,16 +21,17 @@ import (
 )
 
 // TestDemoUpKillDown runs `make demo`'s script end to end on private ports:
-// up, the three kills, heal, status and down, and checks that down leaves no process
-// behind. Heavy (3 Kafka JVMs, 6 redis-server, Prometheus, Alertmanager):
-// skipped with -short.
+// up, a stall of the mirror flow, the three kills, heal, status and down, and
+// checks that down leaves no process behind. Heavy (4 Kafka JVMs, MirrorMaker,
+// 6 redis-server, Prometheus, Alertmanager): skipped with -short.
 func TestDemoUpKillDown(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts Kafka, Redis, Prometheus and Alertmanager")
+		t.Skip("starts Kafka, MirrorMaker, Redis, Prometheus and Alertmanager")
 	}
 	root := lab.RepoRoot(t)
 	dir := t.TempDir()
-	kafkaBase := lab.PickBasePort(t, 0, 1, 2, 100, 101, 102)
+	// The demo's 3 brokers, the DR broker (+3) and their controllers (+100).
+	kafkaBase := lab.PickBasePort(t, 0, 1, 2, 3, 100, 101, 102, 103)
 	redisBase := lab.PickBasePort(t, 0, 1, 2, 3, 4, 5, 10000, 10001, 10002, 10003, 10004, 10005)
 	// Below the ephemeral range too, as the demo's own defaults are.
 	servicesBase := lab.PickBasePort(t, 0, 1, 2)
@@ -38,6 +39,7 @@ func TestDemoUpKillDown(t *testing.T) {
 	env := append(os.Environ(),
 		"DEMO_DIR="+dir,
 		"DEMO_KAFKA_BASE_PORT="+strconv.Itoa(kafkaBase),
+		"DEMO_KAFKA_DR_PORT="+strconv.Itoa(kafkaBase+3),
 		"DEMO_REDIS_BASE_PORT="+strconv.Itoa(redisBase),
 		"DEMO_EXPORTER_PORT="+strconv.Itoa(exporterPort),
 		"DEMO_PROMETHEUS_PORT="+strconv.Itoa(prometheusPort),
@@ -75,17 +77,27 @@ func TestDemoUpKillDown(t *testing.T) {
 	t.Logf("up took %s", time.Since(start).Round(time.Second))
 
 	metrics := scrapeMetrics(t, exporterPort)
-	for _, want := range []string{`kafka_up{kafka_cluster="demo"} 1`, `redis_cluster_up{redis_cluster="demo"} 1`} {
+	for _, want := range []string{
+		`kafka_up{kafka_cluster="demo"} 1`, `kafka_up{kafka_cluster="dr"} 1`, `redis_cluster_up{redis_cluster="demo"} 1`,
+		`kafka_mirror_up{mirror="demo-dr",source_cluster="demo",target_cluster="dr"} 1`,
+		`kafka_mirror_stalled{mirror="demo-dr",source_cluster="demo",target_cluster="dr"} 0`,
+	} {
 		if !strings.Contains(metrics, want+"\n") {
 			t.Errorf("exporter /metrics lacks %q", want)
 		}
 	}
+	// MirrorMaker emits a heartbeat a second; the exporter reads it every second.
+	if age, ok := mirrorValue(metrics, "kafka_mirror_heartbeat_age_seconds"); !ok || age >= 5 {
+		t.Errorf("after up: kafka_mirror_heartbeat_age_seconds %v (served: %v), want under 5", age, ok)
+	}
 	status := demo(time.Minute, "status")
-	for _, name := range []string{"exporter", "producer", "prometheus", "alertmanager"} {
-		if !regexp.MustCompile(`(?m)^` + name + ` +running pid \d+$`).MatchString(status) {
+	for _, name := range []string{"exporter", "producer", "prometheus", "alertmanager", "mirror", "kafka-dr +node 1"} {
+		if !regexp.MustCompile(`(?m)^` + name + ` +running pid \d+`).MatchString(status) {
 			t.Errorf("status does not show %s running", name)
 		}
 	}
+
+	checkMirrorStall(t, demo, exporterPort)
 
 	// The seed lesson on the demo's canaries: one command, Kafka loses no
 	// acknowledged write, Redis Cluster loses the ones its cut-off master
@@ -132,8 +144,8 @@ func TestDemoUpKillDown(t *testing.T) {
 	}
 
 	pids := demoPIDs(t, dir)
-	if len(pids) < 4+2+5 {
-		t.Errorf("found %d PIDs of demo processes before down, want at least 11: %v", len(pids), pids)
+	if len(pids) < 4+2+5+2 {
+		t.Errorf("found %d PIDs of demo processes before down, want at least 13: %v", len(pids), pids)
 	}
 	demo(2*time.Minute, "down")
 	downed = true
@@ -149,6 +161,87 @@ func TestDemoUpKillDown(t *testing.T) {
 	t.Logf("whole demo cycle took %s", time.Since(start).Round(time.Second))
 }
 
+// mirrorStallSeconds is how long the test stalls the demo's mirror flow: its
+// stall_after (10s) and a few seconds for the exporter to see it.
+const mirrorStallSeconds = 15
+
+// checkMirrorStall runs `mirror-stall` on the demo's MirrorMaker and checks,
+// from the exporter's /metrics read meanwhile, that the flow's heartbeat
+// ages past its stall_after and the flow counts as stalled, that the DR
+// cluster lacks records at the end of the stall, and that the flow recovers
+// after SIGCONT.
+func checkMirrorStall(t *testing.T, demo func(time.Duration, ...string) string, exporterPort int) {
+	t.Helper()
+	type reading struct {
+		maxAge      float64
+		stalledSeen bool
+	}
+	done := make(chan struct{})
+	readings := make(chan reading, 1)
+	go func() {
+		var r reading
+		defer func() { readings <- r }()
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			text, err := fetchMetrics(exporterPort)
+			if err != nil {
+				continue
+			}
+			if age, ok := mirrorValue(text, "kafka_mirror_heartbeat_age_seconds"); ok && age > r.maxAge {
+				r.maxAge = age
+			}
+			if stalled, ok := mirrorValue(text, "kafka_mirror_stalled"); ok && stalled == 1 {
+				r.stalledSeen = true
+			}
+		}
+	}()
+	start := time.Now()
+	out := demo(2*time.Minute, "mirror-stall", strconv.Itoa(mirrorStallSeconds))
+	close(done)
+	r := <-readings
+	t.Logf("mirror-stall %d took %s; during it the heartbeat's age reached %.1fs", mirrorStallSeconds, time.Since(start).Round(100*time.Millisecond), r.maxAge)
+
+	if !regexp.MustCompile(`mirror: kafka_mirror_stalled 0 -> 1 after [\d.]+s`).MatchString(out) {
+		t.Errorf("mirror-stall did not report the flow stalled")
+	}
+	if !r.stalledSeen || r.maxAge < 10 {
+		t.Errorf("during a %ds stall: kafka_mirror_stalled 1 seen %v, heartbeat age up to %.1fs; want 1 and at least stall_after (10s)", mirrorStallSeconds, r.stalledSeen, r.maxAge)
+	}
+	// The producer writes 4 records a second to topic demo.
+	if m := regexp.MustCompile(`dr would lack (\d+) records`).FindStringSubmatch(out); m == nil || m[1] == "0" {
+		t.Errorf("mirror-stall: records not replicated at the end of the stall %v, want some", m)
+	}
+	if !regexp.MustCompile(`mirror: caught up: kafka_mirror_stalled 0 after [\d.]+s`).MatchString(out) {
+		t.Errorf("mirror-stall did not report the flow caught up")
+	}
+	text := scrapeMetrics(t, exporterPort)
+	up, _ := mirrorValue(text, "kafka_mirror_up")
+	stalled, _ := mirrorValue(text, "kafka_mirror_stalled")
+	age, ok := mirrorValue(text, "kafka_mirror_heartbeat_age_seconds")
+	if up != 1 || stalled != 0 || !ok || age >= 5 {
+		t.Errorf("after mirror-stall: kafka_mirror_up %v, kafka_mirror_stalled %v, heartbeat age %v (served: %v); want 1, 0, under 5", up, stalled, age, ok)
+	}
+}
+
+// mirrorValue is the value of the demo mirror flow's series NAME in the
+// exposition text.
+func mirrorValue(text, name string) (float64, bool) {
+	prefix := name + `{mirror="demo-dr",source_cluster="demo",target_cluster="dr"} `
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
+}
+
 type demoPID struct {
 	what string
 	pid  int
@@ -158,7 +251,7 @@ type demoPID struct {
 func demoPIDs(t *testing.T, dir string) []demoPID {
 	t.Helper()
 	var files []string
-	for _, pattern := range []string{"*.pid", "kafka/node-*/pid", "redis/*/redis.pid"} {
+	for _, pattern := range []string{"*.pid", "kafka/node-*/pid", "kafka-dr/node-*/pid", "mirror/pid", "redis/*/redis.pid"} {
 		m, _ := filepath.Glob(filepath.Join(dir, pattern))
 		files = append(files, m...)
 	}
@@ -269,10 +362,10 @@ func ephemeralPortsStart(t *testing.T) int {
 func TestDemoPortsBelowEphemeralRange(t *testing.T) {
 	stdout, stderr, _ := runDemo(t, nil, "ports") // exit 1 if this machine runs something on them
 	ports := demoPorts(t, stdout)
-	// 3 brokers and their controllers, 6 Redis nodes and their buses,
-	// the exporter, Prometheus, Alertmanager.
-	if len(ports) != 21 {
-		t.Fatalf("scripts/demo.sh ports lists %d ports, want 21:\n%s", len(ports), stdout)
+	// 3 brokers and their controllers, the DR broker and its controller,
+	// 6 Redis nodes and their buses, the exporter, Prometheus, Alertmanager.
+	if len(ports) != 23 {
+		t.Fatalf("scripts/demo.sh ports lists %d ports, want 23:\n%s", len(ports), stdout)
 	}
 	start := ephemeralPortsStart(t)
 	seen := map[int]string{}
@@ -307,7 +400,7 @@ func TestDemoPortsBelowEphemeralRange(t *testing.T) {
 // taken, and names the port, what it is for and the process holding it,
 // before it starts or installs anything.
 func TestDemoUpNamesPortInUse(t *testing.T) {
-	kafkaBase := lab.PickBasePort(t, 0, 1, 2, 100, 101, 102)
+	kafkaBase := lab.PickBasePort(t, 0, 1, 2, 3, 100, 101, 102, 103)
 	redisBase := lab.PickBasePort(t, 0, 1, 2, 3, 4, 5, 10000, 10001, 10002, 10003, 10004, 10005)
 	servicesBase := lab.PickBasePort(t, 0, 1, 2)
 	taken := servicesBase + 1
@@ -318,6 +411,7 @@ func TestDemoUpNamesPortInUse(t *testing.T) {
 	defer l.Close()
 	env := []string{
 		"DEMO_KAFKA_BASE_PORT=" + strconv.Itoa(kafkaBase),
+		"DEMO_KAFKA_DR_PORT=" + strconv.Itoa(kafkaBase+3),
 		"DEMO_REDIS_BASE_PORT=" + strconv.Itoa(redisBase),
 		"DEMO_EXPORTER_PORT=" + strconv.Itoa(servicesBase),
 		"DEMO_PROMETHEUS_PORT=" + strconv.Itoa(taken),
@@ -351,15 +445,24 @@ func TestDemoUpNamesPortInUse(t *testing.T) {
 
 func scrapeMetrics(t *testing.T, port int) string {
 	t.Helper()
+	text, err := fetchMetrics(port)
+	if err != nil {
+		t.Fatalf("scrape exporter: %v", err)
+	}
+	return text
+}
+
+// fetchMetrics reads the exporter's /metrics; safe outside the test's goroutine.
+func fetchMetrics(port int) (string, error) {
 	client := &http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
 	if err != nil {
-		t.Fatalf("scrape exporter: %v", err)
+		return "", err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("scrape exporter: %v", err)
+		return "", fmt.Errorf("read /metrics: %w", err)
 	}
-	return string(b)
+	return string(b), nil
 }
