@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/internal/promtest"
 )
 
 // The mirror tests run a real MirrorMaker 2 (dedicated mode) between two
@@ -157,6 +159,14 @@ func TestMirrorFailoverView(t *testing.T) {
 		"    refresh_interval: 1s\n    stall_after: 8s\n    partition_metrics: true\n")
 	e := exportertest.Start(t, "--config.file="+faultConfig(t, cfg))
 	e.WaitReady(t, 30*time.Second)
+	// Prometheus scrapes the exporter with the alert rules loaded (for:
+	// rewritten to 0s), for the alerts and the dashboard's panels.
+	root := lab.RepoRoot(t)
+	live := &liveLab{root: root, prom: promtest.StartPrometheus(t, promtest.PrometheusOptions{
+		ScrapeTargets: []string{e.Addr},
+		RulesFile:     promtest.RewriteRules(t, filepath.Join(root, "prometheus", "alerts.yml"), 0),
+	})}
+	windowStart := time.Now()
 	flow := map[string]string{"mirror": "east-west", "source_cluster": "east", "target_cluster": "west"}
 	with := func(kv ...string) map[string]string {
 		l := map[string]string{}
@@ -218,6 +228,10 @@ func TestMirrorFailoverView(t *testing.T) {
 	m, _ = waitMetrics(t, e, 20*time.Second, "stalled after stall_after (8s)", func(m exportertest.Metrics) (bool, string) {
 		v, _ := m.Value("kafka_mirror_stalled", flow)
 		return v == 1, m.Describe("kafka_mirror_stalled", flow) + m.Describe("kafka_mirror_heartbeat_age_seconds", flow)
+	})
+	live.waitQuery(t, 15*time.Second, "KafkaMirrorStalled firing in Prometheus", func(q func(string) []promtest.Series) (bool, string) {
+		res := q(`ALERTS{alertname="KafkaMirrorStalled", alertstate="firing", mirror="east-west"}`)
+		return len(res) == 1, describeSeries(res)
 	})
 	// The RPO and the heartbeat's age follow the wall clock since the
 	// SIGSTOP: each read is checked against the time since the pause at
@@ -291,6 +305,13 @@ func TestMirrorFailoverView(t *testing.T) {
 	if truth := endOffsetSum(t, src, "orders") - endOffsetSum(t, dst, remote); truth != 0 {
 		t.Errorf("the exporter says caught up, the end offsets differ by %d", truth)
 	}
+	live.waitQuery(t, 15*time.Second, "KafkaMirrorStalled resolved in Prometheus", func(q func(string) []promtest.Series) (bool, string) {
+		res := q(`ALERTS{alertname="KafkaMirrorStalled", mirror="east-west"}`)
+		return len(res) == 0, describeSeries(res)
+	})
+	// Every panel of the flow's dashboard has data over the stall.
+	live.evaluateDashboard(t, "kafka-mirror.json", "east-west",
+		map[string]string{"mirror": "east-west", "source_cluster": "east", "target_cluster": "west"}, windowStart, time.Now())
 	evs = fetchEvents(t, e, "?system=mirror")
 	resumed := mirrorEvents(evs, events.MirrorResumed, "")
 	if len(resumed) == 0 || resumed[len(resumed)-1].Time.Before(resumedAt) {
