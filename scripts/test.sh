@@ -66,8 +66,9 @@ scripts/check-rules.sh
 # cluster to fail over, elect, or catch up, so two lanes share the 2 cores
 # without slowing each other much; one after the other they took 45 minutes
 # of a fresh machine's make test. The lanes are balanced by time:
-#   kafka: the e2e tests that start Kafka clusters, the Kafka collector
-#          under the race detector, the Kafka version matrix;
+#   kafka: the e2e tests that start Kafka clusters (but the MirrorMaker
+#          ones), the Kafka write canary, the Kafka collector under the
+#          race detector, the Kafka version matrix;
 #   other: every other package, the e2e tests without a Kafka cluster, the
 #          Redis collector under the race detector, the Valkey reruns.
 # Each lane writes its own log, shown whole when the lane ends; the steps'
@@ -112,6 +113,9 @@ lane_kafka() {
 	# TestKafkaVersions runs per version in the matrix below.
 	go test -count=1 -timeout 50m -run "$kafka_e2e" -skip '^TestKafkaVersions$' ./e2e/
 
+	step "the Kafka write canary against real clusters"
+	go test -count=1 -timeout 20m ./collector/canary/kafkacanary/
+
 	step "race detector: the Kafka collector against the real lab"
 	# Every test of the package, whose sources start goroutines per refresh
 	# (metadata attempts, broker probes, the quorum read), against a real
@@ -134,8 +138,8 @@ lane_other() {
 	step "short fuzz runs"
 	short_fuzz_runs
 
-	step "go test: every package but e2e and the two collectors"
-	go test -count=1 -p 1 -timeout 40m $(go list ./... | grep -v -x -e '.*/e2e' -e '.*/collector/kafka' -e '.*/collector/redis')
+	step "go test: every package but e2e, the two collectors and the Kafka canary"
+	go test -count=1 -p 1 -timeout 40m $(go list ./... | grep -v -x -e '.*/e2e' -e '.*/collector/kafka' -e '.*/collector/redis' -e '.*/collector/canary/kafkacanary')
 
 	step "e2e: the tests without a Kafka cluster"
 	go test -count=1 -timeout 40m -skip "$kafka_e2e" ./e2e/
