@@ -76,8 +76,13 @@ func TestSecurityKafka(t *testing.T) {
 	}
 	m, took := waitMetrics(t, e, 60*time.Second, "every secured Kafka cluster read or failed", func(m exportertest.Metrics) (bool, string) {
 		var missing []string
+		// A good cluster is read whole: partitions, reassignments and the
+		// ELR (franz-go), which a loaded machine's first refreshes can
+		// leave out when they run out of time.
 		for _, name := range good {
-			if v, ok := m.Value("kafka_topic_partitions", map[string]string{"kafka_cluster": name, "topic": topic}); !ok || v != 3 {
+			_, reassignments := m.Value("kafka_topic_reassigning_partitions", map[string]string{"kafka_cluster": name, "topic": topic})
+			_, elr := m.Value("kafka_partition_eligible_leader_replicas", map[string]string{"kafka_cluster": name, "topic": belowMinTopic, "partition": "0"})
+			if v, ok := m.Value("kafka_topic_partitions", map[string]string{"kafka_cluster": name, "topic": topic}); !ok || v != 3 || !reassignments || !elr {
 				missing = append(missing, name)
 			}
 		}
@@ -123,8 +128,12 @@ func TestSecurityKafka(t *testing.T) {
 			if v := value(t, m, "kafka_partition_eligible_leader_replicas", below); v != 0 {
 				t.Errorf("%s: eligible leader replicas = %v, want 0", belowMinTopic, v)
 			}
-			if logs := secClusterLog(e.Logs(), name); strings.Contains(logs, "eligible leader replicas failed") {
-				t.Errorf("the franz-go client failed:\n%s", logs)
+			// A failure other than a refresh running out of time (the first
+			// ones, on a loaded machine) is the client's.
+			for _, line := range strings.Split(secClusterLog(e.Logs(), name), "\n") {
+				if strings.Contains(line, "eligible leader replicas failed") && !strings.Contains(line, "deadline exceeded") {
+					t.Errorf("the franz-go client failed:\n%s", line)
+				}
 			}
 		})
 	}
@@ -163,11 +172,13 @@ func TestSecurityKafka(t *testing.T) {
 		if !strings.Contains(logs, want) || !strings.Contains(logs, "not authorized to access this topic") {
 			t.Errorf("log does not say %q with the authorization error:\n%s", want, logs)
 		}
-		// A lasting refusal is a warning once, then debug lines.
+		// A lasting refusal is a warning once, then debug lines (a first
+		// refresh that ran out of time on a loaded machine warns of that
+		// apart).
 		const refused = "listing partition reassignments failed"
 		warned := 0
 		for _, line := range strings.Split(logs, "\n") {
-			if strings.Contains(line, refused) && strings.Contains(line, "level=warn") {
+			if strings.Contains(line, refused) && strings.Contains(line, "level=warn") && strings.Contains(line, "not authorized") {
 				warned++
 			}
 		}
