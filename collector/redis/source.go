@@ -281,8 +281,11 @@ func (s *source) queryNodes(ctx context.Context, addrs []string) ([]nodeView, []
 }
 
 // peerHintWait is how long a failed query waits for the probe of what is at
-// the address; Kafka and a cluster bus answer it in milliseconds.
-const peerHintWait = 200 * time.Millisecond
+// the address. Kafka and a cluster bus answer it in milliseconds, but a
+// loaded machine's Kafka took over 200 ms, and the first failure is the one
+// logged as a warning: it waits up to a second, once per address (the
+// answer is cached), and only for a closed or reset connection.
+const peerHintWait = time.Second
 
 // explain says what to do about a refused login, and what answered at addr
 // when it is not Redis (a Kafka broker, a cluster bus port), which rueidis
