@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -78,8 +79,15 @@ func PortFree(port int) bool {
 // is free on 127.0.0.1 for every offset, and below the kernel's ephemeral
 // port range: a port in that range that is free when checked can be taken
 // a moment later by any outgoing connection on the machine (the nodes'
-// own gossip among them), and then the server fails to bind it. Random, so
-// that test packages running in parallel rarely race for the same block.
+// own gossip among them), and then the server fails to bind it.
+//
+// A free port is not yet a bound one: a test that picks two blocks before
+// it starts anything (the demo's Kafka at base+100 and its Redis cluster
+// bus at base+10000), or two test processes picking at once (make test
+// runs two lanes), could be handed overlapping blocks. So every port of the
+// block is also reserved, by a lock on a file per port shared by every
+// process on the machine, until the test ends; a process that dies drops
+// its locks with it.
 func PickBasePort(t testing.TB, offsets ...int) int {
 	t.Helper()
 	if len(offsets) == 0 {
@@ -92,6 +100,10 @@ func PickBasePort(t testing.TB, offsets ...int) int {
 	}
 	for range 200 {
 		base := low + rand.IntN(span)
+		locks, ok := reservePorts(t, base, offsets)
+		if !ok {
+			continue
+		}
 		free := true
 		for _, off := range offsets {
 			if !PortFree(base + off) {
@@ -100,11 +112,53 @@ func PickBasePort(t testing.TB, offsets ...int) int {
 			}
 		}
 		if free {
+			t.Cleanup(func() { releasePorts(locks) })
 			return base
 		}
+		releasePorts(locks)
 	}
 	t.Fatalf("lab: no free port block for offsets %v on 127.0.0.1", offsets)
 	return 0
+}
+
+// portLockDir holds one lock file per reserved port, shared by every test
+// process of the machine's user.
+func portLockDir() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("failover-exporter-ports-%d", os.Getuid()))
+}
+
+// reservePorts takes an exclusive lock for each port of the block, or none
+// of them: false when another test (in this process or another) holds one.
+// flock locks belong to the open file, so a second open in the same
+// process conflicts too.
+func reservePorts(t testing.TB, base int, offsets []int) ([]*os.File, bool) {
+	t.Helper()
+	dir := portLockDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatalf("lab: port reservations: %v", err)
+	}
+	var locks []*os.File
+	for _, off := range offsets {
+		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(base+off)), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			releasePorts(locks)
+			t.Fatalf("lab: port reservations: %v", err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			releasePorts(locks)
+			return nil, false
+		}
+		locks = append(locks, f)
+	}
+	return locks, true
+}
+
+// releasePorts drops the locks; the files stay, for the next reservation.
+func releasePorts(locks []*os.File) {
+	for _, f := range locks {
+		f.Close()
+	}
 }
 
 // ephemeralPortsStart is the first port the kernel hands out to outgoing
