@@ -28,6 +28,16 @@ type Mirror struct {
 	// alias>.<topic>, MM2's DefaultReplicationPolicy with separator ".")
 	// or identity (the topic's own name, IdentityReplicationPolicy).
 	ReplicationPolicy string `yaml:"replication_policy"`
+	// ReplicationPolicySeparator is MM2's replication.policy.separator:
+	// what joins the source alias and the topic in a remote topic's name,
+	// "." by default. Unless InternalTopicSeparatorEnabled is false it
+	// also joins the parts of MM2's internal topics' default names.
+	ReplicationPolicySeparator string `yaml:"replication_policy_separator"`
+	// InternalTopicSeparatorEnabled is MM2's
+	// replication.policy.internal.topic.separator.enabled (true by
+	// default): false keeps "." in the internal topics' names whatever the
+	// separator.
+	InternalTopicSeparatorEnabled *bool `yaml:"internal_topic_separator_enabled"`
 	// Topics selects the source topics the flow replicates (anchored; all
 	// by default). MM2's internal topics are never counted.
 	Topics *Regexp `yaml:"topics"`
@@ -51,6 +61,10 @@ type Mirror struct {
 	// PartitionMetrics adds per-partition series (records not replicated,
 	// seconds behind) to the per-topic ones.
 	PartitionMetrics bool `yaml:"partition_metrics"`
+	// MaxGroups bounds the consumer groups the flow reports (their series
+	// are per group and topic): beyond it, the first by name are, and
+	// kafka_mirror_groups_left_out counts the others.
+	MaxGroups int `yaml:"max_groups"`
 
 	// SourceCluster and TargetCluster are the named clusters' settings,
 	// filled in by Config.Complete.
@@ -74,7 +88,18 @@ const (
 const (
 	DefaultMirrorHeartbeatsTopic = "heartbeats"
 	DefaultMirrorStallAfter      = 30 * time.Second
+	DefaultMirrorSeparator       = "."
+	DefaultMirrorMaxGroups       = 1000
 )
+
+// InternalSeparator is what joins the parts of MM2's internal topics'
+// names (DefaultReplicationPolicy.internalSeparator).
+func (m Mirror) InternalSeparator() string {
+	if m.InternalTopicSeparatorEnabled != nil && !*m.InternalTopicSeparatorEnabled {
+		return DefaultMirrorSeparator
+	}
+	return m.ReplicationPolicySeparator
+}
 
 func (m *Mirror) applyDefaults() {
 	if m.SourceAlias == "" {
@@ -89,9 +114,13 @@ func (m *Mirror) applyDefaults() {
 	if m.Topics == nil {
 		m.Topics, _ = NewRegexp(".*")
 	}
+	if m.ReplicationPolicySeparator == "" {
+		m.ReplicationPolicySeparator = DefaultMirrorSeparator
+	}
 	if m.OffsetSyncsTopicLocation == "" {
 		m.OffsetSyncsTopicLocation = OffsetSyncsOnSource
 	}
+	sep := m.InternalSeparator()
 	if m.OffsetSyncsTopic == "" {
 		// MM2's offsetSyncsTopic(alias): the alias of the other cluster
 		// than the one the topic is on.
@@ -99,10 +128,10 @@ func (m *Mirror) applyDefaults() {
 		if m.OffsetSyncsTopicLocation == OffsetSyncsOnTarget {
 			alias = m.SourceAlias
 		}
-		m.OffsetSyncsTopic = "mm2-offset-syncs." + alias + ".internal"
+		m.OffsetSyncsTopic = "mm2-offset-syncs" + sep + alias + sep + "internal"
 	}
 	if m.CheckpointsTopic == "" {
-		m.CheckpointsTopic = m.SourceAlias + ".checkpoints.internal"
+		m.CheckpointsTopic = m.SourceAlias + sep + "checkpoints" + sep + "internal"
 	}
 	if m.HeartbeatsTopic == "" {
 		m.HeartbeatsTopic = DefaultMirrorHeartbeatsTopic
@@ -115,6 +144,9 @@ func (m *Mirror) applyDefaults() {
 	}
 	if m.StallAfter == 0 {
 		m.StallAfter = DefaultMirrorStallAfter
+	}
+	if m.MaxGroups == 0 {
+		m.MaxGroups = DefaultMirrorMaxGroups
 	}
 }
 
@@ -152,6 +184,9 @@ func (m *Mirror) validate(kafka map[string]KafkaCluster) error {
 			errs = append(errs, fmt.Errorf("%s %q cannot be part of a Kafka topic name", alias.key, alias.value))
 		}
 	}
+	if !kafkaTopicName.MatchString(m.ReplicationPolicySeparator) {
+		errs = append(errs, fmt.Errorf("replication_policy_separator %q cannot be part of a Kafka topic name", m.ReplicationPolicySeparator))
+	}
 	if m.SourceAlias != "" && m.SourceAlias == m.TargetAlias {
 		errs = append(errs, fmt.Errorf("source_alias and target_alias are both %q", m.SourceAlias))
 	}
@@ -166,6 +201,9 @@ func (m *Mirror) validate(kafka map[string]KafkaCluster) error {
 	errs = append(errs, validateTimings(m.RefreshInterval, m.RefreshTimeout, time.Second, time.Second, "")...)
 	if m.StallAfter <= 0 {
 		errs = append(errs, fmt.Errorf("stall_after %s must be positive", m.StallAfter))
+	}
+	if m.MaxGroups < 0 {
+		errs = append(errs, fmt.Errorf("max_groups %d must be positive (default %d)", m.MaxGroups, DefaultMirrorMaxGroups))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -30,7 +30,7 @@ mirrors:
 		m.OffsetSyncsTopic != "mm2-offset-syncs.us.internal" || m.OffsetSyncsTopicLocation != OffsetSyncsOnSource ||
 		m.CheckpointsTopic != "eu.checkpoints.internal" || m.HeartbeatsTopic != "heartbeats" ||
 		m.RefreshInterval != DefaultRefreshInterval || m.RefreshTimeout != 4*time.Second || m.StallAfter != 30*time.Second ||
-		m.PartitionMetrics || !m.Topics.MatchString("anything") {
+		m.PartitionMetrics || !m.Topics.MatchString("anything") || m.MaxGroups != 1000 {
 		t.Errorf("defaults not applied: %+v", m)
 	}
 	if m.SourceCluster.ClientID != "eu-reader" || m.TargetCluster.Name != "us" {
@@ -69,6 +69,27 @@ mirrors:
 	}
 }
 
+// TestMirrorSeparator: a flow with MM2's replication.policy.separator
+// takes it into the internal topics' default names, unless
+// internal_topic_separator_enabled is false, as MM2 4.x does.
+func TestMirrorSeparator(t *testing.T) {
+	for _, tc := range []struct{ extra, syncs, checkpoints string }{
+		{"", "mm2-offset-syncs.us.internal", "eu.checkpoints.internal"},
+		{"replication_policy_separator: _", "mm2-offset-syncs_us_internal", "eu_checkpoints_internal"},
+		{"replication_policy_separator: _\n    internal_topic_separator_enabled: false", "mm2-offset-syncs.us.internal", "eu.checkpoints.internal"},
+		{"replication_policy_separator: \"--\"\n    internal_topic_separator_enabled: true", "mm2-offset-syncs--us--internal", "eu--checkpoints--internal"},
+	} {
+		cfg, err := Parse([]byte(twoClusters + "mirrors:\n  - name: m\n    source: eu\n    target: us\n    " + tc.extra + "\n"))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.extra, err)
+		}
+		m := cfg.Mirrors[0]
+		if m.OffsetSyncsTopic != tc.syncs || m.CheckpointsTopic != tc.checkpoints {
+			t.Errorf("%q: offset syncs %q, checkpoints %q; want %q, %q", tc.extra, m.OffsetSyncsTopic, m.CheckpointsTopic, tc.syncs, tc.checkpoints)
+		}
+	}
+}
+
 func TestMirrorValidation(t *testing.T) {
 	for _, tc := range []struct{ mirror, want string }{
 		{"source: eu\n    target: ap", `target "ap" is not a cluster of the kafka list (known: "eu", "us")`},
@@ -82,6 +103,8 @@ func TestMirrorValidation(t *testing.T) {
 		{"source: eu\n    target: us\n    stall_after: 30", "stall_after: 30 has no unit"},
 		{"source: eu\n    target: us\n    refresh_interval: 2h", "refresh_interval 2h0m0s is longer than 1h0m0s"},
 		{"source: eu\n    target: us\n    bootstrap_servers: [x:1]", "field bootstrap_servers not found"},
+		{"source: eu\n    target: us\n    max_groups: -1", "max_groups -1 must be positive"},
+		{"source: eu\n    target: us\n    replication_policy_separator: \"/\"", `replication_policy_separator "/" cannot be part of a Kafka topic name`},
 	} {
 		_, err := Parse([]byte(twoClusters + "mirrors:\n  - name: m\n    " + tc.mirror + "\n"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -346,7 +346,10 @@ func TestMirrorFailoverView(t *testing.T) {
 }
 
 // TestMirrorSourceClusterLost kills the whole source cluster (kill -9)
-// while MirrorMaker 2 (identity replication policy) lags behind, and
+// while MirrorMaker 2 (identity replication policy, separator "_", so that
+// its heartbeats and internal topics are east_heartbeats,
+// mm2-offset-syncs_west_internal and east_checkpoints_internal) lags
+// behind, and
 // compares the exporter's last figures before the source went away with a
 // record-by-record comparison of what the producer had acknowledged and
 // what the target holds: what a failover at that moment lost.
@@ -354,12 +357,12 @@ func TestMirrorSourceClusterLost(t *testing.T) {
 	src := lab.StartKafka(t, lab.KafkaOptions{Nodes: 1})
 	dst := lab.StartKafka(t, lab.KafkaOptions{Nodes: 1})
 	src.CreateTopic(t, "ledger", 1)
-	mm := lab.StartMirror(t, lab.MirrorOptions{Source: src, Target: dst, SourceAlias: "east", TargetAlias: "west", Topics: "ledger", IdentityPolicy: true})
-	if mm.RemoteTopic("ledger") != "ledger" {
-		t.Fatalf("identity policy: remote topic %q", mm.RemoteTopic("ledger"))
+	mm := lab.StartMirror(t, lab.MirrorOptions{Source: src, Target: dst, SourceAlias: "east", TargetAlias: "west", Topics: "ledger", IdentityPolicy: true, Separator: "_"})
+	if mm.RemoteTopic("ledger") != "ledger" || mm.HeartbeatsTopic() != "east_heartbeats" {
+		t.Fatalf("identity policy, separator _: remote topic %q, heartbeats %q", mm.RemoteTopic("ledger"), mm.HeartbeatsTopic())
 	}
 	cfg := mirrorConfig(src, dst, "  - name: east-west\n    source: east\n    target: west\n    topics: ledger\n    replication_policy: identity\n"+
-		"    refresh_interval: 1s\n")
+		"    replication_policy_separator: _\n    refresh_interval: 1s\n")
 	e := exportertest.Start(t, "--config.file="+faultConfig(t, cfg))
 	e.WaitReady(t, 30*time.Second)
 	flow := map[string]string{"mirror": "east-west", "source_cluster": "east", "target_cluster": "west"}
@@ -371,9 +374,12 @@ func TestMirrorSourceClusterLost(t *testing.T) {
 		up, _ := m.Value("kafka_mirror_up", flow)
 		rpo, okRPO := m.Value("kafka_mirror_topic_rpo_seconds", ledger)
 		lag, okLag := m.Value("kafka_mirror_topic_records_not_replicated", ledger)
-		return up == 1 && producer.Acked() >= 40 && okRPO && rpo < 5 && okLag && lag < 50,
+		// The heartbeats, read from east_heartbeats: the separator's name.
+		age, okAge := m.Value("kafka_mirror_heartbeat_age_seconds", flow)
+		return up == 1 && producer.Acked() >= 40 && okRPO && rpo < 5 && okLag && lag < 50 && okAge && age < 5,
 			fmt.Sprintf("%d records acknowledged\n", producer.Acked()) + m.Describe("kafka_mirror_up", flow) +
-				m.Describe("kafka_mirror_topic_rpo_seconds", ledger) + m.Describe("kafka_mirror_topic_records_not_replicated", ledger)
+				m.Describe("kafka_mirror_topic_rpo_seconds", ledger) + m.Describe("kafka_mirror_topic_records_not_replicated", ledger) +
+				m.Describe("kafka_mirror_heartbeat_age_seconds", flow)
 	})
 
 	// MirrorMaker falls behind for 8 s, then the source dies mid-production.

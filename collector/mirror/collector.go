@@ -31,6 +31,7 @@ type descs struct {
 	topicMissing, topicMismatch                 *exposition.Desc
 	topicNotReplicated, topicRPO, topicUnknown  *exposition.Desc
 	groupReread, groupCheckpointAge, groupParts *exposition.Desc
+	groups, groupsLeftOut                       *exposition.Desc
 
 	partitionNotReplicated, partitionRPO, groupResume *exposition.Desc
 }
@@ -82,6 +83,10 @@ var metrics = func() descs {
 			"Largest over the topic's partitions of the newest source record's timestamp minus the newest replicated record's (0 when caught up): the seconds of data a failover now would lose. Record timestamps: producers' clocks with CreateTime (docs/mirror.md). Absent when a partition's figure is unknown.", with("topic")...),
 		topicUnknown: series.Gauge("kafka_mirror_topic_partitions_unknown",
 			"Partitions of the topic left out of records_not_replicated: offsets not read, or data on both sides and no offset sync read yet.", with("topic")...),
+		groups: series.Gauge("kafka_mirror_groups",
+			"Consumer groups with a checkpoint for a replicated topic on the target.", flow...),
+		groupsLeftOut: series.Gauge("kafka_mirror_groups_left_out",
+			"Consumer groups with checkpoints beyond the flow's max_groups: the last by name, whose group series are not served. The first max_groups by name are, the same ones every refresh.", flow...),
 		groupReread: series.Gauge("kafka_mirror_group_records_to_reread",
 			"Records the consumer group would read again after failing over to the target: its committed offset on the source minus its latest checkpoint's upstream offset, summed over partitions (at least the gap between the checkpoint's translated offset and where the group was). Absent while the source's committed offsets are unread.", with("group", "topic")...),
 		groupCheckpointAge: series.Gauge("kafka_mirror_group_checkpoint_age_seconds",
@@ -144,6 +149,8 @@ func Emitter(sourceCluster, targetCluster string, partitions bool) exposition.Em
 		if s.SourceUp {
 			emitTopics(sink, s, with, partitions)
 		}
+		sink.Add(metrics.groups, float64(s.GroupsCheckpointed), flow...)
+		sink.Add(metrics.groupsLeftOut, float64(s.GroupsLeftOut), flow...)
 		for _, g := range s.Groups {
 			labels := with(g.Group, g.Topic)
 			if g.RereadKnown {

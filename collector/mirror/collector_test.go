@@ -40,7 +40,8 @@ func testSnapshot() *Snapshot {
 		Syncs:     SyncsState{Partitions: 2, Newest: readAt.Add(-time.Minute), CaughtUp: true},
 		Groups: []GroupTopic{{Group: "billing", Topic: "orders", Reread: 25, RereadKnown: true, OldestCheckpoint: readAt.Add(-30 * time.Second),
 			Partitions: []GroupPartition{{ID: 0, Resume: 7, Checkpointed: 10, Committed: 35, Reread: 25, At: readAt.Add(-30 * time.Second)}}}},
-		Errors: map[string]uint64{readTimestamps: 2},
+		GroupsCheckpointed: 3, GroupsLeftOut: 2,
+		Errors:             map[string]uint64{readTimestamps: 2},
 	}
 }
 
@@ -78,6 +79,8 @@ func TestExposition(t *testing.T) {
 		`kafka_mirror_topic_rpo_seconds{` + flow + `,topic="payments"} 60`,
 		`kafka_mirror_partition_records_not_replicated{mirror="eu-us",partition="1",source_cluster="eu",target_cluster="us",topic="orders"} 49`,
 		`kafka_mirror_partition_rpo_seconds{mirror="eu-us",partition="1",source_cluster="eu",target_cluster="us",topic="orders"} 12`,
+		`kafka_mirror_groups{` + flow + `} 3`,
+		`kafka_mirror_groups_left_out{` + flow + `} 2`,
 		`kafka_mirror_group_records_to_reread{group="billing",` + flow + `,topic="orders"} 25`,
 		`kafka_mirror_group_checkpoint_age_seconds{group="billing",` + flow + `,topic="orders"} 30`,
 		`kafka_mirror_group_resume_offset{group="billing",mirror="eu-us",partition="0",source_cluster="eu",target_cluster="us",topic="orders"} 7`,

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -72,14 +73,14 @@ func TestReread(t *testing.T) {
 func TestPolicy(t *testing.T) {
 	all, _ := config.NewRegexp(".*")
 	orders, _ := config.NewRegexp("orders.*")
-	def := policy{sourceAlias: "eu", targetAlias: "us", heartbeats: "heartbeats", topics: all}
+	def := policy{sourceAlias: "eu", targetAlias: "us", separator: ".", internalSeparator: ".", heartbeats: "heartbeats", topics: all}
 	if got := def.remoteTopic("orders"); got != "eu.orders" {
 		t.Errorf("default remote topic %q", got)
 	}
 	if got, ok := def.sourceTopic("eu.orders"); got != "orders" || !ok {
 		t.Errorf("default source topic %q %v", got, ok)
 	}
-	id := policy{identity: true, sourceAlias: "eu", targetAlias: "us", heartbeats: "heartbeats", topics: orders}
+	id := policy{identity: true, sourceAlias: "eu", targetAlias: "us", separator: ".", internalSeparator: ".", heartbeats: "heartbeats", topics: orders}
 	if got := id.remoteTopic("orders"); got != "orders" {
 		t.Errorf("identity remote topic %q", got)
 	}
@@ -96,5 +97,65 @@ func TestPolicy(t *testing.T) {
 	}
 	if id.replicates("payments") || !id.replicates("orders-eu") || !id.replicates("orders.us") {
 		t.Error("identity policy with a topics filter")
+	}
+}
+
+// TestPolicySeparator: MM2's replication.policy.separator names remote
+// topics, the remote heartbeats and the cycle check; the internal topics
+// keep "." when replication.policy.internal.topic.separator.enabled is
+// false, and take the separator otherwise.
+func TestPolicySeparator(t *testing.T) {
+	all, _ := config.NewRegexp(".*")
+	for _, internal := range []string{"_", "."} {
+		p := policy{sourceAlias: "eu", targetAlias: "us", separator: "_", internalSeparator: internal, heartbeats: "heartbeats", topics: all}
+		if got := p.remoteTopic("orders.v1"); got != "eu_orders.v1" {
+			t.Errorf("remote topic %q", got)
+		}
+		if got, ok := p.sourceTopic("eu_orders.v1"); got != "orders.v1" || !ok {
+			t.Errorf("source topic %q %v", got, ok)
+		}
+		if _, ok := p.sourceTopic("eu.orders"); ok {
+			t.Error(`"eu.orders" read as a remote topic with separator "_"`)
+		}
+		if got := p.remoteHeartbeats(); got != "eu_heartbeats" {
+			t.Errorf("remote heartbeats %q", got)
+		}
+		for topic, want := range map[string]bool{
+			"orders": true, "us.orders": true, "us_orders": false, "xx_heartbeats": false,
+			"mm2-offset-syncs" + internal + "us" + internal + "internal": false,
+			"eu" + internal + "checkpoints" + internal + "internal":      false,
+		} {
+			if got := p.replicates(topic); got != want {
+				t.Errorf("internal separator %q: replicates(%q) = %v", internal, topic, got)
+			}
+		}
+	}
+}
+
+// TestReportedGroups: past max_groups, the same groups are reported every
+// refresh (the first by name), whatever order the checkpoints were read
+// in, and the others are counted.
+func TestReportedGroups(t *testing.T) {
+	checkpoints := func() map[[2]string][]storedCheckpoint {
+		return map[[2]string][]storedCheckpoint{
+			{"delta", "orders"}: nil, {"alpha", "orders"}: nil, {"alpha", "payments"}: nil,
+			{"charlie", "orders"}: nil, {"bravo", "payments"}: nil,
+		}
+	}
+	for range 20 { // map order changes from one run to the next
+		byGroupTopic := checkpoints()
+		var snap Snapshot
+		groups := reportedGroups(byGroupTopic, 2, &snap)
+		if strings.Join(groups, ",") != "alpha,bravo" || snap.GroupsCheckpointed != 4 || snap.GroupsLeftOut != 2 {
+			t.Fatalf("limit 2: groups %v, %d checkpointed, %d left out", groups, snap.GroupsCheckpointed, snap.GroupsLeftOut)
+		}
+		if _, ok := byGroupTopic[[2]string{"charlie", "orders"}]; ok || len(byGroupTopic) != 3 {
+			t.Fatalf("limit 2 kept %v", byGroupTopic)
+		}
+	}
+	byGroupTopic := checkpoints()
+	var snap Snapshot
+	if groups := reportedGroups(byGroupTopic, 4, &snap); len(groups) != 4 || snap.GroupsLeftOut != 0 || len(byGroupTopic) != 5 {
+		t.Errorf("limit 4 of 4: groups %v, %d left out, %d kept", groups, snap.GroupsLeftOut, len(byGroupTopic))
 	}
 }

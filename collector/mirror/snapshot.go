@@ -43,6 +43,10 @@ type Snapshot struct {
 	// Groups are the consumer groups with checkpoints for replicated
 	// topics, per group and source topic, by group then topic.
 	Groups []GroupTopic
+	// GroupsCheckpointed counts the groups with checkpoints for
+	// replicated topics; GroupsLeftOut those of them beyond the flow's
+	// max_groups (the last by name), whose series are not served.
+	GroupsCheckpointed, GroupsLeftOut int
 	// Errors counts the failed reads since the source was built, by
 	// what was read (source, target, offset_syncs, checkpoints,
 	// heartbeats, timestamps, group_offsets) and records that did not

@@ -35,10 +35,6 @@ const (
 // readKinds lists them, so that every series starts at 0.
 var readKinds = []string{readSource, readTarget, readOffsetSyncs, readCheckpoints, readHeartbeats, readTimestamps, readGroupOffsets, readDecode}
 
-// maxGroups bounds the consumer groups one refresh reports: their
-// series are per group and topic.
-const maxGroups = 1000
-
 // checkpointKey is what the checkpoints topic is compacted by.
 type checkpointKey struct {
 	group, topic string // topic: the remote (target) topic's name
@@ -68,6 +64,8 @@ type Source struct {
 	checkpoints *follower
 	latestCheck map[checkpointKey]storedCheckpoint
 	errors      map[string]uint64
+	// groupsLeftOut is the last refresh's, to log only its changes.
+	groupsLeftOut int
 	// logged is the last error logged per read, so that a lasting one is
 	// a warning once.
 	logged map[string]string
@@ -478,28 +476,18 @@ func (s *Source) readGroups(ctx context.Context, snap *Snapshot, topics []string
 		}
 	}
 	byGroupTopic := map[[2]string][]storedCheckpoint{}
-	groupSet := map[string]bool{}
 	for k, c := range s.latestCheck {
-		name, ok := sourceOf[k.topic]
-		if !ok {
-			continue
+		if name, ok := sourceOf[k.topic]; ok {
+			byGroupTopic[[2]string{k.group, name}] = append(byGroupTopic[[2]string{k.group, name}], c)
 		}
-		if !groupSet[k.group] && len(groupSet) >= maxGroups {
-			continue
-		}
-		groupSet[k.group] = true
-		byGroupTopic[[2]string{k.group, name}] = append(byGroupTopic[[2]string{k.group, name}], c)
 	}
+	groups := reportedGroups(byGroupTopic, s.cfg.MaxGroups, snap)
+	s.logGroupsLeftOut(snap)
 	if len(byGroupTopic) == 0 {
 		return
 	}
 	committed := map[checkpointKey]int64{} // topic: the source topic
 	if snap.SourceUp {
-		groups := make([]string, 0, len(groupSet))
-		for g := range groupSet {
-			groups = append(groups, g)
-		}
-		sort.Strings(groups)
 		var err error
 		committed, err = s.committedOffsets(ctx, groups)
 		if err != nil {
@@ -535,6 +523,48 @@ func (s *Source) readGroups(ctx context.Context, snap *Snapshot, topics []string
 		}
 		return snap.Groups[i].Topic < snap.Groups[j].Topic
 	})
+}
+
+// reportedGroups keeps in byGroupTopic the first limit groups by name,
+// the same ones every refresh, and returns them sorted. Their series are
+// per group and topic; the snapshot counts the groups with checkpoints and
+// those left out.
+func reportedGroups(byGroupTopic map[[2]string][]storedCheckpoint, limit int, snap *Snapshot) []string {
+	seen := map[string]bool{}
+	for key := range byGroupTopic {
+		seen[key[0]] = true
+	}
+	groups := make([]string, 0, len(seen))
+	for g := range seen {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	snap.GroupsCheckpointed = len(groups)
+	if limit > 0 && len(groups) > limit {
+		snap.GroupsLeftOut = len(groups) - limit
+		groups = groups[:limit]
+		for key := range byGroupTopic {
+			if key[0] > groups[limit-1] {
+				delete(byGroupTopic, key)
+			}
+		}
+	}
+	return groups
+}
+
+// logGroupsLeftOut warns when the flow starts leaving groups out, and
+// says so again when their number changes or none is left out any more.
+func (s *Source) logGroupsLeftOut(snap *Snapshot) {
+	if snap.GroupsLeftOut == s.groupsLeftOut {
+		return
+	}
+	if snap.GroupsLeftOut == 0 {
+		level.Info(s.logger).Log("msg", "every consumer group with checkpoints is reported again", "groups", snap.GroupsCheckpointed, "max_groups", s.cfg.MaxGroups)
+	} else {
+		level.Warn(s.logger).Log("msg", "consumer groups with checkpoints left out: more than max_groups, the first by name are reported",
+			"groups", snap.GroupsCheckpointed, "left_out", snap.GroupsLeftOut, "max_groups", s.cfg.MaxGroups)
+	}
+	s.groupsLeftOut = snap.GroupsLeftOut
 }
 
 // committedOffsets asks the source for the groups' committed offsets, in

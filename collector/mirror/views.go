@@ -371,6 +371,10 @@ func groupTable(s *Snapshot) model.Table {
 		Note: "Records to re-read: what the group committed on the source since its latest checkpoint, a lower bound (unknown while its committed offsets are not read). " +
 			"MM2 checkpoints only when a group's offset moves: an idle group's checkpoint ages with nothing wrong.",
 	}
+	if s.GroupsLeftOut > 0 {
+		t.Note += fmt.Sprintf(" Only the first %d of %d groups by name are read (the flow's max_groups); %s left out.",
+			s.GroupsCheckpointed-s.GroupsLeftOut, s.GroupsCheckpointed, count(s.GroupsLeftOut, "group")+agree(s.GroupsLeftOut, " is", " are"))
+	}
 	byName := map[string]*groupRow{}
 	var rows []*groupRow
 	for _, g := range s.Groups {

@@ -288,4 +288,11 @@ func TestViewsBounded(t *testing.T) {
 	if len(groups.Rows) != maxViewGroups || groups.More != 10_000-maxViewGroups || groups.Rows[0].Key != "g09999" {
 		t.Errorf("groups: %d rows, %d more, first %q", len(groups.Rows), groups.More, groups.Rows[0].Key)
 	}
+	if strings.Contains(groups.Note, "max_groups") {
+		t.Errorf("groups note speaks of groups left out, none was: %q", groups.Note)
+	}
+	s.GroupsCheckpointed, s.GroupsLeftOut = 10_005, 5
+	if note := flowView(s, true).Tables[1].Note; !strings.Contains(note, "Only the first 10000 of 10005 groups by name are read (the flow's max_groups); 5 groups are left out.") {
+		t.Errorf("groups note: %q", note)
+	}
 }

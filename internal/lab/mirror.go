@@ -42,6 +42,9 @@ type MirrorOptions struct {
 	// IdentityPolicy replicates topics under their own names
 	// (IdentityReplicationPolicy) instead of <SourceAlias>.<topic>.
 	IdentityPolicy bool
+	// Separator is MirrorMaker's replication.policy.separator, "" for its
+	// default "."; it joins the parts of the internal topics' names too.
+	Separator string
 	// OffsetLagMax sets offset.lag.max: how far the target's offsets may
 	// drift from the last offset sync before MirrorMaker writes another.
 	// 0 keeps MirrorMaker's default, 100.
@@ -61,6 +64,7 @@ type Mirror struct {
 	source, target           *KafkaCluster
 	sourceAlias, targetAlias string
 	identity                 bool
+	separator                string
 }
 
 // Time limits for the script and for replication to start. Starting
@@ -88,12 +92,16 @@ func StartMirror(t testing.TB, o MirrorOptions) *Mirror {
 		sourceAlias: o.SourceAlias,
 		targetAlias: o.TargetAlias,
 		identity:    o.IdentityPolicy,
+		separator:   o.Separator,
 	}
 	if m.sourceAlias == "" {
 		m.sourceAlias = "primary"
 	}
 	if m.targetAlias == "" {
 		m.targetAlias = "backup"
+	}
+	if m.separator == "" {
+		m.separator = "."
 	}
 	policy := "default"
 	if o.IdentityPolicy {
@@ -115,6 +123,9 @@ func StartMirror(t testing.TB, o MirrorOptions) *Mirror {
 	}
 	if o.Groups != "" {
 		m.env = append(m.env, "MIRROR_LAB_GROUPS="+o.Groups)
+	}
+	if o.Separator != "" {
+		m.env = append(m.env, "MIRROR_LAB_SEPARATOR="+o.Separator)
 	}
 	if o.OffsetLagMax > 0 {
 		m.env = append(m.env, "MIRROR_LAB_OFFSET_LAG_MAX="+strconv.Itoa(o.OffsetLagMax))
@@ -179,27 +190,33 @@ func (m *Mirror) Source() *KafkaCluster { return m.source }
 func (m *Mirror) Target() *KafkaCluster { return m.target }
 
 // RemoteTopic is the name a source topic is replicated to on the target:
-// "<source alias>.<topic>", or the topic itself under the identity policy.
+// "<source alias><separator><topic>", or the topic itself under the
+// identity policy.
 func (m *Mirror) RemoteTopic(topic string) string {
 	if m.identity {
 		return topic
 	}
-	return m.sourceAlias + "." + topic
+	return m.sourceAlias + m.separator + topic
 }
 
 // HeartbeatsTopic is the topic on the target that MirrorMaker replicates
-// the source's heartbeats to, "<source alias>.heartbeats" under either
-// policy: a record a second while the flow works.
-func (m *Mirror) HeartbeatsTopic() string { return m.sourceAlias + ".heartbeats" }
+// the source's heartbeats to, "<source alias><separator>heartbeats" under
+// either policy: a record a second while the flow works.
+func (m *Mirror) HeartbeatsTopic() string { return m.sourceAlias + m.separator + "heartbeats" }
 
 // CheckpointsTopic is the topic on the target holding the source's consumer
-// group offsets translated to the target's, "<source alias>.checkpoints.internal".
-func (m *Mirror) CheckpointsTopic() string { return m.sourceAlias + ".checkpoints.internal" }
+// group offsets translated to the target's,
+// "<source alias><separator>checkpoints<separator>internal".
+func (m *Mirror) CheckpointsTopic() string {
+	return m.sourceAlias + m.separator + "checkpoints" + m.separator + "internal"
+}
 
 // OffsetSyncsTopic is the topic on the source where MirrorMaker records
 // which source offset became which target offset,
-// "mm2-offset-syncs.<target alias>.internal".
-func (m *Mirror) OffsetSyncsTopic() string { return "mm2-offset-syncs." + m.targetAlias + ".internal" }
+// "mm2-offset-syncs<separator><target alias><separator>internal".
+func (m *Mirror) OffsetSyncsTopic() string {
+	return "mm2-offset-syncs" + m.separator + m.targetAlias + m.separator + "internal"
+}
 
 // PID returns the MirrorMaker JVM's process id, or 0 if it is not running.
 func (m *Mirror) PID() int {

@@ -60,6 +60,9 @@
 #   MIRROR_LAB_GROUPS           consumer groups to checkpoint, default ".*"
 #   MIRROR_LAB_POLICY           default (DefaultReplicationPolicy) or identity
 #                               (IdentityReplicationPolicy)
+#   MIRROR_LAB_SEPARATOR        replication.policy.separator ([A-Za-z0-9._-]+);
+#                               unset keeps MM2's default ".". It also joins the
+#                               parts of the internal topics' names
 #   MIRROR_LAB_OFFSET_LAG_MAX   offset.lag.max; unset keeps MM2's default (100)
 #   MIRROR_LAB_SOURCE_REPLICATION_FACTOR
 #                               replication factor of the topics MM2 creates on the
@@ -319,6 +322,10 @@ plugin.discovery = service_load
 $src.plugin.discovery = service_load
 $dst.plugin.discovery = service_load
 EOF
+  if [[ -n ${MIRROR_LAB_SEPARATOR:-} ]]; then
+    [[ $MIRROR_LAB_SEPARATOR =~ ^[A-Za-z0-9._-]+$ ]] || die "MIRROR_LAB_SEPARATOR must be [A-Za-z0-9._-]+ (it is part of topic names), got '$MIRROR_LAB_SEPARATOR'"
+    printf '\n# MIRROR_LAB_SEPARATOR\nreplication.policy.separator = %s\n' "$MIRROR_LAB_SEPARATOR" >>"$CONF"
+  fi
   if [[ -n ${MIRROR_LAB_OFFSET_LAG_MAX:-} ]]; then
     [[ $MIRROR_LAB_OFFSET_LAG_MAX =~ ^[0-9]+$ ]] || die "MIRROR_LAB_OFFSET_LAG_MAX must be a number"
     printf '\n# MIRROR_LAB_OFFSET_LAG_MAX\noffset.lag.max = %s\n' "$MIRROR_LAB_OFFSET_LAG_MAX" >>"$CONF"
@@ -329,6 +336,9 @@ EOF
 bootstrap.servers = $MIRROR_LAB_TARGET_BOOTSTRAP
 replication.policy.class = $policy_class
 EOF
+  if [[ -n ${MIRROR_LAB_SEPARATOR:-} ]]; then
+    printf 'replication.policy.separator = %s\n' "$MIRROR_LAB_SEPARATOR" >>"$CLIENT_CONF"
+  fi
   printf 'SOURCE_ALIAS=%s\nTARGET_ALIAS=%s\nPOLICY=%s\n' "$src" "$dst" "${MIRROR_LAB_POLICY:-default}" >"$LAB_DIR/mirror.env"
 }
 
