@@ -41,7 +41,7 @@ func testSnapshot() *Snapshot {
 		Groups: []GroupTopic{{Group: "billing", Topic: "orders", Reread: 25, RereadKnown: true, OldestCheckpoint: readAt.Add(-30 * time.Second),
 			Partitions: []GroupPartition{{ID: 0, Resume: 7, Checkpointed: 10, Committed: 35, Reread: 25, At: readAt.Add(-30 * time.Second)}}}},
 		GroupsCheckpointed: 3, GroupsLeftOut: 2,
-		Errors:             map[string]uint64{readTimestamps: 2},
+		Errors: map[string]uint64{readTimestamps: 2},
 	}
 }
 
