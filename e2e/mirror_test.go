@@ -142,8 +142,11 @@ func endOffsetSum(t *testing.T, c *lab.KafkaCluster, topic string) int64 {
 //     MM2's offset.lag.max), mirror_stalled is logged; a consumer group
 //     that commits on the source meanwhile would re-read exactly what it
 //     committed since its last checkpoint; a topic created on the source is
-//     missing on the target;
-//   - resumed: all of it falls back, mirror_resumed and
+//     missing on the target; a topic given a second partition on the source
+//     has another partition count on the target (KafkaMirrorTopicPartitionMismatch
+//     fires), and the records in that partition count as not replicated;
+//   - resumed: all of it falls back (MM2 adds the partition to the remote
+//     topic at its topic refresh), mirror_resumed and
 //     mirror_topic_appeared are logged, and the offset the exporter says
 //     the group would resume from on the target is what MM2's own
 //     RemoteClusterUtils.translateOffsets returns.
@@ -151,11 +154,12 @@ func TestMirrorFailoverView(t *testing.T) {
 	src := lab.StartKafka(t, lab.KafkaOptions{Nodes: 1})
 	dst := lab.StartKafka(t, lab.KafkaOptions{Nodes: 1})
 	src.CreateTopic(t, "orders", 2)
-	mm := lab.StartMirror(t, lab.MirrorOptions{Source: src, Target: dst, SourceAlias: "east", TargetAlias: "west", Topics: "orders|payments"})
+	src.CreateTopic(t, "refunds", 1)
+	mm := lab.StartMirror(t, lab.MirrorOptions{Source: src, Target: dst, SourceAlias: "east", TargetAlias: "west", Topics: "orders|payments|refunds"})
 	remote := mm.RemoteTopic("orders")
 
 	// The aliases are the clusters' names, so the flow needs no alias.
-	cfg := mirrorConfig(src, dst, "  - name: east-west\n    source: east\n    target: west\n    topics: 'orders|payments'\n"+
+	cfg := mirrorConfig(src, dst, "  - name: east-west\n    source: east\n    target: west\n    topics: 'orders|payments|refunds'\n"+
 		"    refresh_interval: 1s\n    stall_after: 8s\n    partition_metrics: true\n")
 	e := exportertest.Start(t, "--config.file="+faultConfig(t, cfg))
 	e.WaitReady(t, 30*time.Second)
@@ -179,6 +183,7 @@ func TestMirrorFailoverView(t *testing.T) {
 		return l
 	}
 	orders := with("topic", "orders")
+	refunds := with("topic", "refunds")
 
 	producer := startSteadyProducer(t, src.Bootstrap(), "orders", 2, 50*time.Millisecond)
 
@@ -188,9 +193,13 @@ func TestMirrorFailoverView(t *testing.T) {
 		age, okAge := m.Value("kafka_mirror_heartbeat_age_seconds", flow)
 		rpo, okRPO := m.Value("kafka_mirror_topic_rpo_seconds", orders)
 		lag, okLag := m.Value("kafka_mirror_topic_records_not_replicated", orders)
-		return up == 1 && okAge && age < 5 && okRPO && rpo < 5 && okLag && lag < 50,
+		// refunds is on the target with its one partition.
+		mismatch, okMismatch := m.Value("kafka_mirror_topic_partition_mismatch", refunds)
+		missing, _ := m.Value("kafka_mirror_topic_missing_on_target", refunds)
+		return up == 1 && okAge && age < 5 && okRPO && rpo < 5 && okLag && lag < 50 && okMismatch && mismatch == 0 && missing == 0,
 			m.Describe("kafka_mirror_up", flow) + m.Describe("kafka_mirror_heartbeat_age_seconds", flow) +
-				m.Describe("kafka_mirror_topic_rpo_seconds", orders) + m.Describe("kafka_mirror_topic_records_not_replicated", orders)
+				m.Describe("kafka_mirror_topic_rpo_seconds", orders) + m.Describe("kafka_mirror_topic_records_not_replicated", orders) +
+				m.Describe("kafka_mirror_topic_partition_mismatch", refunds) + m.Describe("kafka_mirror_topic_missing_on_target", refunds)
 	})
 	steadyRPO, _ := m.Value("kafka_mirror_topic_rpo_seconds", orders)
 	steadyLag, _ := m.Value("kafka_mirror_topic_records_not_replicated", orders)
@@ -217,6 +226,17 @@ func TestMirrorFailoverView(t *testing.T) {
 	mm.Pause(t)
 	src.CommitOffsets(t, "billing", map[lab.TopicPartition]int64{{Topic: "orders", Partition: 0}: 35, {Topic: "orders", Partition: 1}: 25})
 	src.CreateTopic(t, "payments", 1)
+	src.AddPartitions(t, "refunds", 2)
+	src.Produce(t, "refunds", 1, lab.Record{Value: []byte("r1")}, lab.Record{Value: []byte("r2")}, lab.Record{Value: []byte("r3")})
+	waitMetrics(t, e, 15*time.Second, "refunds has 2 partitions on the source and 1 on the target, its 3 new records not replicated", func(m exportertest.Metrics) (bool, string) {
+		mismatch, _ := m.Value("kafka_mirror_topic_partition_mismatch", refunds)
+		lag, ok := m.Value("kafka_mirror_topic_records_not_replicated", refunds)
+		return mismatch == 1 && ok && lag == 3, m.Describe("kafka_mirror_topic_partition_mismatch", refunds) + m.Describe("kafka_mirror_topic_records_not_replicated", refunds)
+	})
+	live.waitQuery(t, 15*time.Second, "KafkaMirrorTopicPartitionMismatch firing in Prometheus", func(q func(string) []promtest.Series) (bool, string) {
+		res := q(`ALERTS{alertname="KafkaMirrorTopicPartitionMismatch", alertstate="firing", mirror="east-west", topic="refunds"}`)
+		return len(res) == 1, describeSeries(res)
+	})
 	waitMetrics(t, e, 15*time.Second, "billing would re-read the 40 records committed since its checkpoint", func(m exportertest.Metrics) (bool, string) {
 		n, ok := m.Value("kafka_mirror_group_records_to_reread", billing)
 		return ok && n == 40, m.Describe("kafka_mirror_group_records_to_reread", billing)
@@ -297,11 +317,14 @@ func TestMirrorFailoverView(t *testing.T) {
 		rpo, okRPO := m.Value("kafka_mirror_topic_rpo_seconds", orders)
 		stalled, _ := m.Value("kafka_mirror_stalled", flow)
 		missing, _ := m.Value("kafka_mirror_topic_missing_on_target", with("topic", "payments"))
-		return okLag && lag == 0 && okRPO && rpo == 0 && stalled == 0 && missing == 0,
+		mismatch, okMismatch := m.Value("kafka_mirror_topic_partition_mismatch", refunds)
+		refundsLag, okRefunds := m.Value("kafka_mirror_topic_records_not_replicated", refunds)
+		return okLag && lag == 0 && okRPO && rpo == 0 && stalled == 0 && missing == 0 && okMismatch && mismatch == 0 && okRefunds && refundsLag == 0,
 			m.Describe("kafka_mirror_topic_records_not_replicated", orders) + m.Describe("kafka_mirror_topic_rpo_seconds", orders) +
-				m.Describe("kafka_mirror_stalled", flow) + m.Describe("kafka_mirror_topic_missing_on_target", with("topic", "payments"))
+				m.Describe("kafka_mirror_stalled", flow) + m.Describe("kafka_mirror_topic_missing_on_target", with("topic", "payments")) +
+				m.Describe("kafka_mirror_topic_partition_mismatch", refunds) + m.Describe("kafka_mirror_topic_records_not_replicated", refunds)
 	})
-	t.Logf("FIGURE mirror resume: caught up and payments mirrored %s after SIGCONT", took.Round(100*time.Millisecond))
+	t.Logf("FIGURE mirror resume: caught up, payments mirrored and refunds' partition added %s after SIGCONT", took.Round(100*time.Millisecond))
 	if truth := endOffsetSum(t, src, "orders") - endOffsetSum(t, dst, remote); truth != 0 {
 		t.Errorf("the exporter says caught up, the end offsets differ by %d", truth)
 	}

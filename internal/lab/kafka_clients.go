@@ -79,6 +79,28 @@ func (c *KafkaCluster) CreateTopic(t testing.TB, topic string, partitions int32)
 	})
 }
 
+// AddPartitions raises a topic's partition count to total (CreatePartitions,
+// as kafka-topics.sh --alter --partitions does) and waits until every
+// partition has a leader.
+func (c *KafkaCluster) AddPartitions(t testing.TB, topic string, total int32) {
+	t.Helper()
+	admin, err := sarama.NewClusterAdmin(c.InternalBootstrap(), c.clientConfig())
+	if err != nil {
+		t.Fatalf("lab: admin client for %s: %v", c.dir, err)
+	}
+	defer admin.Close()
+	if err := admin.CreatePartitions(topic, total, nil, false); err != nil {
+		t.Fatalf("lab: raise %s to %d partitions: %v", topic, total, err)
+	}
+	WaitFor(t, 30*time.Second, 100*time.Millisecond, func() (bool, string) {
+		ends, err := c.EndOffsets(topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(ends) == int(total), fmt.Sprintf("%d of %d partitions answer", len(ends), total)
+	})
+}
+
 // Produce writes records to one partition with acks=all and returns the
 // offset of the first.
 func (c *KafkaCluster) Produce(t testing.TB, topic string, partition int32, records ...Record) int64 {
