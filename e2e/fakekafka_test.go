@@ -198,44 +198,13 @@ type kafkaReplay struct {
 
 func startKafkaReplay(t *testing.T, upstream string) *kafkaReplay {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &kafkaReplay{addr: l.Addr().String(), upstream: upstream, static: map[int16]bool{}, byBody: map[int16]bool{}, recorded: map[string][]byte{}}
-	var wg sync.WaitGroup
-	var connsMu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		connsMu.Lock()
-		for _, c := range conns {
-			c.Close()
+	r := &kafkaReplay{upstream: upstream, static: map[int16]bool{}, byBody: map[int16]bool{}, recorded: map[string][]byte{}}
+	r.addr = startLoopbackServer(t, func(s *loopbackServer, c net.Conn) {
+		defer c.Close()
+		if err := r.serve(c, func(up net.Conn) { s.Track(up) }); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			t.Logf("kafka replay: %v", err)
 		}
-		connsMu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			connsMu.Lock()
-			conns = append(conns, c)
-			connsMu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				if err := r.serve(c, func(up net.Conn) { connsMu.Lock(); conns = append(conns, up); connsMu.Unlock() }); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-					t.Logf("kafka replay: %v", err)
-				}
-			}()
-		}
-	}()
+	}).Addr
 	return r
 }
 

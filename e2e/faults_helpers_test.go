@@ -115,39 +115,8 @@ func faultConcurrentScrapes(t *testing.T, url string, n int) time.Duration {
 // address; connections and the listener are closed at cleanup.
 func faultBlackHole(t *testing.T) (addr string, accepted func() int) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String(), func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(conns)
-	}
+	hole := startLoopbackServer(t, func(*loopbackServer, net.Conn) {})
+	return hole.Addr, hole.Accepted
 }
 
 // faultGoroutines tracks go_goroutines over many refreshes and reports

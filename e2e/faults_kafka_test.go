@@ -127,51 +127,20 @@ type faultProxy struct {
 
 func newFaultProxy(t *testing.T, target string) *faultProxy {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &faultProxy{addr: l.Addr().String(), target: target, requests: map[int16]int{}}
-	var wg sync.WaitGroup
-	var connsMu sync.Mutex
-	var conns []net.Conn
-	track := func(c net.Conn) {
-		connsMu.Lock()
-		conns = append(conns, c)
-		connsMu.Unlock()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			client, err := l.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.DialTimeout("tcp", target, 2*time.Second)
-			if err != nil {
-				client.Close()
-				continue
-			}
-			track(client)
-			track(server)
-			p.mu.Lock()
-			p.connections++
-			p.mu.Unlock()
-			wg.Add(2)
-			go func() { defer wg.Done(); _, _ = io.Copy(client, server); client.Close() }()
-			go func() { defer wg.Done(); p.forwardRequests(client, server); server.Close() }()
+	p := &faultProxy{target: target, requests: map[int16]int{}}
+	p.addr = startLoopbackServer(t, func(s *loopbackServer, client net.Conn) {
+		server, err := net.DialTimeout("tcp", target, 2*time.Second)
+		if err != nil || !s.Track(server) {
+			client.Close()
+			return
 		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		connsMu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		connsMu.Unlock()
-		wg.Wait()
-	})
+		p.mu.Lock()
+		p.connections++
+		p.mu.Unlock()
+		s.Go(func() { _, _ = io.Copy(client, server); client.Close() })
+		p.forwardRequests(client, server)
+		server.Close()
+	}).Addr
 	return p
 }
 

@@ -293,8 +293,8 @@ func TestRedisProbeFailureAloneMakesNoEpisode(t *testing.T) {
 	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1})
 	victim := c.Masters(t)[0]
 	proxy := startTCPProxy(t, victim.Addr)
-	c.CLI(t, victim.Port, "CONFIG", "SET", "cluster-announce-port", strconv.Itoa(proxy.port))
-	proxied := fmt.Sprintf("127.0.0.1:%d", proxy.port)
+	c.CLI(t, victim.Port, "CONFIG", "SET", "cluster-announce-port", strconv.Itoa(proxy.Port()))
+	proxied := proxy.Addr
 	lab.RedisWaitFor(t, 30*time.Second, "every node lists the master at the proxy", func() error {
 		for _, addr := range c.Addrs() {
 			text, err := clusterNodes(addr)
@@ -323,7 +323,7 @@ func TestRedisProbeFailureAloneMakesNoEpisode(t *testing.T) {
 	probe := startNodesProbe(t, seeds)
 
 	cutAt := time.Now()
-	proxy.stop()
+	proxy.Close()
 	waitMetrics(t, e, 30*time.Second, "the master unreachable to the exporter", func(m exportertest.Metrics) (bool, string) {
 		up, ok := m.Value("redis_cluster_node_up", node)
 		return ok && up == 0, m.Describe("redis_cluster_node_up", nil)
@@ -355,63 +355,20 @@ func TestRedisProbeFailureAloneMakesNoEpisode(t *testing.T) {
 	}
 }
 
-// tcpProxy forwards connections from a loopback port to one address until
-// stopped.
-type tcpProxy struct {
-	port     int
-	listener net.Listener
-	mu       sync.Mutex
-	conns    []net.Conn
-	stopped  bool
-}
-
-func startTCPProxy(t *testing.T, target string) *tcpProxy {
+// startTCPProxy forwards connections from a loopback port to target until
+// stopped (Close).
+func startTCPProxy(t *testing.T, target string) *loopbackServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("proxy listen: %v", err)
-	}
-	p := &tcpProxy{port: ln.Addr().(*net.TCPAddr).Port, listener: ln}
-	go func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.DialTimeout("tcp", target, time.Second)
-			if err != nil {
-				client.Close()
-				continue
-			}
-			p.mu.Lock()
-			if p.stopped {
-				p.mu.Unlock()
-				client.Close()
-				server.Close()
-				return
-			}
-			p.conns = append(p.conns, client, server)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(server, client); server.Close() }()
-			go func() { _, _ = io.Copy(client, server); client.Close() }()
+	return startLoopbackServer(t, func(s *loopbackServer, client net.Conn) {
+		server, err := net.DialTimeout("tcp", target, time.Second)
+		if err != nil || !s.Track(server) {
+			client.Close()
+			return
 		}
-	}()
-	t.Cleanup(p.stop)
-	return p
-}
-
-// stop closes the listener and every forwarded connection.
-func (p *tcpProxy) stop() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.stopped {
-		return
-	}
-	p.stopped = true
-	p.listener.Close()
-	for _, c := range p.conns {
-		c.Close()
-	}
+		s.Go(func() { _, _ = io.Copy(server, client); server.Close() })
+		_, _ = io.Copy(client, server)
+		client.Close()
+	})
 }
 
 // TestRedisRestartMidOutage kills a master that has no replica (its slots
