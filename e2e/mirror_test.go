@@ -118,20 +118,6 @@ func mirrorConfig(src, dst *lab.KafkaCluster, flow string) string {
 		"mirrors:\n" + flow
 }
 
-// endOffsetSum is a topic's high watermarks summed over its partitions.
-func endOffsetSum(t *testing.T, c *lab.KafkaCluster, topic string) int64 {
-	t.Helper()
-	ends, err := c.EndOffsets(topic)
-	if err != nil {
-		t.Fatalf("end offsets of %s: %v", topic, err)
-	}
-	var sum int64
-	for _, o := range ends {
-		sum += o
-	}
-	return sum
-}
-
 // TestMirrorFailoverView runs MirrorMaker 2 (default replication policy)
 // under steady production and stalls it with SIGSTOP for 20 s:
 //   - steady: records not replicated stay small, the RPO near the
@@ -291,7 +277,7 @@ func TestMirrorFailoverView(t *testing.T) {
 	// missing, record for record).
 	producer.Stop()
 	m = faultNextRefresh(t, e, "kafka_mirror_refreshes_total", m, 2, 10*time.Second)
-	truth := endOffsetSum(t, src, "orders") - endOffsetSum(t, dst, remote)
+	truth := src.EndOffsetSum(t, "orders") - dst.EndOffsetSum(t, remote)
 	got, ok := m.Value("kafka_mirror_topic_records_not_replicated", orders)
 	produced := producer.Acked()
 	t.Logf("FIGURE mirror stall: records not replicated %v, end offsets say %d (%d records acknowledged in all)", got, truth, produced)
@@ -325,7 +311,7 @@ func TestMirrorFailoverView(t *testing.T) {
 				m.Describe("kafka_mirror_topic_partition_mismatch", refunds) + m.Describe("kafka_mirror_topic_records_not_replicated", refunds)
 	})
 	t.Logf("FIGURE mirror resume: caught up, payments mirrored and refunds' partition added %s after SIGCONT", took.Round(100*time.Millisecond))
-	if truth := endOffsetSum(t, src, "orders") - endOffsetSum(t, dst, remote); truth != 0 {
+	if truth := src.EndOffsetSum(t, "orders") - dst.EndOffsetSum(t, remote); truth != 0 {
 		t.Errorf("the exporter says caught up, the end offsets differ by %d", truth)
 	}
 	live.waitQuery(t, 15*time.Second, "KafkaMirrorStalled resolved in Prometheus", func(q func(string) []promtest.Series) (bool, string) {

@@ -189,7 +189,7 @@ func TestSecurityMirror(t *testing.T) {
 		if age := value(t, m, "kafka_mirror_heartbeat_age_seconds", full()); age > 30 {
 			t.Errorf("heartbeat age %vs, want a few seconds", age)
 		}
-		if diff := endOffsetSum(t, src, topic) - endOffsetSum(t, dst, remote); diff != 0 {
+		if diff := src.EndOffsetSum(t, topic) - dst.EndOffsetSum(t, remote); diff != 0 {
 			t.Errorf("the exporter says caught up, the clusters' end offsets differ by %d", diff)
 		}
 		if v := value(t, m, "kafka_mirror_group_checkpointed_partitions", full("group", group, "topic", topic)); v != partitions {

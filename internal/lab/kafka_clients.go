@@ -34,7 +34,9 @@ type Record struct {
 
 // clientConfig is a sarama configuration for the lab's own clients: short
 // deadlines on every request, acks=all, manual partitions.
-func (c *KafkaCluster) clientConfig() *sarama.Config {
+func (c *KafkaCluster) clientConfig() *sarama.Config { return labClientConfig() }
+
+func labClientConfig() *sarama.Config {
 	conf := sarama.NewConfig()
 	// Every version the lab runs (3.9 to 4.4) speaks 3.7's requests.
 	conf.Version = sarama.V3_7_0_0
@@ -125,6 +127,17 @@ func (c *KafkaCluster) Produce(t testing.TB, topic string, partition int32, reco
 		first = min(first, m.Offset)
 	}
 	return first
+}
+
+// EndOffsetSum is a topic's high watermarks summed over its partitions:
+// the records it holds when nothing was deleted.
+func (c *KafkaCluster) EndOffsetSum(t testing.TB, topic string) int64 {
+	t.Helper()
+	ends, err := c.EndOffsets(topic)
+	if err != nil {
+		t.Fatalf("lab: end offsets of %s: %v", topic, err)
+	}
+	return sumOffsets(ends)
 }
 
 // ReadRecords reads n records of a partition from offset on, waiting up to

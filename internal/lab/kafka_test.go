@@ -124,22 +124,13 @@ func TestKafkaLab(t *testing.T) {
 		produceAfter.Round(time.Millisecond), restart.Round(time.Millisecond), isrBack.Round(time.Millisecond))
 }
 
+// labSaramaConfig is the lab's client configuration with enough producer
+// retries to ride out a leader failover (a few seconds), reading from the
+// oldest offset.
 func labSaramaConfig() *sarama.Config {
-	conf := sarama.NewConfig()
-	conf.Version = sarama.V4_1_0_0
+	conf := labClientConfig()
 	conf.ClientID = "failover-exporter-lab-test"
-	conf.Net.DialTimeout = 2 * time.Second
-	conf.Net.ReadTimeout = 15 * time.Second
-	conf.Metadata.AllowAutoTopicCreation = false
-	conf.Metadata.Retry.Max = 5
-	conf.Metadata.Retry.Backoff = 200 * time.Millisecond
-	conf.Producer.RequiredAcks = sarama.WaitForAll
-	conf.Producer.Return.Successes = true
-	conf.Producer.Partitioner = sarama.NewManualPartitioner
-	conf.Producer.Timeout = 10 * time.Second
-	// Enough retries to ride out a leader failover (a few seconds).
 	conf.Producer.Retry.Max = 50
-	conf.Producer.Retry.Backoff = 200 * time.Millisecond
 	conf.Consumer.Offsets.Initial = sarama.OffsetOldest
 	return conf
 }

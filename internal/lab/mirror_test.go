@@ -62,21 +62,21 @@ func TestMirror(t *testing.T) {
 			}
 		}
 
-		heartbeats := endOffsetSum(t, dst, m.HeartbeatsTopic())
+		heartbeats := dst.EndOffsetSum(t, m.HeartbeatsTopic())
 		WaitFor(t, 15*time.Second, 250*time.Millisecond, func() (bool, string) {
-			n := endOffsetSum(t, dst, m.HeartbeatsTopic())
+			n := dst.EndOffsetSum(t, m.HeartbeatsTopic())
 			return n > heartbeats, fmt.Sprintf("%s stays at %d records", m.HeartbeatsTopic(), n)
 		})
-		if n := endOffsetSum(t, src, m.OffsetSyncsTopic()); n == 0 {
+		if n := src.EndOffsetSum(t, m.OffsetSyncsTopic()); n == 0 {
 			t.Fatalf("%s on the source has no offset sync", m.OffsetSyncsTopic())
 		}
 
 		// A group that read all of partition 0 and half of partition 1.
 		committed := map[TopicPartition]int64{{topic, 0}: records, {topic, 1}: records / 2}
 		src.CommitOffsets(t, group, committed)
-		checkpointsBefore := endOffsetSum(t, dst, m.CheckpointsTopic())
+		checkpointsBefore := dst.EndOffsetSum(t, m.CheckpointsTopic())
 		checkpointed := WaitFor(t, 45*time.Second, 250*time.Millisecond, func() (bool, string) {
-			n := endOffsetSum(t, dst, m.CheckpointsTopic())
+			n := dst.EndOffsetSum(t, m.CheckpointsTopic())
 			return n > checkpointsBefore, fmt.Sprintf("%s has %d records", m.CheckpointsTopic(), n)
 		})
 		t.Logf("group %s checkpointed in %s after its commit", group, checkpointed.Round(time.Millisecond))
@@ -103,14 +103,14 @@ func TestMirror(t *testing.T) {
 		pid := m.PID()
 		m.Pause(t)
 		pausedAt := time.Now()
-		orders := endOffsetSum(t, dst, remote)
-		heartbeats = endOffsetSum(t, dst, m.HeartbeatsTopic())
+		orders := dst.EndOffsetSum(t, remote)
+		heartbeats = dst.EndOffsetSum(t, m.HeartbeatsTopic())
 		src.Produce(t, topic, 0, Record{Value: []byte("while paused")})
 		time.Sleep(4 * time.Second)
-		if n := endOffsetSum(t, dst, remote); n != orders {
+		if n := dst.EndOffsetSum(t, remote); n != orders {
 			t.Fatalf("%s went from %d to %d records while MirrorMaker was paused", remote, orders, n)
 		}
-		if n := endOffsetSum(t, dst, m.HeartbeatsTopic()); n != heartbeats {
+		if n := dst.EndOffsetSum(t, m.HeartbeatsTopic()); n != heartbeats {
 			t.Fatalf("%s went from %d to %d records while MirrorMaker was paused", m.HeartbeatsTopic(), heartbeats, n)
 		}
 		m.Resume(t)
@@ -183,15 +183,6 @@ func waitEndOffsets(t *testing.T, c *KafkaCluster, topic string, want map[int32]
 		}
 		return true, ""
 	})
-}
-
-func endOffsetSum(t *testing.T, c *KafkaCluster, topic string) int64 {
-	t.Helper()
-	ends, err := c.EndOffsets(topic)
-	if err != nil {
-		t.Fatalf("end offsets of %s: %v", topic, err)
-	}
-	return sumOffsets(ends)
 }
 
 func TestParseTranslatedOffsets(t *testing.T) {
