@@ -48,6 +48,8 @@
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib/process.sh
+source "$SCRIPT_DIR/lib/process.sh"
 REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 DEMO_DIR=$(realpath -m -- "${DEMO_DIR:-$REPO_ROOT/.lab/demo}")
 KAFKA_BASE_PORT=${DEMO_KAFKA_BASE_PORT:-29092}
@@ -99,12 +101,6 @@ redis_addrs() {
 }
 
 # ------------------------------------------------------------ processes ---
-
-pid_alive() {
-	local state
-	state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
-	[[ -n $state && $state != Z ]]
-}
 
 # PID of service NAME if its pid file names a live process started from
 # $DEMO_DIR (guards against PID reuse).
@@ -367,19 +363,6 @@ build() {
 	(cd "$REPO_ROOT" && CGO_ENABLED=0 "$GO" build -o "$DEMO_DIR/bin/demo-producer" ./examples/demo/producer)
 }
 
-start_watchdog() {
-	[[ ${DEMO_OWNER_PID:-} =~ ^[0-9]+$ ]] || return 0
-	# The script path and $DEMO_DIR on the command line make it findable by
-	# service_pid; it runs `down` once the owner is gone. The inner script is
-	# single-quoted on purpose, and DEMO_DIR is passed both ways on purpose.
-	# shellcheck disable=SC2016,SC2097,SC2098
-	DEMO_DIR=$DEMO_DIR nohup setsid bash -c \
-		'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec "$2" down' \
-		demo-watchdog "$DEMO_OWNER_PID" "$SCRIPT_DIR/demo.sh" "$DEMO_DIR" \
-		>>"$DEMO_DIR/watchdog.log" 2>&1 </dev/null &
-	echo $! >"$DEMO_DIR/watchdog.pid"
-}
-
 cmd_up() {
 	local t0=$SECONDS name kafka_job kafka_dr_job redis_job build_job mirror_job
 	for name in "${SERVICES[@]}"; do
@@ -397,7 +380,9 @@ cmd_up() {
 	((SECONDS - t0 < 10)) || check_ports || die "ports in use (scripts/demo.sh ports lists them all)"
 	mkdir -p "$DEMO_DIR/bin" "$DEMO_DIR/prometheus" "$DEMO_DIR/alertmanager"
 	rm -f "$DEMO_DIR"/*.log
-	start_watchdog
+	# With DEMO_OWNER_PID set, `down` runs once that process is gone.
+	# DEMO_DIR on its command line makes it findable by service_pid.
+	start_watchdog demo-watchdog "${DEMO_OWNER_PID:-}" "$DEMO_DIR" env DEMO_DIR="$DEMO_DIR" "$SCRIPT_DIR/demo.sh" down
 	# Clusters and the build run side by side.
 	log "starting Kafka (3 brokers from $KAFKA_BASE_PORT), the DR Kafka (1 broker on $KAFKA_DR_PORT) and Redis (6 nodes from $REDIS_BASE_PORT), building the exporter"
 	"$KAFKA" start >"$DEMO_DIR/kafka-start.log" 2>&1 &
@@ -945,13 +930,7 @@ cmd_down() {
 	"$KAFKA" stop || true
 	wait $! || true
 	# Last: when the watchdog itself runs `down`, this is our own process.
-	if [[ -f $DEMO_DIR/watchdog.pid ]]; then
-		pid=$(<"$DEMO_DIR/watchdog.pid")
-		rm -f "$DEMO_DIR/watchdog.pid"
-		if [[ $pid =~ ^[0-9]+$ && $pid != "$$" ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q demo-watchdog; then
-			kill "$pid" 2>/dev/null || true
-		fi
-	fi
+	stop_watchdog demo-watchdog "$DEMO_DIR"
 	log "demo stopped"
 }
 

@@ -117,6 +117,8 @@
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../lib/process.sh
+source "$SCRIPT_DIR/../lib/process.sh"
 REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
 
 # The Kafka versions the lab runs, newest patch of each line that Maven
@@ -322,58 +324,23 @@ check_id() {
 # (its command line names this node's server.properties: guards against PID
 # reuse). A zombie counts as dead: whoever reaps orphans here may be slow.
 node_pid() {
-  local pidfile pid state
+  local pidfile pid
   pidfile=$(node_pidfile "$1")
   [[ -f $pidfile ]] || return 1
   pid=$(<"$pidfile")
-  [[ $pid =~ ^[0-9]+$ ]] || return 1
-  state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
-  [[ -n $state && $state != Z ]] || return 1
+  [[ $pid =~ ^[0-9]+$ ]] && pid_alive "$pid" || return 1
   tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "$(node_conf "$1")" || return 1
   echo "$pid"
-}
-
-pid_alive() {
-  local state
-  state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
-  [[ -n $state && $state != Z ]]
-}
-
-# Wait up to $2 seconds for PID $1 to exit; return 1 if it is still alive.
-wait_exit() {
-  local deadline=$((SECONDS + $2))
-  while pid_alive "$1"; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.1
-  done
 }
 
 port_open() { (: </dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
 
 # Every server JVM of this state dir, found by its config path, including
 # ones whose pid file got lost. Used by stop so that nothing is left behind.
-lab_pids() {
-  local f pid
-  for f in /proc/[0-9]*/cmdline; do
-    pid=${f#/proc/}
-    pid=${pid%/cmdline}
-    tr '\0' ' ' 2>/dev/null <"$f" | grep -qF -- "kafka.Kafka $LAB_DIR/node-" || continue
-    pid_alive "$pid" && echo "$pid"
-  done
-  return 0
-}
+lab_pids() { pids_matching "kafka.Kafka $LAB_DIR/node-"; }
 
 # The ZooKeeper server of this state dir, found the same way.
-zk_pids() {
-  local f pid
-  for f in /proc/[0-9]*/cmdline; do
-    pid=${f#/proc/}
-    pid=${pid%/cmdline}
-    tr '\0' ' ' 2>/dev/null <"$f" | grep -qF -- "ZooKeeperServerMain $(zk_conf)" || continue
-    pid_alive "$pid" && echo "$pid"
-  done
-  return 0
-}
+zk_pids() { pids_matching "ZooKeeperServerMain $(zk_conf)"; }
 
 java_tool() { java "${TOOL_JVM_OPTS[@]}" -cp "$KAFKA_LIBS/*" "$@"; }
 
@@ -700,31 +667,6 @@ wait_metadata() {
   done
 }
 
-# With KAFKA_LAB_OWNER_PID set (the Go test helper sets it to the test
-# binary's PID), a watchdog runs `cluster.sh stop` once that process is gone.
-# t.Cleanup does not run when `go test -timeout` panics or the test binary is
-# killed; without this, three JVMs would keep running after a failed CI run.
-start_watchdog() {
-  [[ ${KAFKA_LAB_OWNER_PID:-} =~ ^[0-9]+$ ]] || return 0
-  # shellcheck disable=SC2016 # $1/$2 are the inner bash's arguments
-  KAFKA_LAB_DIR=$LAB_DIR nohup setsid bash -c \
-    'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec "$2" stop' \
-    kafka-lab-watchdog "$KAFKA_LAB_OWNER_PID" "$SCRIPT_DIR/cluster.sh" \
-    >>"$LAB_DIR/watchdog.log" 2>&1 </dev/null &
-  echo $! >"$LAB_DIR/watchdog.pid"
-}
-
-stop_watchdog() {
-  local pid
-  [[ -f $LAB_DIR/watchdog.pid ]] || return 0
-  pid=$(<"$LAB_DIR/watchdog.pid")
-  rm -f "$LAB_DIR/watchdog.pid"
-  # Not when we are the watchdog (it execs `stop` in place).
-  [[ $pid =~ ^[0-9]+$ && $pid != "$$" ]] || return 0
-  tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q kafka-lab-watchdog || return 0
-  kill "$pid" 2>/dev/null || true
-}
-
 ports_free() {
   local i p busy=()
   for ((i = 1; i <= NODES; i++)); do
@@ -802,7 +744,8 @@ cmd_start() {
   for ((i = 1; i <= NODES; i++)); do
     formatted "$i" || die "node $i storage in $LAB_DIR is not formatted; run clean, then start"
   done
-  start_watchdog
+  # With KAFKA_LAB_OWNER_PID set, `stop` runs once that process is gone.
+  start_watchdog kafka-lab-watchdog "${KAFKA_LAB_OWNER_PID:-}" "$LAB_DIR" env KAFKA_LAB_DIR="$LAB_DIR" "$SCRIPT_DIR/cluster.sh" stop
   if zookeeper_mode && ! start_zookeeper; then
     cmd_stop
     die "ZooKeeper did not come up"
@@ -856,7 +799,7 @@ cmd_stop() {
     log "stopped ZooKeeper"
   fi
   rm -f "$LAB_DIR"/node-*/pid "$(zk_pidfile)"
-  stop_watchdog
+  stop_watchdog kafka-lab-watchdog "$LAB_DIR"
 }
 
 cmd_kill() {

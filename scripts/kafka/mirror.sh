@@ -79,6 +79,8 @@
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../lib/process.sh
+source "$SCRIPT_DIR/../lib/process.sh"
 REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
 
 # Keep in step with mirror.version in mirror-pom.xml. MirrorMaker 4.1 replicates
@@ -184,12 +186,6 @@ cmd_install() {
 
 # ------------------------------------------------------------- processes ---
 
-pid_alive() {
-  local state
-  state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
-  [[ -n $state && $state != Z ]]
-}
-
 # The JVM of this state dir, found by its config path on the command line
 # (the pid file first; a scan of /proc when it is lost, so stop leaves
 # nothing behind). Guards against PID reuse.
@@ -216,36 +212,6 @@ mirror_pid() {
     is_ours "$pid" && pid_alive "$pid" && { echo "$pid"; return 0; }
   done
   return 1
-}
-
-wait_exit() {
-  local deadline=$((SECONDS + $2))
-  while pid_alive "$1"; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.1
-  done
-}
-
-# As cluster.sh's: t.Cleanup does not run when `go test -timeout` panics or
-# the test binary is killed; this stops MirrorMaker then.
-start_watchdog() {
-  [[ ${MIRROR_LAB_OWNER_PID:-} =~ ^[0-9]+$ ]] || return 0
-  # shellcheck disable=SC2016 # $1/$2 are the inner bash's arguments
-  MIRROR_LAB_DIR=$LAB_DIR nohup setsid bash -c \
-    'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec "$2" stop' \
-    mirror-lab-watchdog "$MIRROR_LAB_OWNER_PID" "$SCRIPT_DIR/mirror.sh" \
-    >>"$LAB_DIR/watchdog.log" 2>&1 </dev/null &
-  echo $! >"$LAB_DIR/watchdog.pid"
-}
-
-stop_watchdog() {
-  local pid
-  [[ -f $LAB_DIR/watchdog.pid ]] || return 0
-  pid=$(<"$LAB_DIR/watchdog.pid")
-  rm -f "$LAB_DIR/watchdog.pid"
-  [[ $pid =~ ^[0-9]+$ && $pid != "$$" ]] || return 0
-  tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q mirror-lab-watchdog || return 0
-  kill "$pid" 2>/dev/null || true
 }
 
 # ---------------------------------------------------------- configuration ---
@@ -363,7 +329,8 @@ cmd_start() {
   if pid=$(mirror_pid); then die "MirrorMaker of $LAB_DIR already running (pid $pid)"; fi
   cmd_install
   write_config "$src" "$dst"
-  start_watchdog
+  # With MIRROR_LAB_OWNER_PID set, `stop` runs once that process is gone.
+  start_watchdog mirror-lab-watchdog "${MIRROR_LAB_OWNER_PID:-}" "$LAB_DIR" env MIRROR_LAB_DIR="$LAB_DIR" "$SCRIPT_DIR/mirror.sh" stop
   off=$(stat -c %s "$LOGF" 2>/dev/null || echo 0)
   echo "=== mirror.sh: starting MirrorMaker $src->$dst at $(date '+%F %T') ===" >>"$LOGF"
   # nohup and setsid exec in place, so $! is the JVM's PID; own session, so
@@ -407,7 +374,7 @@ cmd_stop() {
     log "stopped MirrorMaker (pid $pid)"
   fi
   rm -f "$PIDFILE"
-  stop_watchdog
+  stop_watchdog mirror-lab-watchdog "$LAB_DIR"
 }
 
 cmd_signal() {
