@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -65,11 +66,69 @@ type Mirror struct {
 	// are per group and topic): beyond it, the first by name are, and
 	// kafka_mirror_groups_left_out counts the others.
 	MaxGroups int `yaml:"max_groups"`
+	// Connect, when set, is the Kafka Connect REST API of the workers that
+	// run the flow's Mirror connectors: their and their tasks' states are
+	// read from it too. MM2's dedicated mode serves no such API.
+	Connect *MirrorConnect `yaml:"connect"`
 
 	// SourceCluster and TargetCluster are the named clusters' settings,
 	// filled in by Config.Complete.
 	SourceCluster KafkaCluster `yaml:"-"`
 	TargetCluster KafkaCluster `yaml:"-"`
+}
+
+// MirrorConnect is the Kafka Connect REST API a flow's connector states
+// are read from (GET /connectors?expand=status&expand=info).
+type MirrorConnect struct {
+	// URL is the REST API's base, http:// or https://.
+	URL string `yaml:"url"`
+	// Username and Password are HTTP basic auth credentials, when the REST
+	// API requires them; the password is read from a file or the
+	// environment.
+	Username string `yaml:"username"`
+	Password Secret `yaml:"password"`
+	TLS      TLS    `yaml:"tls"`
+	// Connectors names the flow's connectors. By default they are found by
+	// their class (MirrorSourceConnector, MirrorCheckpointConnector,
+	// MirrorHeartbeatConnector) and the flow's source and target aliases.
+	Connectors []string `yaml:"connectors"`
+}
+
+func (c *MirrorConnect) validate() error {
+	var errs []error
+	u, parseErr := url.Parse(c.URL)
+	switch {
+	case c.URL == "":
+		errs = append(errs, errors.New("connect.url is required: the Kafka Connect REST API, e.g. http://connect:8083"))
+	case parseErr != nil:
+		errs = append(errs, fmt.Errorf("connect.url: %w", parseErr))
+	case u.Scheme != "http" && u.Scheme != "https":
+		errs = append(errs, fmt.Errorf("connect.url %q: the scheme must be http or https", c.URL))
+	case u.Host == "":
+		errs = append(errs, fmt.Errorf("connect.url %q has no host", c.URL))
+	case u.User != nil:
+		errs = append(errs, errors.New("connect.url must not hold credentials: use connect.username and connect.password"))
+	}
+	if c.Password.IsSet() || c.Username != "" {
+		if c.Username == "" {
+			errs = append(errs, errors.New("connect.password is set without connect.username"))
+		}
+		if err := c.Password.validate("connect.password"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := c.TLS.validate(); err != nil {
+		errs = append(errs, fmt.Errorf("connect.%w", err))
+	}
+	if c.TLS.Enabled && parseErr == nil && u.Scheme == "http" {
+		errs = append(errs, fmt.Errorf("connect.tls is enabled but connect.url %q is http", c.URL))
+	}
+	for _, name := range c.Connectors {
+		if strings.TrimSpace(name) == "" {
+			errs = append(errs, errors.New("connect.connectors holds an empty name"))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Replication policies.
@@ -202,6 +261,11 @@ func (m *Mirror) validate(kafka map[string]KafkaCluster) error {
 	if m.StallAfter <= 0 {
 		errs = append(errs, fmt.Errorf("stall_after %s must be positive", m.StallAfter))
 	}
+	if m.Connect != nil {
+		if err := m.Connect.validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if m.MaxGroups < 0 {
 		errs = append(errs, fmt.Errorf("max_groups %d must be positive (default %d)", m.MaxGroups, DefaultMirrorMaxGroups))
 	}
@@ -236,6 +300,10 @@ func (m Mirror) Fingerprint() (string, error) {
 	for _, k := range []KafkaCluster{m.SourceCluster, m.TargetCluster} {
 		parts = append(parts, k.TLS.fileContents()...)
 		parts = append(parts, k.SASL.Password.currentValue())
+	}
+	if m.Connect != nil {
+		parts = append(parts, m.Connect.TLS.fileContents()...)
+		parts = append(parts, m.Connect.Password.currentValue())
 	}
 	return keyedDigest(parts...), nil
 }

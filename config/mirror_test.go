@@ -90,6 +90,54 @@ func TestMirrorSeparator(t *testing.T) {
 	}
 }
 
+// TestMirrorConnect: the optional Kafka Connect REST API of a flow.
+func TestMirrorConnect(t *testing.T) {
+	t.Setenv("CONNECT_PASSWORD", "s3cret")
+	cfg, err := Parse([]byte(twoClusters + `
+mirrors:
+  - name: m
+    source: eu
+    target: us
+    connect:
+      url: https://connect.example:8083/
+      username: exporter
+      password: {env: CONNECT_PASSWORD}
+      tls: {enabled: true, insecure_skip_verify: true}
+      connectors: [eu->us.MirrorSourceConnector]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.Mirrors[0].Connect
+	if c == nil || c.URL != "https://connect.example:8083/" || c.Username != "exporter" || len(c.Connectors) != 1 {
+		t.Fatalf("connect: %+v", c)
+	}
+	fp, _ := cfg.Mirrors[0].Fingerprint()
+	t.Setenv("CONNECT_PASSWORD", "changed")
+	if other, _ := cfg.Mirrors[0].Fingerprint(); other == fp {
+		t.Error("fingerprint ignores the Connect password")
+	}
+	for _, tc := range []struct{ connect, want string }{
+		{"{}", "connect.url is required"},
+		{"{url: ftp://connect:21}", `connect.url "ftp://connect:21": the scheme must be http or https`},
+		{"{url: 'http://'}", `connect.url "http://" has no host`},
+		{"{url: 'http://user:pw@connect:8083'}", "connect.url must not hold credentials"},
+		{"{url: 'http://connect:8083', password: {env: CONNECT_PASSWORD}}", "connect.password is set without connect.username"},
+		{"{url: 'http://connect:8083', username: u}", "connect.password: set file or env"},
+		{"{url: 'http://connect:8083', password: s3cret}", "secrets are not accepted inline"},
+		{"{url: 'http://connect:8083', tls: {enabled: true}}", `connect.tls is enabled but connect.url "http://connect:8083" is http`},
+		{"{url: 'http://connect:8083', connectors: ['']}", "connect.connectors holds an empty name"},
+	} {
+		_, err := Parse([]byte(twoClusters + "mirrors:\n  - name: m\n    source: eu\n    target: us\n    connect: " + tc.connect + "\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("connect %s: error %v, want one with %q", tc.connect, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("connect %s: the error shows the secret: %v", tc.connect, err)
+		}
+	}
+}
+
 func TestMirrorValidation(t *testing.T) {
 	for _, tc := range []struct{ mirror, want string }{
 		{"source: eu\n    target: ap", `target "ap" is not a cluster of the kafka list (known: "eu", "us")`},

@@ -114,6 +114,12 @@ func eventRows(log *events.Log, system, cluster string, now time.Time) []eventRo
 			subject = fmt.Sprintf("%s (%s)", e.Subject.Address, model.ShortID(e.Subject.NodeID))
 		case e.Subject.NodeID != "":
 			subject = e.Subject.NodeID
+		case e.Subject.Task != nil:
+			subject = fmt.Sprintf("%s task %d", e.Subject.Connector, *e.Subject.Task)
+		case e.Subject.Connector != "":
+			subject = e.Subject.Connector
+		case e.Subject.Topic != "":
+			subject = e.Subject.Topic
 		}
 		change := e.After
 		if e.Before != "" || e.After != "" {

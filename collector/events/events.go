@@ -98,6 +98,12 @@ const (
 	MirrorResumed       Kind = "mirror_resumed"
 	MirrorTopicMissing  Kind = "mirror_topic_missing"
 	MirrorTopicAppeared Kind = "mirror_topic_appeared"
+	// MirrorConnectorState: one of the flow's connectors, or one of its
+	// tasks (Subject.Task set), changed state as the Kafka Connect REST API
+	// reports it (Before and After: RUNNING, FAILED, PAUSED...; After ends
+	// with the failure trace's first line for FAILED). Only for flows with
+	// a connect REST API, between two refreshes that read it.
+	MirrorConnectorState Kind = "mirror_connector_state"
 )
 
 // EventsTruncated marks a refresh whose transitions exceeded MaxPerRefresh:
@@ -135,6 +141,10 @@ type Subject struct {
 	// NodeID is a Kafka broker ID or a Redis node ID.
 	NodeID  string `json:"node_id,omitempty"`
 	Address string `json:"address,omitempty"`
+	// Connector is a Kafka Connect connector's name; Task one of its
+	// tasks, when set.
+	Connector string `json:"connector,omitempty"`
+	Task      *int32 `json:"task,omitempty"`
 }
 
 // PartitionSubject names a Kafka partition.
@@ -149,6 +159,10 @@ func BrokerSubject(id int32, addr string) Subject {
 
 // NodeSubject names a Redis node.
 func NodeSubject(id, addr string) Subject { return Subject{NodeID: id, Address: addr} }
+
+// ConnectorSubject names a Kafka Connect connector, or one of its tasks
+// when task is not nil.
+func ConnectorSubject(name string, task *int32) Subject { return Subject{Connector: name, Task: task} }
 
 // MaxPerRefresh bounds the events one refresh records: a broker death in
 // a cluster of 100,000 partitions changes most of them at once, and the log

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -32,6 +33,8 @@ type descs struct {
 	topicNotReplicated, topicRPO, topicUnknown  *exposition.Desc
 	groupReread, groupCheckpointAge, groupParts *exposition.Desc
 	groups, groupsLeftOut                       *exposition.Desc
+	connectUp, connectorsMissing                *exposition.Desc
+	connectorState, connectorTasks              *exposition.Desc
 
 	partitionNotReplicated, partitionRPO, groupResume *exposition.Desc
 }
@@ -83,6 +86,14 @@ var metrics = func() descs {
 			"Largest over the topic's partitions of the newest source record's timestamp minus the newest replicated record's (0 when caught up): the seconds of data a failover now would lose. Record timestamps: producers' clocks with CreateTime (docs/mirror.md). Absent when a partition's figure is unknown.", with("topic")...),
 		topicUnknown: series.Gauge("kafka_mirror_topic_partitions_unknown",
 			"Partitions of the topic left out of records_not_replicated: offsets not read, or data on both sides and no offset sync read yet.", with("topic")...),
+		connectUp: series.Gauge("kafka_mirror_connect_up",
+			"1 if the flow's Kafka Connect REST API (connect.url) answered at the last refresh. Served only for flows with connect.", flow...),
+		connectorsMissing: series.Gauge("kafka_mirror_connectors_missing",
+			"Connectors of the flow the Kafka Connect REST API does not run: those connect.connectors names that it does not know or, when none is named, 1 if no MirrorSourceConnector has the flow's source and target aliases. Served only for flows with connect.", flow...),
+		connectorState: series.Gauge("kafka_mirror_connector_state",
+			"1 for the connector's state as the Kafka Connect REST API reports it, 0 for the others (RUNNING, PAUSED, STOPPED, FAILED, UNASSIGNED, RESTARTING). kind: source, checkpoint or heartbeat (the Mirror connector class), other. Served only for flows with connect.", with("connector", "kind", "state")...),
+		connectorTasks: series.Gauge("kafka_mirror_connector_tasks",
+			"The connector's tasks in each state (RUNNING, PAUSED, STOPPED, FAILED, UNASSIGNED, RESTARTING), from the Kafka Connect REST API. A FAILED MirrorSourceConnector task replicates nothing until it is restarted. Served only for flows with connect.", with("connector", "kind", "state")...),
 		groups: series.Gauge("kafka_mirror_groups",
 			"Consumer groups with a checkpoint for a replicated topic on the target.", flow...),
 		groupsLeftOut: series.Gauge("kafka_mirror_groups_left_out",
@@ -132,6 +143,9 @@ func Emitter(sourceCluster, targetCluster string, partitions bool) exposition.Em
 			for _, kind := range readKinds {
 				health.Add(metrics.readErrors, float64(s.Errors[kind]), with(kind)...)
 			}
+			if s.Connect.Configured {
+				health.Add(metrics.readErrors, float64(s.Errors[readConnect]), with(readConnect)...)
+			}
 		}
 		if s == nil || !state.Up {
 			return
@@ -148,6 +162,9 @@ func Emitter(sourceCluster, targetCluster string, partitions bool) exposition.Em
 		sink.Add(metrics.syncsParts, float64(s.Syncs.Partitions), flow...)
 		if s.SourceUp {
 			emitTopics(sink, s, with, partitions)
+		}
+		if s.Connect.Configured {
+			emitConnect(sink, s.Connect, flow, with)
 		}
 		sink.Add(metrics.groups, float64(s.GroupsCheckpointed), flow...)
 		sink.Add(metrics.groupsLeftOut, float64(s.GroupsLeftOut), flow...)
@@ -167,6 +184,44 @@ func Emitter(sourceCluster, targetCluster string, partitions bool) exposition.Em
 			}
 		}
 	}
+}
+
+func emitConnect(sink exposition.Sink, c ConnectState, flow []string, with func(...string) []string) {
+	sink.Add(metrics.connectUp, boolValue(c.Read), flow...)
+	if !c.Read {
+		return
+	}
+	sink.Add(metrics.connectorsMissing, float64(len(c.Missing)), flow...)
+	for _, connector := range c.Connectors {
+		tasks := map[string]int{}
+		for _, t := range connector.Tasks {
+			tasks[t.State]++
+		}
+		for _, state := range statesOf(connector) {
+			sink.Add(metrics.connectorState, boolValue(connector.State == state), with(connector.Name, connector.Kind, state)...)
+			sink.Add(metrics.connectorTasks, float64(tasks[state]), with(connector.Name, connector.Kind, state)...)
+		}
+	}
+}
+
+// statesOf is Connect's states, and any other the connector or its tasks
+// are in (a newer Connect's), so that no state goes unserved.
+func statesOf(c Connector) []string {
+	states := connectStates
+	for _, state := range append([]string{c.State}, taskStates(c)...) {
+		if state != "" && !slices.Contains(states, state) {
+			states = append(slices.Clone(states), state)
+		}
+	}
+	return states
+}
+
+func taskStates(c Connector) []string {
+	var states []string
+	for _, t := range c.Tasks {
+		states = append(states, t.State)
+	}
+	return states
 }
 
 func emitTopics(sink exposition.Sink, s *Snapshot, with func(...string) []string, partitions bool) {

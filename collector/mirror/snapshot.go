@@ -47,6 +47,9 @@ type Snapshot struct {
 	// replicated topics; GroupsLeftOut those of them beyond the flow's
 	// max_groups (the last by name), whose series are not served.
 	GroupsCheckpointed, GroupsLeftOut int
+	// Connect is what the flow's Kafka Connect REST API said, when it
+	// names one.
+	Connect ConnectState
 	// Errors counts the failed reads since the source was built, by
 	// what was read (source, target, offset_syncs, checkpoints,
 	// heartbeats, timestamps, group_offsets) and records that did not

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,8 @@ const (
 	readTimestamps   = "timestamps"
 	readGroupOffsets = "group_offsets"
 	readDecode       = "decode"
+	// readConnect is the Kafka Connect REST API, for flows that name one.
+	readConnect = "connect"
 )
 
 // readKinds lists them, so that every series starts at 0.
@@ -56,6 +59,8 @@ type Source struct {
 	now    func() time.Time
 
 	src, dst *cluster
+	// connect reads the flow's connector states; nil without a REST API.
+	connect *connectReader
 	// syncsOn is the cluster the offset-syncs topic is on.
 	syncsOn     *cluster
 	syncs       *follower
@@ -89,6 +94,11 @@ func NewSource(m config.Mirror, logger log.Logger) (*Source, error) {
 		s.src.client.Close()
 		return nil, fmt.Errorf("target %q: %w", m.Target, err)
 	}
+	if s.connect, err = newConnectReader(m); err != nil {
+		s.src.client.Close()
+		s.dst.client.Close()
+		return nil, err
+	}
 	s.syncsOn = s.src
 	if m.OffsetSyncsTopicLocation == config.OffsetSyncsOnTarget {
 		s.syncsOn = s.dst
@@ -108,10 +118,11 @@ func newCluster(k config.KafkaCluster) (*cluster, error) {
 	return &cluster{name: k.Name, client: client}, nil
 }
 
-// Close releases both clients.
+// Close releases the clients.
 func (s *Source) Close() {
 	s.src.client.Close()
 	s.dst.client.Close()
+	s.connect.close()
 }
 
 // failed counts and logs a failed read: a warning the first time it fails
@@ -147,11 +158,14 @@ func both(a, b func()) {
 // answered.
 func (s *Source) Refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	snap := &Snapshot{SourceCluster: s.cfg.Source, TargetCluster: s.cfg.Target, ReadAt: s.now()}
+	// The connector states, meanwhile: the REST API is another server.
+	connectRead := s.readConnect(ctx)
 	var srcErr, dstErr error
 	both(func() { srcErr = s.src.readMetadata(ctx) }, func() { dstErr = s.dst.readMetadata(ctx) })
 	if srcErr != nil && dstErr != nil {
 		s.errors[readSource]++
 		s.errors[readTarget]++
+		connectRead()
 		return nil, fmt.Errorf("source %q: %w; target %q: %w", s.cfg.Source, srcErr, s.cfg.Target, dstErr)
 	}
 
@@ -193,10 +207,44 @@ func (s *Source) Refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 		s.readTimestamps(ctx, snap)
 	}
 	s.readGroups(ctx, snap, topics)
+	snap.Connect = connectRead()
 	s.judgeStall(snap, prev)
 	snap.Errors = maps.Clone(s.errors)
 	findTransitions(prev, snap)
 	return snap, nil
+}
+
+// readConnect starts reading the connector states and returns what waits
+// for the answer and accounts for it, on the refresh's goroutine (the
+// zero state when the flow names no REST API).
+func (s *Source) readConnect(ctx context.Context) func() ConnectState {
+	if s.connect == nil {
+		return func() ConnectState { return ConnectState{} }
+	}
+	type answer struct {
+		state ConnectState
+		err   error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		state, err := s.connect.read(ctx)
+		done <- answer{state, err}
+	}()
+	return func() ConnectState {
+		a := <-done
+		switch {
+		case a.err != nil:
+			s.failed(readConnect, a.err)
+		case len(a.state.Missing) > 0 && len(s.cfg.Connect.Connectors) > 0:
+			s.failed(readConnect, fmt.Errorf("connect: the REST API knows no connector %s (the flow's connect.connectors)", strings.Join(a.state.Missing, ", ")))
+		case len(a.state.Missing) > 0:
+			s.failed(readConnect, fmt.Errorf("connect: the REST API runs no MirrorSourceConnector with source.cluster.alias %q and target.cluster.alias %q (name the flow's connectors in connect.connectors if their aliases differ)",
+				s.cfg.SourceAlias, s.cfg.TargetAlias))
+		default:
+			s.succeeded(readConnect)
+		}
+		return a.state
+	}
 }
 
 // replicatedTopics are the source topics the flow replicates, by name,

@@ -2,6 +2,8 @@ package mirror
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,6 +44,11 @@ func view(named watch.Named[Snapshot], now time.Time) model.Cluster {
 	c.Stats = flowStats(s, l)
 	c.Notes = flowNotes(s, l)
 	c.Tables = []model.Table{topicTable(s), groupTable(s)}
+	if s.Connect.Configured {
+		c.Stats = append(c.Stats, connectStat(s.Connect))
+		c.Notes = append(c.Notes, connectNotes(s.Connect)...)
+		c.Tables = append(c.Tables, connectorTable(s.Connect))
+	}
 	return c
 }
 
@@ -431,6 +438,106 @@ func groupTable(s *Snapshot) model.Table {
 			topics = append(topics[:maxGroupTopicNames:maxGroupTopicNames], fmt.Sprintf("and %d more", len(r.topics)-maxGroupTopicNames))
 		}
 		t.Rows = append(t.Rows, model.Row{Key: r.name, Cells: []string{r.name, strings.Join(topics, ", "), reread, age, strconv.Itoa(r.partitions)}})
+	}
+	return t
+}
+
+// connectStat sums up the connectors' states.
+func connectStat(c ConnectState) model.Stat {
+	st := model.Stat{Name: "connectors", Label: "connectors", Value: "unknown", Detail: "Connect REST API not read", Level: "bad"}
+	if !c.Read {
+		return st
+	}
+	var tasks, failed, notRunning int
+	for _, conn := range c.Connectors {
+		if conn.State == "FAILED" {
+			failed++
+		} else if conn.State != "RUNNING" {
+			notRunning++
+		}
+		for _, t := range conn.Tasks {
+			tasks++
+			if t.State == "FAILED" {
+				failed++
+			} else if t.State != "RUNNING" {
+				notRunning++
+			}
+		}
+	}
+	st.Value, st.Level = "running", "good"
+	st.Detail = count(len(c.Connectors), "connector") + ", " + count(tasks, "task")
+	switch {
+	case failed > 0:
+		st.Value, st.Level = fmt.Sprintf("%d failed", failed), "bad"
+	case len(c.Missing) > 0:
+		st.Value, st.Level = "missing", "bad"
+		st.Detail = "no " + strings.Join(c.Missing, ", ") + "; " + st.Detail
+	case notRunning > 0:
+		st.Value, st.Level = fmt.Sprintf("%d not running", notRunning), "warn"
+	}
+	return st
+}
+
+// connectNotes name each failed connector or task and why.
+func connectNotes(c ConnectState) []model.Note {
+	var notes []model.Note
+	for _, conn := range c.Connectors {
+		if conn.State == "FAILED" {
+			notes = append(notes, model.Note{Level: "error", Text: fmt.Sprintf("Connector %s FAILED on %s: %s", conn.Name, conn.Worker, orNone(conn.Trace))})
+		}
+		for _, t := range conn.Tasks {
+			if t.State == "FAILED" {
+				notes = append(notes, model.Note{Level: "error", Text: fmt.Sprintf("Task %d of %s FAILED on %s: %s. It stays failed until restarted (POST /connectors/<name>/tasks/%d/restart).",
+					t.ID, conn.Name, t.Worker, orNone(t.Trace), t.ID)})
+			}
+		}
+	}
+	return notes
+}
+
+func orNone(trace string) string {
+	if trace == "" {
+		return "no trace given"
+	}
+	return trace
+}
+
+// connectorTable lists the flow's connectors and their tasks' states.
+func connectorTable(c ConnectState) model.Table {
+	t := model.Table{Name: "mirror-connectors", Title: "Connectors (Kafka Connect REST API)",
+		Columns: []model.Column{{Title: "connector"}, {Title: "kind"}, {Title: "state"}, {Title: "tasks"}, {Title: "worker"}},
+		Empty:   "None: the REST API runs no connector of this flow.",
+	}
+	if !c.Read {
+		t.Empty = "Not read: the Connect REST API did not answer at the last refresh."
+		return t
+	}
+	for _, conn := range c.Connectors {
+		byState := map[string]int{}
+		level := "good"
+		if conn.State != "RUNNING" {
+			level = "warn"
+		}
+		for _, task := range conn.Tasks {
+			byState[task.State]++
+			if task.State != "RUNNING" && level == "good" {
+				level = "warn"
+			}
+		}
+		if conn.State == "FAILED" || byState["FAILED"] > 0 {
+			level = "bad"
+		}
+		var tasks []string
+		for _, state := range slices.Sorted(maps.Keys(byState)) {
+			tasks = append(tasks, fmt.Sprintf("%d %s", byState[state], state))
+		}
+		if len(tasks) == 0 {
+			tasks = []string{"none"}
+		}
+		t.Rows = append(t.Rows, model.Row{Key: conn.Name, Level: level, Cells: []string{conn.Name, conn.Kind, conn.State, strings.Join(tasks, ", "), conn.Worker}})
+	}
+	if len(c.Missing) > 0 {
+		t.Note = "Not found: " + strings.Join(c.Missing, ", ") + "."
 	}
 	return t
 }
