@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"strconv"
@@ -111,6 +112,16 @@ func (p *steadyProducer) Acked() int64 {
 	return n
 }
 
+// labelsWith is base with the label pairs kv added: a flow's labels and a
+// topic's or a group's.
+func labelsWith(base map[string]string, kv ...string) map[string]string {
+	l := maps.Clone(base)
+	for i := 0; i+1 < len(kv); i += 2 {
+		l[kv[i]] = kv[i+1]
+	}
+	return l
+}
+
 func mirrorConfig(src, dst *lab.KafkaCluster, flow string) string {
 	return "kafka:\n" +
 		"  - name: east\n    bootstrap_servers: [" + strings.Join(src.Bootstrap(), ", ") + "]\n    refresh_interval: 1s\n" +
@@ -158,16 +169,7 @@ func TestMirrorFailoverView(t *testing.T) {
 	})}
 	windowStart := time.Now()
 	flow := map[string]string{"mirror": "east-west", "source_cluster": "east", "target_cluster": "west"}
-	with := func(kv ...string) map[string]string {
-		l := map[string]string{}
-		for k, v := range flow {
-			l[k] = v
-		}
-		for i := 0; i+1 < len(kv); i += 2 {
-			l[kv[i]] = kv[i+1]
-		}
-		return l
-	}
+	with := func(kv ...string) map[string]string { return labelsWith(flow, kv...) }
 	orders := with("topic", "orders")
 	refunds := with("topic", "refunds")
 

@@ -116,6 +116,10 @@ func TestPageShowsTheTrouble(t *testing.T) {
 	canaryPartition := events.PartitionSubject("__failover_exporter_canary", 2)
 	canaryPartition.NodeID = "3"
 	l.Add(t0, events.CanaryWriteFailing, canaryPartition, "", "NOT_ENOUGH_REPLICAS")
+	// Subjects of the mirror flows' events: a topic, a connector's task.
+	l.Add(t0, events.MirrorTopicMissing, events.Subject{Topic: "orders"}, "", "eu.orders")
+	task := int32(0)
+	l.Add(t0, events.MirrorConnectorState, events.ConnectorSubject("eu->us.MirrorSourceConnector", &task), "RUNNING", "FAILED")
 	elog.Record("kafka", "main", l.All())
 	var rl events.List
 	rl.Add(t0.Add(37*time.Second), events.RedisNodeFail, events.NodeSubject(idA, "127.0.0.1:7000"), "pfail", "fail")
@@ -142,6 +146,7 @@ func TestPageShowsTheTrouble(t *testing.T) {
 		`<tr data-kind="node_fail">`,
 		`<tr data-kind="write_failing">`, `<td>__failover_exporter_canary/2 (broker 3)</td><td> → NOT_ENOUGH_REPLICAS</td>`,
 		`<tr data-kind="acknowledged_writes_lost">`, `<td> → 14</td>`,
+		`<td>orders</td><td> → eu.orders</td>`, `<td>eu-&gt;us.MirrorSourceConnector task 0</td><td>RUNNING → FAILED</td>`,
 		`<tr class="warn"><td><code>ffffffff</code></td><td>127.0.0.1:7009</td><td>not_listed</td></tr>`,
 		`api/v1/events?cluster=main`,
 	} {

@@ -197,7 +197,11 @@ func TestConnectExpositionAndEvents(t *testing.T) {
 		}
 	}
 	// A flow without connect serves none of it.
-	plain, _ = exposition.PlainText(func() *Collector { c := NewCollector(); c.Set("eu-us", staticWatcher(t, testSnapshot(), nil)); return c }())
+	plain, _ = exposition.PlainText(func() *Collector {
+		c := NewCollector()
+		c.Set("eu-us", staticWatcher(t, testSnapshot(), nil))
+		return c
+	}())
 	if strings.Contains(string(plain), "connect") {
 		t.Errorf("a flow without connect serves connect series:\n%s", plain)
 	}
