@@ -159,3 +159,35 @@ func TestReportedGroups(t *testing.T) {
 		t.Errorf("limit 4 of 4: groups %v, %d left out, %d kept", groups, snap.GroupsLeftOut, len(byGroupTopic))
 	}
 }
+
+// TestTopicLagsPartitionTheTargetLacks: a source partition the remote
+// topic does not have yet (partitions added on the source, MM2 not caught
+// up) lacks every record the source keeps of it; a partition the remote
+// topic has but whose offset was not read is unknown.
+func TestTopicLagsPartitionTheTargetLacks(t *testing.T) {
+	all, _ := config.NewRegexp(".*")
+	s := &Source{
+		policy: policy{sourceAlias: "eu", targetAlias: "us", separator: ".", internalSeparator: ".", heartbeats: "heartbeats", topics: all},
+		src: &cluster{topics: map[string]topicMeta{
+			"refunds": {leaders: map[int32]int32{0: 1, 1: 1}},
+			"orders":  {leaders: map[int32]int32{0: 1, 1: 1}},
+		}},
+		dst: &cluster{topics: map[string]topicMeta{
+			"eu.refunds": {leaders: map[int32]int32{0: 1}},
+			"eu.orders":  {leaders: map[int32]int32{0: 1, 1: 1}},
+		}},
+		latestSync: map[partitionKey]OffsetSync{{"refunds", 0}: {Upstream: 10, Downstream: 10}, {"orders", 0}: {Upstream: 5, Downstream: 5}},
+	}
+	starts := map[partitionKey]int64{{"refunds", 0}: 0, {"refunds", 1}: 0, {"orders", 0}: 0, {"orders", 1}: 0}
+	ends := map[partitionKey]int64{{"refunds", 0}: 10, {"refunds", 1}: 3, {"orders", 0}: 5, {"orders", 1}: 7}
+	// eu.orders/1 has an offset in metadata but none was read.
+	targetEnds := map[partitionKey]int64{{"eu.refunds", 0}: 10, {"eu.orders", 0}: 5}
+	topics := s.topicLags([]string{"orders", "refunds"}, starts, ends, targetEnds, true)
+	orders, refunds := topics[0], topics[1]
+	if !refunds.PartitionMismatch() || refunds.Unknown != 0 || refunds.NotReplicated != 3 {
+		t.Errorf("refunds: mismatch %v, %d unknown, %d not replicated; want a mismatch, 0 unknown, 3", refunds.PartitionMismatch(), refunds.Unknown, refunds.NotReplicated)
+	}
+	if orders.PartitionMismatch() || orders.Unknown != 1 || orders.NotReplicated != 0 {
+		t.Errorf("orders: mismatch %v, %d unknown, %d not replicated; want no mismatch, 1 unknown, 0", orders.PartitionMismatch(), orders.Unknown, orders.NotReplicated)
+	}
+}

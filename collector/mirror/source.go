@@ -411,8 +411,12 @@ func (s *Source) topicLags(topics []string, starts, ends, targetEnds map[partiti
 				t.RPOKnown = false
 				continue
 			}
+			// A partition the remote topic lacks (MM2 has not added it yet)
+			// holds nothing: targetEnd 0. One it has whose offset was not
+			// read is unknown.
 			targetEnd, okTarget := targetEnds[partitionKey{t.Remote, p}]
-			if present && !okTarget {
+			_, remoteHas := remote.leaders[p]
+			if present && remoteHas && !okTarget {
 				t.Unknown++
 				t.RPOKnown = false
 				continue
