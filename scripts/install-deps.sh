@@ -51,8 +51,9 @@ apt_install() {
 # brings the ZooKeeper of its ZooKeeper mode) is fetched, each into its own
 # cache dir, the three at once: Maven spends most of a fresh machine's fetch
 # waiting on the network. MirrorMaker 2 (scripts/kafka/mirror.sh, one
-# version whatever the clusters run) is fetched alongside, into its own
-# cache dir.
+# version whatever the clusters run) is fetched alongside, into cache dirs
+# of its own: its dedicated mode's jars and its Connect mode's (a Kafka
+# Connect worker with its REST server).
 KAFKA_LAB_VERSIONS=(3.9 4.1 4.4)
 install_kafka() {
   local pkgs=()

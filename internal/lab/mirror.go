@@ -13,15 +13,23 @@ import (
 // The MirrorMaker 2 lab: cross-cluster replication between two lab Kafka
 // clusters, for the tests of what the exporter reads about it (replicated
 // topics, heartbeats, offset syncs, checkpoints). StartMirror runs
-// scripts/kafka/mirror.sh, which starts one MirrorMaker in dedicated mode
-// (one JVM, Kafka 4.1.2's connect-mirror) replicating Source to Target;
-// the script's header says which topics it writes where. A pair of
-// one-node clusters is enough and spares a 2-core machine:
+// scripts/kafka/mirror.sh, which starts one JVM (Kafka 4.1.2's
+// connect-mirror) replicating Source to Target; the script's header says
+// which topics it writes where. A pair of one-node clusters is enough and
+// spares a 2-core machine:
 //
 //	src := lab.StartKafka(t, lab.KafkaOptions{Nodes: 1})
 //	dst := lab.StartKafka(t, lab.KafkaOptions{Nodes: 1})
 //	m := lab.StartMirror(t, lab.MirrorOptions{Source: src, Target: dst})
 //	src.CreateTopic(t, "orders", 1) // dst gets m.RemoteTopic("orders"), "primary.orders"
+//
+// By default that JVM is MirrorMaker's dedicated mode, which has no public
+// REST API. With MirrorOptions.Connect it is a Kafka Connect distributed
+// worker running the flow's three Mirror connectors, as Strimzi and most
+// managed offerings deploy MirrorMaker 2, and its REST API is the test's
+// too (mirror_connect.go): ConnectURL, Connectors, ConnectorStatus,
+// PauseConnector, ResumeConnector, SetConnectorConfig, RestartTask, and
+// FailTasks and RepairTasks for a task that really fails.
 
 // MirrorOptions configures StartMirror.
 type MirrorOptions struct {
@@ -49,6 +57,12 @@ type MirrorOptions struct {
 	// drift from the last offset sync before MirrorMaker writes another.
 	// 0 keeps MirrorMaker's default, 100.
 	OffsetLagMax int
+	// Connect runs the flow on a Kafka Connect distributed worker (its own
+	// Kafka is Target) with its REST API on 127.0.0.1, instead of
+	// MirrorMaker's dedicated mode; every other option means the same.
+	// StartMirror then also waits until the REST API says the three
+	// connectors and their tasks run.
+	Connect bool
 	// Env adds environment variables for scripts/kafka/mirror.sh, e.g.
 	// "MIRROR_LAB_HEAP=-Xmx256m".
 	Env []string
@@ -65,6 +79,12 @@ type Mirror struct {
 	sourceAlias, targetAlias string
 	identity                 bool
 	separator                string
+	// connectURL is the Connect worker's REST API, "" in dedicated mode.
+	connectURL string
+	// How long the script's start took (Connect mode: the worker up and
+	// the three connectors accepted), and, in Connect mode, how long from
+	// then until they and their tasks all ran: for the tests' figures.
+	startTook, runningTook time.Duration
 }
 
 // Time limits for the script and for replication to start. Starting
@@ -130,6 +150,11 @@ func StartMirror(t testing.TB, o MirrorOptions) *Mirror {
 	if o.OffsetLagMax > 0 {
 		m.env = append(m.env, "MIRROR_LAB_OFFSET_LAG_MAX="+strconv.Itoa(o.OffsetLagMax))
 	}
+	if o.Connect {
+		port := PickBasePort(t, 0)
+		m.connectURL = "http://127.0.0.1:" + strconv.Itoa(port)
+		m.env = append(m.env, "MIRROR_LAB_MODE=connect", "MIRROR_LAB_CONNECT_PORT="+strconv.Itoa(port))
+	}
 	m.env = append(m.env, o.Env...)
 
 	// Registered after t.TempDir, so it runs before the directory is removed.
@@ -147,7 +172,10 @@ func StartMirror(t testing.TB, o MirrorOptions) *Mirror {
 	if r.Err != nil {
 		t.Fatalf("lab: MirrorMaker did not start (%v); scripts/install-deps.sh kafka installs what it needs.\n%s", r.Err, r.Output())
 	}
-	started := time.Since(start)
+	m.startTook = time.Since(start)
+	if m.connectURL != "" {
+		m.runningTook = m.waitConnectorsRunning(t)
+	}
 	heartbeats := m.HeartbeatsTopic()
 	WaitFor(t, mirrorReplicateTimeout, 250*time.Millisecond, func() (bool, string) {
 		if m.PID() == 0 {
@@ -159,10 +187,17 @@ func StartMirror(t testing.TB, o MirrorOptions) *Mirror {
 		}
 		return sumOffsets(ends) > 0, fmt.Sprintf("%s has no record yet", heartbeats)
 	})
-	t.Logf("lab: MirrorMaker %s->%s (%s policy) started in %s, replicating (%s on the target) after %s (state in %s)",
-		m.sourceAlias, m.targetAlias, policy, started.Round(time.Millisecond), heartbeats,
+	t.Logf("lab: MirrorMaker %s->%s (%s policy, %s) started in %s, replicating (%s on the target) after %s (state in %s)",
+		m.sourceAlias, m.targetAlias, policy, m.mode(), m.startTook.Round(time.Millisecond), heartbeats,
 		time.Since(start).Round(time.Millisecond), m.dir)
 	return m
+}
+
+func (m *Mirror) mode() string {
+	if m.connectURL != "" {
+		return "Kafka Connect worker at " + m.connectURL
+	}
+	return "dedicated mode"
 }
 
 func sumOffsets(offsets map[int32]int64) int64 {
@@ -218,7 +253,8 @@ func (m *Mirror) OffsetSyncsTopic() string {
 	return "mm2-offset-syncs" + m.separator + m.targetAlias + m.separator + "internal"
 }
 
-// PID returns the MirrorMaker JVM's process id, or 0 if it is not running.
+// PID returns the MirrorMaker JVM's process id (the Connect worker's in
+// Connect mode), or 0 if it is not running.
 func (m *Mirror) PID() int {
 	r := m.run(30*time.Second, "pid")
 	if r.Err != nil {
@@ -297,10 +333,11 @@ func parseTranslatedOffsets(out string) (map[TopicPartition]int64, error) {
 	return offsets, nil
 }
 
-// Dir returns MirrorMaker's state directory (mm2.properties, mm2.log).
+// Dir returns MirrorMaker's state directory (mm2.properties, or
+// connect.properties and connectors/*.json in Connect mode; mm2.log).
 func (m *Mirror) Dir() string { return m.dir }
 
 func (m *Mirror) logPath() string { return filepath.Join(m.dir, "mm2.log") }
 
-// LogTail returns the last n lines of MirrorMaker's log.
+// LogTail returns the last n lines of MirrorMaker's log (either mode's).
 func (m *Mirror) LogTail(n int) string { return tailLines(m.logPath(), n) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -165,6 +166,81 @@ func TestMirror(t *testing.T) {
 		}
 	})
 	t.Logf("TestMirror took %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestMirrorConnect proves the Connect mode: the flow's three connectors on
+// a Kafka Connect distributed worker replicate, heartbeat and checkpoint as
+// the dedicated mode does, and its REST API pauses, resumes, fails and
+// repairs them for real.
+func TestMirrorConnect(t *testing.T) {
+	const (
+		topic = "orders"
+		group = "orders-reader"
+	)
+	start := time.Now()
+	src := StartKafka(t, KafkaOptions{Nodes: 1})
+	dst := StartKafka(t, KafkaOptions{Nodes: 1})
+	src.CreateTopic(t, topic, 1)
+	m := StartMirror(t, MirrorOptions{Source: src, Target: dst, Connect: true})
+	t.Logf("FIGURE mirror connect mode: worker started and its 3 connectors accepted in %s; all RUNNING %s later",
+		m.startTook.Round(time.Millisecond), m.runningTook.Round(time.Millisecond))
+	connectors := m.Connectors()
+	if want := "primary->backup.MirrorSourceConnector"; connectors[0] != want {
+		t.Fatalf("Connectors() = %v, want %s first", connectors, want)
+	}
+	source, checkpoint := connectors[0], connectors[1]
+	remote := m.RemoteTopic(topic)
+
+	// Replication, heartbeats (emitted on the source), checkpoints.
+	src.Produce(t, topic, 0, Record{Value: []byte("a")}, Record{Value: []byte("b")})
+	waitEndOffsets(t, dst, remote, map[int32]int64{0: 2})
+	waitGrows(t, dst, m.HeartbeatsTopic())
+	src.CommitOffsets(t, group, map[TopicPartition]int64{{topic, 0}: 2})
+	waitGrows(t, dst, m.CheckpointsTopic())
+	m.waitConnector(t, checkpoint, "running a task", func(s ConnectorStatus) bool { return s.In(ConnectRunning, 1) })
+	// MirrorMaker translates conservatively (TestMirror): 1 or 2.
+	WaitFor(t, 30*time.Second, time.Second, func() (bool, string) {
+		translated, err := m.TranslateOffsets(group)
+		n := translated[TopicPartition{remote, 0}]
+		return err == nil && n >= 1 && n <= 2, fmt.Sprintf("translated %v, %v; want %s-0 at 1 or 2", translated, err, remote)
+	})
+
+	// A paused source connector replicates nothing, not even the heartbeats
+	// the heartbeat connector goes on writing on the source, a second apart.
+	m.PauseConnector(t, source)
+	heartbeats, remoteHeartbeats := src.EndOffsetSum(t, "heartbeats"), dst.EndOffsetSum(t, m.HeartbeatsTopic())
+	src.Produce(t, topic, 0, Record{Value: []byte("while paused")})
+	time.Sleep(3 * time.Second)
+	if n := dst.EndOffsetSum(t, remote); n != 2 {
+		t.Fatalf("%s has %d records after 3 s of a paused %s, want 2", remote, n, source)
+	}
+	if n, remote := src.EndOffsetSum(t, "heartbeats")-heartbeats, dst.EndOffsetSum(t, m.HeartbeatsTopic())-remoteHeartbeats; n < 2 || remote != 0 {
+		t.Fatalf("3 s paused: %d heartbeats on the source (want 2 or more), %d more in %s on the target (want 0)", n, remote, m.HeartbeatsTopic())
+	}
+	m.ResumeConnector(t, source)
+	waitEndOffsets(t, dst, remote, map[int32]int64{0: 3})
+
+	// A task that fails for real, and its repair.
+	failed := m.FailTasks(t, source)
+	t.Logf("%s; task trace begins %q", failed, firstLine(failed.Tasks[0].Trace))
+	if failed.Connector.State != ConnectRunning || !strings.Contains(failed.Tasks[0].Trace, "Cast") {
+		t.Errorf("FailTasks(%s): %s, trace %q: want the connector RUNNING and the trace naming the Cast", source, failed, failed.Tasks[0].Trace)
+	}
+	m.RepairTasks(t, source)
+	m.RestartTask(t, source, 0)
+	src.Produce(t, topic, 0, Record{Value: []byte("after repair")})
+	waitEndOffsets(t, dst, remote, map[int32]int64{0: 4})
+	t.Logf("TestMirrorConnect took %s", time.Since(start).Round(time.Millisecond))
+}
+
+// waitGrows waits until topic on c gains a record.
+func waitGrows(t *testing.T, c *KafkaCluster, topic string) {
+	t.Helper()
+	before := c.EndOffsetSum(t, topic)
+	WaitFor(t, 30*time.Second, 250*time.Millisecond, func() (bool, string) {
+		n := c.EndOffsetSum(t, topic)
+		return n > before, fmt.Sprintf("%s stays at %d records", topic, n)
+	})
 }
 
 // waitEndOffsets waits until topic's end offsets on c are want and returns

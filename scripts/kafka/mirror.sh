@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
 # MirrorMaker 2 between two lab Kafka clusters on 127.0.0.1, for the
-# cross-cluster replication tests (internal/lab/mirror.go) and the demo: one
-# JVM running MirrorMaker's dedicated mode
-# (org.apache.kafka.connect.mirror.MirrorMaker, Kafka 4.1.2 from Maven
-# Central, scripts/kafka/mirror-pom.xml), started and stopped by PID like the
-# cluster nodes of cluster.sh.
+# cross-cluster replication tests (internal/lab/mirror.go) and the demo, in
+# one JVM started and stopped by PID like the cluster nodes of cluster.sh,
+# Kafka 4.1.2's jars from Maven Central. Two modes (MIRROR_LAB_MODE):
+#   dedicated  (default) MirrorMaker's dedicated mode
+#              (org.apache.kafka.connect.mirror.MirrorMaker,
+#              scripts/kafka/mirror-pom.xml): no public REST API;
+#   connect    one Kafka Connect distributed worker
+#              (org.apache.kafka.connect.cli.ConnectDistributed,
+#              scripts/kafka/connect-pom.xml) whose own Kafka is the target,
+#              its REST API on http://127.0.0.1:MIRROR_LAB_CONNECT_PORT, and
+#              the flow's three connectors created through it
+#              (PUT /connectors/<name>/config), named as Strimzi names them:
+#              SOURCE->TARGET.MirrorSourceConnector, ...MirrorCheckpointConnector
+#              and ...MirrorHeartbeatConnector ('>' is %3E in a URL path).
 #
 # One flow, SOURCE->TARGET (aliases MIRROR_LAB_SOURCE_ALIAS and
 # MIRROR_LAB_TARGET_ALIAS); the reverse flow is disabled. What MirrorMaker
-# then does, and what the tests look at:
+# then does, in either mode, and what the tests look at:
 #   * replicates the source topics matching MIRROR_LAB_TOPICS to the target,
 #     as SOURCE.<topic> (DefaultReplicationPolicy) or under the same name
 #     (MIRROR_LAB_POLICY=identity), record timestamps kept;
@@ -18,22 +27,30 @@
 #   * checkpoints the source's consumer groups (every group, MIRROR_LAB_GROUPS)
 #     to SOURCE.checkpoints.internal on the target, every second: each group's
 #     committed offsets translated to the target's;
-#   * emits heartbeats every second into `heartbeats` on both clusters: the
-#     disabled TARGET->SOURCE flow still runs its heartbeat connector (MM2's
-#     default), and SOURCE->TARGET replicates the source's `heartbeats` to
-#     SOURCE.heartbeats on the target (under either policy), which is how the
-#     target sees that the flow is alive;
-#   * keeps each flow's Connect worker state in mm2-{configs,offsets,status}.
-#     <flow source>.internal on that flow's target.
+#   * emits heartbeats every second into `heartbeats` on the source, and
+#     SOURCE->TARGET replicates them to SOURCE.heartbeats on the target (under
+#     either policy), which is how the target sees that the flow is alive.
+#     Dedicated mode: the disabled TARGET->SOURCE flow still runs its
+#     heartbeat connector (MM2's default), and SOURCE->TARGET's own writes
+#     `heartbeats` on the target too. Connect mode does what the former
+#     does: its MirrorHeartbeatConnector is configured as the reverse flow's
+#     (source alias TARGET, target alias SOURCE, producer.override.* to the
+#     source), and the target has no `heartbeats` of its own;
+#   * keeps the Connect worker state: dedicated mode in
+#     mm2-{configs,offsets,status}.<flow source>.internal on each flow's
+#     target; Connect mode in mm2-connect-{configs,offsets,status}.
+#     SOURCE-TARGET.internal on the target (group mm2-connect-SOURCE-TARGET).
 # Every internal topic has replication factor 1, so one-node clusters do
 # (MIRROR_LAB_SOURCE_REPLICATION_FACTOR raises it for those on the source).
 #
 # Usage: scripts/kafka/mirror.sh COMMAND [ARGS]
-#   install          fetch the MirrorMaker jars into the cache and compile
+#   install          fetch the jars of both modes into the cache and compile
 #                    MirrorOffsets.java (no-op when cached)
-#   start            write $MIRROR_LAB_DIR/mm2.properties, start MirrorMaker and
-#                    wait until it says it started (its connectors then still
-#                    take a few seconds to replicate); prints its PID
+#   start            write the configuration into $MIRROR_LAB_DIR, start the
+#                    JVM and wait until it says it started (dedicated), or
+#                    until its REST API has accepted the three connectors
+#                    (connect); their tasks then still take a few seconds to
+#                    replicate. Prints its PID
 #   stop             SIGTERM (SIGKILL after MIRROR_LAB_STOP_TIMEOUT seconds),
 #                    also when paused; leaves nothing behind
 #   pause / resume   SIGSTOP / SIGCONT the JVM: replication, heartbeats and
@@ -48,8 +65,13 @@
 #   clean            stop and delete $MIRROR_LAB_DIR
 #
 # Environment (start records what later commands need in mirror.env):
-#   MIRROR_LAB_DIR              state dir (default <repo>/.lab/mirror): mm2.properties,
+#   MIRROR_LAB_DIR              state dir (default <repo>/.lab/mirror): mm2.properties
+#                               (dedicated) or connect.properties and
+#                               connectors/*.json (connect),
 #                               target-client.properties, mm2.log, pid
+#   MIRROR_LAB_MODE             dedicated (default) or connect
+#   MIRROR_LAB_CONNECT_PORT     the Connect worker's REST port on 127.0.0.1
+#                               (default 8083; connect mode only)
 #   MIRROR_LAB_SOURCE_BOOTSTRAP source cluster's bootstrap servers (required by start)
 #   MIRROR_LAB_TARGET_BOOTSTRAP target cluster's bootstrap servers (required by start)
 #   MIRROR_LAB_SOURCE_ALIAS     default "primary"   } [A-Za-z0-9_-]: the alias is a
@@ -92,11 +114,18 @@ MIRROR_LIBS=$MIRROR_HOME/libs
 MIRROR_CLASSES=$MIRROR_HOME/classes
 POM=$SCRIPT_DIR/mirror-pom.xml
 HELPER_SRC=$SCRIPT_DIR/MirrorOffsets.java
+# Connect mode's jars: MirrorMaker's plus the REST server's, in a cache dir
+# of their own so that the dedicated mode keeps loading only what it uses.
+CONNECT_HOME=$CACHE_ROOT/kafka-connect-$MIRROR_VERSION
+CONNECT_LIBS=$CONNECT_HOME/libs
+CONNECT_POM=$SCRIPT_DIR/connect-pom.xml
 
 LAB_DIR=${MIRROR_LAB_DIR:-$REPO_ROOT/.lab/mirror}
 # Absolute, because the process is found by the config path on its command line.
 LAB_DIR=$(realpath -m -- "$LAB_DIR")
 CONF=$LAB_DIR/mm2.properties
+CONNECT_CONF=$LAB_DIR/connect.properties
+CONNECTORS_DIR=$LAB_DIR/connectors
 CLIENT_CONF=$LAB_DIR/target-client.properties
 LOGF=$LAB_DIR/mm2.log
 PIDFILE=$LAB_DIR/pid
@@ -104,13 +133,22 @@ HEAP=${MIRROR_LAB_HEAP:--Xms64m -Xmx512m}
 START_TIMEOUT=${MIRROR_LAB_START_TIMEOUT:-120}
 STOP_TIMEOUT=${MIRROR_LAB_STOP_TIMEOUT:-15}
 MAIN_CLASS=org.apache.kafka.connect.mirror.MirrorMaker
+CONNECT_CLASS=org.apache.kafka.connect.cli.ConnectDistributed
+MODE=${MIRROR_LAB_MODE:-dedicated}
+CONNECT_PORT=${MIRROR_LAB_CONNECT_PORT:-8083}
+CONNECT_URL=http://127.0.0.1:$CONNECT_PORT
+# The flow's connectors in Connect mode, SOURCE->TARGET.<kind>, in the order
+# start creates them: the heartbeats first, so that the source connector's
+# first topic scan already finds the source's heartbeats topic.
+CONNECTOR_KINDS=(MirrorHeartbeatConnector MirrorSourceConnector MirrorCheckpointConnector)
 
 LOG4J_CONF=$SCRIPT_DIR/log4j2.properties
 read -r -a HEAP_OPTS <<<"$HEAP"
 # Small heap, no hsperfdata. Unlike the brokers, whose GC pauses would look
 # like failures, MirrorMaker carries a test's trickle of records: the C1
 # compiler alone and the serial collector leave more of a 2-core machine's
-# CPU to the clusters while it starts.
+# CPU to the clusters while it starts. The same for both modes: the Connect
+# worker's REST server adds threads that mostly sleep.
 SERVER_JVM_OPTS=(
   "${HEAP_OPTS[@]}"
   -XX:TieredStopAtLevel=1 -XX:+UseSerialGC
@@ -134,54 +172,80 @@ need_java() {
 
 # ---------------------------------------------------------------- install ---
 
-pom_hash() { sha256sum <"$POM" | cut -d' ' -f1; }
+pom_hash() { sha256sum <"$1" | cut -d' ' -f1; }
 helper_hash() { cat "$HELPER_SRC" "$MIRROR_LIBS/.pom.sha256" | sha256sum | cut -d' ' -f1; }
-libs_cached() { [[ -f $MIRROR_LIBS/.pom.sha256 && $(cat "$MIRROR_LIBS/.pom.sha256") == "$(pom_hash)" ]]; }
+# libs_cached LIBS POM: LIBS holds what POM lists.
+libs_cached() { [[ -f $1/.pom.sha256 && $(cat "$1/.pom.sha256") == "$(pom_hash "$2")" ]]; }
 helper_cached() { [[ -f $MIRROR_CLASSES/.sha256 && $(cat "$MIRROR_CLASSES/.sha256") == "$(helper_hash)" ]]; }
 
-# Jars as cluster.sh fetches Kafka's (same lock so parallel test packages on
-# a fresh machine never see a half-filled dir), then MirrorOffsets compiled
-# once with the JDK's javac module (what `java File.java` would do on every
-# call).
+# Jars as cluster.sh fetches Kafka's (a lock per cache dir so parallel test
+# packages on a fresh machine never see a half-filled dir), then
+# MirrorOffsets compiled once with the JDK's javac module (what `java
+# File.java` would do on every call). Each mode fetches only its own jars on
+# start; `install` fetches both.
 cmd_install() {
-  libs_cached && helper_cached && return 0
+  install_mirror
+  install_connect
+}
+
+install_mirror() {
+  libs_cached "$MIRROR_LIBS" "$POM" && helper_cached && return 0
   mkdir -p "$MIRROR_HOME"
   exec 9>"$MIRROR_HOME/.install.lock"
   flock 9
-  if ! libs_cached; then
-    command -v mvn >/dev/null 2>&1 || die "mvn not found: run scripts/install-deps.sh kafka"
-    local tmp
-    tmp=$(mktemp -d "$MIRROR_HOME/libs.tmp.XXXXXX")
-    log "fetching MirrorMaker $MIRROR_VERSION jars from Maven Central into $MIRROR_LIBS"
-    if ! mvn -q -B -f "$POM" dependency:copy-dependencies \
-      -DincludeScope=runtime -DoutputDirectory="$tmp" >"$tmp.log" 2>&1; then
-      cat "$tmp.log" >&2
-      rm -rf "$tmp" "$tmp.log"
-      die "maven could not fetch the MirrorMaker jars"
-    fi
-    rm -f "$tmp.log"
-    pom_hash >"$tmp/.pom.sha256"
-    rm -rf "$MIRROR_LIBS"
-    mv "$tmp" "$MIRROR_LIBS"
-  fi
-  if ! helper_cached; then
-    local tmp jars
-    tmp=$(mktemp -d "$MIRROR_HOME/classes.tmp.XXXXXX")
-    # javac's module does not expand "dir/*" the way the javac launcher does.
-    jars=$(printf '%s:' "$MIRROR_LIBS"/*.jar)
-    if ! java -m jdk.compiler/com.sun.tools.javac.Main -nowarn -d "$tmp" \
-      -cp "${jars%:}" "$HELPER_SRC" >"$tmp.log" 2>&1; then
-      cat "$tmp.log" >&2
-      rm -rf "$tmp" "$tmp.log"
-      die "compiling $HELPER_SRC failed (needs a JDK's jdk.compiler module, as TopicsBatch.java does)"
-    fi
-    rm -f "$tmp.log"
-    helper_hash >"$tmp/.sha256"
-    rm -rf "$MIRROR_CLASSES"
-    mv "$tmp" "$MIRROR_CLASSES"
-  fi
+  libs_cached "$MIRROR_LIBS" "$POM" || fetch_libs "$POM" "$MIRROR_HOME" "$MIRROR_LIBS" MirrorMaker
+  helper_cached || compile_helper
   flock -u 9
   exec 9>&-
+}
+
+# The Connect worker also runs translate-offsets' MirrorOffsets, from the
+# dedicated mode's cache.
+install_connect() {
+  install_mirror
+  libs_cached "$CONNECT_LIBS" "$CONNECT_POM" && return 0
+  mkdir -p "$CONNECT_HOME"
+  exec 9>"$CONNECT_HOME/.install.lock"
+  flock 9
+  libs_cached "$CONNECT_LIBS" "$CONNECT_POM" || fetch_libs "$CONNECT_POM" "$CONNECT_HOME" "$CONNECT_LIBS" "Kafka Connect"
+  flock -u 9
+  exec 9>&-
+}
+
+# fetch_libs POM HOME LIBS WHAT: the runtime jars of POM into LIBS (under
+# HOME), whole or not at all.
+fetch_libs() {
+  local pom=$1 home=$2 libs=$3 what=$4 tmp
+  command -v mvn >/dev/null 2>&1 || die "mvn not found: run scripts/install-deps.sh kafka"
+  tmp=$(mktemp -d "$home/libs.tmp.XXXXXX")
+  log "fetching $what $MIRROR_VERSION jars from Maven Central into $libs"
+  if ! mvn -q -B -f "$pom" dependency:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$tmp" >"$tmp.log" 2>&1; then
+    cat "$tmp.log" >&2
+    rm -rf "$tmp" "$tmp.log"
+    die "maven could not fetch the $what jars"
+  fi
+  rm -f "$tmp.log"
+  pom_hash "$pom" >"$tmp/.pom.sha256"
+  rm -rf "$libs"
+  mv "$tmp" "$libs"
+}
+
+compile_helper() {
+  local tmp jars
+  tmp=$(mktemp -d "$MIRROR_HOME/classes.tmp.XXXXXX")
+  # javac's module does not expand "dir/*" the way the javac launcher does.
+  jars=$(printf '%s:' "$MIRROR_LIBS"/*.jar)
+  if ! java -m jdk.compiler/com.sun.tools.javac.Main -nowarn -d "$tmp" \
+    -cp "${jars%:}" "$HELPER_SRC" >"$tmp.log" 2>&1; then
+    cat "$tmp.log" >&2
+    rm -rf "$tmp" "$tmp.log"
+    die "compiling $HELPER_SRC failed (needs a JDK's jdk.compiler module, as TopicsBatch.java does)"
+  fi
+  rm -f "$tmp.log"
+  helper_hash >"$tmp/.sha256"
+  rm -rf "$MIRROR_CLASSES"
+  mv "$tmp" "$MIRROR_CLASSES"
 }
 
 # ------------------------------------------------------------- processes ---
@@ -190,11 +254,14 @@ cmd_install() {
 # (the pid file first; a scan of /proc when it is lost, so stop leaves
 # nothing behind). Guards against PID reuse.
 # A java process (not, say, a grep for the same words) whose arguments end in
-# "MirrorMaker <this dir>/mm2.properties".
+# "MirrorMaker <this dir>/mm2.properties" or, in Connect mode,
+# "ConnectDistributed <this dir>/connect.properties".
 is_ours() {
   local args=()
   mapfile -d '' -t args 2>/dev/null <"/proc/$1/cmdline" || return 1
-  ((${#args[@]} >= 2)) && [[ ${args[0]##*/} == java && ${args[-2]} == "$MAIN_CLASS" && ${args[-1]} == "$CONF" ]]
+  ((${#args[@]} >= 2)) && [[ ${args[0]##*/} == java ]] || return 1
+  [[ ${args[-2]} == "$MAIN_CLASS" && ${args[-1]} == "$CONF" ]] ||
+    [[ ${args[-2]} == "$CONNECT_CLASS" && ${args[-1]} == "$CONNECT_CONF" ]]
 }
 
 mirror_pid() {
@@ -224,14 +291,48 @@ check_alias() {
 # regex like orders\..* must reach MirrorMaker as written.
 prop_value() { printf '%s' "${1//\\/\\\\}"; }
 
-write_config() {
-  local src=$1 dst=$2 policy_class src_rf=${MIRROR_LAB_SOURCE_REPLICATION_FACTOR:-1}
-  [[ $src_rf =~ ^[1-9][0-9]*$ ]] || die "MIRROR_LAB_SOURCE_REPLICATION_FACTOR must be a positive number, got '$src_rf'"
+# The knobs both modes share, checked once: sets POLICY_CLASS and SRC_RF.
+check_knobs() {
+  SRC_RF=${MIRROR_LAB_SOURCE_REPLICATION_FACTOR:-1}
+  [[ $SRC_RF =~ ^[1-9][0-9]*$ ]] || die "MIRROR_LAB_SOURCE_REPLICATION_FACTOR must be a positive number, got '$SRC_RF'"
   case ${MIRROR_LAB_POLICY:-default} in
-  default) policy_class=org.apache.kafka.connect.mirror.DefaultReplicationPolicy ;;
-  identity) policy_class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy ;;
+  default) POLICY_CLASS=org.apache.kafka.connect.mirror.DefaultReplicationPolicy ;;
+  identity) POLICY_CLASS=org.apache.kafka.connect.mirror.IdentityReplicationPolicy ;;
   *) die "MIRROR_LAB_POLICY must be default or identity, got '$MIRROR_LAB_POLICY'" ;;
   esac
+  if [[ -n ${MIRROR_LAB_SEPARATOR:-} && ! $MIRROR_LAB_SEPARATOR =~ ^[A-Za-z0-9._-]+$ ]]; then
+    die "MIRROR_LAB_SEPARATOR must be [A-Za-z0-9._-]+ (it is part of topic names), got '$MIRROR_LAB_SEPARATOR'"
+  fi
+  [[ ${MIRROR_LAB_OFFSET_LAG_MAX:-0} =~ ^[0-9]+$ ]] || die "MIRROR_LAB_OFFSET_LAG_MAX must be a number"
+  case $MODE in
+  dedicated) ;;
+  connect) [[ $CONNECT_PORT =~ ^[0-9]+$ ]] || die "MIRROR_LAB_CONNECT_PORT must be a port number, got '$CONNECT_PORT'" ;;
+  *) die "MIRROR_LAB_MODE must be dedicated or connect, got '$MODE'" ;;
+  esac
+}
+
+write_config() {
+  local src=$1 dst=$2
+  if [[ $MODE == connect ]]; then
+    write_connect_config "$src" "$dst"
+  else
+    write_dedicated_config "$src" "$dst"
+  fi
+  # A client of the target, for translate-offsets.
+  cat >"$CLIENT_CONF" <<EOF
+# Generated by scripts/kafka/mirror.sh for MirrorOffsets.java; rewritten on every start.
+bootstrap.servers = $MIRROR_LAB_TARGET_BOOTSTRAP
+replication.policy.class = $POLICY_CLASS
+EOF
+  if [[ -n ${MIRROR_LAB_SEPARATOR:-} ]]; then
+    printf 'replication.policy.separator = %s\n' "$MIRROR_LAB_SEPARATOR" >>"$CLIENT_CONF"
+  fi
+  printf 'SOURCE_ALIAS=%s\nTARGET_ALIAS=%s\nPOLICY=%s\nMODE=%s\nCONNECT_URL=%s\n' \
+    "$src" "$dst" "${MIRROR_LAB_POLICY:-default}" "$MODE" "$CONNECT_URL" >"$LAB_DIR/mirror.env"
+}
+
+write_dedicated_config() {
+  local src=$1 dst=$2
   cat >"$CONF" <<EOF
 # Generated by scripts/kafka/mirror.sh; rewritten on every start.
 clusters = $src, $dst
@@ -244,7 +345,7 @@ $src->$dst.enabled = true
 $dst->$src.enabled = false
 $src->$dst.topics = $(prop_value "${MIRROR_LAB_TOPICS:-.*}")
 $src->$dst.groups = $(prop_value "${MIRROR_LAB_GROUPS:-.*}")
-replication.policy.class = $policy_class
+replication.policy.class = $POLICY_CLASS
 tasks.max = 1
 
 # Seconds, not MirrorMaker's minutes, so tests see heartbeats, checkpoints
@@ -264,16 +365,16 @@ sync.topic.acls.enabled = false
 # there, and that flow's worker state. The worker settings are per cluster
 # (the flow's target): MM2 lets top-level *.storage.* ones override those.
 replication.factor = 1
-offset-syncs.topic.replication.factor = $src_rf
+offset-syncs.topic.replication.factor = $SRC_RF
 checkpoints.topic.replication.factor = 1
 heartbeats.topic.replication.factor = 1
-$dst->$src.heartbeats.topic.replication.factor = $src_rf
+$dst->$src.heartbeats.topic.replication.factor = $SRC_RF
 $dst.config.storage.replication.factor = 1
 $dst.offset.storage.replication.factor = 1
 $dst.status.storage.replication.factor = 1
-$src.config.storage.replication.factor = $src_rf
-$src.offset.storage.replication.factor = $src_rf
-$src.status.storage.replication.factor = $src_rf
+$src.config.storage.replication.factor = $SRC_RF
+$src.offset.storage.replication.factor = $SRC_RF
+$src.status.storage.replication.factor = $SRC_RF
 # One partition for each worker's offsets and status topics (default 25 and
 # 5): fewer partitions for the broker to create and the worker to read before
 # it starts.
@@ -289,23 +390,130 @@ $src.plugin.discovery = service_load
 $dst.plugin.discovery = service_load
 EOF
   if [[ -n ${MIRROR_LAB_SEPARATOR:-} ]]; then
-    [[ $MIRROR_LAB_SEPARATOR =~ ^[A-Za-z0-9._-]+$ ]] || die "MIRROR_LAB_SEPARATOR must be [A-Za-z0-9._-]+ (it is part of topic names), got '$MIRROR_LAB_SEPARATOR'"
     printf '\n# MIRROR_LAB_SEPARATOR\nreplication.policy.separator = %s\n' "$MIRROR_LAB_SEPARATOR" >>"$CONF"
   fi
   if [[ -n ${MIRROR_LAB_OFFSET_LAG_MAX:-} ]]; then
-    [[ $MIRROR_LAB_OFFSET_LAG_MAX =~ ^[0-9]+$ ]] || die "MIRROR_LAB_OFFSET_LAG_MAX must be a number"
     printf '\n# MIRROR_LAB_OFFSET_LAG_MAX\noffset.lag.max = %s\n' "$MIRROR_LAB_OFFSET_LAG_MAX" >>"$CONF"
   fi
-  # A client of the target, for translate-offsets.
-  cat >"$CLIENT_CONF" <<EOF
-# Generated by scripts/kafka/mirror.sh for MirrorOffsets.java; rewritten on every start.
+}
+
+# The worker's own settings; the flow's are the connectors' (below).
+write_connect_config() {
+  local src=$1 dst=$2 state=mm2-connect
+  cat >"$CONNECT_CONF" <<EOF
+# Generated by scripts/kafka/mirror.sh (MIRROR_LAB_MODE=connect); rewritten on
+# every start. A Kafka Connect distributed worker whose own Kafka is the
+# target; the flow's connectors are in connectors/*.json.
 bootstrap.servers = $MIRROR_LAB_TARGET_BOOTSTRAP
-replication.policy.class = $policy_class
+group.id = $state-$src-$dst
+# Named per flow, and .internal so that MM2 never replicates them.
+config.storage.topic = $state-configs.$src-$dst.internal
+offset.storage.topic = $state-offsets.$src-$dst.internal
+status.storage.topic = $state-status.$src-$dst.internal
+config.storage.replication.factor = 1
+offset.storage.replication.factor = 1
+status.storage.replication.factor = 1
+# One partition each (default 25 and 5): fewer for the broker to create and
+# the worker to read before it starts.
+offset.storage.partitions = 1
+status.storage.partitions = 1
+
+# MirrorMaker copies bytes, as its dedicated mode sets for its workers.
+key.converter = org.apache.kafka.connect.converters.ByteArrayConverter
+value.converter = org.apache.kafka.connect.converters.ByteArrayConverter
+header.converter = org.apache.kafka.connect.converters.ByteArrayConverter
+
+listeners = $CONNECT_URL
+rest.advertised.host.name = 127.0.0.1
+rest.advertised.port = $CONNECT_PORT
+
+# The heartbeat connector's producer writes to the source
+# (producer.override.bootstrap.servers), which the default policy refuses.
+connector.client.config.override.policy = All
+# A task that restarts (after FAILED, or a config change) resumes from the
+# last offsets flushed: every second, not every minute, so that it copies
+# again at most a second's records.
+offset.flush.interval.ms = 1000
+# A worker that lost its group (a SIGSTOP past the session timeout) and
+# rejoins gets its connectors back within seconds, not the default 5 minutes
+# the group leader waits for a lost worker.
+scheduled.rebalance.max.delay.ms = 3000
+
+# Plugins through their ServiceLoader manifests only: scanning every class
+# on the class path by reflection costs 30 s of a 2-core machine's CPU.
+plugin.discovery = service_load
 EOF
-  if [[ -n ${MIRROR_LAB_SEPARATOR:-} ]]; then
-    printf 'replication.policy.separator = %s\n' "$MIRROR_LAB_SEPARATOR" >>"$CLIENT_CONF"
-  fi
-  printf 'SOURCE_ALIAS=%s\nTARGET_ALIAS=%s\nPOLICY=%s\n' "$src" "$dst" "${MIRROR_LAB_POLICY:-default}" >"$LAB_DIR/mirror.env"
+  mkdir -p "$CONNECTORS_DIR"
+  rm -f "$CONNECTORS_DIR"/*.json
+  local kind
+  for kind in "${CONNECTOR_KINDS[@]}"; do
+    connector_config "$src" "$dst" "$kind" | json_object >"$CONNECTORS_DIR/$kind.json"
+  done
+}
+
+# connector_config SRC DST KIND: the connector's settings, KEY=VALUE a line:
+# what the dedicated mode's mm2.properties says for the flow, per connector.
+connector_config() {
+  local src=$1 dst=$2 kind=$3
+  echo "connector.class=org.apache.kafka.connect.mirror.$kind"
+  echo "tasks.max=1"
+  echo "replication.policy.class=$POLICY_CLASS"
+  [[ -z ${MIRROR_LAB_SEPARATOR:-} ]] || echo "replication.policy.separator=$MIRROR_LAB_SEPARATOR"
+  case $kind in
+  MirrorHeartbeatConnector)
+    # As the dedicated mode's disabled reverse flow: heartbeats land in the
+    # source's `heartbeats`, which the source connector replicates to
+    # SOURCE.heartbeats on the target. The connector creates the topic on
+    # its target cluster; its records go where the worker's producer
+    # writes, hence the override.
+    echo "source.cluster.alias=$dst"
+    echo "target.cluster.alias=$src"
+    echo "source.cluster.bootstrap.servers=$MIRROR_LAB_TARGET_BOOTSTRAP"
+    echo "target.cluster.bootstrap.servers=$MIRROR_LAB_SOURCE_BOOTSTRAP"
+    echo "producer.override.bootstrap.servers=$MIRROR_LAB_SOURCE_BOOTSTRAP"
+    echo "emit.heartbeats.interval.seconds=1"
+    echo "heartbeats.topic.replication.factor=$SRC_RF"
+    return
+    ;;
+  esac
+  echo "source.cluster.alias=$src"
+  echo "target.cluster.alias=$dst"
+  echo "source.cluster.bootstrap.servers=$MIRROR_LAB_SOURCE_BOOTSTRAP"
+  echo "target.cluster.bootstrap.servers=$MIRROR_LAB_TARGET_BOOTSTRAP"
+  echo "topics=${MIRROR_LAB_TOPICS:-.*}"
+  case $kind in
+  MirrorSourceConnector)
+    echo "refresh.topics.interval.seconds=2"
+    echo "sync.topic.acls.enabled=false"
+    echo "replication.factor=1"
+    echo "offset-syncs.topic.replication.factor=$SRC_RF"
+    [[ -z ${MIRROR_LAB_OFFSET_LAG_MAX:-} ]] || echo "offset.lag.max=$MIRROR_LAB_OFFSET_LAG_MAX"
+    ;;
+  MirrorCheckpointConnector)
+    echo "groups=${MIRROR_LAB_GROUPS:-.*}"
+    echo "emit.checkpoints.interval.seconds=1"
+    echo "refresh.groups.interval.seconds=2"
+    echo "sync.group.offsets.enabled=false"
+    echo "checkpoints.topic.replication.factor=1"
+    ;;
+  esac
+}
+
+# json_object: KEY=VALUE lines on stdin as a JSON object of strings. Values
+# have no control characters (aliases, addresses, regexes, class names).
+json_object() {
+  local line sep=''
+  printf '{'
+  while IFS= read -r line; do
+    printf '%s\n  %s: %s' "$sep" "$(json_string "${line%%=*}")" "$(json_string "${line#*=}")"
+    sep=,
+  done
+  printf '\n}\n'
+}
+
+json_string() {
+  local s=${1//\\/\\\\}
+  printf '"%s"' "${s//\"/\\\"}"
 }
 
 load_env() {
@@ -318,44 +526,90 @@ load_env() {
 
 cmd_start() {
   local src=${MIRROR_LAB_SOURCE_ALIAS:-primary} dst=${MIRROR_LAB_TARGET_ALIAS:-backup}
-  local pid off t0=$SECONDS deadline
+  local pid off t0=$SECONDS deadline classpath main conf kind
   need_java
   [[ -n ${MIRROR_LAB_SOURCE_BOOTSTRAP:-} && -n ${MIRROR_LAB_TARGET_BOOTSTRAP:-} ]] ||
     die "start needs MIRROR_LAB_SOURCE_BOOTSTRAP and MIRROR_LAB_TARGET_BOOTSTRAP"
   check_alias "$src"
   check_alias "$dst"
   [[ $src != "$dst" ]] || die "source and target aliases are both '$src'"
+  check_knobs
   mkdir -p "$LAB_DIR"
   if pid=$(mirror_pid); then die "MirrorMaker of $LAB_DIR already running (pid $pid)"; fi
-  cmd_install
+  if [[ $MODE == connect ]]; then
+    install_connect
+    classpath=$CONNECT_LIBS/* main=$CONNECT_CLASS conf=$CONNECT_CONF
+  else
+    install_mirror
+    classpath=$MIRROR_LIBS/* main=$MAIN_CLASS conf=$CONF
+  fi
   write_config "$src" "$dst"
   # With MIRROR_LAB_OWNER_PID set, `stop` runs once that process is gone.
   start_watchdog mirror-lab-watchdog "${MIRROR_LAB_OWNER_PID:-}" "$LAB_DIR" env MIRROR_LAB_DIR="$LAB_DIR" "$SCRIPT_DIR/mirror.sh" stop
   off=$(stat -c %s "$LOGF" 2>/dev/null || echo 0)
-  echo "=== mirror.sh: starting MirrorMaker $src->$dst at $(date '+%F %T') ===" >>"$LOGF"
+  echo "=== mirror.sh: starting MirrorMaker $src->$dst ($MODE mode) at $(date '+%F %T') ===" >>"$LOGF"
   # nohup and setsid exec in place, so $! is the JVM's PID; own session, so
   # it outlives this script and a Ctrl-C in the caller's terminal.
-  nohup setsid java "${SERVER_JVM_OPTS[@]}" -cp "$MIRROR_LIBS/*" \
-    "$MAIN_CLASS" "$CONF" >>"$LOGF" 2>&1 </dev/null &
+  nohup setsid java "${SERVER_JVM_OPTS[@]}" -cp "$classpath" \
+    "$main" "$conf" >>"$LOGF" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$PIDFILE"
-  # MirrorMaker logs this once both flows' workers run; their connectors
-  # then create topics and start tasks on their own.
   deadline=$((SECONDS + START_TIMEOUT))
-  # (grep reads from a process substitution: in a pipeline, tail could die
-  # of SIGPIPE once grep has found the line, and pipefail would say no.)
-  until grep -q 'Kafka MirrorMaker started' < <(tail -c +$((off + 1)) "$LOGF"); do
+  if [[ $MODE == dedicated ]]; then
+    # MirrorMaker logs this once both flows' workers run; their connectors
+    # then create topics and start tasks on their own.
+    wait_until "$pid" "$deadline" logged_since "$off" 'Kafka MirrorMaker started'
+    log "MirrorMaker $MIRROR_VERSION $src->$dst started in $((SECONDS - t0))s (pid $pid, log $LOGF)"
+  else
+    # The REST server answers before the worker has joined its group; until
+    # then a PUT gets a 409 (no leader yet) or a refused connection.
+    for kind in "${CONNECTOR_KINDS[@]}"; do
+      wait_until "$pid" "$deadline" put_connector "$src->$dst.$kind" "$CONNECTORS_DIR/$kind.json"
+    done
+    log "Kafka Connect $MIRROR_VERSION worker started and the connectors of $src->$dst created in $((SECONDS - t0))s (pid $pid, REST $CONNECT_URL, log $LOGF)"
+  fi
+  echo "$pid"
+}
+
+# wait_until PID DEADLINE CHECK...: run CHECK until it succeeds; if the JVM
+# dies or DEADLINE (in $SECONDS) passes first, stop it and fail.
+wait_until() {
+  local pid=$1 deadline=$2
+  shift 2
+  until "$@"; do
     if ! pid_alive "$pid" || ((SECONDS >= deadline)); then
-      log "MirrorMaker (pid $pid) did not start within ${START_TIMEOUT}s; last lines of $LOGF:"
+      log "MirrorMaker (pid $pid) did not start within ${START_TIMEOUT}s (waiting for: $*${REST_ERROR:+; last answer: $REST_ERROR}); last lines of $LOGF:"
       tail -n 30 "$LOGF" >&2
       cmd_stop
       die "MirrorMaker did not start"
     fi
     sleep 0.2
   done
-  log "MirrorMaker $MIRROR_VERSION $src->$dst started in $((SECONDS - t0))s (pid $pid, log $LOGF)"
-  echo "$pid"
 }
+
+# logged_since OFFSET TEXT: the log has TEXT past byte OFFSET. (grep reads
+# from a process substitution: in a pipeline, tail could die of SIGPIPE once
+# grep has found the line, and pipefail would say no.)
+logged_since() { grep -q "$2" < <(tail -c +$(($1 + 1)) "$LOGF"); }
+
+# put_connector NAME FILE: create or update connector NAME with the config
+# in FILE; REST_ERROR says why not.
+put_connector() {
+  local code body=$LAB_DIR/rest-response
+  code=$(curl -sS -o "$body" -w '%{http_code}' --max-time 30 -X PUT \
+    -H 'Content-Type: application/json' --data-binary "@$2" \
+    "$CONNECT_URL/connectors/$(url_path_name "$1")/config" 2>"$body.err") || code=000
+  if [[ $code == 200 || $code == 201 ]]; then
+    rm -f "$body" "$body.err"
+    return 0
+  fi
+  REST_ERROR="PUT $1: HTTP $code $(cat "$body" "$body.err" 2>/dev/null | head -c 300)"
+  return 1
+}
+
+# A connector name in a URL path: the aliases are [A-Za-z0-9_-], so '>' is
+# the one character to escape.
+url_path_name() { printf '%s' "${1//>/%3E}"; }
 
 cmd_stop() {
   local pid deadline
@@ -399,7 +653,7 @@ cmd_translate() {
   [[ $timeout =~ ^[0-9]+$ ]] || die "TIMEOUT_MS must be a number"
   need_java
   load_env
-  cmd_install
+  install_mirror
   java "${TOOL_JVM_OPTS[@]}" -cp "$MIRROR_CLASSES:$MIRROR_LIBS/*" MirrorOffsets \
     "$CLIENT_CONF" "$SOURCE_ALIAS" "$group" "$timeout"
 }
