@@ -314,7 +314,12 @@ func faultKafkaTopics(t *testing.T, broker string, create bool, names []string) 
 		t.Fatalf("delete %d topics: %v", len(names), err)
 	}
 	for name, kerr := range resp.TopicErrorCodes {
-		if kerr != sarama.ErrNoError {
+		// For a delete, UNKNOWN_TOPIC_OR_PARTITION means the topic is gone
+		// already: seen once in CI on a loaded machine, for a topic the
+		// exporter had just listed, as when a forwarded delete is retried
+		// after a timeout. Gone is what was asked; the callers then check
+		// that the exporter no longer serves it.
+		if kerr != sarama.ErrNoError && kerr != sarama.ErrUnknownTopicOrPartition {
 			t.Fatalf("delete topic %s: %v", name, kerr)
 		}
 	}
