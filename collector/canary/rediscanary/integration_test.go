@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -271,8 +272,11 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 		if evs := canaryEvents(elog, events.CanaryAcknowledgedWritesLost, master.ID); len(evs) != 0 {
 			t.Errorf("acknowledged_writes_lost events with WAIT on: %+v", evs)
 		}
-		if evs := canaryEvents(elog, events.CanaryWriteFailing, master.ID); len(evs) == 0 || evs[len(evs)-1].After != "not_replicated" {
-			t.Errorf("write_failing events of %s: %+v, want the first to say not_replicated", master.Addr, evs)
+		// The paused replica makes writes fail as not_replicated. On a
+		// loaded machine a SET may also time out, and the kill ends with a
+		// connection error: some event, not a given one, says not_replicated.
+		if evs := canaryEvents(elog, events.CanaryWriteFailing, master.ID); !slices.ContainsFunc(evs, func(e events.Event) bool { return e.After == "not_replicated" }) {
+			t.Errorf("write_failing events of %s: %+v, want one to say not_replicated", master.Addr, evs)
 		}
 		if atKill-atPause > 1 {
 			t.Errorf("%d writes acknowledged while the only replica was paused, want at most the one in flight", atKill-atPause)
