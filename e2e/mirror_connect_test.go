@@ -48,11 +48,7 @@ func TestMirrorConnect(t *testing.T) {
 		"    refresh_interval: 1s\n    stall_after: 8s\n    connect:\n      url: "+mm.ConnectURL()+"\n")
 	e := exportertest.Start(t, "--config.file="+faultConfig(t, cfg))
 	e.WaitReady(t, 30*time.Second)
-	root := lab.RepoRoot(t)
-	live := &liveLab{root: root, prom: promtest.StartPrometheus(t, promtest.PrometheusOptions{
-		ScrapeTargets: []string{e.Addr},
-		RulesFile:     promtest.RewriteRules(t, filepath.Join(root, "prometheus", "alerts.yml"), 0),
-	})}
+	live := startMirrorPrometheus(t, e)
 	flow := map[string]string{"mirror": name, "source_cluster": "east", "target_cluster": "west"}
 	with := func(kv ...string) map[string]string { return labelsWith(flow, kv...) }
 	connector := func(c, state string) map[string]string { return with("connector", c, "kind", kinds[c], "state", state) }
@@ -134,7 +130,7 @@ func TestMirrorConnect(t *testing.T) {
 	if want := fmt.Sprintf("Task %d of %s FAILED on %s: %s", failed.ID, source, failed.WorkerID, trace); !strings.Contains(page, want) {
 		t.Errorf("the status page lacks %q", want)
 	}
-	checkConnectorPanel(t, live, root, name, source)
+	checkConnectorPanel(t, live, name, source)
 	mm.RepairTasks(t, source)
 	waitMetrics(t, e, 30*time.Second, "no task FAILED after the repair", func(m exportertest.Metrics) (bool, string) {
 		n, ok := m.Value("kafka_mirror_connector_tasks", connector(source, "FAILED"))
@@ -195,9 +191,9 @@ func statusPage(t *testing.T, e *exportertest.Exporter) string {
 
 // checkConnectorPanel runs the mirror dashboard's connector panel in
 // Prometheus: it must show the failed task.
-func checkConnectorPanel(t *testing.T, live *liveLab, root, mirror, source string) {
+func checkConnectorPanel(t *testing.T, live *liveLab, mirror, source string) {
 	t.Helper()
-	panels, err := contract.LoadDashboardQueries(filepath.Join(root, "grafana", "dashboards", "kafka-mirror.json"))
+	panels, err := contract.LoadDashboardQueries(filepath.Join(live.root, "grafana", "dashboards", "kafka-mirror.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,6 +122,18 @@ func labelsWith(base map[string]string, kv ...string) map[string]string {
 	return l
 }
 
+// startMirrorPrometheus starts a Prometheus that scrapes the exporter
+// with the alert rules loaded (for: rewritten to 0s), for the mirror tests'
+// alerts and dashboard panels.
+func startMirrorPrometheus(t *testing.T, e *exportertest.Exporter) *liveLab {
+	t.Helper()
+	root := lab.RepoRoot(t)
+	return &liveLab{root: root, prom: promtest.StartPrometheus(t, promtest.PrometheusOptions{
+		ScrapeTargets: []string{e.Addr},
+		RulesFile:     promtest.RewriteRules(t, filepath.Join(root, "prometheus", "alerts.yml"), 0),
+	})}
+}
+
 func mirrorConfig(src, dst *lab.KafkaCluster, flow string) string {
 	return "kafka:\n" +
 		"  - name: east\n    bootstrap_servers: [" + strings.Join(src.Bootstrap(), ", ") + "]\n    refresh_interval: 1s\n" +
@@ -160,13 +172,7 @@ func TestMirrorFailoverView(t *testing.T) {
 		"    refresh_interval: 1s\n    stall_after: 8s\n    partition_metrics: true\n")
 	e := exportertest.Start(t, "--config.file="+faultConfig(t, cfg))
 	e.WaitReady(t, 30*time.Second)
-	// Prometheus scrapes the exporter with the alert rules loaded (for:
-	// rewritten to 0s), for the alerts and the dashboard's panels.
-	root := lab.RepoRoot(t)
-	live := &liveLab{root: root, prom: promtest.StartPrometheus(t, promtest.PrometheusOptions{
-		ScrapeTargets: []string{e.Addr},
-		RulesFile:     promtest.RewriteRules(t, filepath.Join(root, "prometheus", "alerts.yml"), 0),
-	})}
+	live := startMirrorPrometheus(t, e)
 	windowStart := time.Now()
 	flow := map[string]string{"mirror": "east-west", "source_cluster": "east", "target_cluster": "west"}
 	with := func(kv ...string) map[string]string { return labelsWith(flow, kv...) }

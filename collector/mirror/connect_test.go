@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
-	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/config"
 )
 
@@ -174,13 +173,7 @@ func TestConnectExpositionAndEvents(t *testing.T) {
 	snap := testSnapshot()
 	snap.Connect = state
 	snap.Errors[readConnect] = 1
-	c := NewCollector()
-	c.Set("eu-us", staticWatcher(t, snap, nil))
-	plain, err := exposition.PlainText(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(plain)
+	text := flowText(t, snap)
 	src := `connector="eu->us.MirrorSourceConnector",kind="source",mirror="eu-us",source_cluster="eu"`
 	for _, line := range []string{
 		`kafka_mirror_connect_up{mirror="eu-us",source_cluster="eu",target_cluster="us"} 1`,
@@ -197,13 +190,8 @@ func TestConnectExpositionAndEvents(t *testing.T) {
 		}
 	}
 	// A flow without connect serves none of it.
-	plain, _ = exposition.PlainText(func() *Collector {
-		c := NewCollector()
-		c.Set("eu-us", staticWatcher(t, testSnapshot(), nil))
-		return c
-	}())
-	if strings.Contains(string(plain), "connect") {
-		t.Errorf("a flow without connect serves connect series:\n%s", plain)
+	if text := flowText(t, testSnapshot()); strings.Contains(text, "connect") {
+		t.Errorf("a flow without connect serves connect series:\n%s", text)
 	}
 
 	// The task recovers, the checkpoint connector is resumed, the
