@@ -1,0 +1,119 @@
+// Package budget is the failure budget's common language: what stopping one
+// member of a cluster (a Kafka broker, a Redis node) or one failure domain
+// (a rack, an availability zone) now would do, as each system computes it
+// once per refresh from its snapshot, and as /api/v1/safe-to-stop and the
+// safe-to-stop command answer it.
+//
+// It is pure: no Prometheus types, no clients. A system package decides
+// what "safe" means for its members and says why not with Findings; this
+// package only gives them one shape.
+package budget
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Scope is what a question is about.
+type Scope string
+
+const (
+	// Broker is one Kafka broker, by its id.
+	Broker Scope = "broker"
+	// Rack is every Kafka broker of one broker.rack.
+	Rack Scope = "rack"
+	// Node is one Redis Cluster node, by its id or its address.
+	Node Scope = "node"
+	// Zone is every Redis node of one availability zone.
+	Zone Scope = "zone"
+)
+
+// Question is what a caller asks of one cluster's latest snapshot.
+type Question struct {
+	Scope Scope
+	// ID names the member or domain: a broker id, a rack, a node id or
+	// ip:port, a zone.
+	ID string
+	// Recovered asks, after a restart, whether the member is back and
+	// caught up (in every ISR it belongs to; a replica's link up and
+	// synced), rather than whether it may be stopped now.
+	Recovered bool
+}
+
+// Reason is why a stop is not safe, or a member not recovered. Each system
+// declares its own small fixed set (they label series, so they must stay
+// few); the endpoint and the command print them as they are.
+type Reason string
+
+// Finding is one reason with how much of the cluster it concerns.
+type Finding struct {
+	Reason Reason `json:"reason"`
+	// Count is how many partitions, slots or voters the reason is about;
+	// 0 where it is about the cluster as a whole.
+	Count int `json:"count"`
+	// Message says it in a sentence, for a person reading a log or a
+	// preStop hook's output.
+	Message string `json:"message"`
+}
+
+// MaxAtRisk bounds the partitions or slot ranges an Answer lists: enough
+// to act on, bounded however large the cluster.
+const MaxAtRisk = 100
+
+// Answer is what stopping (or, for a Recovered question, having restarted)
+// the member or domain means now.
+type Answer struct {
+	System  string `json:"system"`
+	Cluster string `json:"cluster"`
+	Scope   Scope  `json:"scope"`
+	ID      string `json:"id"`
+	// Recovered is true for the answer to a Recovered question.
+	Recovered bool `json:"recovered_question,omitempty"`
+	// Safe is the verdict: for a stop, nothing in Findings; for a
+	// recovered question, the member is back and caught up.
+	Safe     bool      `json:"safe"`
+	Findings []Finding `json:"findings"`
+	// AtRisk names the partitions ("topic/3") or slot ranges ("0-5460")
+	// the findings are about, at most MaxAtRisk of them, in a stable
+	// order; AtRiskTotal is how many there are in all.
+	AtRisk      []string `json:"at_risk"`
+	AtRiskTotal int      `json:"at_risk_total"`
+	// Advice is what to do first, when there is something to do: "fail
+	// over to replica ID (ADDR) first: CLUSTER FAILOVER on it".
+	Advice string `json:"advice,omitempty"`
+	// Members are the members the domain holds (a rack's brokers, a zone's
+	// nodes), for a domain question.
+	Members []string `json:"members,omitempty"`
+	// Facts are figures behind the verdict that a script may want (the
+	// bytes a failover now would lose, seconds slots would be unserved).
+	Facts map[string]float64 `json:"facts,omitempty"`
+	// ReadAt is when the snapshot the answer comes from was read.
+	ReadAt time.Time `json:"read_at"`
+}
+
+// AddAtRisk appends names to AtRisk while it has room, and counts them all.
+func (a *Answer) AddAtRisk(names ...string) {
+	for _, n := range names {
+		a.AtRiskTotal++
+		if len(a.AtRisk) < MaxAtRisk {
+			a.AtRisk = append(a.AtRisk, n)
+		}
+	}
+}
+
+// Add records a finding and makes the answer unsafe.
+func (a *Answer) Add(reason Reason, count int, format string, args ...any) {
+	a.Findings = append(a.Findings, Finding{Reason: reason, Count: count, Message: fmt.Sprintf(format, args...)})
+	a.Safe = false
+}
+
+// ErrUnknown is wrapped by a system's answer to a question about a member
+// or domain its snapshot does not have: the caller named it wrong (a 400),
+// or it is gone.
+var ErrUnknown = errors.New("unknown")
+
+// ErrUnsupported is wrapped for a scope the system does not answer (a rack
+// question to Redis), or a domain the cluster has no data for (racks when
+// no broker sets broker.rack).
+var ErrUnsupported = errors.New("not answered")
