@@ -17,6 +17,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
@@ -64,6 +65,12 @@ type Spec[S, C any] struct {
 	// Views are the status page's view models of the clusters' latest
 	// states; nil for a system the page shows nothing of.
 	Views func(states []watch.Named[S], now time.Time) []model.Cluster
+	// Budget answers what stopping one member or failure domain of a
+	// cluster would do now, from its latest snapshot (the failure budget,
+	// computed once per refresh). Nil for a system that answers nothing;
+	// an error wrapping budget.ErrUnknown or budget.ErrUnsupported is the
+	// caller's mistake.
+	Budget func(snap *S, q budget.Question) (budget.Answer, error)
 }
 
 // Doc is a system's section of METRICS.md.
