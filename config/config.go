@@ -225,6 +225,8 @@ type RedisCluster struct {
 	Canary RedisCanary `yaml:"canary"`
 	// SlotStats reads each master's hottest slots; off unless top is set.
 	SlotStats RedisSlotStats `yaml:"slot_stats"`
+	// FailureBudget tunes what stopping a node or zone would do (budget_redis.go).
+	FailureBudget RedisBudget `yaml:"failure_budget"`
 }
 
 // RedisSlotStats configures the hot-slot series: CLUSTER SLOT-STATS
