@@ -117,3 +117,35 @@ var ErrUnknown = errors.New("unknown")
 // question to Redis), or a domain the cluster has no data for (racks when
 // no broker sets broker.rack).
 var ErrUnsupported = errors.New("not answered")
+
+// ErrStale is wrapped when the cluster's latest snapshot is older than two
+// refreshes: a verdict from it could say "safe" of a cluster that has
+// changed since, so none is given.
+var ErrStale = errors.New("snapshot too old to answer from")
+
+// ErrUnreadable is wrapped when the cluster's latest refresh failed or
+// none has succeeded yet.
+var ErrUnreadable = errors.New("cluster unreadable")
+
+// ErrWrongScope is wrapped by a system asked a question of a scope it does
+// not have (a broker of a Redis Cluster).
+var ErrWrongScope = errors.New("no such member kind")
+
+// Fresh says whether a snapshot read at lastSuccess, by a watcher that
+// refreshes every interval and whose latest refresh ended with lastErr
+// (nil when it succeeded), may be answered from at now.
+func Fresh(have bool, up bool, lastErr error, lastSuccess time.Time, interval time.Duration, now time.Time) error {
+	switch {
+	case !have:
+		return fmt.Errorf("%w: no refresh has succeeded yet", ErrUnreadable)
+	case !up:
+		if lastErr != nil {
+			return fmt.Errorf("%w: the latest refresh failed: %v", ErrUnreadable, lastErr)
+		}
+		return fmt.Errorf("%w: the latest refresh failed", ErrUnreadable)
+	}
+	if age := now.Sub(lastSuccess); age > 2*interval {
+		return fmt.Errorf("%w: read %s ago, and the cluster is refreshed every %s", ErrStale, age.Round(time.Millisecond), interval)
+	}
+	return nil
+}

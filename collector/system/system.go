@@ -12,6 +12,8 @@ package system
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-kit/log"
@@ -71,6 +73,9 @@ type Spec[S, C any] struct {
 	// an error wrapping budget.ErrUnknown or budget.ErrUnsupported is the
 	// caller's mistake.
 	Budget func(snap *S, q budget.Question) (budget.Answer, error)
+	// BudgetScopes are the kinds of member and domain Budget answers of
+	// (broker and rack for Kafka), so that a question finds its system.
+	BudgetScopes []budget.Scope
 }
 
 // Doc is a system's section of METRICS.md.
@@ -132,6 +137,9 @@ type System interface {
 	// Collector returns a new, empty collector of the system, for tests
 	// that compare what it describes with its tables.
 	Collector() prometheus.Collector
+	// BudgetScopes are the scopes the system's failure budget answers; none
+	// for a system without one.
+	BudgetScopes() []budget.Scope
 	// Serving returns what serves the system's clusters for one manager,
 	// recording their events in log.
 	Serving(log *events.Log, logger log.Logger) Serving
@@ -150,6 +158,10 @@ type Serving interface {
 	States() any
 	// Views are the status page's view models of those states.
 	Views(now time.Time) []model.Cluster
+	// Budget answers q of the served cluster from its latest state, if
+	// that state is fresh (budget.Fresh); Served names the clusters served.
+	Budget(cluster string, q budget.Question, now time.Time) (budget.Answer, error)
+	Served() []string
 }
 
 // Unit is one watcher a config asks for.
@@ -208,10 +220,12 @@ func (d defined[S, C]) Sets() []*exposition.Set         { return d.spec.Sets() }
 func (d defined[S, C]) MetricNames() []string           { return exposition.Names(d.spec.Sets()...) }
 func (d defined[S, C]) SeriesNames() []string           { return exposition.SeriesNames(d.spec.Sets()...) }
 func (d defined[S, C]) Doc() Doc                        { return d.spec.Doc }
+func (d defined[S, C]) BudgetScopes() []budget.Scope    { return d.spec.BudgetScopes }
 func (d defined[S, C]) Collector() prometheus.Collector { return d.spec.NewCollector() }
 
 func (d defined[S, C]) Serving(log *events.Log, logger log.Logger) Serving {
-	return &serving[S, C]{spec: d.spec, collector: d.spec.NewCollector(), events: log, logger: logger}
+	return &serving[S, C]{spec: d.spec, collector: d.spec.NewCollector(), events: log, logger: logger,
+		served: map[string]*unitWatcher[S, C]{}}
 }
 
 type serving[S, C any] struct {
@@ -219,6 +233,55 @@ type serving[S, C any] struct {
 	collector Collector[S, C]
 	events    *events.Log
 	logger    log.Logger
+
+	// served are the watchers being served, by cluster name, for the
+	// failure budget's questions (their settings give the interval a
+	// snapshot's age is judged by).
+	servedMu sync.Mutex
+	served   map[string]*unitWatcher[S, C]
+}
+
+func (s *serving[S, C]) Served() []string {
+	s.servedMu.Lock()
+	defer s.servedMu.Unlock()
+	names := make([]string, 0, len(s.served))
+	for name := range s.served {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (s *serving[S, C]) Budget(cluster string, q budget.Question, now time.Time) (budget.Answer, error) {
+	if s.spec.Budget == nil || !slices.Contains(s.spec.BudgetScopes, q.Scope) {
+		return budget.Answer{}, fmt.Errorf("%s has no %s: %w", s.spec.Name, q.Scope, budget.ErrWrongScope)
+	}
+	s.servedMu.Lock()
+	u := s.served[cluster]
+	s.servedMu.Unlock()
+	if u == nil {
+		return budget.Answer{}, fmt.Errorf("%s cluster %q: %w cluster", s.spec.Name, cluster, budget.ErrUnknown)
+	}
+	st := u.Current()
+	interval, _ := s.spec.Timing(u.settings)
+	if err := budget.Fresh(st.Snapshot != nil, st.Up, st.LastError, st.LastSuccess, interval, now); err != nil {
+		return budget.Answer{}, fmt.Errorf("%s cluster %q: %w", s.spec.Name, cluster, err)
+	}
+	a, err := s.spec.Budget(st.Snapshot, q)
+	if err != nil {
+		return budget.Answer{}, fmt.Errorf("%s cluster %q: %w", s.spec.Name, cluster, err)
+	}
+	a.System, a.Cluster, a.Scope, a.Recovered = s.spec.Name, cluster, q.Scope, q.Recovered
+	if a.ID == "" {
+		a.ID = q.ID
+	}
+	if a.Findings == nil {
+		a.Findings = []budget.Finding{}
+	}
+	if a.AtRisk == nil {
+		a.AtRisk = []string{}
+	}
+	return a, nil
 }
 
 func (s *serving[S, C]) Writer() exposition.TextWriter { return s.collector }
@@ -299,7 +362,17 @@ func (u *unitWatcher[S, C]) Resume(from Watcher) {
 
 func (u *unitWatcher[S, C]) Serve() {
 	u.serving.collector.Serve(u.name, u.Watcher, u.settings)
+	u.serving.servedMu.Lock()
+	u.serving.served[u.name] = u
+	u.serving.servedMu.Unlock()
 	events.Follow(u.serving.events, u.serving.spec.EventSystem, u.name, u.Watcher, u.serving.spec.Events)
 }
 
-func (u *unitWatcher[S, C]) Remove() { u.serving.collector.Remove(u.name) }
+func (u *unitWatcher[S, C]) Remove() {
+	u.serving.collector.Remove(u.name)
+	u.serving.servedMu.Lock()
+	if u.serving.served[u.name] == u {
+		delete(u.serving.served, u.name)
+	}
+	u.serving.servedMu.Unlock()
+}
