@@ -5,6 +5,7 @@ package collector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -13,9 +14,9 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
+	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/canary/kafkacanary"
 	"github.com/failover-exporter/failover_exporter/collector/canary/rediscanary"
-	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
