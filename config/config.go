@@ -84,6 +84,8 @@ type KafkaCluster struct {
 	SASL                 SASL          `yaml:"sasl"`
 	// Canary writes to the cluster; it is off unless enabled.
 	Canary KafkaCanary `yaml:"canary"`
+	// FailureBudget tunes what counts as safe to stop (config/budget.go).
+	FailureBudget KafkaBudget `yaml:"failure_budget"`
 }
 
 // KafkaCanary configures the Kafka write canary: one record per partition

@@ -1,0 +1,34 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestKafkaFailureBudget(t *testing.T) {
+	cfg, err := Parse([]byte("kafka:\n  - bootstrap_servers: [a:1]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Kafka[0].FailureBudget.MinISRHeadroom; got != 0 {
+		t.Errorf("default min_isr_headroom = %d, want 0", got)
+	}
+	cfg, err = Parse([]byte("kafka:\n  - bootstrap_servers: [a:1]\n    failure_budget: {min_isr_headroom: 2}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Kafka[0].FailureBudget.MinISRHeadroom; got != 2 {
+		t.Errorf("min_isr_headroom = %d, want 2", got)
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"failure_budget: {min_isr_headroom: -1}", "must be 0 or more"},
+		{"failure_budget: {min_isr_headroom: one}", "cannot unmarshal"},
+		{"failure_budget: {headroom: 1}", "field headroom not found in failure_budget"},
+		{"failure_budget: 1", "failure_budget must be a mapping"},
+	} {
+		_, err := Parse([]byte("kafka:\n  - bootstrap_servers: [a:1]\n    " + c.yaml + "\n"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want one containing %q", c.yaml, err, c.want)
+		}
+	}
+}
