@@ -1,0 +1,240 @@
+// Package safetostop is the `failover_exporter safe-to-stop` command: it
+// asks a running exporter's /api/v1/safe-to-stop (or, after a restart,
+// /api/v1/recovered) about one broker, rack, node or zone, and with a wait
+// asks again until the answer is yes or the deadline passes. It is meant
+// for rolling restarts: an Ansible task, a Kubernetes preStop hook, a
+// shell loop over brokers.
+package safetostop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/failover-exporter/failover_exporter/collector/budget"
+)
+
+// Exit codes of the command.
+const (
+	ExitSafe     = 0 // safe to stop (recovered)
+	ExitNotSafe  = 1 // not safe, or no answer, when the wait ran out
+	ExitBadInput = 2 // the exporter refused the question, or the flags are wrong
+)
+
+// Options are one question and how long to wait for a yes.
+type Options struct {
+	// URL is the exporter's base address, e.g. http://127.0.0.1:9877.
+	URL             string
+	System, Cluster string
+	Scope           budget.Scope
+	ID              string
+	// AfterRestart asks /api/v1/recovered instead: is the member back
+	// and caught up.
+	AfterRestart bool
+	// Wait is how long to keep asking; 0 asks once.
+	Wait time.Duration
+	// Poll is the time between two questions.
+	Poll time.Duration
+	// Client sends the requests (TLS, timeouts); Username and Password,
+	// when set, are sent as basic auth.
+	Client             *http.Client
+	Username, Password string
+	// Log receives a line per answer, for the person or the hook's log.
+	Log io.Writer
+}
+
+// QuestionError is the exporter's 400: the question names no cluster,
+// member or domain it has. Asking again will not help.
+type QuestionError struct{ Message string }
+
+func (e *QuestionError) Error() string { return "the exporter refused the question: " + e.Message }
+
+// NotSafeError is the last answer when the wait ran out without a yes.
+type NotSafeError struct {
+	// Answer is the last verdict, nil when the last ask got no verdict
+	// (the exporter unreachable, or its snapshot stale).
+	Answer *budget.Answer
+	// Last is why the last ask got no verdict.
+	Last error
+	Wait time.Duration
+}
+
+func (e *NotSafeError) Error() string {
+	what := "not safe to stop"
+	if e.Answer != nil && e.Answer.Recovered {
+		what = "not recovered"
+	}
+	if e.Answer == nil {
+		return fmt.Sprintf("no answer after %s: %v", e.Wait, e.Last)
+	}
+	return fmt.Sprintf("%s after %s: %s", what, e.Wait, Describe(*e.Answer))
+}
+
+// Run asks until the answer is yes or o.Wait has passed, and returns the
+// final answer: nil error when safe (recovered), a *NotSafeError when the
+// wait ran out, a *QuestionError for a question the exporter refused.
+func Run(ctx context.Context, o Options) (budget.Answer, error) {
+	if o.Poll <= 0 {
+		o.Poll = 5 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	started := time.Now()
+	deadline := started.Add(o.Wait)
+	for {
+		answer, err := Ask(ctx, o)
+		var qe *QuestionError
+		switch {
+		case errors.As(err, &qe):
+			return budget.Answer{}, err
+		case err == nil && answer.Safe:
+			fmt.Fprintf(o.Log, "yes: %s\n", Describe(answer))
+			return answer, nil
+		}
+		waited := time.Since(started).Round(time.Second)
+		if time.Now().Add(o.Poll).After(deadline) {
+			if err != nil {
+				return budget.Answer{}, &NotSafeError{Last: err, Wait: waited}
+			}
+			return answer, &NotSafeError{Answer: &answer, Wait: waited}
+		}
+		if err != nil {
+			fmt.Fprintf(o.Log, "no answer (%v); asking again in %s (waited %s of %s)\n", err, o.Poll, waited, o.Wait)
+		} else {
+			fmt.Fprintf(o.Log, "not yet: %s; asking again in %s (waited %s of %s)\n", Describe(answer), o.Poll, waited, o.Wait)
+		}
+		select {
+		case <-ctx.Done():
+			return budget.Answer{}, ctx.Err()
+		case <-time.After(o.Poll):
+		}
+	}
+}
+
+// Ask asks once. A verdict, yes or no, is an Answer and a nil error; an
+// error is no verdict (the exporter unreachable, its snapshot stale, or a
+// *QuestionError).
+func Ask(ctx context.Context, o Options) (budget.Answer, error) {
+	u, err := questionURL(o)
+	if err != nil {
+		return budget.Answer{}, &QuestionError{err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return budget.Answer{}, &QuestionError{err.Error()}
+	}
+	if o.Username != "" {
+		req.SetBasicAuth(o.Username, o.Password)
+	}
+	client := o.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return budget.Answer{}, fmt.Errorf("ask %s: %w", redact(u), err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return budget.Answer{}, fmt.Errorf("read the answer of %s: %w", redact(u), err)
+	}
+	switch resp.StatusCode {
+	case http.StatusOK, http.StatusConflict:
+		var answer budget.Answer
+		if err := json.Unmarshal(body, &answer); err != nil {
+			return budget.Answer{}, fmt.Errorf("%s answered %s with no verdict: %w", redact(u), resp.Status, err)
+		}
+		// The status is the verdict; the body must agree with it.
+		if answer.Safe != (resp.StatusCode == http.StatusOK) {
+			return budget.Answer{}, fmt.Errorf("%s answered %s with safe=%v", redact(u), resp.Status, answer.Safe)
+		}
+		return answer, nil
+	case http.StatusBadRequest, http.StatusNotFound:
+		return budget.Answer{}, &QuestionError{errorMessage(resp.Status, body)}
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return budget.Answer{}, &QuestionError{fmt.Sprintf("%s: check --web.username and the password file or environment variable", resp.Status)}
+	}
+	return budget.Answer{}, fmt.Errorf("%s: %s", resp.Status, errorMessage(resp.Status, body))
+}
+
+func errorMessage(status string, body []byte) string {
+	var e budget.ErrorResponse
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		return e.Error
+	}
+	return strings.TrimSpace(status + " " + string(body))
+}
+
+func questionURL(o Options) (string, error) {
+	base, err := url.Parse(o.URL)
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return "", fmt.Errorf("--url %q: want the exporter's address, such as http://127.0.0.1:9877", o.URL)
+	}
+	if base.User != nil || base.RawQuery != "" || base.Fragment != "" {
+		return "", fmt.Errorf("--url %s: give only scheme, host and port (credentials with --web.username and a password file)", redact(o.URL))
+	}
+	path := budget.SafeToStopPath
+	if o.AfterRestart {
+		path = budget.RecoveredPath
+	}
+	q := url.Values{}
+	if o.System != "" {
+		q.Set("system", o.System)
+	}
+	if o.Cluster != "" {
+		q.Set("cluster", o.Cluster)
+	}
+	q.Set(string(o.Scope), o.ID)
+	return strings.TrimSuffix(base.String(), "/") + path + "?" + q.Encode(), nil
+}
+
+// redact drops any user:password from a URL before it is printed.
+func redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "the exporter"
+	}
+	u.User = nil
+	return u.String()
+}
+
+// Describe says an answer in one line.
+func Describe(a budget.Answer) string {
+	subject := fmt.Sprintf("%s %s of %s/%s", a.Scope, a.ID, a.System, a.Cluster)
+	if a.Safe {
+		if a.Recovered {
+			return subject + " is back and caught up"
+		}
+		return subject + " can be stopped now"
+	}
+	var reasons []string
+	for _, f := range a.Findings {
+		reasons = append(reasons, f.Message)
+	}
+	line := subject + ": " + strings.Join(reasons, "; ")
+	if len(a.AtRisk) > 0 {
+		shown := a.AtRisk
+		if len(shown) > 5 {
+			shown = shown[:5]
+		}
+		line += fmt.Sprintf(" (at risk: %s", strings.Join(shown, ", "))
+		if a.AtRiskTotal > len(shown) {
+			line += fmt.Sprintf(" and %d more", a.AtRiskTotal-len(shown))
+		}
+		line += ")"
+	}
+	if a.Advice != "" {
+		line += "; " + a.Advice
+	}
+	return line
+}

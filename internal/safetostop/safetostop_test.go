@@ -1,0 +1,123 @@
+package safetostop
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/failover-exporter/failover_exporter/collector/budget"
+)
+
+// turning answers "not safe" until it has been asked safeAfter times, and
+// a stale snapshot on the asks listed in stale.
+type turning struct {
+	mu        sync.Mutex
+	asks      int
+	safeAfter int
+	stale     map[int]bool
+}
+
+func (t *turning) BudgetSystems() []budget.System {
+	return []budget.System{{Name: "kafka", Scopes: []budget.Scope{budget.Broker}, Clusters: []string{"orders"}}}
+}
+
+func (t *turning) Budget(system, cluster string, q budget.Question, _ time.Time) (budget.Answer, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.asks++
+	if q.ID != "2" {
+		return budget.Answer{}, fmt.Errorf("broker %s: %w (known: 1, 2, 3)", q.ID, budget.ErrUnknown)
+	}
+	if t.stale[t.asks] {
+		return budget.Answer{}, fmt.Errorf("kafka cluster %q: %w: read 31s ago", cluster, budget.ErrStale)
+	}
+	a := budget.Answer{System: system, Cluster: cluster, Scope: q.Scope, ID: q.ID, Recovered: q.Recovered, Safe: t.asks > t.safeAfter}
+	if !a.Safe {
+		a.Add("partitions_under_min_isr", 2, "2 partitions would go under min ISR")
+		a.AddAtRisk("orders/0", "orders/1")
+	}
+	return a, nil
+}
+
+func serve(t *testing.T, a budget.Asker) string {
+	mux := http.NewServeMux()
+	mux.Handle(budget.SafeToStopPath, budget.Handler(a, false))
+	mux.Handle(budget.RecoveredPath, budget.Handler(a, true))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestWaitsUntilSafe(t *testing.T) {
+	asker := &turning{safeAfter: 3, stale: map[int]bool{2: true}}
+	var log bytes.Buffer
+	answer, err := Run(context.Background(), Options{URL: serve(t, asker), Scope: budget.Broker, ID: "2",
+		Wait: 10 * time.Second, Poll: 10 * time.Millisecond, Log: &log})
+	if err != nil || !answer.Safe {
+		t.Fatalf("answer %+v, %v; log:\n%s", answer, err, &log)
+	}
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("want a line per ask (2 not yet, 1 stale, 1 yes), got:\n%s", &log)
+	}
+	for i, want := range []string{
+		"not yet: broker 2 of kafka/orders: 2 partitions would go under min ISR (at risk: orders/0, orders/1)",
+		"no answer (503 Service Unavailable: kafka cluster \"orders\": snapshot too old to answer from: read 31s ago)",
+		"not yet: ",
+		"yes: broker 2 of kafka/orders can be stopped now",
+	} {
+		if !strings.HasPrefix(lines[i], want) {
+			t.Errorf("line %d: %q, want it to start %q", i, lines[i], want)
+		}
+	}
+}
+
+func TestGivesUpAtTheDeadline(t *testing.T) {
+	asker := &turning{safeAfter: 1 << 30}
+	started := time.Now()
+	_, err := Run(context.Background(), Options{URL: serve(t, asker), Scope: budget.Broker, ID: "2",
+		Wait: 200 * time.Millisecond, Poll: 20 * time.Millisecond})
+	var ns *NotSafeError
+	if !errors.As(err, &ns) || ns.Answer == nil || !strings.Contains(err.Error(), "2 partitions would go under min ISR") {
+		t.Fatalf("err %v, want the last verdict", err)
+	}
+	if elapsed := time.Since(started); elapsed > 5*time.Second {
+		t.Errorf("took %s for a 200ms wait", elapsed)
+	}
+}
+
+func TestRefusedQuestionsStopAtOnce(t *testing.T) {
+	asker := &turning{}
+	base := serve(t, asker)
+	for _, o := range []Options{
+		{URL: base, Scope: budget.Broker, ID: "7"},
+		{URL: base, Cluster: "nope", Scope: budget.Broker, ID: "2"},
+		{URL: "127.0.0.1:9877", Scope: budget.Broker, ID: "2"},
+		{URL: "http://user:hunter2@127.0.0.1:9877", Scope: budget.Broker, ID: "2"},
+	} {
+		o.Wait, o.Poll = time.Minute, time.Millisecond
+		_, err := Run(context.Background(), o)
+		var qe *QuestionError
+		if !errors.As(err, &qe) {
+			t.Errorf("%+v: %v, want a refused question at once", o, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("the password is in the error: %v", err)
+		}
+	}
+}
+
+func TestAfterRestartAsksRecovered(t *testing.T) {
+	asker := &turning{}
+	answer, err := Ask(context.Background(), Options{URL: serve(t, asker), Scope: budget.Broker, ID: "2", AfterRestart: true})
+	if err != nil || !answer.Recovered {
+		t.Fatalf("%+v, %v: want the recovered question asked", answer, err)
+	}
+}
