@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/failover-exporter/failover_exporter/collector/budget"
+	"github.com/failover-exporter/failover_exporter/internal/readfile"
+	"github.com/failover-exporter/failover_exporter/internal/safetostop"
+)
+
+// passwordEnv holds the password of --web.username when no file is named.
+const passwordEnv = "FAILOVER_EXPORTER_WEB_PASSWORD"
+
+// safeToStopFlags are the safe-to-stop command's settings.
+type safeToStopFlags struct {
+	url, system, cluster     string
+	broker, rack, node, zone string
+	wait, poll               time.Duration
+	afterRestart             bool
+	output                   string
+	username, passwordFile   string
+	caFile, certFile         string
+	keyFile, serverName      string
+}
+
+func defineSafeToStop(app *kingpin.Application) (*kingpin.CmdClause, *safeToStopFlags) {
+	f := &safeToStopFlags{}
+	cmd := app.Command("safe-to-stop", "Ask a running exporter whether one broker, rack, node or zone can be stopped now "+
+		"(exit 0 yes, 1 no, 2 a question it refused); with --wait, ask until yes or the wait runs out; "+
+		"with --after-restart, whether it is back and caught up.")
+	cmd.Flag("url", "The exporter's address.").Default("http://127.0.0.1:9877").StringVar(&f.url)
+	cmd.Flag("system", "kafka or redis; needed only when a cluster name is in both.").StringVar(&f.system)
+	cmd.Flag("cluster", "The cluster's name in the exporter's config; needed when it watches several.").StringVar(&f.cluster)
+	cmd.Flag("broker", "A Kafka broker id.").StringVar(&f.broker)
+	cmd.Flag("rack", "A Kafka broker.rack: every broker in it.").StringVar(&f.rack)
+	cmd.Flag("node", "A Redis node id or ip:port.").StringVar(&f.node)
+	cmd.Flag("zone", "A Redis availability zone: every node in it.").StringVar(&f.zone)
+	cmd.Flag("wait", "How long to keep asking until the answer is yes (0: ask once), e.g. 15m.").Default("0s").DurationVar(&f.wait)
+	cmd.Flag("poll", "Time between two questions while waiting.").Default("5s").DurationVar(&f.poll)
+	cmd.Flag("after-restart", "Ask whether the member is back and caught up (in every ISR; a Redis replica linked and synced) instead.").BoolVar(&f.afterRestart)
+	cmd.Flag("output", "text (a line per answer) or json (the final answer).").Default("text").EnumVar(&f.output, "text", "json")
+	cmd.Flag("web.username", "Basic auth user of the exporter's web config; the password is read from --web.password-file or $"+passwordEnv+".").StringVar(&f.username)
+	cmd.Flag("web.password-file", "File holding the basic auth password (never the password on the command line).").StringVar(&f.passwordFile)
+	cmd.Flag("tls.ca-file", "CA bundle to verify an https exporter by.").StringVar(&f.caFile)
+	cmd.Flag("tls.cert-file", "Client certificate, for an exporter that asks for one.").StringVar(&f.certFile)
+	cmd.Flag("tls.key-file", "Key of --tls.cert-file.").StringVar(&f.keyFile)
+	cmd.Flag("tls.server-name", "Name to verify the exporter's certificate by, when not the --url host.").StringVar(&f.serverName)
+	return cmd, f
+}
+
+// options turns the flags into a question, refusing what cannot be asked.
+func (f *safeToStopFlags) options() (safetostop.Options, error) {
+	o := safetostop.Options{URL: f.url, System: f.system, Cluster: f.cluster, AfterRestart: f.afterRestart, Wait: f.wait, Poll: f.poll}
+	var named []string
+	for _, s := range []struct {
+		scope budget.Scope
+		id    string
+	}{{budget.Broker, f.broker}, {budget.Rack, f.rack}, {budget.Node, f.node}, {budget.Zone, f.zone}} {
+		if s.id != "" {
+			named = append(named, "--"+string(s.scope))
+			o.Scope, o.ID = s.scope, s.id
+		}
+	}
+	switch {
+	case len(named) == 0:
+		return o, errors.New("name what to stop: --broker, --rack, --node or --zone")
+	case len(named) > 1:
+		return o, fmt.Errorf("%s: name one member or domain at a time", strings.Join(named, " and "))
+	case f.wait < 0:
+		return o, fmt.Errorf("--wait=%s: want 0 (ask once) or a positive duration such as 15m", f.wait)
+	case f.poll <= 0:
+		return o, fmt.Errorf("--poll=%s: want a positive duration such as 5s", f.poll)
+	case f.passwordFile != "" && f.username == "":
+		return o, errors.New("--web.password-file without --web.username: name the user too")
+	case (f.certFile == "") != (f.keyFile == ""):
+		return o, errors.New("--tls.cert-file and --tls.key-file go together")
+	}
+	if f.username != "" {
+		o.Username = f.username
+		if f.passwordFile != "" {
+			b, err := readfile.Bounded("--web.password-file", f.passwordFile, readfile.SecretLimit)
+			if err != nil {
+				return o, err
+			}
+			o.Password = strings.TrimRight(string(b), "\r\n")
+		} else if pw, ok := os.LookupEnv(passwordEnv); ok {
+			o.Password = pw
+		} else {
+			return o, fmt.Errorf("--web.username %s: give its password in --web.password-file or $%s", f.username, passwordEnv)
+		}
+	}
+	client, err := f.client()
+	if err != nil {
+		return o, err
+	}
+	o.Client = client
+	return o, nil
+}
+
+func (f *safeToStopFlags) client() (*http.Client, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: f.serverName}
+	if f.caFile != "" {
+		pem, err := readfile.Bounded("--tls.ca-file", f.caFile, readfile.PEMLimit)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls.ca-file %s: no PEM certificate in it", f.caFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if f.certFile != "" {
+		cert, err := readfile.Bounded("--tls.cert-file", f.certFile, readfile.PEMLimit)
+		if err != nil {
+			return nil, err
+		}
+		key, err := readfile.Bounded("--tls.key-file", f.keyFile, readfile.PEMLimit)
+		if err != nil {
+			return nil, err
+		}
+		pair, err := tls.X509KeyPair(cert, key)
+		if err != nil {
+			return nil, fmt.Errorf("--tls.cert-file and --tls.key-file: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = cfg
+	return &http.Client{Transport: transport, Timeout: 30 * time.Second}, nil
+}
+
+// runSafeToStop asks, prints and returns the command's exit code.
+func runSafeToStop(f *safeToStopFlags, stdout, stderr io.Writer) int {
+	o, err := f.options()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s safe-to-stop: %v\n", exporterName, err)
+		return safetostop.ExitBadInput
+	}
+	if f.output == "text" {
+		o.Log = stdout
+	}
+	// A preStop hook or Ansible may cancel the wait: stop asking at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	answer, err := safetostop.Run(ctx, o)
+	var qe *safetostop.QuestionError
+	var ns *safetostop.NotSafeError
+	switch {
+	case errors.As(err, &qe):
+		fmt.Fprintf(stderr, "%s safe-to-stop: %v\n", exporterName, err)
+		return safetostop.ExitBadInput
+	case errors.As(err, &ns):
+		if f.output == "json" && ns.Answer != nil {
+			printJSON(stdout, ns.Answer)
+		}
+		fmt.Fprintf(stderr, "%s safe-to-stop: %v\n", exporterName, err)
+		return safetostop.ExitNotSafe
+	case err != nil:
+		fmt.Fprintf(stderr, "%s safe-to-stop: %v\n", exporterName, err)
+		return safetostop.ExitNotSafe
+	}
+	if f.output == "json" {
+		printJSON(stdout, answer)
+	}
+	return safetostop.ExitSafe
+}
+
+func printJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
