@@ -82,6 +82,9 @@ type Answer struct {
 	// Advice is what to do first, when there is something to do: "fail
 	// over to replica ID (ADDR) first: CLUSTER FAILOVER on it".
 	Advice string `json:"advice,omitempty"`
+	// FailoverTo is the address of the member to hand over to before the
+	// stop (a Redis master's healthy, caught-up replica), when there is one.
+	FailoverTo string `json:"failover_to,omitempty"`
 	// Members are the members the domain holds (a rack's brokers, a zone's
 	// nodes), for a domain question.
 	Members []string `json:"members,omitempty"`
