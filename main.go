@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -161,7 +162,23 @@ func runServe(f flags, logs loggers) error {
 	if err != nil {
 		return err
 	}
+	systemd := f.webConfig.WebSystemdSocket != nil && *f.webConfig.WebSystemdSocket
 	if f.configCheck {
+		// The check binds what the start would and lets go at once. An
+		// address another process holds is only reported: the check often
+		// runs beside the exporter it checks, which holds it.
+		if !systemd {
+			listeners, inUse, err := listen(*f.webConfig.WebListenAddresses)
+			if err != nil {
+				return err
+			}
+			for _, l := range listeners {
+				l.Close()
+			}
+			if inUse != nil {
+				level.Warn(logger).Log("msg", "a start would fail unless the address is freed", "err", inUse)
+			}
+		}
 		kv := []any{"msg", "configuration is valid"}
 		for _, s := range collector.Systems {
 			if s.Part() == "" {
@@ -170,6 +187,21 @@ func runServe(f flags, logs loggers) error {
 		}
 		level.Info(logger).Log(kv...)
 		return nil
+	}
+	// Listen before connecting to any cluster, so that an address that
+	// cannot be bound stops the start with a message naming the flag.
+	var listeners []net.Listener
+	if !systemd {
+		var inUse error
+		listeners, inUse, err = listen(*f.webConfig.WebListenAddresses)
+		if err = errors.Join(err, inUse); err != nil {
+			return err
+		}
+		defer func() {
+			for _, l := range listeners {
+				l.Close()
+			}
+		}()
 	}
 	level.Info(logger).Log("msg", "starting "+exporterName, "version", version.Info(), "build_context", version.BuildContext())
 	tuneRuntime(f.enablePprof, logger)
@@ -256,7 +288,14 @@ func runServe(f flags, logs loggers) error {
 		IdleTimeout: f.idleTimeout,
 	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- web.ListenAndServe(server, f.webConfig, logs.toolkit) }()
+	go func() {
+		if systemd {
+			// exporter-toolkit takes the sockets systemd hands over.
+			serveErr <- web.ListenAndServe(server, f.webConfig, logs.toolkit)
+			return
+		}
+		serveErr <- web.ServeMultiple(listeners, server, f.webConfig, logs.toolkit)
+	}()
 	select {
 	case err := <-serveErr:
 		if errors.Is(err, http.ErrServerClosed) {

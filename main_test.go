@@ -46,7 +46,11 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 	brokenWebConfig := write("web.yml", "tls_server_config:\n  cert_file: [not, a, string]\n")
 	unknownKeyWebConfig := write("web-typo.yml", "basic_auth_user:\n  u: x\n")
 	hugeConfig := write("huge.yml", "redis:\n  - addrs: [127.0.0.1:1]\n"+strings.Repeat("#\n", 600_000))
+	redisConfig := write("redis.yml", "redis:\n  - addrs: [127.0.0.1:1]\n")
+	hugeWebConfig := write("huge-web.yml", strings.Repeat("#\n", 600_000))
+	zeroCertWebConfig := write("zero-cert.yml", "tls_server_config:\n  cert_file: /dev/zero\n  key_file: missing-key.pem\n")
 	kafka := "--kafka.server=127.0.0.1:9092"
+	redis := "--redis.addr=127.0.0.1:7000"
 	// The start mode listens on a port this test holds: should a case pass
 	// every check, the start fails at once instead of serving forever.
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
@@ -82,8 +86,41 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		// The YAML parser lists its errors on lines of their own.
 		{"broken web config", []string{kafka, "--web.config.file=" + brokenWebConfig}, "--web.config.file " + brokenWebConfig + ": yaml: unmarshal errors:\n  line 2: cannot unmarshal !!seq into string", nil},
 		{"web config with a typo", []string{kafka, "--web.config.file=" + unknownKeyWebConfig}, "--web.config.file " + unknownKeyWebConfig + ": yaml: unmarshal errors:\n  line 1: field basic_auth_user not found", nil},
-		{"missing web config", []string{kafka, "--web.config.file=" + filepath.Join(dir, "no-web.yml")}, "--web.config.file " + filepath.Join(dir, "no-web.yml"), nil},
+		{"missing web config", []string{kafka, "--web.config.file=" + filepath.Join(dir, "no-web.yml")}, "--web.config.file: stat " + filepath.Join(dir, "no-web.yml") + ": no such file or directory", nil},
+		// It hung the check while memory grew.
+		{"web config /dev/zero", []string{kafka, "--web.config.file=/dev/zero"}, "--web.config.file: /dev/zero is not a regular file", nil},
+		{"web config over 1 MiB", []string{kafka, "--web.config.file=" + hugeWebConfig}, "--web.config.file: " + hugeWebConfig + " is larger than 1 MiB", nil},
+		// The TLS files too: exporter-toolkit reads them without a bound.
+		{"web config with /dev/zero as certificate", []string{kafka, "--web.config.file=" + zeroCertWebConfig},
+			"--web.config.file " + zeroCertWebConfig + ": tls_server_config.cert_file: /dev/zero is not a regular file (Dc---------)\n" +
+				// A relative name is read from the web config's directory.
+				"--web.config.file " + zeroCertWebConfig + ": tls_server_config.key_file: stat " + filepath.Join(dir, "missing-key.pem") + ": no such file or directory", nil},
 		{"listen address without port", []string{kafka, "--web.listen-address=localhost"}, `--web.listen-address "localhost": want [HOST]:PORT, as in :9877`, nil},
+		{"listen address not an IP", []string{kafka, "--web.listen-address=256.1.1.1:9877"}, `--web.listen-address "256.1.1.1:9877": "256.1.1.1" is not an IP address; give one such as 127.0.0.1`, nil},
+		{"listen address twice", []string{kafka, "--web.listen-address=127.0.0.1:9877", "--web.listen-address=127.0.0.1:9877"}, `--web.listen-address "127.0.0.1:9877" is given twice; give each address once`, nil},
+		// http.ServeMux redirects unclean paths: nothing served the metrics.
+		{"telemetry path /..", []string{kafka, "--web.telemetry-path=/.."}, `--web.telemetry-path "/.." is not a clean path (no //, /./, /../ or trailing /): requests for it are redirected to "/"`, nil},
+		{"telemetry path /.", []string{kafka, "--web.telemetry-path=/."}, `--web.telemetry-path "/." is not a clean path`, nil},
+		{"telemetry path //metrics", []string{kafka, "--web.telemetry-path=//metrics"}, `--web.telemetry-path "//metrics" is not a clean path (no //, /./, /../ or trailing /): requests for it are redirected to "/metrics"`, nil},
+		{"telemetry path with trailing slash", []string{kafka, "--web.telemetry-path=/metrics/"}, `--web.telemetry-path "/metrics/" is not a clean path`, nil},
+		{"telemetry path on the event log", []string{kafka, "--web.telemetry-path=/api/v1/events"}, `--web.telemetry-path "/api/v1/events" collides with the exporter's API under /api/v1/`, nil},
+		{"telemetry path on the API", []string{kafka, "--web.telemetry-path=/api/v1"}, `--web.telemetry-path "/api/v1" collides with the exporter's API under /api/v1/`, nil},
+		{"telemetry path on /-/healthy", []string{kafka, "--web.telemetry-path=/-/healthy"}, `--web.telemetry-path "/-/healthy" collides`, nil},
+		// Flag-only settings are refused when they would be ignored, and
+		// invalid values whenever they are given.
+		{"invalid topic filter", []string{kafka, "--kafka.topic-filter=(["}, `--kafka.topic-filter "([" is not a regular expression: missing closing ] in "["; give one such as orders|payments\..*`, nil},
+		{"invalid topic filter without kafka", []string{redis, "--kafka.topic-filter=(["}, `--kafka.topic-filter "([" is not a regular expression`, nil},
+		{"invalid topic exclude", []string{kafka, "--kafka.topic-exclude=a)("}, `--kafka.topic-exclude "a)(" is not a regular expression: unexpected ) in "a)("`, nil},
+		{"topic filter without kafka", []string{redis, "--kafka.topic-filter=orders"}, "--kafka.topic-filter filters the topics of the --kafka.server cluster and does nothing without --kafka.server; give --kafka.server, or set topics: {include: ...} in the config file", nil},
+		{"topic exclude without kafka", []string{redis, "--kafka.topic-exclude=orders"}, "--kafka.topic-exclude filters the topics of the --kafka.server cluster and does nothing without --kafka.server", nil},
+		{"kafka name without kafka", []string{redis, "--kafka.cluster-name=orders"}, "--kafka.cluster-name names the --kafka.server cluster and does nothing without --kafka.server; give --kafka.server, or set name: in the config file", nil},
+		{"kafka name without kafka, default value", []string{redis, "--kafka.cluster-name=kafka"}, "--kafka.cluster-name names the --kafka.server cluster and does nothing without --kafka.server", nil},
+		{"redis name without redis", []string{kafka, "--redis.cluster-name=sessions"}, "--redis.cluster-name names the --redis.addr cluster and does nothing without --redis.addr; give --redis.addr, or set name: in the config file", nil},
+		{"kafka version without kafka", []string{redis, "--kafka.version=3.6.0"}, "--kafka.version is for the --kafka.server cluster and does nothing without --kafka.server", nil},
+		{"partition metrics without kafka", []string{redis, "--kafka.partition-metrics=full"}, "--kafka.partition-metrics is for the --kafka.server cluster and does nothing without --kafka.server", nil},
+		{"no partition metrics without kafka", []string{redis, "--no-kafka.partition-metrics"}, "--no-kafka.partition-metrics is for the --kafka.server cluster and does nothing without --kafka.server", nil},
+		{"partition metrics contradict", []string{kafka, "--kafka.partition-metrics=full", "--no-kafka.partition-metrics"}, "--no-kafka.partition-metrics (none) contradicts --kafka.partition-metrics=full; give one of them", nil},
+		{"refresh interval with only a config file", []string{"--config.file=" + redisConfig, "--refresh.interval=1s"}, "--refresh.interval is for the clusters given by --kafka.server and --redis.addr, and there are none; set refresh_interval: for each cluster of the config file", nil},
 		{"no events kept", []string{kafka, "--events.capacity=0"}, "--events.capacity 0 must be at least 1", nil},
 		// The start allocated the ring and died: fatal error: runtime: out of memory.
 		{"events capacity beyond memory", []string{kafka, "--events.capacity=200000000"}, "--events.capacity 200000000 is more than 100000, the most the event log keeps", nil},
@@ -123,7 +160,16 @@ func TestGoodFlagsPassTheCheck(t *testing.T) {
 		{"--redis.addr=127.0.0.1:7000", "--redis.password-file=" + pw, "--web.telemetry-path=/custom/metrics"},
 		{"--redis.addr=127.0.0.1:7000", "--web.telemetry-path=/", "--web.enable-pprof"},
 		{"--redis.addr=127.0.0.1:7000", "--events.capacity=100000"},
+		{"--kafka.server=127.0.0.1:9092", "--kafka.partition-metrics=none", "--no-kafka.partition-metrics"},
+		{"--kafka.server=127.0.0.1:9092", "--kafka.cluster-name=orders", "--kafka.topic-filter=orders|payments\\..*", "--kafka.topic-exclude=.*-dlq"},
+		{"--redis.addr=127.0.0.1:7000", "--redis.cluster-name=sessions", "--refresh.interval=1s", "--web.telemetry-path=/debug/pprof"},
+		// Port 0 twice is two free ports; a name of this machine resolves.
+		{"--redis.addr=127.0.0.1:7000", "--web.listen-address=127.0.0.1:0", "--web.listen-address=127.0.0.1:0", "--web.listen-address=localhost:0"},
 	} {
+		// A free port, unless the case gives its own: the check binds it.
+		if !strings.Contains(strings.Join(args, " "), "--web.listen-address") {
+			args = append(args, "--web.listen-address=127.0.0.1:0")
+		}
 		code, out := runArgs(t, append(args, "--config.check")...)
 		if code != 0 || !strings.Contains(out, "configuration is valid") {
 			t.Errorf("%v: exit %d, output %q", args, code, out)
@@ -177,5 +223,85 @@ func TestPartitionMetricsFlag(t *testing.T) {
 		if got := cfg.Kafka[0].PartitionMetrics; got != c.want {
 			t.Errorf("flags %+v: partition_metrics %q, want %q", c.f, got, c.want)
 		}
+	}
+}
+
+// TestFlagValuesNameTheFlag: a value that does not parse is refused by the
+// flag's name and the form it wants, never with kingpin's bare
+// "strconv.ParseFloat" or "time: missing unit", and counts are whole
+// numbers: 1.5 is not read as 1, nor an overflow as a negative number.
+func TestFlagValuesNameTheFlag(t *testing.T) {
+	for _, c := range []struct{ arg, want string }{
+		{"--events.capacity=abc", `--events.capacity "abc" is not a whole number; give one from 1 to 100000`},
+		{"--events.capacity=1.5", `--events.capacity "1.5" is not a whole number; give one from 1 to 100000`},
+		{"--events.capacity=", `--events.capacity "" is not a whole number`},
+		{"--events.capacity=99999999999999999999", "--events.capacity 99999999999999999999 is out of range; give a whole number from 1 to 100000"},
+		{"--events.capacity=-99999999999999999999", "--events.capacity -99999999999999999999 is out of range"},
+		{"--refresh.interval=5", `--refresh.interval "5" has no unit; write a duration such as 5s or 5ms`},
+		{"--refresh.interval=soon", `--refresh.interval "soon" is not a duration; write one such as 5s, 500ms or 2m`},
+		{"--refresh.interval=1000000000h", `--refresh.interval "1000000000h" is not a duration`},
+		{"--web.idle-timeout=30", `--web.idle-timeout "30" has no unit; write a duration such as 30s or 30ms`},
+	} {
+		for _, mode := range []string{"--config.check", "--web.listen-address=127.0.0.1:0"} {
+			code, out := runArgs(t, "--kafka.server=127.0.0.1:9092", c.arg, mode)
+			if code != 2 || strings.Count(out, c.want) != 1 || strings.Contains(out, "strconv.") || strings.Contains(out, "time: ") {
+				t.Errorf("%s %s: exit %d, output %q; want exit 2 and %q", c.arg, mode, code, out, c.want)
+			}
+		}
+	}
+	// Negative and zero counts parse, and the range check names the flag.
+	if code, out := runArgs(t, "--kafka.server=127.0.0.1:9092", "--events.capacity=-5", "--config.check"); code != 1 || !strings.Contains(out, "--events.capacity -5 must be at least 1") {
+		t.Errorf("--events.capacity=-5: exit %d, output %q", code, out)
+	}
+}
+
+// TestListenAddressesAreBoundByCheckAndStart: --config.check binds each
+// listen address and lets it go, as the start binds it, so an address a
+// start cannot bind is refused by both, naming the flag and the address.
+func TestListenAddressesAreBoundByCheckAndStart(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	_, heldPort, _ := net.SplitHostPort(held.Addr().String())
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, freePort, _ := net.SplitHostPort(free.Addr().String())
+	free.Close()
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		// 192.0.2.0/24 is TEST-NET-1, on no interface.
+		{"address on no interface", []string{"--web.listen-address=192.0.2.1:9877"}, `--web.listen-address "192.0.2.1:9877": no interface of this machine has that address; give one of its addresses, or :PORT for every interface`},
+		{"host that does not resolve", []string{"--web.listen-address=nosuch.invalid:9877"}, `--web.listen-address "nosuch.invalid:9877": host "nosuch.invalid" does not resolve`},
+		{"every interface and one of them", []string{"--web.listen-address=:" + freePort, "--web.listen-address=127.0.0.1:" + freePort},
+			`--web.listen-address "127.0.0.1:` + freePort + `": port ` + freePort + ` is already taken by an earlier --web.listen-address ([::]:` + freePort + `); give each address once`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, mode := range []string{"--config.check", "--log.level=info"} {
+				code, out := runArgs(t, append([]string{"--kafka.server=127.0.0.1:9092", mode}, c.args...)...)
+				if code != 1 || strings.Count(out, c.want) != 1 || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+					t.Errorf("%s: exit %d, output %q; want exit 1 and only %q", mode, code, out, c.want)
+				}
+			}
+		})
+	}
+
+	// A port another process holds stops the start. The check only warns:
+	// it often runs beside the exporter it checks, which holds the port.
+	busy := "--web.listen-address=" + held.Addr().String()
+	want := `--web.listen-address "127.0.0.1:` + heldPort + `": address already in use: another process listens there`
+	if code, out := runArgs(t, "--kafka.server=127.0.0.1:9092", busy); code != 1 || !strings.Contains(out, "failover_exporter: "+want) {
+		t.Errorf("start on a held port: exit %d, output %q; want exit 1 and %q", code, out, want)
+	}
+	code, out := runArgs(t, "--kafka.server=127.0.0.1:9092", busy, "--config.check")
+	if code != 0 || !strings.Contains(out, "level=warn") || !strings.Contains(out, "a start would fail unless the address is freed") || !strings.Contains(out, "configuration is valid") {
+		t.Errorf("check on a held port: exit %d, output %q; want exit 0, a warning and valid", code, out)
 	}
 }

@@ -29,18 +29,19 @@ func newMux(f flags, reg *prometheus.Registry, e endpoints) (*http.ServeMux, err
 	mux := http.NewServeMux()
 	// InstrumentMetricHandler adds promhttp_metric_handler_requests_total
 	// and _requests_in_flight, as every exporter built on promhttp has.
-	mux.Handle(f.telemetryPath, onlyGet(promhttp.InstrumentMetricHandler(reg, e.metrics)))
+	mux.Handle(f.telemetryPath, onlyGet("scrape with GET", promhttp.InstrumentMetricHandler(reg, e.metrics)))
 	mux.Handle("/api/v1/events", e.events)
-	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+	// As Prometheus's own, the probes answer GET and HEAD only.
+	mux.Handle("/-/healthy", onlyGet("probe with GET or HEAD", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "Healthy")
-	})
-	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+	})))
+	mux.Handle("/-/ready", onlyGet("probe with GET or HEAD", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if !e.ready() {
 			http.Error(w, "Not ready: waiting for the first refresh of every cluster", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "Ready")
-	})
+	})))
 	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost && r.Method != http.MethodPut {
 			w.Header().Set("Allow", "POST, PUT")
@@ -84,13 +85,14 @@ func newMux(f flags, reg *prometheus.Registry, e endpoints) (*http.ServeMux, err
 	return mux, nil
 }
 
-// onlyGet answers 405 to anything but GET and HEAD: a POST to /metrics is
-// a mistake worth telling the client about, not a scrape.
-func onlyGet(next http.Handler) http.Handler {
+// onlyGet answers 405 to anything but GET and HEAD, saying what to do
+// instead (hint): a POST to /metrics is a mistake worth telling the client
+// about, not a scrape.
+func onlyGet(hint string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "Method not allowed: scrape with GET", http.StatusMethodNotAllowed)
+			http.Error(w, "Method not allowed: "+hint, http.StatusMethodNotAllowed)
 			return
 		}
 		next.ServeHTTP(w, r)
