@@ -89,6 +89,16 @@ type descs struct {
 	quorumVoterLogEndOffset *exposition.Desc
 	quorumVoterLag          *exposition.Desc
 	quorumVoterCaughtUpAge  *exposition.Desc
+
+	// The failure budget (budget.go).
+	brokerSafeToStop           *exposition.Desc
+	brokerStopAffected         *exposition.Desc
+	brokerStopUnsafe           *exposition.Desc
+	rackSafeToStop             *exposition.Desc
+	rackStopAffected           *exposition.Desc
+	rackStopUnsafe             *exposition.Desc
+	brokerLossesTolerated      *exposition.Desc
+	quorumVoterLossesTolerated *exposition.Desc
 }
 
 // healthSeries holds the refresh health families, served first; series
@@ -274,6 +284,27 @@ var metrics = func() descs {
 			"Metadata log records the voter is behind the quorum leader (0 for the leader)"+fromRefresh, voter...),
 		quorumVoterCaughtUpAge: newGauge("kafka_quorum_voter_caught_up_age_seconds",
 			"Seconds since the voter last caught up with the quorum leader, by the leader's clock; absent while the leader does not know"+fromRefresh, voter...),
+
+		brokerSafeToStop: newGauge("kafka_broker_safe_to_stop",
+			"1 if stopping the broker now would take no watched partition offline, under min.insync.replicas or below failure_budget.min_isr_headroom, "+
+				"leave a majority of caught-up KRaft voters, and deepen no damage already there; else 0 (the failure budget, docs/runbooks.md)"+fromRefresh, broker...),
+		brokerStopAffected: newGauge("kafka_broker_stop_affected_partitions",
+			"Watched partitions that stopping the broker now would put in the effect's state: offline (no leader candidate left), under_min_isr (acks=all writes refused), "+
+				"below_headroom (served when failure_budget.min_isr_headroom > 0); each partition counted once, at its worst"+fromRefresh, "broker", "effect"),
+		brokerStopUnsafe: newGauge("kafka_broker_stop_unsafe",
+			"1 if the reason makes stopping the broker now unsafe, 0 if it was checked and does not: partitions_offline, partitions_under_min_isr, min_isr_headroom, "+
+				"quorum_majority (the stop leaves too few caught-up KRaft voters), cluster_degraded (it would deepen damage already there)"+fromRefresh, "broker", "reason"),
+		rackSafeToStop: newGauge("kafka_rack_safe_to_stop",
+			"1 if losing every broker of the rack (broker.rack) now would be safe, by kafka_broker_safe_to_stop's rules; served when brokers have racks"+fromRefresh, "rack"),
+		rackStopAffected: newGauge("kafka_rack_stop_affected_partitions",
+			"Watched partitions that losing the rack now would put in the effect's state (as kafka_broker_stop_affected_partitions); served when brokers have racks"+fromRefresh, "rack", "effect"),
+		rackStopUnsafe: newGauge("kafka_rack_stop_unsafe",
+			"1 if the reason makes losing the rack now unsafe, 0 if checked and fine (reasons as kafka_broker_stop_unsafe); served when brokers have racks"+fromRefresh, "rack", "reason"),
+		brokerLossesTolerated: newGauge("kafka_broker_losses_tolerated",
+			"In-sync replica losses the worst watched partition tolerates before it goes under_min_isr (ISR minus min.insync.replicas, over partitions whose min ISR is known) "+
+				"or offline (ISR plus eligible leader replicas, minus 1); 0 for a partition already there. Only available brokers count"+fromRefresh, "until"),
+		quorumVoterLossesTolerated: newGauge("kafka_quorum_voter_losses_tolerated",
+			"Caught-up KRaft voters minus a majority of the voters, floor 0: how many more voters the quorum can lose; absent without quorum data"+fromRefresh),
 	}
 	x.episodeSeconds = [conditionCount]*exposition.Desc{
 		ConditionOffline: newHistogram("kafka_partition_offline_episode_seconds",
@@ -419,6 +450,7 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, mode config.P
 			}
 		}
 	}
+	emitBudget(ch, cluster, s.Budget)
 	for i := range s.Brokers {
 		b := &s.Brokers[i]
 		id := brokerLabel(b.ID)
@@ -574,6 +606,45 @@ func emitRareStates(ch exposition.Sink, s *Snapshot, t *Topic, p *Partition, lab
 		ch.Add(metrics.partitionLastKnownELR, float64(len(p.LastKnownELR())), labels...)
 		ch.Add(metrics.partitionNoCleanLeader, bool01(p.NoCleanLeader()), labels...)
 	}
+}
+
+// emitBudget emits the failure budget's series, in every partition mode:
+// a fixed few per broker and rack, none per partition.
+func emitBudget(ch exposition.Sink, cluster string, b *Budget) {
+	if b == nil {
+		return
+	}
+	if b.LossesUntilUnderMinISR >= 0 {
+		ch.Add(metrics.brokerLossesTolerated, float64(b.LossesUntilUnderMinISR), cluster, effectUnderMinISR)
+	}
+	if b.LossesUntilOffline >= 0 {
+		ch.Add(metrics.brokerLossesTolerated, float64(b.LossesUntilOffline), cluster, effectOffline)
+	}
+	if b.QuorumLossesTolerated >= 0 {
+		ch.Add(metrics.quorumVoterLossesTolerated, float64(b.QuorumLossesTolerated), cluster)
+	}
+	emitStops := func(safe, affected, unsafe *exposition.Desc, effects []StopEffect) {
+		labels := []string{cluster, "", ""}
+		for i := range effects {
+			e := &effects[i]
+			labels[1] = e.ID
+			ch.Add(safe, bool01(e.Safe()), labels[:2]...)
+			labels[2] = effectOffline
+			ch.Add(affected, float64(e.Offline), labels...)
+			labels[2] = effectUnderMinISR
+			ch.Add(affected, float64(e.UnderMinISR), labels...)
+			if b.Headroom > 0 {
+				labels[2] = effectBelowHeadroom
+				ch.Add(affected, float64(e.BelowHeadroom), labels...)
+			}
+			for _, r := range StopReasons {
+				labels[2] = string(r)
+				ch.Add(unsafe, bool01(e.Unsafe(r)), labels...)
+			}
+		}
+	}
+	emitStops(metrics.brokerSafeToStop, metrics.brokerStopAffected, metrics.brokerStopUnsafe, b.Brokers)
+	emitStops(metrics.rackSafeToStop, metrics.rackStopAffected, metrics.rackStopUnsafe, b.Racks)
 }
 
 // emitEpisodes emits a topic's episode histograms (once some episode ended)

@@ -187,6 +187,7 @@ func TestMetricNamesCoverEverythingCollected(t *testing.T) {
 		after.Brokers[i].Rack = "rack-" + brokerLabel(after.Brokers[i].ID%2)
 	}
 	after.countRacks()
+	after.computeBudget(1)
 	w := watcherServing(t, before, after)
 	c := NewCollector()
 	c.SetEmit("main", w, EmitState(config.PartitionMetricsFull))

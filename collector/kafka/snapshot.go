@@ -65,6 +65,9 @@ type Snapshot struct {
 	// Quorum is the KRaft controller quorum, nil when it could not be read
 	// (then its series are not served).
 	Quorum *Quorum
+	// Budget is what stopping each broker or rack would do now, computed
+	// once per refresh (computeBudget); nil in snapshots built by hand.
+	Budget *Budget
 	// Unhealthy holds, for each partition now detailed, when it was last
 	// unhealthy (carryDetail); empty while every partition is healthy, so
 	// its cost grows with the trouble, not the partition count.

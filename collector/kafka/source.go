@@ -180,6 +180,8 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	// After carryTransitions, which may restore a stale ELR read.
 	snap.countNoCleanLeader()
 	snap.countRacks()
+	// Last: it reads the racks, the quorum and the restored ELR.
+	snap.computeBudget(s.cfg.FailureBudget.MinISRHeadroom)
 
 	s.known = s.known[:0]
 	for _, b := range md.Brokers {

@@ -46,7 +46,8 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 			"The README's Kafka versions table has the details (3.9 ZooKeeper, 3.9 KRaft, 4.1, 4.4).",
 		Notes: PartitionModesDoc(),
 	},
-	Views: Views,
+	Views:  Views,
+	Budget: answerBudget,
 }
 
 // System is Kafka's registry entry.

@@ -1,0 +1,511 @@
+package kafka
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/failover-exporter/failover_exporter/collector/budget"
+)
+
+// The failure budget: what stopping one broker, or every broker of one
+// rack, would do now, computed once per refresh from the snapshot
+// (computeBudget) and served as series and as answers (answerBudget).
+//
+// The rules, for a stop of the set S (one broker, or a rack's brokers):
+//
+//   - A broker is available when it is registered (Up) and the exporter
+//     reached it this refresh (Reachable). Only available brokers count
+//     as in-sync replicas or eligible leader replicas: a dead broker Kafka
+//     has not fenced yet, or one listed by frozen metadata, leads nothing.
+//   - A partition's leader candidates are its available ISR members and,
+//     where the snapshot has the ELR (KIP-966, ELRKnown and not stale),
+//     its available eligible leader replicas outside the ISR.
+//   - offline: the partition has a leader now and no candidate outside S.
+//   - under_min_isr: min.insync.replicas is known, the partition is not
+//     under min ISR now (by Kafka's count or by its available ISR), and
+//     fewer than min ISR available ISR members remain outside S (and it
+//     does not go offline: every partition is counted at its worst effect
+//     only, so the effects add up to the partitions affected).
+//   - below_headroom: only with failure_budget.min_isr_headroom N > 0,
+//     min ISR known, S holds an ISR member, and the ISR left is at least
+//     min ISR but below min ISR + N.
+//   - quorum_majority: S holds a caught-up KRaft voter and the caught-up
+//     voters outside S are fewer than a majority of the voters. A voter is
+//     caught up when it leads, or the leader saw it caught up within
+//     quorumCaughtUpMaxAge (by its lag when the leader does not say).
+//   - cluster_degraded: the stop would deepen damage already there: a
+//     partition now offline, under min ISR, or with fewer available ISR
+//     members than its replication factor (a replica down or behind) has
+//     an available ISR member or eligible leader replica in S; or the
+//     quorum already has a voter not caught up (or no leader) and S holds
+//     a caught-up voter. A broker down elsewhere whose partitions S does
+//     not touch is no reason on its own.
+//   - safe: none of the five reasons holds.
+//
+// Only the partitions of watched topics (the topic filter) are judged:
+// the snapshot keeps no others.
+
+// Reasons a stop is not safe: the reason label of the *_stop_unsafe series.
+const (
+	ReasonPartitionsOffline     budget.Reason = "partitions_offline"
+	ReasonPartitionsUnderMinISR budget.Reason = "partitions_under_min_isr"
+	ReasonMinISRHeadroom        budget.Reason = "min_isr_headroom"
+	ReasonQuorumMajority        budget.Reason = "quorum_majority"
+	ReasonClusterDegraded       budget.Reason = "cluster_degraded"
+)
+
+// StopReasons are every reason a stop can be unsafe for, in the order
+// series and findings give them.
+var StopReasons = []budget.Reason{
+	ReasonPartitionsOffline, ReasonPartitionsUnderMinISR, ReasonMinISRHeadroom, ReasonQuorumMajority, ReasonClusterDegraded,
+}
+
+// Reasons a restarted broker is not yet recovered (a Recovered question).
+const (
+	ReasonNotRegistered budget.Reason = "not_registered"
+	ReasonNotReachable  budget.Reason = "not_reachable"
+	ReasonOutOfSync     budget.Reason = "out_of_sync"
+)
+
+// The effect label values of the *_stop_affected_partitions series.
+const (
+	effectOffline       = "offline"
+	effectUnderMinISR   = "under_min_isr"
+	effectBelowHeadroom = "below_headroom"
+)
+
+// quorumCaughtUpMaxAge is how long ago the quorum leader may last have
+// seen a voter caught up for it to count as caught up. A live voter
+// fetches continuously and the metadata log gets a record every 500 ms
+// (metadata.max.idle.interval.ms), so its age stays around a second.
+const quorumCaughtUpMaxAge = 10 * time.Second
+
+// quorumCaughtUpMaxLag stands in for the age when the leader does not know
+// it (DescribeQuorum v0): some 50 s of idle metadata records.
+const quorumCaughtUpMaxLag = 100
+
+// Budget is the failure budget of one snapshot.
+type Budget struct {
+	// Headroom is failure_budget.min_isr_headroom as the budget used it.
+	Headroom int
+	// Brokers is what stopping each broker would do, in snap.Brokers'
+	// order.
+	Brokers []StopEffect
+	// Racks is what losing each rack would do, by rack name; nil when no
+	// broker has a rack.
+	Racks []StopEffect
+	// LossesUntilUnderMinISR and LossesUntilOffline are how many more
+	// in-sync replicas the worst watched partition can lose before it is
+	// under min ISR, and before it has no leader candidate; -1 when no
+	// partition can be judged (no partitions; no min ISR known).
+	LossesUntilUnderMinISR, LossesUntilOffline int
+	// QuorumLossesTolerated is caught-up voters minus a majority of the
+	// voters, floor 0; -1 without KRaft quorum data.
+	QuorumLossesTolerated int
+}
+
+// StopEffect is what stopping one broker or one rack would do.
+type StopEffect struct {
+	// ID is the broker's id as a label, or the rack's name.
+	ID string
+	// Members are the brokers stopped: the broker, or the rack's brokers.
+	Members []int32
+	// Offline, UnderMinISR and BelowHeadroom count the partitions the stop
+	// would put in each state, each partition once at its worst.
+	Offline, UnderMinISR, BelowHeadroom int
+	// Degraded counts the already degraded partitions the stop would
+	// degrade further.
+	Degraded int
+	// QuorumMajority is true when the stop leaves fewer caught-up voters
+	// than a majority; QuorumDegraded when it takes a caught-up voter from
+	// a quorum that already lacks one.
+	QuorumMajority, QuorumDegraded bool
+	// AtRisk names the first budget.MaxAtRisk partitions ("topic/3") any
+	// of the counts is about, in topic and partition order; AtRiskTotal
+	// counts them all.
+	AtRisk      []string
+	AtRiskTotal int
+}
+
+// Unsafe reports whether reason holds for the stop.
+func (e *StopEffect) Unsafe(reason budget.Reason) bool {
+	switch reason {
+	case ReasonPartitionsOffline:
+		return e.Offline > 0
+	case ReasonPartitionsUnderMinISR:
+		return e.UnderMinISR > 0
+	case ReasonMinISRHeadroom:
+		return e.BelowHeadroom > 0
+	case ReasonQuorumMajority:
+		return e.QuorumMajority
+	case ReasonClusterDegraded:
+		return e.Degraded > 0 || e.QuorumDegraded
+	}
+	return false
+}
+
+// Safe is the verdict: no reason holds.
+func (e *StopEffect) Safe() bool {
+	for _, r := range StopReasons {
+		if e.Unsafe(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// addAtRisk records one partition the stop concerns.
+func (e *StopEffect) addAtRisk(topic string, partition int32) {
+	e.AtRiskTotal++
+	if len(e.AtRisk) < budget.MaxAtRisk {
+		e.AtRisk = append(e.AtRisk, topic+"/"+strconv.FormatInt(int64(partition), 10))
+	}
+}
+
+// budgetScopes maps broker ids to the stop effects they belong to: their
+// own, and their rack's.
+type budgetScopes struct {
+	broker map[int32]*StopEffect
+	rack   map[int32]*StopEffect
+}
+
+// computeBudget works out the snapshot's failure budget: one pass over the
+// partitions, touching for each only the brokers and racks of its leader
+// candidates, the only ones whose stop changes it. headroom is
+// failure_budget.min_isr_headroom. It runs after countRacks and once the
+// quorum is read.
+func (s *Snapshot) computeBudget(headroom int) {
+	b := &Budget{Headroom: max(0, headroom), LossesUntilUnderMinISR: -1, LossesUntilOffline: -1, QuorumLossesTolerated: -1}
+	available := make(map[int32]bool, len(s.Brokers))
+	scopes := budgetScopes{broker: make(map[int32]*StopEffect, len(s.Brokers))}
+	b.Brokers = make([]StopEffect, len(s.Brokers))
+	for i := range s.Brokers {
+		br := &s.Brokers[i]
+		available[br.ID] = br.Up && br.Reachable
+		b.Brokers[i] = StopEffect{ID: brokerLabel(br.ID), Members: []int32{br.ID}}
+		scopes.broker[br.ID] = &b.Brokers[i]
+	}
+	if s.Racks > 0 {
+		byRack := map[string][]int32{}
+		for _, br := range s.Brokers {
+			if br.Rack != "" {
+				byRack[br.Rack] = append(byRack[br.Rack], br.ID)
+			}
+		}
+		names := make([]string, 0, len(byRack))
+		for name := range byRack {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		b.Racks = make([]StopEffect, len(names))
+		scopes.rack = make(map[int32]*StopEffect, len(s.Brokers))
+		for i, name := range names {
+			b.Racks[i] = StopEffect{ID: name, Members: byRack[name]}
+			for _, id := range byRack[name] {
+				scopes.rack[id] = &b.Racks[i]
+			}
+		}
+	}
+
+	// Reused for every partition: the available candidates, and the
+	// scopes they touch with how many ISR and ELR members each takes.
+	var isr, elr []int32
+	type touch struct {
+		effect   *StopEffect
+		isr, elr int
+	}
+	var touched []touch
+	touchScope := func(e *StopEffect, inISR bool) {
+		if e == nil {
+			return
+		}
+		for k := range touched {
+			if touched[k].effect == e {
+				if inISR {
+					touched[k].isr++
+				} else {
+					touched[k].elr++
+				}
+				return
+			}
+		}
+		t := touch{effect: e}
+		if inISR {
+			t.isr = 1
+		} else {
+			t.elr = 1
+		}
+		touched = append(touched, t)
+	}
+	for ti := range s.Topics {
+		t := &s.Topics[ti]
+		minISR := t.MinISR
+		for pi := range t.Partitions {
+			p := &t.Partitions[pi]
+			isr, elr = isr[:0], elr[:0]
+			for _, id := range p.ISR {
+				if available[id] {
+					isr = append(isr, id)
+				}
+			}
+			if s.ELRKnown && !p.ELRStale() {
+				for _, id := range p.ELR() {
+					if available[id] && !slices.Contains(isr, id) {
+						elr = append(elr, id)
+					}
+				}
+			}
+			offlineNow := p.Offline()
+			underNow := minISR > 0 && (p.UnderMinISR(minISR) || len(isr) < minISR)
+			degradedNow := offlineNow || underNow || len(isr) < p.ReplicationFactor()
+
+			// The cluster's tolerance: the worst partition's.
+			if minISR > 0 {
+				left := 0
+				if !underNow {
+					left = len(isr) - minISR
+				}
+				if b.LossesUntilUnderMinISR < 0 || left < b.LossesUntilUnderMinISR {
+					b.LossesUntilUnderMinISR = left
+				}
+			}
+			left := 0
+			if !offlineNow {
+				left = max(0, len(isr)+len(elr)-1)
+			}
+			if b.LossesUntilOffline < 0 || left < b.LossesUntilOffline {
+				b.LossesUntilOffline = left
+			}
+
+			touched = touched[:0]
+			for _, id := range isr {
+				touchScope(scopes.broker[id], true)
+				touchScope(scopes.rack[id], true)
+			}
+			for _, id := range elr {
+				touchScope(scopes.broker[id], false)
+				touchScope(scopes.rack[id], false)
+			}
+			for _, tc := range touched {
+				e := tc.effect
+				isrAfter := len(isr) - tc.isr
+				candidatesAfter := isrAfter + len(elr) - tc.elr
+				affected := true
+				switch {
+				case !offlineNow && candidatesAfter == 0:
+					e.Offline++
+				case minISR > 0 && !underNow && isrAfter < minISR:
+					e.UnderMinISR++
+				case b.Headroom > 0 && minISR > 0 && tc.isr > 0 && isrAfter >= minISR && isrAfter < minISR+b.Headroom:
+					e.BelowHeadroom++
+				default:
+					affected = false
+				}
+				if degradedNow {
+					e.Degraded++
+					affected = true
+				}
+				if affected {
+					e.addAtRisk(t.Name, p.ID)
+				}
+			}
+		}
+	}
+	s.budgetQuorum(b, available)
+	s.Budget = b
+}
+
+// budgetQuorum fills in the quorum's part of the budget.
+func (s *Snapshot) budgetQuorum(b *Budget, available map[int32]bool) {
+	q := s.Quorum
+	if q == nil || len(q.Voters) == 0 {
+		return
+	}
+	majority := len(q.Voters)/2 + 1
+	caughtUp := map[int32]bool{}
+	for _, v := range q.Voters {
+		if voterCaughtUp(q, v, available) {
+			caughtUp[v.ID] = true
+		}
+	}
+	b.QuorumLossesTolerated = max(0, len(caughtUp)-majority)
+	quorumDegraded := q.LeaderID == NoLeader || len(caughtUp) < len(q.Voters)
+	judge := func(e *StopEffect) {
+		taken := 0
+		for _, id := range e.Members {
+			if caughtUp[id] {
+				taken++
+			}
+		}
+		if taken == 0 {
+			return
+		}
+		e.QuorumMajority = len(caughtUp)-taken < majority
+		e.QuorumDegraded = quorumDegraded
+	}
+	for i := range b.Brokers {
+		judge(&b.Brokers[i])
+	}
+	for i := range b.Racks {
+		judge(&b.Racks[i])
+	}
+}
+
+// voterCaughtUp reports whether a voter counts toward a caught-up majority.
+// A voter that is also a broker of the snapshot (combined mode) must be
+// available as a broker too.
+func voterCaughtUp(q *Quorum, v QuorumVoter, available map[int32]bool) bool {
+	if up, isBroker := available[v.ID]; isBroker && !up {
+		return false
+	}
+	switch {
+	case v.ID == q.LeaderID:
+		return true
+	case v.CaughtUpAge >= 0:
+		return v.CaughtUpAge <= quorumCaughtUpMaxAge
+	default:
+		return v.Lag <= quorumCaughtUpMaxLag
+	}
+}
+
+// answerBudget answers a failure budget question from the budget the
+// snapshot's refresh computed (Spec.Budget).
+func answerBudget(snap *Snapshot, q budget.Question) (budget.Answer, error) {
+	a := budget.Answer{System: "kafka", Scope: q.Scope, ID: q.ID, Recovered: q.Recovered, Safe: true, ReadAt: snap.ReadAt}
+	b := snap.Budget
+	if b == nil {
+		return a, fmt.Errorf("no failure budget in this snapshot: %w", budget.ErrUnsupported)
+	}
+	var effect *StopEffect
+	switch q.Scope {
+	case budget.Broker:
+		for i := range b.Brokers {
+			if b.Brokers[i].ID == q.ID {
+				effect = &b.Brokers[i]
+			}
+		}
+		if effect == nil {
+			return a, fmt.Errorf("broker %q: %w broker; known: %s", q.ID, budget.ErrUnknown, knownIDs(b.Brokers))
+		}
+		if q.Recovered {
+			answerRecovered(snap, effect.Members[0], &a)
+			return a, nil
+		}
+	case budget.Rack:
+		if q.Recovered {
+			return a, fmt.Errorf("recovered question for a rack: %w (ask for each broker)", budget.ErrUnsupported)
+		}
+		if len(b.Racks) == 0 {
+			return a, fmt.Errorf("rack %q: no broker sets broker.rack: %w", q.ID, budget.ErrUnsupported)
+		}
+		for i := range b.Racks {
+			if b.Racks[i].ID == q.ID {
+				effect = &b.Racks[i]
+			}
+		}
+		if effect == nil {
+			return a, fmt.Errorf("rack %q: %w rack; known: %s", q.ID, budget.ErrUnknown, knownIDs(b.Racks))
+		}
+		for _, id := range effect.Members {
+			a.Members = append(a.Members, brokerLabel(id))
+		}
+	default:
+		return a, fmt.Errorf("scope %q: %w by kafka (broker or rack)", q.Scope, budget.ErrUnsupported)
+	}
+	describeStop(effect, b, &a)
+	return a, nil
+}
+
+// describeStop turns a stored stop effect into the answer's findings.
+func describeStop(e *StopEffect, b *Budget, a *budget.Answer) {
+	if e.Offline > 0 {
+		a.Add(ReasonPartitionsOffline, e.Offline, "%d partition(s) would have no leader: the stop takes their last in-sync replica (and eligible leader replica)", e.Offline)
+	}
+	if e.UnderMinISR > 0 {
+		a.Add(ReasonPartitionsUnderMinISR, e.UnderMinISR, "%d partition(s) would go under min.insync.replicas: acks=all writes to them would be refused", e.UnderMinISR)
+	}
+	if e.BelowHeadroom > 0 {
+		a.Add(ReasonMinISRHeadroom, e.BelowHeadroom, "%d partition(s) would keep fewer than min.insync.replicas + %d in-sync replicas (failure_budget.min_isr_headroom)", e.BelowHeadroom, b.Headroom)
+	}
+	if e.QuorumMajority {
+		a.Add(ReasonQuorumMajority, 0, "the KRaft quorum would be left without a majority of caught-up voters")
+	}
+	if e.Degraded > 0 || e.QuorumDegraded {
+		msg := fmt.Sprintf("%d already degraded partition(s) (offline, under min ISR or under-replicated) would lose an in-sync replica", e.Degraded)
+		if e.QuorumDegraded {
+			msg += "; the KRaft quorum already lacks a caught-up voter and would lose another"
+		}
+		a.Add(ReasonClusterDegraded, e.Degraded, "%s", msg)
+	}
+	a.AtRisk = append(a.AtRisk, e.AtRisk...)
+	a.AtRiskTotal = e.AtRiskTotal
+	a.Facts = map[string]float64{
+		"partitions_offline":         float64(e.Offline),
+		"partitions_under_min_isr":   float64(e.UnderMinISR),
+		"partitions_below_headroom":  float64(e.BelowHeadroom),
+		"partitions_degraded":        float64(e.Degraded),
+		"min_isr_headroom":           float64(b.Headroom),
+		"losses_until_under_min_isr": float64(b.LossesUntilUnderMinISR),
+		"losses_until_offline":       float64(b.LossesUntilOffline),
+		"quorum_losses_tolerated":    float64(b.QuorumLossesTolerated),
+	}
+	if !a.Safe {
+		a.Advice = "do not stop it now: wait until the partitions at risk are back in sync, or move them first"
+	}
+}
+
+// answerRecovered answers whether broker id is back: registered,
+// reachable, and in the ISR of every watched partition it is a replica of
+// (a replica a reassignment is still adding does not count).
+func answerRecovered(snap *Snapshot, id int32, a *budget.Answer) {
+	var br *Broker
+	for i := range snap.Brokers {
+		if snap.Brokers[i].ID == id {
+			br = &snap.Brokers[i]
+		}
+	}
+	if !br.Up {
+		a.Add(ReasonNotRegistered, 0, "broker %d is not registered and live", id)
+	}
+	if !br.Reachable {
+		a.Add(ReasonNotReachable, 0, "the exporter could not connect to broker %d at %q", id, br.Address)
+	}
+	outOfSync := 0
+	for ti := range snap.Topics {
+		t := &snap.Topics[ti]
+		for pi := range t.Partitions {
+			p := &t.Partitions[pi]
+			if slices.Contains(p.Replicas, id) && !slices.Contains(p.ISR, id) && !slices.Contains(p.AddingReplicas(), id) {
+				outOfSync++
+				a.AddAtRisk(t.Name + "/" + strconv.FormatInt(int64(p.ID), 10))
+			}
+		}
+	}
+	if outOfSync > 0 {
+		a.Add(ReasonOutOfSync, outOfSync, "broker %d is not in the ISR of %d of its partitions yet", id, outOfSync)
+	}
+	a.Facts = map[string]float64{"out_of_sync_partitions": float64(outOfSync)}
+	if !a.Safe {
+		a.Advice = "wait: it is not caught up yet"
+	}
+}
+
+// knownIDs lists the scopes' ids for an error message, at most ten.
+func knownIDs(effects []StopEffect) string {
+	ids := make([]string, 0, min(len(effects), 10))
+	for i := range effects {
+		if i == 10 {
+			ids = append(ids, fmt.Sprintf("and %d more", len(effects)-10))
+			break
+		}
+		ids = append(ids, effects[i].ID)
+	}
+	if len(ids) == 0 {
+		return "none"
+	}
+	return strings.Join(ids, ", ")
+}

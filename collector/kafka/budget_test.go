@@ -1,0 +1,345 @@
+package kafka
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/failover-exporter/failover_exporter/collector/budget"
+)
+
+// budgetPart is one partition of a hand-built budget snapshot.
+type budgetPart struct {
+	topic         string
+	minISR        int
+	leader        int32
+	replicas, isr []int32
+	elr           []int32
+}
+
+// budgetSnapshot builds a snapshot of brokers 1..n (those in down not
+// available), racks by rackOf (nil: none), and parts.
+func budgetSnapshot(n int32, down []int32, rackOf map[int32]string, parts ...budgetPart) *Snapshot {
+	s := &Snapshot{ReadAt: time.Unix(1000, 0), ELRKnown: true}
+	for id := int32(1); id <= n; id++ {
+		up := !slices.Contains(down, id)
+		s.Brokers = append(s.Brokers, Broker{ID: id, Address: "127.0.0.1:909" + brokerLabel(id), Rack: rackOf[id], Up: up, Reachable: up})
+	}
+	byTopic := map[string]int{}
+	for _, bp := range parts {
+		i, ok := byTopic[bp.topic]
+		if !ok {
+			i = len(s.Topics)
+			byTopic[bp.topic] = i
+			s.Topics = append(s.Topics, Topic{Name: bp.topic, MinISR: bp.minISR})
+		}
+		t := &s.Topics[i]
+		p := Partition{ID: int32(len(t.Partitions)), Leader: bp.leader, Replicas: bp.replicas, ISR: bp.isr}
+		p.setELR(bp.elr, nil, false)
+		t.Partitions = append(t.Partitions, p)
+	}
+	s.countRacks()
+	return s
+}
+
+// effects summarises a budget: per scope, its counts and reasons.
+func effects(list []StopEffect) map[string]string {
+	out := map[string]string{}
+	for i := range list {
+		e := &list[i]
+		var reasons []string
+		for _, r := range StopReasons {
+			if e.Unsafe(r) {
+				reasons = append(reasons, string(r))
+			}
+		}
+		verdict := "safe"
+		if !e.Safe() {
+			verdict = "unsafe " + strings.Join(reasons, ",")
+		}
+		out[e.ID] = verdict + " " + strings.Join([]string{
+			"offline=" + brokerLabel(int32(e.Offline)), "under=" + brokerLabel(int32(e.UnderMinISR)),
+			"headroom=" + brokerLabel(int32(e.BelowHeadroom)), "degraded=" + brokerLabel(int32(e.Degraded)),
+		}, " ")
+	}
+	return out
+}
+
+func TestComputeBudget(t *testing.T) {
+	all := []int32{1, 2, 3}
+	cases := []struct {
+		name     string
+		snap     *Snapshot
+		headroom int
+		brokers  map[string]string
+		racks    map[string]string
+		// losses until under min ISR and until offline.
+		underLosses, offlineLosses int
+	}{
+		{
+			name: "healthy RF 3, min ISR 2: any one broker may stop",
+			snap: budgetSnapshot(3, nil, nil, budgetPart{"t", 2, 1, all, all, nil}, budgetPart{"t", 2, 2, all, all, nil}),
+			brokers: map[string]string{
+				"1": "safe offline=0 under=0 headroom=0 degraded=0",
+				"2": "safe offline=0 under=0 headroom=0 degraded=0",
+				"3": "safe offline=0 under=0 headroom=0 degraded=0",
+			},
+			underLosses: 1, offlineLosses: 2,
+		},
+		{
+			name:     "headroom 1 makes RF 3, min ISR 2 unsafe to touch",
+			snap:     budgetSnapshot(3, nil, nil, budgetPart{"t", 2, 1, all, all, nil}),
+			headroom: 1,
+			brokers: map[string]string{
+				"1": "unsafe min_isr_headroom offline=0 under=0 headroom=1 degraded=0",
+				"2": "unsafe min_isr_headroom offline=0 under=0 headroom=1 degraded=0",
+				"3": "unsafe min_isr_headroom offline=0 under=0 headroom=1 degraded=0",
+			},
+			underLosses: 1, offlineLosses: 2,
+		},
+		{
+			name: "broker 3 down: the others would take its partitions under min ISR; stopping 3 again changes nothing",
+			snap: budgetSnapshot(3, []int32{3}, nil,
+				budgetPart{"t", 2, 1, all, []int32{1, 2}, nil},
+				// Not touched by 3: only 1 and 2 hold it.
+				budgetPart{"u", 2, 1, []int32{1, 2}, []int32{1, 2}, nil}),
+			brokers: map[string]string{
+				"1": "unsafe partitions_under_min_isr,cluster_degraded offline=0 under=2 headroom=0 degraded=1",
+				"2": "unsafe partitions_under_min_isr,cluster_degraded offline=0 under=2 headroom=0 degraded=1",
+				"3": "safe offline=0 under=0 headroom=0 degraded=0",
+			},
+			underLosses: 0, offlineLosses: 1,
+		},
+		{
+			name: "a broker down elsewhere is no reason on its own",
+			snap: budgetSnapshot(4, []int32{4}, nil, budgetPart{"t", 1, 1, all, all, nil}, budgetPart{"t", 1, 4, []int32{4}, []int32{4}, nil}),
+			brokers: map[string]string{
+				"1": "safe offline=0 under=0 headroom=0 degraded=0",
+				"2": "safe offline=0 under=0 headroom=0 degraded=0",
+				"3": "safe offline=0 under=0 headroom=0 degraded=0",
+				"4": "safe offline=0 under=0 headroom=0 degraded=0",
+			},
+			// The RF 1 partition on broker 4 has a leader in the snapshot
+			// but no available ISR member: nothing left to lose.
+			underLosses: 0, offlineLosses: 0,
+		},
+		{
+			name: "RF 1: its broker's stop takes it offline, counted once at its worst",
+			snap: budgetSnapshot(3, nil, nil, budgetPart{"one", 1, 2, []int32{2}, []int32{2}, nil}),
+			brokers: map[string]string{
+				"1": "safe offline=0 under=0 headroom=0 degraded=0",
+				"2": "unsafe partitions_offline offline=1 under=0 headroom=0 degraded=0",
+				"3": "safe offline=0 under=0 headroom=0 degraded=0",
+			},
+			underLosses: 0, offlineLosses: 0,
+		},
+		{
+			name: "min ISR = RF: any replica's stop refuses acks=all writes",
+			snap: budgetSnapshot(3, nil, nil, budgetPart{"all", 3, 1, all, all, nil}),
+			brokers: map[string]string{
+				"1": "unsafe partitions_under_min_isr offline=0 under=1 headroom=0 degraded=0",
+				"2": "unsafe partitions_under_min_isr offline=0 under=1 headroom=0 degraded=0",
+				"3": "unsafe partitions_under_min_isr offline=0 under=1 headroom=0 degraded=0",
+			},
+			underLosses: 0, offlineLosses: 2,
+		},
+		{
+			name: "min ISR unknown: only offline is judged",
+			snap: budgetSnapshot(3, nil, nil, budgetPart{"t", 0, 1, []int32{1, 2}, []int32{1, 2}, nil}),
+			brokers: map[string]string{
+				"1": "safe offline=0 under=0 headroom=0 degraded=0",
+				"2": "safe offline=0 under=0 headroom=0 degraded=0",
+				"3": "safe offline=0 under=0 headroom=0 degraded=0",
+			},
+			underLosses: -1, offlineLosses: 1,
+		},
+		{
+			name: "ELR: an eligible leader replica keeps the last ISR member's stop from taking it offline",
+			snap: budgetSnapshot(3, nil, nil, budgetPart{"t", 2, 1, all, []int32{1}, []int32{2}}),
+			brokers: map[string]string{
+				"1": "unsafe cluster_degraded offline=0 under=0 headroom=0 degraded=1",
+				"2": "unsafe cluster_degraded offline=0 under=0 headroom=0 degraded=1",
+				"3": "safe offline=0 under=0 headroom=0 degraded=0",
+			},
+			underLosses: 0, offlineLosses: 1,
+		},
+		{
+			name: "already offline partition: no new effect, and no broker touches it",
+			snap: budgetSnapshot(3, []int32{3}, nil, budgetPart{"t", 1, NoLeader, []int32{3}, []int32{3}, nil}),
+			brokers: map[string]string{
+				"1": "safe offline=0 under=0 headroom=0 degraded=0",
+				"2": "safe offline=0 under=0 headroom=0 degraded=0",
+				"3": "safe offline=0 under=0 headroom=0 degraded=0",
+			},
+			underLosses: 0, offlineLosses: 0,
+		},
+		{
+			name: "racks: losing a rack with two of three replicas",
+			snap: budgetSnapshot(3, nil, map[int32]string{1: "a", 2: "a", 3: "b"}, budgetPart{"t", 2, 1, all, all, nil}),
+			brokers: map[string]string{
+				"1": "safe offline=0 under=0 headroom=0 degraded=0",
+				"2": "safe offline=0 under=0 headroom=0 degraded=0",
+				"3": "safe offline=0 under=0 headroom=0 degraded=0",
+			},
+			racks: map[string]string{
+				"a": "unsafe partitions_under_min_isr offline=0 under=1 headroom=0 degraded=0",
+				"b": "safe offline=0 under=0 headroom=0 degraded=0",
+			},
+			underLosses: 1, offlineLosses: 2,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.snap.computeBudget(c.headroom)
+			b := c.snap.Budget
+			if got := effects(b.Brokers); !reflect.DeepEqual(got, c.brokers) {
+				t.Errorf("brokers:\n got %v\nwant %v", got, c.brokers)
+			}
+			if got := effects(b.Racks); len(c.racks) > 0 && !reflect.DeepEqual(got, c.racks) {
+				t.Errorf("racks:\n got %v\nwant %v", got, c.racks)
+			} else if len(c.racks) == 0 && b.Racks != nil {
+				t.Errorf("racks = %v without broker.rack, want none", got)
+			}
+			if b.LossesUntilUnderMinISR != c.underLosses || b.LossesUntilOffline != c.offlineLosses {
+				t.Errorf("losses until under min ISR, offline = %d, %d; want %d, %d",
+					b.LossesUntilUnderMinISR, b.LossesUntilOffline, c.underLosses, c.offlineLosses)
+			}
+			if b.QuorumLossesTolerated != -1 {
+				t.Errorf("quorum losses = %d without a quorum, want -1", b.QuorumLossesTolerated)
+			}
+		})
+	}
+}
+
+func TestComputeBudgetWithoutELR(t *testing.T) {
+	// The same partition as the ELR case, on a cluster whose ELR is unknown:
+	// broker 1 is its only candidate.
+	s := budgetSnapshot(3, nil, nil, budgetPart{"t", 2, 1, []int32{1, 2, 3}, []int32{1}, []int32{2}})
+	s.ELRKnown = false
+	s.computeBudget(0)
+	if got := effects(s.Budget.Brokers)["1"]; got != "unsafe partitions_offline,cluster_degraded offline=1 under=0 headroom=0 degraded=1" {
+		t.Errorf("broker 1: %s", got)
+	}
+}
+
+func TestComputeBudgetQuorum(t *testing.T) {
+	voters := func(ages ...time.Duration) *Quorum {
+		q := &Quorum{LeaderID: 1}
+		for i, age := range ages {
+			q.Voters = append(q.Voters, QuorumVoter{ID: int32(i + 1), CaughtUpAge: age})
+		}
+		return q
+	}
+	cases := []struct {
+		name      string
+		quorum    *Quorum
+		down      []int32
+		tolerated int
+		brokers   map[string]bool // broker: quorum_majority
+		degraded  map[string]bool // broker: cluster_degraded
+	}{
+		{"three caught up", voters(0, time.Second, 0), nil, 1,
+			map[string]bool{"1": false, "2": false, "3": false}, map[string]bool{"1": false, "2": false, "3": false}},
+		{"voter 3 lagging", voters(0, 0, time.Minute), nil, 0,
+			map[string]bool{"1": true, "2": true, "3": false}, map[string]bool{"1": true, "2": true, "3": false}},
+		{"voter 3's broker down, its age not yet grown", voters(0, 0, 0), []int32{3}, 0,
+			map[string]bool{"1": true, "2": true, "3": false}, map[string]bool{"1": true, "2": true, "3": false}},
+		{"five voters, one lagging", voters(0, 0, 0, 0, time.Minute), nil, 1,
+			map[string]bool{"1": false, "5": false}, map[string]bool{"1": true, "5": false}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := budgetSnapshot(int32(len(c.quorum.Voters)), c.down, nil)
+			s.Quorum = c.quorum
+			s.computeBudget(0)
+			if s.Budget.QuorumLossesTolerated != c.tolerated {
+				t.Errorf("voter losses tolerated = %d, want %d", s.Budget.QuorumLossesTolerated, c.tolerated)
+			}
+			for _, e := range s.Budget.Brokers {
+				if want, ok := c.brokers[e.ID]; ok && e.Unsafe(ReasonQuorumMajority) != want {
+					t.Errorf("broker %s quorum_majority = %v, want %v", e.ID, !want, want)
+				}
+				if want, ok := c.degraded[e.ID]; ok && e.Unsafe(ReasonClusterDegraded) != want {
+					t.Errorf("broker %s cluster_degraded = %v, want %v", e.ID, !want, want)
+				}
+			}
+		})
+	}
+}
+
+func TestAnswerBudget(t *testing.T) {
+	all := []int32{1, 2, 3}
+	s := budgetSnapshot(3, nil, nil, budgetPart{"t", 2, 1, all, []int32{1, 2}, nil}, budgetPart{"t", 2, 1, all, all, nil})
+	s.computeBudget(0)
+
+	a, err := answerBudget(s, budget.Question{Scope: budget.Broker, ID: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Safe || len(a.Findings) != 2 || a.Findings[0].Reason != ReasonPartitionsUnderMinISR || a.Findings[0].Count != 1 ||
+		a.Findings[1].Reason != ReasonClusterDegraded {
+		t.Errorf("broker 1: %+v", a)
+	}
+	if !reflect.DeepEqual(a.AtRisk, []string{"t/0"}) || a.AtRiskTotal != 1 {
+		t.Errorf("at risk %v (%d), want [t/0]", a.AtRisk, a.AtRiskTotal)
+	}
+	if a.Facts["losses_until_under_min_isr"] != 0 || a.Facts["losses_until_offline"] != 1 {
+		t.Errorf("facts %v", a.Facts)
+	}
+	if a, err := answerBudget(s, budget.Question{Scope: budget.Broker, ID: "3"}); err != nil || !a.Safe || len(a.Findings) != 0 {
+		t.Errorf("broker 3: %+v, %v; want safe", a, err)
+	}
+
+	// Broker 3 is out of the ISR of partition 0: not recovered.
+	a, err = answerBudget(s, budget.Question{Scope: budget.Broker, ID: "3", Recovered: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Safe || len(a.Findings) != 1 || a.Findings[0].Reason != ReasonOutOfSync || a.Findings[0].Count != 1 || !reflect.DeepEqual(a.AtRisk, []string{"t/0"}) {
+		t.Errorf("broker 3 recovered: %+v", a)
+	}
+	if a, err := answerBudget(s, budget.Question{Scope: budget.Broker, ID: "2", Recovered: true}); err != nil || !a.Safe {
+		t.Errorf("broker 2 recovered: %+v, %v; want safe", a, err)
+	}
+
+	_, err = answerBudget(s, budget.Question{Scope: budget.Broker, ID: "7"})
+	if !errors.Is(err, budget.ErrUnknown) || !strings.Contains(err.Error(), `"7"`) || !strings.Contains(err.Error(), "1, 2, 3") {
+		t.Errorf("unknown broker: %v", err)
+	}
+	if _, err := answerBudget(s, budget.Question{Scope: budget.Rack, ID: "a"}); !errors.Is(err, budget.ErrUnsupported) {
+		t.Errorf("rack without racks: %v", err)
+	}
+	if _, err := answerBudget(s, budget.Question{Scope: budget.Node, ID: "a"}); !errors.Is(err, budget.ErrUnsupported) {
+		t.Errorf("node scope: %v", err)
+	}
+
+	down := budgetSnapshot(3, []int32{2}, map[int32]string{1: "a", 2: "a", 3: "b"}, budgetPart{"t", 2, 1, all, []int32{1, 3}, nil})
+	down.computeBudget(0)
+	a, err = answerBudget(down, budget.Question{Scope: budget.Broker, ID: "2", Recovered: true})
+	if err != nil || a.Safe || len(a.Findings) != 3 || a.Findings[0].Reason != ReasonNotRegistered || a.Findings[1].Reason != ReasonNotReachable {
+		t.Errorf("broker 2 down, recovered: %+v, %v", a, err)
+	}
+	a, err = answerBudget(down, budget.Question{Scope: budget.Rack, ID: "b"})
+	if err != nil || a.Safe || !reflect.DeepEqual(a.Members, []string{"3"}) {
+		t.Errorf("rack b: %+v, %v", a, err)
+	}
+	if _, err := answerBudget(down, budget.Question{Scope: budget.Rack, ID: "c"}); !errors.Is(err, budget.ErrUnknown) || !strings.Contains(err.Error(), "a, b") {
+		t.Errorf("unknown rack: %v", err)
+	}
+}
+
+func TestAtRiskIsBounded(t *testing.T) {
+	var parts []budgetPart
+	for range budget.MaxAtRisk + 20 {
+		parts = append(parts, budgetPart{"one", 1, 1, []int32{1}, []int32{1}, nil})
+	}
+	s := budgetSnapshot(1, nil, nil, parts...)
+	s.computeBudget(0)
+	e := s.Budget.Brokers[0]
+	if len(e.AtRisk) != budget.MaxAtRisk || e.AtRiskTotal != budget.MaxAtRisk+20 || e.Offline != budget.MaxAtRisk+20 || e.AtRisk[0] != "one/0" {
+		t.Errorf("at risk %d listed, %d total, %d offline, first %q", len(e.AtRisk), e.AtRiskTotal, e.Offline, e.AtRisk[0])
+	}
+}
