@@ -1,0 +1,88 @@
+package collector
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+// largestConfig is a config file of just under size bytes listing as many
+// trivial Kafka clusters as fit: each one costs the check a client, the
+// dearest thing it builds, so this is the most a file of that size asks.
+func largestConfig(size int) (body string, clusters int) {
+	var b strings.Builder
+	b.WriteString("kafka:\n")
+	for {
+		entry := fmt.Sprintf("  - name: k%d\n    bootstrap_servers: [127.0.0.1:9092]\n", clusters)
+		if b.Len()+len(entry) > size {
+			return b.String(), clusters
+		}
+		b.WriteString(entry)
+		clusters++
+	}
+}
+
+// checkFile runs what --config.check runs (main.go): config.Load, then
+// Check.
+func checkFile(tb testing.TB, path string) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := Check(cfg); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// TestCheckOfTheLargestConfigIsLinear: a config file at the size limit,
+// of as many trivial clusters as fit, is checked in seconds and without
+// holding every client at once (issue 33: 18,267 clusters took 21 s and
+// 1.05 GB, because the check kept every watcher it built until the end).
+// The bounds are 10 times what the shared 2-core test machine measured
+// (9 s, 75 MB obtained from the OS), so only a cost that grows with the
+// clusters held at once, not a loaded machine, fails it.
+func TestCheckOfTheLargestConfigIsLinear(t *testing.T) {
+	if testing.Short() {
+		t.Skip("checks a 1 MiB config file")
+	}
+	body, clusters := largestConfig(config.MaxConfigSize)
+	path := filepath.Join(t.TempDir(), "largest.yml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	checkFile(t, path)
+	took := time.Since(start)
+	runtime.ReadMemStats(&after)
+	t.Logf("FIGURE config check of %d bytes, %d Kafka clusters: %.1f s, %.0f MB obtained from the OS, %.0f MB allocated in all",
+		len(body), clusters, took.Seconds(), float64(after.Sys)/1e6, float64(after.TotalAlloc-before.TotalAlloc)/1e6)
+	if limit := 90 * time.Second; took > limit {
+		t.Errorf("the check took %s, more than %s", took, limit)
+	}
+	if limit := uint64(750e6); after.Sys > limit {
+		t.Errorf("the check held %d MB, more than %d MB", after.Sys/1e6, limit/1e6)
+	}
+}
+
+// BenchmarkCheckOfTheLargestConfig is TestCheckOfTheLargestConfigIsLinear
+// repeated: go test -run '^$' -bench CheckOfTheLargestConfig -benchtime 3x ./collector/
+func BenchmarkCheckOfTheLargestConfig(b *testing.B) {
+	body, _ := largestConfig(config.MaxConfigSize)
+	path := filepath.Join(b.TempDir(), "largest.yml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		checkFile(b, path)
+	}
+}
