@@ -80,6 +80,7 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		{"url scheme", []string{"--kafka.server=http://host:9092"}, `--kafka.server: bootstrap server "http://host:9092": give HOST:PORT without a scheme (http://)`, nil},
 		{"port out of range", []string{"--kafka.server=host:99999"}, `port 99999 is outside 1-65535`, nil},
 		{"port zero", []string{"--redis.addr=host:0"}, `--redis.addr: addr "host:0": port 0 is outside 1-65535`, nil},
+		{"bootstrap server not an IP", []string{"--kafka.server=256.1.1.1:9092"}, `--kafka.server: bootstrap server "256.1.1.1:9092": "256.1.1.1" is not an IP address`, nil},
 		{"redis url with password", []string{"--redis.addr=redis://:Sekrit-pw-42@host:6379"}, `--redis.addr: addr "redis://REDACTED@host:6379": give HOST:PORT without a scheme (redis://)`, []string{"Sekrit-pw-42"}},
 		{"password file without cluster", []string{kafka, "--redis.password-file=" + brokenWebConfig}, "--redis.password-file is for the --redis.addr cluster", nil},
 		{"missing password file", []string{"--redis.addr=127.0.0.1:7000", "--redis.password-file=" + filepath.Join(dir, "no-pw")}, "password: read secret file: open " + filepath.Join(dir, "no-pw"), nil},

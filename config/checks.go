@@ -108,6 +108,11 @@ func CheckAddr(s string) error {
 	if host == "" {
 		return fmt.Errorf("%q: the host is empty; want HOST:PORT", s)
 	}
+	// Digits and dots are meant as an IPv4 address; as a name they would
+	// fail every refresh with "no such host".
+	if strings.Trim(host, "0123456789.") == "" && net.ParseIP(host) == nil {
+		return fmt.Errorf("%q: %q is not an IP address", s, host)
+	}
 	n, err := strconv.Atoi(port)
 	if err != nil {
 		return fmt.Errorf("%q: port is not a number", s)

@@ -35,6 +35,7 @@ func TestBadInputGetsOneClearMessage(t *testing.T) {
 		{"redis url with password", redis("redis://:hunter2@host:6379"), []string{`addr "redis://REDACTED@host:6379": give HOST:PORT without a scheme (redis://)`}, []string{"hunter2"}},
 		{"credentials without scheme", redis("user:hunter2@host:6379"), []string{`addr "REDACTED@host:6379": give HOST:PORT without credentials`}, []string{"hunter2"}},
 		{"empty host", redis(":6379"), []string{`addr ":6379": the host is empty`}, nil},
+		{"ipv4 that does not parse", redis("256.1.1.1:6379"), []string{`addr "256.1.1.1:6379": "256.1.1.1" is not an IP address`}, nil},
 		{"kafka version not a version", kafka("    version: abc\n"), []string{`version "abc" is not a Kafka version; give one such as 3.0.0`}, nil},
 		{"kafka version too old", kafka("    version: 1.0.0\n"), []string{"version 1.0.0 is older than 2.1.0, the oldest protocol version Kafka 4 brokers accept"}, nil},
 		{"canary replication factor beyond Kafka's", kafka("    canary:\n      enabled: true\n      replication_factor: 40000\n"), []string{"canary.replication_factor 40000 is more than 32767, the most Kafka allows"}, []string{"min_insync_replicas"}},
