@@ -25,6 +25,9 @@ type nodeView struct {
 	MigrationsRead bool
 	// AnsweredAt is when the node's replies arrived.
 	AnsweredAt time.Time
+	// NodeTimeout is the node's cluster-node-timeout (CONFIG GET, read once
+	// per connection), 0 when unread or refused.
+	NodeTimeout time.Duration
 }
 
 // self returns the view's myself line.

@@ -47,6 +47,15 @@ type descs struct {
 	nodeReplicasOutside *exposition.Desc
 	nodeRoleChanges     *exposition.Desc
 
+	nodeSafeToStop        *exposition.Desc
+	nodeStopUnsafe        *exposition.Desc
+	nodeStopUnserved      *exposition.Desc
+	nodeFailoverDataLoss  *exposition.Desc
+	zoneSafeToStop        *exposition.Desc
+	zoneStopUnsafe        *exposition.Desc
+	zoneStopUnserved      *exposition.Desc
+	masterLossesTolerated *exposition.Desc
+
 	failoverSeconds          *exposition.Desc
 	slotsUnservedSeconds     *exposition.Desc
 	failoverOpenSeconds      *exposition.Desc
@@ -152,6 +161,28 @@ var metrics = func() descs {
 		nodeRoleChanges: newCounter("redis_cluster_node_role_changes_total",
 			"Role changes of the node observed by this exporter."+fromRefresh, node...),
 
+		// The failure budget (budget.go): what stopping a node or a zone now
+		// would do.
+		nodeSafeToStop: newGauge("redis_cluster_node_safe_to_stop",
+			"1 if stopping the node now is safe: it serves no slot (a replica, or an empty master), the cluster is not degraded, and, with healthy_replica_headroom, it is not its master's last healthy replica; 0 otherwise (redis_cluster_node_stop_unsafe says why)."+fromRefresh, node...),
+		nodeStopUnsafe: newGauge("redis_cluster_node_stop_unsafe",
+			"1 if the reason makes stopping the node unsafe, 0 if not, for every reason: serves_slots (a master that serves slots: fail over first), no_healthy_replica (its slots would be unserved for good), "+
+				"masters_majority (too few slot-serving masters would be left to authorise a failover), last_healthy_replica (its master's last healthy replica, with healthy_replica_headroom), cluster_degraded (the cluster already is)."+fromRefresh,
+			"node_id", "address", "reason"),
+		nodeStopUnserved: newGauge("redis_cluster_node_stop_unserved_slots",
+			"Hash slots that stopping the node now would leave unserved: until=failover until a replica is promoted (about cluster-node-timeout), until=never for good (no healthy replica, or no majority to authorise the failover)."+fromRefresh,
+			"node_id", "address", "until"),
+		nodeFailoverDataLoss: newGauge("redis_cluster_node_failover_data_loss_bytes",
+			"For a master with a healthy replica whose lag is known, what a failover now would lose: the master's replication offset minus the best healthy replica's."+fromRefresh, node...),
+		zoneSafeToStop: newGauge("redis_cluster_zone_safe_to_stop",
+			"1 if losing every node of the zone (availability_zone, or failure_budget.zones) now would be safe, by the node rules; present only where zones are known."+fromRefresh, "zone"),
+		zoneStopUnsafe: newGauge("redis_cluster_zone_stop_unsafe",
+			"1 if the reason makes losing the zone unsafe, 0 if not, for every reason of redis_cluster_node_stop_unsafe."+fromRefresh, "zone", "reason"),
+		zoneStopUnserved: newGauge("redis_cluster_zone_stop_unserved_slots",
+			"Hash slots the zone's loss now would leave unserved: until=failover until replicas in other zones are promoted, until=never for good."+fromRefresh, "zone", "until"),
+		masterLossesTolerated: newGauge("redis_cluster_master_losses_tolerated",
+			"How many more slot-serving masters could fail with a majority of them still able to authorise a failover: the masters serving slots and not failing, minus the majority of all masters serving slots; negative when failovers already cannot be authorised."+fromRefresh),
+
 		failoverSeconds: newHistogram("redis_cluster_failover_seconds",
 			"How long failovers took, from the exporter's first failed query of a master owning slots, once the cluster flagged it PFAIL or FAIL (else the first refresh that saw the flag), to the first refresh that saw one of its replicas promoted, "+
 				"not failing and owning slots; one observation per failover. A failover that began and ended between two refreshes counts as the time between them (an upper bound). "+
@@ -245,6 +276,7 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot) {
 	emitEpisodes(ch, cluster, s)
 	emitSlotStats(ch, cluster, s)
 	emitMigrations(ch, cluster, s)
+	emitBudget(ch, cluster, s)
 
 	for i := range s.Nodes {
 		n := &s.Nodes[i]

@@ -128,7 +128,7 @@ func TestCollectorSetRemove(t *testing.T) {
 func TestMetricNamesAreCollected(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	c := NewCollector()
-	c.Set("main", staticWatcher(t, "main", withMigrations(withSlotStats(withEpisodes(testSnapshot()))), nil))
+	c.Set("main", staticWatcher(t, "main", withBudget(withMigrations(withSlotStats(withEpisodes(testSnapshot())))), nil))
 	reg.MustRegister(c)
 	families, err := reg.Gather()
 	if err != nil {

@@ -105,6 +105,9 @@ type Snapshot struct {
 	SlotRanges []SlotRange
 	// Episodes times failovers and unserved slots across refreshes.
 	Episodes Episodes
+	// FailureBudget is what stopping each node or zone would do now
+	// (budget.go); nil in snapshots built without assessBudget.
+	FailureBudget *FailureBudget
 	// Events are the transitions between the previous snapshot and this one.
 	Events events.List
 }

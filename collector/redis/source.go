@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,9 @@ type nodeClient struct {
 	// migrationAPI is the node's atomic slot migration command, a
 	// migrationAPI read once (migrations.go).
 	migrationAPI atomic.Int32
+	// nodeTimeout is the node's cluster-node-timeout in milliseconds, read
+	// once per connection: 0 unread, -1 refused or unreadable (budget.go).
+	nodeTimeout atomic.Int64
 
 	mu     sync.Mutex
 	client rueidis.Client
@@ -198,6 +202,7 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	snap.ReadAt = lastAnswer(views)
 	snap.ProbedAt = probedAt
 	snap.backdateLimit = s.cfg.BackdateLimit
+	snap.FailureBudget = assessBudget(snap, s.cfg.FailureBudget, clusterNodeTimeout(views))
 	s.readSlotStats(ctx, snap)
 	carryTransitions(prev, snap)
 	settleDisputes(prev, snap, time.Now())
@@ -415,8 +420,15 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 		client.B().Hello().Build(),
 	}
 	api := nc.readMigrationAPI(ctx, client)
+	migrationReply := -1
 	if api == migrationAPIValkey || api == migrationAPIRedis {
+		migrationReply = len(cmds)
 		cmds = append(cmds, migrationCommand(client, api))
+	}
+	nodeTimeoutReply := -1
+	if nc.nodeTimeout.Load() == 0 {
+		nodeTimeoutReply = len(cmds)
+		cmds = append(cmds, client.B().ConfigGet().Parameter("cluster-node-timeout").Build())
 	}
 	replies := client.DoMulti(ctx, cmds...)
 	answeredAt := time.Now()
@@ -441,10 +453,16 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 	if zone, ok := hello["availability_zone"]; ok {
 		view.Zone, _ = zone.ToString()
 	}
-	if len(replies) > 6 {
+	if nodeTimeoutReply >= 0 {
+		nc.nodeTimeout.Store(parseNodeTimeout(replies[nodeTimeoutReply]))
+	}
+	if ms := nc.nodeTimeout.Load(); ms > 0 {
+		view.NodeTimeout = time.Duration(ms) * time.Millisecond
+	}
+	if migrationReply >= 0 {
 		// A node whose jobs cannot be read (an ACL refusing the command)
 		// is still read; its migration series are absent.
-		if view.Migrations, err = nc.readMigrations(replies[6], api); err != nil {
+		if view.Migrations, err = nc.readMigrations(replies[migrationReply], api); err != nil {
 			s.reportMigrationsUnread(nc.addr, api, err)
 		} else {
 			view.MigrationsRead = true
@@ -500,4 +518,30 @@ func parseNodeView(addr, nodes, info, replication, memory string, keys int64) (n
 		return v, err
 	}
 	return v, nil
+}
+
+// parseNodeTimeout reads CONFIG GET cluster-node-timeout's reply (a map in
+// RESP3, pairs in RESP2) as milliseconds, -1 when it is refused (an ACL
+// without +config|get) or not a positive number: the failure budget then
+// estimates with DefaultClusterNodeTimeout.
+func parseNodeTimeout(reply rueidis.RedisResult) int64 {
+	values, err := reply.AsStrMap()
+	if err != nil {
+		return -1
+	}
+	ms, err := strconv.ParseInt(values["cluster-node-timeout"], 10, 64)
+	if err != nil || ms <= 0 {
+		return -1
+	}
+	return ms
+}
+
+// clusterNodeTimeout is the largest cluster-node-timeout the views report,
+// 0 when none did.
+func clusterNodeTimeout(views []nodeView) time.Duration {
+	var timeout time.Duration
+	for _, v := range views {
+		timeout = max(timeout, v.NodeTimeout)
+	}
+	return timeout
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-kit/log"
 
+	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
@@ -41,7 +42,9 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 		Title: "Redis Cluster",
 		Intro: "Every series carries `redis_cluster`. While `redis_cluster_up` is 0 only it and the `redis_cluster_exporter_*` series are served.",
 	},
-	Views: Views,
+	Views:        Views,
+	Budget:       answerBudget,
+	BudgetScopes: []budget.Scope{budget.Node, budget.Zone},
 }
 
 // System is Redis Cluster's registry entry.

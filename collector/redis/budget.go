@@ -1,0 +1,602 @@
+package redis
+
+import (
+	"cmp"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/failover-exporter/failover_exporter/collector/budget"
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+// The failure budget: what stopping one node, or every node of one zone,
+// would do now. assessBudget computes it once per refresh from the
+// snapshot; the redis_cluster_*_stop_* series and answerBudget (the
+// safe-to-stop endpoint and command) both read what it stored.
+//
+// The rules, for a stop of a set S of nodes (one node, or a zone's):
+//
+//   - Voters are the masters that serve slots and are not flagged pfail or
+//     fail; the majority is Masters/2+1 of all masters that serve slots
+//     (Redis Cluster's failover authorisation: a replica needs the votes
+//     of a majority of them). Losses tolerated = voters - majority.
+//   - cluster_degraded: the cluster already is (cluster_state not ok, some
+//     slot pfail, fail or unassigned, or the voters short of a majority);
+//     every stop is unsafe until it recovers.
+//   - serves_slots: S holds a master that serves slots; its slots move only
+//     by a failover, so the stop is not safe, whatever else holds. Its
+//     slots count as unserved until=failover (for about
+//     cluster-node-timeout plus the replica's election delay, ~1 s) when
+//     it has a healthy replica (Node.IsHealthyReplica) outside S and the
+//     majority survives the stop, else until=never (until it comes back).
+//   - no_healthy_replica: such a master has no healthy replica outside S:
+//     its slots are unserved for good.
+//   - masters_majority: S holds voters, and without them the voters left
+//     are fewer than the majority: no failover can be authorised, for S's
+//     masters or any later one.
+//   - last_healthy_replica (only with failure_budget.healthy_replica_headroom):
+//     some master that serves slots outside S has healthy replicas and all
+//     of them are in S: it would serve on with none.
+//   - Safe: no finding. A replica's stop is safe unless the cluster is
+//     degraded or (headroom) it is its master's last healthy replica;
+//     replicas do not vote, so a replica's stop never breaks the majority.
+//     A master that serves no slot is safe unless the cluster is degraded.
+//
+// Caught up (Node.IsCaughtUpReplica) is a healthy replica whose master
+// lists it in INFO replication within failure_budget.caught_up_bytes of
+// its own offset: the replica the advice names for CLUSTER FAILOVER, and
+// what a restarted replica must be to count as recovered. A healthy replica
+// that lags further would still be promoted by the cluster (it counts for
+// until=failover), losing what it lags: failover_data_loss_bytes is the
+// master's offset minus the best healthy replica's.
+
+// Reasons a Redis stop is not safe, labelling redis_cluster_node_stop_unsafe
+// and redis_cluster_zone_stop_unsafe.
+const (
+	ReasonServesSlots        budget.Reason = "serves_slots"
+	ReasonNoHealthyReplica   budget.Reason = "no_healthy_replica"
+	ReasonMastersMajority    budget.Reason = "masters_majority"
+	ReasonLastHealthyReplica budget.Reason = "last_healthy_replica"
+	ReasonClusterDegraded    budget.Reason = "cluster_degraded"
+)
+
+// Reasons a restarted node is not yet recovered (answers only, no series).
+const (
+	ReasonNotReachable   budget.Reason = "not_reachable"
+	ReasonNodeFailing    budget.Reason = "node_failing"
+	ReasonLinkDown       budget.Reason = "link_down"
+	ReasonMasterLinkDown budget.Reason = "master_link_down"
+	ReasonNotCaughtUp    budget.Reason = "not_caught_up"
+)
+
+// stopReasons are every stop reason, in the order their series are sent.
+var stopReasons = []budget.Reason{ReasonServesSlots, ReasonNoHealthyReplica, ReasonMastersMajority, ReasonLastHealthyReplica, ReasonClusterDegraded}
+
+// Until a stop's slots are unserved: until a replica is promoted, or for
+// good (until the stopped master comes back).
+const (
+	untilFailover = "failover"
+	untilNever    = "never"
+)
+
+// DefaultClusterNodeTimeout is Redis's cluster-node-timeout default, used
+// for the unserved-seconds estimate when no node answered CONFIG GET.
+const DefaultClusterNodeTimeout = 15 * time.Second
+
+// electionDelay is what a replica waits after its master is marked FAIL
+// before it asks for votes: 500 ms plus up to 500 ms at random (plus a
+// second per rank, for replicas less up to date than another).
+const electionDelay = time.Second
+
+// FailureBudget is what stopping each node and zone would do, as of the
+// refresh that built the snapshot.
+type FailureBudget struct {
+	// NodeTimeout is the cluster-node-timeout the nodes report (the
+	// largest), or DefaultClusterNodeTimeout when NodeTimeoutRead is false.
+	NodeTimeout     time.Duration
+	NodeTimeoutRead bool
+	// CaughtUpBytes and Headroom are the cluster's failure_budget settings.
+	CaughtUpBytes int64
+	Headroom      bool
+	// Voters are the masters serving slots that are not failing; Majority
+	// is how many votes a failover needs.
+	Voters, Majority int
+	// Degraded says why the cluster already is degraded; empty when not.
+	Degraded string
+	// Nodes are the outcomes of stopping each node, by node id.
+	Nodes map[string]*StopOutcome
+	// Zones are the outcomes of stopping each zone, by zone; nil when no
+	// node has one. zoneOf is each node's zone (configured, else its
+	// availability_zone).
+	Zones  map[string]*StopOutcome
+	zoneOf map[string]string
+}
+
+// LossesTolerated is how many more voting masters could fail with the
+// majority still authorising a failover; negative when it already cannot.
+func (b *FailureBudget) LossesTolerated() int { return b.Voters - b.Majority }
+
+// StopOutcome is what one stop would do.
+type StopOutcome struct {
+	Findings []budget.Finding
+	// UnservedFailover and UnservedNever are the slots the stop leaves
+	// unserved until a replica is promoted, and for good.
+	UnservedFailover, UnservedNever int
+	// AtRisk are the slot ranges the findings are about, in slot order.
+	AtRisk []SlotRange
+	// Advice says what to do first.
+	Advice string
+	// DataLossBytes is what a failover of the stopped masters now would
+	// lose, when HasDataLoss (some stopped master has a healthy replica
+	// whose lag is known).
+	DataLossBytes int64
+	HasDataLoss   bool
+	// Members are the stopped nodes' addresses (for a zone), sorted.
+	Members []string
+}
+
+// Safe reports whether the stop has no finding.
+func (o *StopOutcome) Safe() bool { return len(o.Findings) == 0 }
+
+// Unsafe reports whether the stop has a finding with reason r.
+func (o *StopOutcome) Unsafe(r budget.Reason) bool {
+	return slices.ContainsFunc(o.Findings, func(f budget.Finding) bool { return f.Reason == r })
+}
+
+// IsCaughtUpReplica is IsHealthyReplica with the replication lag known
+// (its master lists it) and within bound bytes: the replica to fail over to.
+func (n *Node) IsCaughtUpReplica(bound int64) bool {
+	return n.IsHealthyReplica() && n.HasReplicationLag && n.ReplicationLagBytes <= bound
+}
+
+// assessBudget computes the failure budget of snap (a step of the refresh,
+// after buildSnapshot): every node's stop, and every zone's.
+func assessBudget(snap *Snapshot, cfg config.RedisBudget, nodeTimeout time.Duration) *FailureBudget {
+	b := &FailureBudget{
+		NodeTimeout:     nodeTimeout,
+		NodeTimeoutRead: nodeTimeout > 0,
+		CaughtUpBytes:   cfg.CaughtUpBound(),
+		Headroom:        cfg.HealthyReplicaHeadroom,
+		Majority:        snap.Masters/2 + 1,
+		Nodes:           make(map[string]*StopOutcome, len(snap.Nodes)),
+		zoneOf:          map[string]string{},
+	}
+	if !b.NodeTimeoutRead {
+		b.NodeTimeout = DefaultClusterNodeTimeout
+	}
+	for i := range snap.Nodes {
+		n := &snap.Nodes[i]
+		if isVoter(n) {
+			b.Voters++
+		}
+		zone := n.Zone
+		if z, ok := cfg.Zones[n.Addr]; ok {
+			zone = z
+		}
+		if zone != "" {
+			b.zoneOf[n.ID] = zone
+		}
+	}
+	b.Degraded = degradedBecause(snap, b)
+	a := newStopAssessor(snap, b)
+	for i := range snap.Nodes {
+		n := &snap.Nodes[i]
+		b.Nodes[n.ID] = a.assess(map[string]bool{n.ID: true})
+	}
+	if len(b.zoneOf) > 0 {
+		members := map[string]map[string]bool{}
+		for id, zone := range b.zoneOf {
+			if members[zone] == nil {
+				members[zone] = map[string]bool{}
+			}
+			members[zone][id] = true
+		}
+		b.Zones = make(map[string]*StopOutcome, len(members))
+		for zone, ids := range members {
+			o := a.assess(ids)
+			for i := range snap.Nodes {
+				if ids[snap.Nodes[i].ID] {
+					o.Members = append(o.Members, nodeName(&snap.Nodes[i]))
+				}
+			}
+			slices.Sort(o.Members)
+			b.Zones[zone] = o
+		}
+	}
+	return b
+}
+
+// isVoter reports whether the node votes in failover elections now: a
+// master that serves slots and is not flagged failing.
+func isVoter(n *Node) bool {
+	return n.Role == RoleMaster && n.Slots > 0 && n.State != NodeStatePFail && n.State != NodeStateFail
+}
+
+// degradedBecause says why the cluster is degraded already, "" if it is not.
+func degradedBecause(snap *Snapshot, b *FailureBudget) string {
+	var why []string
+	if !snap.StateOK {
+		why = append(why, "cluster_state is fail")
+	}
+	if unserved := snap.SlotsPFail + snap.SlotsFail + snap.SlotsUnassigned; unserved > 0 {
+		why = append(why, fmt.Sprintf("%d slots are pfail, fail or unassigned", unserved))
+	}
+	if b.Voters < b.Majority {
+		why = append(why, fmt.Sprintf("%d of %d slot-serving masters can vote, fewer than the majority of %d", b.Voters, snap.Masters, b.Majority))
+	}
+	return strings.Join(why, "; ")
+}
+
+// stopAssessor holds the indexes assess needs.
+type stopAssessor struct {
+	snap     *Snapshot
+	b        *FailureBudget
+	replicas map[string][]*Node     // healthy replicas, by master id
+	ranges   map[string][]SlotRange // by owner id
+}
+
+func newStopAssessor(snap *Snapshot, b *FailureBudget) *stopAssessor {
+	a := &stopAssessor{snap: snap, b: b, replicas: map[string][]*Node{}, ranges: map[string][]SlotRange{}}
+	for i := range snap.Nodes {
+		if r := &snap.Nodes[i]; r.IsHealthyReplica() {
+			a.replicas[r.MasterID] = append(a.replicas[r.MasterID], r)
+		}
+	}
+	for _, r := range snap.SlotRanges {
+		if r.Owner != "" {
+			a.ranges[r.Owner] = append(a.ranges[r.Owner], r)
+		}
+	}
+	return a
+}
+
+// maxAdvised bounds the masters a zone's advice names one by one.
+const maxAdvised = 5
+
+// assess applies the rules (see the top of the file) to a stop of the
+// nodes in stopped.
+func (a *stopAssessor) assess(stopped map[string]bool) *StopOutcome {
+	o := &StopOutcome{}
+	b := a.b
+	if b.Degraded != "" {
+		o.add(ReasonClusterDegraded, 0, "the cluster is degraded already (%s): recover it before stopping anything", b.Degraded)
+	}
+	votersLost := 0
+	for id := range stopped {
+		if n := a.node(id); n != nil && isVoter(n) {
+			votersLost++
+		}
+	}
+	majorityHolds := b.Voters-votersLost >= b.Majority
+	if votersLost > 0 && !majorityHolds {
+		o.add(ReasonMastersMajority, b.Voters-votersLost,
+			"the stop leaves %d of %d slot-serving masters able to vote, fewer than the majority of %d a failover needs: no failover could be authorised",
+			b.Voters-votersLost, a.snap.Masters, b.Majority)
+	}
+
+	var servesSlots, noReplica, lastReplica int
+	var serving, without, last []string
+	var advice []string
+	for i := range a.snap.Nodes {
+		m := &a.snap.Nodes[i]
+		if m.Role != RoleMaster || m.Slots == 0 {
+			continue
+		}
+		var outside, inside []*Node
+		for _, r := range a.replicas[m.ID] {
+			if stopped[r.ID] {
+				inside = append(inside, r)
+			} else {
+				outside = append(outside, r)
+			}
+		}
+		if !stopped[m.ID] {
+			if b.Headroom && len(inside) > 0 && len(outside) == 0 {
+				lastReplica += m.Slots
+				last = append(last, nodeName(m))
+				o.AtRisk = append(o.AtRisk, a.ranges[m.ID]...)
+			}
+			continue
+		}
+		servesSlots += m.Slots
+		serving = append(serving, nodeName(m))
+		o.AtRisk = append(o.AtRisk, a.ranges[m.ID]...)
+		switch {
+		case len(outside) == 0:
+			noReplica += m.Slots
+			without = append(without, nodeName(m))
+			o.UnservedNever += m.Slots
+		case !majorityHolds:
+			o.UnservedNever += m.Slots
+		default:
+			o.UnservedFailover += m.Slots
+		}
+		if loss, ok := failoverLoss(outside); ok {
+			o.DataLossBytes += loss
+			o.HasDataLoss = true
+		}
+		advice = append(advice, a.advise(m, outside))
+	}
+	if servesSlots > 0 {
+		o.add(ReasonServesSlots, servesSlots, "%s %d slots: fail over first, or they are unserved while a replica is promoted", pluralServe(serving), servesSlots)
+	}
+	if noReplica > 0 {
+		o.add(ReasonNoHealthyReplica, noReplica, "%s no healthy replica to take over: %d slots would be unserved until it is back", pluralHave(without), noReplica)
+	}
+	if lastReplica > 0 {
+		o.add(ReasonLastHealthyReplica, lastReplica, "the stop takes the last healthy replica of %s (%d slots), which would serve on with none (healthy_replica_headroom)", strings.Join(bounded(last), ", "), lastReplica)
+	}
+	slices.SortFunc(o.AtRisk, func(x, y SlotRange) int { return cmp.Compare(x.First, y.First) })
+	o.AtRisk = slices.Compact(o.AtRisk)
+	if len(advice) > maxAdvised {
+		advice = append(advice[:maxAdvised], fmt.Sprintf("and %d more masters", len(advice)-maxAdvised))
+	}
+	o.Advice = strings.Join(advice, "; ")
+	return o
+}
+
+func (a *stopAssessor) node(id string) *Node {
+	for i := range a.snap.Nodes {
+		if a.snap.Nodes[i].ID == id {
+			return &a.snap.Nodes[i]
+		}
+	}
+	return nil
+}
+
+// advise names the caught-up replica of m to fail over to, or says why
+// there is none.
+func (a *stopAssessor) advise(m *Node, replicas []*Node) string {
+	if len(replicas) == 0 {
+		return fmt.Sprintf("master %s has no healthy replica to fail over to: add one (CLUSTER REPLICATE %s on a new node) or move its slots first", nodeName(m), m.ID)
+	}
+	best := bestReplica(replicas)
+	if !best.IsCaughtUpReplica(a.b.CaughtUpBytes) {
+		behind := "its lag is unknown"
+		if best.HasReplicationLag {
+			behind = fmt.Sprintf("it is %d bytes behind", best.ReplicationLagBytes)
+		}
+		return fmt.Sprintf("no replica of %s is caught up (within %d bytes): the best, %s (%s), %s; wait for it, then fail over to it first: %s",
+			nodeName(m), a.b.CaughtUpBytes, best.ID, best.Addr, behind, failoverCommand(best))
+	}
+	return fmt.Sprintf("fail over to replica %s (%s) first: %s", best.ID, best.Addr, failoverCommand(best))
+}
+
+// bestReplica is the replica with the smallest known lag (unknown lags
+// last), then by address.
+func bestReplica(replicas []*Node) *Node {
+	return slices.MinFunc(replicas, func(x, y *Node) int {
+		if c := cmpBool(!x.HasReplicationLag, !y.HasReplicationLag); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.ReplicationLagBytes, y.ReplicationLagBytes); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.Addr, y.Addr)
+	})
+}
+
+// failoverLoss is what a failover now would lose: the master's offset
+// minus the best healthy replica's, when some replica's lag is known.
+func failoverLoss(replicas []*Node) (int64, bool) {
+	if len(replicas) == 0 {
+		return 0, false
+	}
+	best := bestReplica(replicas)
+	return best.ReplicationLagBytes, best.HasReplicationLag
+}
+
+func failoverCommand(r *Node) string {
+	host, port, err := net.SplitHostPort(r.Addr)
+	if err != nil {
+		return "CLUSTER FAILOVER on it"
+	}
+	return fmt.Sprintf("redis-cli -h %s -p %s CLUSTER FAILOVER", host, port)
+}
+
+// nodeName is a node's address, else its id.
+func nodeName(n *Node) string {
+	if n.Addr != "" {
+		return n.Addr
+	}
+	return n.ID
+}
+
+func (o *StopOutcome) add(reason budget.Reason, count int, format string, args ...any) {
+	o.Findings = append(o.Findings, budget.Finding{Reason: reason, Count: count, Message: fmt.Sprintf(format, args...)})
+}
+
+func bounded(names []string) []string {
+	if len(names) > maxAdvised {
+		return append(slices.Clone(names[:maxAdvised]), fmt.Sprintf("%d more", len(names)-maxAdvised))
+	}
+	return names
+}
+
+func pluralServe(masters []string) string {
+	if len(masters) == 1 {
+		return "master " + masters[0] + " serves"
+	}
+	return "masters " + strings.Join(bounded(masters), ", ") + " serve"
+}
+
+func pluralHave(masters []string) string {
+	if len(masters) == 1 {
+		return "master " + masters[0] + " has"
+	}
+	return "masters " + strings.Join(bounded(masters), ", ") + " have"
+}
+
+// slotRangeName is a range as AtRisk lists it: "0-5460".
+func slotRangeName(r SlotRange) string {
+	return strconv.Itoa(r.First) + "-" + strconv.Itoa(r.Last)
+}
+
+// answerBudget answers a failure budget question from what assessBudget
+// stored in the snapshot: Scope Node (ID a node id or ip:port) or Zone.
+func answerBudget(snap *Snapshot, q budget.Question) (budget.Answer, error) {
+	b := snap.FailureBudget
+	if b == nil {
+		return budget.Answer{}, fmt.Errorf("the snapshot has no failure budget: %w", budget.ErrUnsupported)
+	}
+	a := budget.Answer{System: "redis", Scope: q.Scope, ID: q.ID, Recovered: q.Recovered, Safe: true, ReadAt: snap.ReadAt}
+	switch q.Scope {
+	case budget.Node:
+		n := snap.findNode(q.ID)
+		if n == nil {
+			return budget.Answer{}, fmt.Errorf("redis node %q: %w node (give a node id or ip:port of a member)", q.ID, budget.ErrUnknown)
+		}
+		if q.Recovered {
+			recoveredNode(&a, n, b.CaughtUpBytes)
+			return a, nil
+		}
+		b.answerStop(&a, b.Nodes[n.ID])
+		return a, nil
+	case budget.Zone:
+		if len(b.Zones) == 0 {
+			return budget.Answer{}, fmt.Errorf("no node reports an availability_zone and failure_budget.zones is empty: %w", budget.ErrUnsupported)
+		}
+		o, ok := b.Zones[q.ID]
+		if !ok {
+			zones := make([]string, 0, len(b.Zones))
+			for z := range b.Zones {
+				zones = append(zones, z)
+			}
+			slices.Sort(zones)
+			return budget.Answer{}, fmt.Errorf("redis zone %q: %w zone (known: %s)", q.ID, budget.ErrUnknown, strings.Join(bounded(zones), ", "))
+		}
+		a.Members = slices.Clone(o.Members)
+		if q.Recovered {
+			for i := range snap.Nodes {
+				if n := &snap.Nodes[i]; b.zoneOf[n.ID] == q.ID {
+					recoveredNode(&a, n, b.CaughtUpBytes)
+				}
+			}
+			return a, nil
+		}
+		b.answerStop(&a, o)
+		return a, nil
+	}
+	return budget.Answer{}, fmt.Errorf("redis answers node and zone questions, not %q: %w", q.Scope, budget.ErrUnsupported)
+}
+
+func (s *Snapshot) findNode(id string) *Node {
+	for i := range s.Nodes {
+		if s.Nodes[i].ID == id || s.Nodes[i].Addr == id && id != "" {
+			return &s.Nodes[i]
+		}
+	}
+	return nil
+}
+
+// answerStop fills a from a stop's stored outcome.
+func (b *FailureBudget) answerStop(a *budget.Answer, o *StopOutcome) {
+	for _, f := range o.Findings {
+		a.Add(f.Reason, f.Count, "%s", f.Message)
+	}
+	for _, r := range o.AtRisk {
+		a.AddAtRisk(slotRangeName(r))
+	}
+	a.Advice = o.Advice
+	a.Facts = map[string]float64{
+		"unserved_slots_failover":      float64(o.UnservedFailover),
+		"unserved_slots_never":         float64(o.UnservedNever),
+		"cluster_node_timeout_seconds": b.NodeTimeout.Seconds(),
+		"master_losses_tolerated":      float64(b.LossesTolerated()),
+	}
+	// Slots unserved until a failover are so for about the node timeout
+	// and the election delay; those unserved for good have no estimate
+	// (unserved_slots_never says how many).
+	a.Facts["unserved_seconds_estimate"] = 0
+	if o.UnservedFailover > 0 {
+		a.Facts["unserved_seconds_estimate"] = (b.NodeTimeout + electionDelay).Seconds()
+	}
+	if o.HasDataLoss {
+		a.Facts["failover_data_loss_bytes"] = float64(o.DataLossBytes)
+	}
+}
+
+// recoveredNode adds what n still lacks to be back: reachable, not
+// failing, its bus link up, and for a replica its master link up and its
+// lag known and within the caught-up bound.
+func recoveredNode(a *budget.Answer, n *Node, caughtUp int64) {
+	name := nodeName(n)
+	if !n.Reachable {
+		a.Add(ReasonNotReachable, 1, "node %s does not answer the exporter", name)
+	}
+	if n.State != NodeStateOK {
+		a.Add(ReasonNodeFailing, 1, "node %s is in state %s in the cluster's view", name, n.State)
+	}
+	if !n.LinkConnected {
+		a.Add(ReasonLinkDown, 1, "the cluster bus link to node %s is down", name)
+	}
+	if n.Role != RoleReplica {
+		return
+	}
+	if n.Reachable && !n.MasterLinkUp {
+		a.Add(ReasonMasterLinkDown, 1, "replica %s has master_link_status down", name)
+	}
+	switch {
+	case !n.HasReplicationLag:
+		a.Add(ReasonNotCaughtUp, 1, "replica %s is not listed by its master %s in INFO replication: not synced", name, n.MasterID)
+	case n.ReplicationLagBytes > caughtUp:
+		a.Add(ReasonNotCaughtUp, 1, "replica %s is %d bytes behind its master, more than caught_up_bytes %d", name, n.ReplicationLagBytes, caughtUp)
+	}
+}
+
+// emitBudget emits the failure budget's series; none for a snapshot built
+// without one.
+func emitBudget(ch exposition.Sink, cluster string, s *Snapshot) {
+	b := s.FailureBudget
+	if b == nil {
+		return
+	}
+	ch.Add(metrics.masterLossesTolerated, float64(b.LossesTolerated()), cluster)
+	nodeLabels := []string{cluster, "", ""}
+	extraLabels := []string{cluster, "", "", ""}
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		o := b.Nodes[n.ID]
+		if o == nil {
+			continue
+		}
+		nodeLabels[1], nodeLabels[2] = n.ID, n.Addr
+		extraLabels[1], extraLabels[2] = n.ID, n.Addr
+		ch.Add(metrics.nodeSafeToStop, bool01(o.Safe()), nodeLabels...)
+		for _, r := range stopReasons {
+			extraLabels[3] = string(r)
+			ch.Add(metrics.nodeStopUnsafe, bool01(o.Unsafe(r)), extraLabels...)
+		}
+		extraLabels[3] = untilFailover
+		ch.Add(metrics.nodeStopUnserved, float64(o.UnservedFailover), extraLabels...)
+		extraLabels[3] = untilNever
+		ch.Add(metrics.nodeStopUnserved, float64(o.UnservedNever), extraLabels...)
+		if n.Role == RoleMaster && o.HasDataLoss {
+			ch.Add(metrics.nodeFailoverDataLoss, float64(o.DataLossBytes), nodeLabels...)
+		}
+	}
+	zones := make([]string, 0, len(b.Zones))
+	for z := range b.Zones {
+		zones = append(zones, z)
+	}
+	slices.Sort(zones)
+	zoneLabels := []string{cluster, "", ""}
+	for _, z := range zones {
+		o := b.Zones[z]
+		ch.Add(metrics.zoneSafeToStop, bool01(o.Safe()), cluster, z)
+		zoneLabels[1] = z
+		for _, r := range stopReasons {
+			zoneLabels[2] = string(r)
+			ch.Add(metrics.zoneStopUnsafe, bool01(o.Unsafe(r)), zoneLabels...)
+		}
+		zoneLabels[2] = untilFailover
+		ch.Add(metrics.zoneStopUnserved, float64(o.UnservedFailover), zoneLabels...)
+		zoneLabels[2] = untilNever
+		ch.Add(metrics.zoneStopUnserved, float64(o.UnservedNever), zoneLabels...)
+	}
+}
