@@ -266,10 +266,10 @@ func checkTelemetryPath(p string, pprof bool) error {
 	if p == "/-" || strings.HasPrefix(p, "/-/") {
 		return fmt.Errorf("%q collides with the exporter's /-/healthy, /-/ready and /-/reload", p)
 	}
-	if p == "/api" || strings.HasPrefix(p, "/api/") {
+	if p == "/api/v1" || strings.HasPrefix(p, "/api/v1/") {
 		return fmt.Errorf("%q collides with the exporter's API under /api/v1/ (the event log is /api/v1/events)", p)
 	}
-	if pprof && (p == "/debug" || strings.HasPrefix(p+"/", "/debug/pprof/")) {
+	if pprof && strings.HasPrefix(p+"/", "/debug/pprof/") {
 		return fmt.Errorf("%q collides with /debug/pprof/ (--web.enable-pprof)", p)
 	}
 	return nil

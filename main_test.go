@@ -164,6 +164,7 @@ func TestGoodFlagsPassTheCheck(t *testing.T) {
 		{"--kafka.server=127.0.0.1:9092", "--kafka.partition-metrics=none", "--no-kafka.partition-metrics"},
 		{"--kafka.server=127.0.0.1:9092", "--kafka.cluster-name=orders", "--kafka.topic-filter=orders|payments\\..*", "--kafka.topic-exclude=.*-dlq"},
 		{"--redis.addr=127.0.0.1:7000", "--redis.cluster-name=sessions", "--refresh.interval=1s", "--web.telemetry-path=/debug/pprof"},
+		{"--redis.addr=127.0.0.1:7000", "--web.telemetry-path=/api/metrics", "--web.enable-pprof"},
 		// Port 0 twice is two free ports; a name of this machine resolves.
 		{"--redis.addr=127.0.0.1:7000", "--web.listen-address=127.0.0.1:0", "--web.listen-address=127.0.0.1:0", "--web.listen-address=localhost:0"},
 	} {
