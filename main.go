@@ -169,14 +169,14 @@ func runServe(f flags, logs loggers) error {
 		// runs beside the exporter it checks, which holds it.
 		if !systemd {
 			listeners, inUse, err := listen(*f.webConfig.WebListenAddresses)
+			if inUse != nil {
+				level.Warn(logger).Log("msg", "a start would fail unless the address is freed", "err", inUse)
+			}
 			if err != nil {
 				return err
 			}
 			for _, l := range listeners {
 				l.Close()
-			}
-			if inUse != nil {
-				level.Warn(logger).Log("msg", "a start would fail unless the address is freed", "err", inUse)
 			}
 		}
 		kv := []any{"msg", "configuration is valid"}
