@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -93,8 +95,27 @@ func decodeStrict(doc Doc) (object, error) {
 func ciValues(t *testing.T) []string {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(lab.RepoRoot(t), Path, "ci", "*-values.yaml"))
-	if len(files) < 5 {
-		t.Fatalf("%d values files in %s/ci, want at least 5 (minimal, both systems, TLS+SASL, canary, sidecar)", len(files), Path)
+	if len(files) < 6 {
+		t.Fatalf("%d values files in %s/ci, want at least 6 (minimal, both systems, TLS+SASL, canary, sidecar, mirrors with Connect)", len(files), Path)
+	}
+	connect := false
+	for _, f := range files {
+		var vals struct {
+			Config struct {
+				Mirrors []struct {
+					Connect map[string]any `yaml:"connect"`
+				} `yaml:"mirrors"`
+			} `yaml:"config"`
+		}
+		if err := yaml.Unmarshal(readFile(t, f), &vals); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, m := range vals.Config.Mirrors {
+			connect = connect || m.Connect != nil
+		}
+	}
+	if !connect {
+		t.Fatalf("no values file in %s/ci has a mirror flow with a connect block", Path)
 	}
 	return files
 }
@@ -142,6 +163,7 @@ func TestChartCIValues(t *testing.T) {
 				Dashboards struct {
 					Enabled *bool `yaml:"enabled"`
 				} `yaml:"dashboards"`
+				Config map[string]any `yaml:"config"`
 			}
 			if err := yaml.Unmarshal(readFile(t, values), &vals); err != nil {
 				t.Fatal(err)
@@ -161,7 +183,8 @@ func TestChartCIValues(t *testing.T) {
 			if kinds["PrometheusRule"] != 1 {
 				t.Errorf("%d PrometheusRules, want 1", kinds["PrometheusRule"])
 			}
-			checkExporter(t, objs, sidecar)
+			checkConfigPassedThrough(t, objs, vals.Config)
+			checkExporter(t, objs, sidecar, vals.Config)
 			checkPrometheusRule(t, root, objs)
 			if vals.Dashboards.Enabled == nil || *vals.Dashboards.Enabled {
 				checkDashboards(t, root, objs)
@@ -227,10 +250,58 @@ func configMaps(objs []object) map[string]*corev1.ConfigMap {
 	return out
 }
 
+// checkConfigPassedThrough: the rendered config file is values.config
+// whole, every section and key, with only each secretKeyRef replaced by the
+// path of the mounted key ({file: PATH} where a secret goes).
+func checkConfigPassedThrough(t *testing.T, objs []object, values map[string]any) {
+	t.Helper()
+	want := map[string]any{}
+	for section, entries := range values {
+		list, _ := entries.([]any)
+		if len(list) == 0 {
+			continue
+		}
+		want[section] = list
+	}
+	for _, place := range configRefPlaces() {
+		entries, _ := want[place.section].([]any)
+		for _, entry := range entries {
+			ref, ok := dig(entry, place.path...).(map[string]any)
+			if !ok || ref["secretKeyRef"] == nil {
+				continue
+			}
+			var path any = "/etc/failover_exporter/secrets/" + dig(ref, "secretKeyRef", "name").(string) + "/" + dig(ref, "secretKeyRef", "key").(string)
+			if place.secret {
+				path = map[string]any{"file": path}
+			}
+			setPath(entry.(map[string]any), place.path, path)
+		}
+	}
+	var got map[string]any
+	for _, cm := range configMaps(objs) {
+		if data, ok := cm.Data["config.yml"]; ok {
+			if err := yaml.Unmarshal([]byte(data), &got); err != nil {
+				t.Fatalf("config.yml: %v", err)
+			}
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the rendered config differs from values.config with each secretKeyRef made a path;\ngot:\n%s\nwant:\n%s", toYAML(t, got), toYAML(t, want))
+	}
+}
+
+// systemSections maps the systems --config.check counts (NAME_clusters) to
+// the config file's sections.
+var systemSections = map[string]string{"kafka": "kafka", "redis": "redis", "mirror": "mirrors"}
+
+var clustersCount = regexp.MustCompile(`"?([a-z_]+)_clusters"?[=:](\d+)`)
+
 // checkExporter checks the exporter's container (security, probes, secrets
 // as files) and runs the real binary with --config.check on its config,
-// with its volumes laid out as the kubelet would under a temporary root.
-func checkExporter(t *testing.T, objs []object, sidecar bool) {
+// with its volumes laid out as the kubelet would under a temporary root:
+// it must accept it and count as many clusters and flows as values.config
+// lists.
+func checkExporter(t *testing.T, objs []object, sidecar bool, values map[string]any) {
 	t.Helper()
 	spec := podSpec(t, objs)
 	if len(spec.Containers) != 1 {
@@ -315,37 +386,61 @@ func checkExporter(t *testing.T, objs []object, sidecar bool) {
 	config := string(readFile(t, configFile))
 	// The config names the mounted files by their path in the container:
 	// make them paths under root, and put real PEM files where the config
-	// expects certificates and keys.
-	var parsed struct {
-		Kafka []map[string]any `yaml:"kafka"`
-		Redis []map[string]any `yaml:"redis"`
-	}
+	// expects certificates and keys (any tls block: clusters', Connect's).
+	var parsed map[string]any
 	if err := yaml.Unmarshal([]byte(config), &parsed); err != nil {
 		t.Fatalf("config.yml: %v", err)
 	}
-	for _, cluster := range append(parsed.Kafka, parsed.Redis...) {
-		tls, _ := cluster["tls"].(map[string]any)
-		for key, src := range map[string]string{"ca_file": tlsFiles.CA, "cert_file": tlsFiles.ClientCert, "key_file": tlsFiles.ClientKey} {
-			if p, ok := tls[key].(string); ok {
-				writeFile(t, filepath.Join(root, p), string(readFile(t, src)))
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case []any:
+			for _, e := range v {
+				walk(e)
 			}
-		}
-		for _, pw := range []any{cluster["password"], dig(cluster, "sasl", "password")} {
-			if pw == nil {
-				continue
+		case map[string]any:
+			tls, _ := v["tls"].(map[string]any)
+			for key, src := range map[string]string{"ca_file": tlsFiles.CA, "cert_file": tlsFiles.ClientCert, "key_file": tlsFiles.ClientKey} {
+				if p, ok := tls[key].(string); ok {
+					writeFile(t, filepath.Join(root, p), string(readFile(t, src)))
+				}
 			}
-			if f, _ := dig(pw, "file").(string); f == "" {
-				t.Errorf("password %v is not {file: PATH}", pw)
+			if pw, ok := v["password"]; ok {
+				if f, _ := dig(pw, "file").(string); f == "" {
+					t.Errorf("password %v is not {file: PATH}", pw)
+				}
+			}
+			for _, e := range v {
+				walk(e)
 			}
 		}
 	}
+	walk(parsed)
 	for _, m := range c.VolumeMounts {
 		config = strings.ReplaceAll(config, m.MountPath+"/", filepath.Join(root, m.MountPath)+"/")
 	}
 	writeFile(t, configFile, config)
 	cmd := exec.Command(exportertest.Binary(t), append(args, "--config.check")...)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := cmd.CombinedOutput()
+	if err != nil {
 		t.Errorf("failover_exporter --config.check on the rendered config: %v\n%s\nconfig:\n%s", err, out, config)
+		return
+	}
+	t.Logf("failover_exporter --config.check: %s", bytes.TrimSpace(out))
+	counted := clustersCount.FindAllStringSubmatch(string(out), -1)
+	if len(counted) == 0 {
+		t.Errorf("failover_exporter --config.check counted no clusters:\n%s", out)
+	}
+	for _, m := range counted {
+		section, ok := systemSections[m[1]]
+		if !ok {
+			t.Errorf("--config.check counts %s_clusters, a system this test does not know; add it to systemSections", m[1])
+			continue
+		}
+		entries, _ := values[section].([]any)
+		if n, _ := strconv.Atoi(m[2]); n != len(entries) {
+			t.Errorf("--config.check: %s_clusters=%d, but values.config.%s lists %d:\n%s", m[1], n, section, len(entries), out)
+		}
 	}
 }
 

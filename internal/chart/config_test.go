@@ -1,0 +1,473 @@
+package chart
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/lab"
+)
+
+// refPlace is a place of the config file that takes a secret ({file:
+// PATH}) or the path of a file, found in the config package's types: where
+// the chart accepts a secretKeyRef.
+type refPlace struct {
+	section string   // kafka, redis, mirrors
+	path    []string // keys within one entry of the section
+	secret  bool     // a config.Secret; else a file path
+}
+
+func (p refPlace) String() string {
+	return "config." + p.section + "[0]." + strings.Join(p.path, ".")
+}
+
+var (
+	secretType   = reflect.TypeOf(config.Secret{})
+	tlsType      = reflect.TypeOf(config.TLS{})
+	durationType = reflect.TypeOf(time.Duration(0))
+	regexpType   = reflect.TypeOf(config.Regexp{})
+	modeType     = reflect.TypeOf(config.PartitionMetrics(""))
+)
+
+// yamlFields are a struct type's fields by their YAML key, in order.
+func yamlFields(t reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if key == "" || key == "-" || !f.IsExported() {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func yamlKey(f reflect.StructField) string {
+	key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	return key
+}
+
+// isFilePlace: the TLS settings that name files (ca_file, cert_file,
+// key_file) are where a certificate or key is read from.
+func isFilePlace(parent reflect.Type, f reflect.StructField) bool {
+	return parent == tlsType && f.Type.Kind() == reflect.String && strings.HasSuffix(yamlKey(f), "_file")
+}
+
+// configSections are the config file's top-level keys: config.Config's.
+func configSections() []string {
+	var out []string
+	for _, f := range yamlFields(reflect.TypeOf(config.Config{})) {
+		out = append(out, yamlKey(f))
+	}
+	return out
+}
+
+// configRefPlaces walks the config package's types for every secret and
+// file place.
+func configRefPlaces() []refPlace {
+	var out []refPlace
+	var walk func(section string, path []string, t reflect.Type)
+	walk = func(section string, path []string, t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || t == regexpType {
+			return
+		}
+		for _, f := range yamlFields(t) {
+			p := append(slices.Clone(path), yamlKey(f))
+			switch {
+			case f.Type == secretType:
+				out = append(out, refPlace{section, p, true})
+			case isFilePlace(t, f):
+				out = append(out, refPlace{section, p, false})
+			default:
+				walk(section, p, f.Type)
+			}
+		}
+	}
+	for _, f := range yamlFields(reflect.TypeOf(config.Config{})) {
+		walk(yamlKey(f), nil, f.Type)
+	}
+	return out
+}
+
+// Schemas of the secret and file places: no type, so that the chart's
+// template, not the schema, answers a secret written inline (with "use a
+// Secret").
+var (
+	secretPlaceSchema = map[string]any{
+		"description": "A secret: {secretKeyRef: {name: SECRET, key: KEY}}, mounted as a file, or {file: PATH} for a file you mount with extraVolumes. Never the secret itself: the config file is a ConfigMap.",
+	}
+	filePlaceSchema = map[string]any{
+		"description": "A file: {secretKeyRef: {name: SECRET, key: KEY}}, mounted as a file, or the path of a file you mount with extraVolumes.",
+		"type":        []any{"string", "object"},
+	}
+)
+
+// configSchema is the JSON schema of a config type, strict as the config
+// file's decoder is (an unknown key is an error).
+func configSchema(t reflect.Type) map[string]any {
+	switch {
+	case t == durationType:
+		return map[string]any{"type": "string", "description": "A duration with its unit, such as 5s or 1m."}
+	case t == modeType:
+		modes := []any{}
+		for _, m := range config.PartitionMetricsModes {
+			modes = append(modes, string(m))
+		}
+		return map[string]any{"enum": append(modes, true, false)}
+	case t == secretType:
+		return secretPlaceSchema
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		if t.Elem() == regexpType {
+			return map[string]any{"type": "string", "description": "A regular expression, anchored at both ends."}
+		}
+		return configSchema(t.Elem())
+	case reflect.String:
+		return map[string]any{"type": "string"}
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case reflect.Int, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint32, reflect.Uint64:
+		return map[string]any{"type": "integer"}
+	case reflect.Slice:
+		return map[string]any{"type": []any{"array", "null"}, "items": configSchema(t.Elem())}
+	case reflect.Map:
+		return map[string]any{"type": "object", "additionalProperties": configSchema(t.Elem())}
+	case reflect.Struct:
+		props := map[string]any{}
+		for _, f := range yamlFields(t) {
+			if isFilePlace(t, f) {
+				props[yamlKey(f)] = filePlaceSchema
+			} else {
+				props[yamlKey(f)] = configSchema(f.Type)
+			}
+		}
+		return map[string]any{"type": "object", "additionalProperties": false, "properties": props}
+	}
+	panic("configSchema: no schema for " + t.String())
+}
+
+// values.schema.json makes Helm refuse values of the wrong type before any
+// template runs; its config part is the config package's types, so that a
+// key the exporter does not know (a typo, a section it has not) is refused
+// by name. -update rewrites it.
+func TestChartValuesSchema(t *testing.T) {
+	path := filepath.Join(lab.RepoRoot(t), Path, "values.schema.json")
+	var schema map[string]any
+	if err := json.Unmarshal(readFile(t, path), &schema); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	configPart := configSchema(reflect.TypeOf(config.Config{}))
+	configPart["description"] = "The exporter's config file (README, \"Config file\"), each secret a secretKeyRef. Written from the config package's types."
+	schema["properties"].(map[string]any)["config"] = configPart
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(schema); err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		writeFile(t, path, b.String())
+	}
+	if !bytes.Equal(readFile(t, path), b.Bytes()) {
+		t.Errorf("%s/values.schema.json: its config part differs from the config package's types; run\n  go test ./internal/chart -run TestChartValuesSchema -update", Path)
+	}
+	// The chart's own defaults pass it (Helm checks the merged values).
+	if err := Lint(filepath.Join(lab.RepoRoot(t), Path), map[string]any{"config": map[string]any{"redis": []any{map[string]any{"addrs": []any{"r:6379"}}}}}); err != nil {
+		t.Errorf("helm lint --strict with the default values: %v", err)
+	}
+}
+
+// baseConfig is the least config that holds an entry of section, for a
+// place of it to be set in.
+func baseConfig(section string) map[string]any {
+	kafka := func(name string) map[string]any {
+		return map[string]any{"name": name, "bootstrap_servers": []any{"k:9092"}}
+	}
+	switch section {
+	case "kafka":
+		return map[string]any{"kafka": []any{kafka("a")}}
+	case "redis":
+		return map[string]any{"redis": []any{map[string]any{"addrs": []any{"r:6379"}}}}
+	case "mirrors":
+		return map[string]any{
+			"kafka":   []any{kafka("a"), kafka("b")},
+			"mirrors": []any{map[string]any{"name": "m", "source": "a", "target": "b", "connect": map[string]any{"url": "https://connect:8083"}}},
+		}
+	}
+	return nil
+}
+
+// setPath sets the value at path under m, making the maps on the way.
+func setPath(m map[string]any, path []string, v any) {
+	for _, k := range path[:len(path)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[k] = next
+		}
+		m = next
+	}
+	m[path[len(path)-1]] = v
+}
+
+// renderConfig renders the chart with cfg as values.config (schema checked
+// unless noSchema, as with helm --skip-schema-validation) and returns the
+// rendered documents.
+func renderConfig(t *testing.T, cfg map[string]any, noSchema bool) (*Rendered, error) {
+	t.Helper()
+	ch, err := Load(filepath.Join(lab.RepoRoot(t), Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if noSchema {
+		ch.Schema = nil
+	}
+	return Render(ch, "fe", "default", map[string]any{"config": cfg})
+}
+
+// Every place the config file takes a secret or a file, found in the
+// config package's types (the mirror flows' Connect block among them),
+// takes a secretKeyRef: the config gets the mounted key's path, the pod
+// mounts that key. A secret written inline there fails the render, saying
+// to use a Secret, and is never echoed.
+func TestChartSecretPlaces(t *testing.T) {
+	places := configRefPlaces()
+	var names []string
+	for _, p := range places {
+		names = append(names, p.String())
+	}
+	// The places this test must at least find; more are welcome.
+	for _, want := range []string{
+		"config.kafka[0].sasl.password", "config.kafka[0].tls.ca_file", "config.kafka[0].tls.key_file",
+		"config.redis[0].password", "config.redis[0].tls.cert_file",
+		"config.mirrors[0].connect.password", "config.mirrors[0].connect.tls.ca_file", "config.mirrors[0].connect.tls.cert_file", "config.mirrors[0].connect.tls.key_file",
+	} {
+		if !slices.Contains(names, want) {
+			t.Errorf("the config package's types have no secret or file place %s (found %v)", want, names)
+		}
+	}
+	const secretName, key = "exporter-creds", "the-key"
+	const mounted = "/etc/failover_exporter/secrets/" + secretName + "/" + key
+	for _, place := range places {
+		t.Run(place.String(), func(t *testing.T) {
+			cfg := baseConfig(place.section)
+			entry := cfg[place.section].([]any)[0].(map[string]any)
+			setPath(entry, place.path, map[string]any{"secretKeyRef": map[string]any{"name": secretName, "key": key}})
+			out, err := renderConfig(t, cfg, false)
+			if err != nil {
+				t.Fatalf("a secretKeyRef at %s: %v", place, err)
+			}
+			rendered := renderedConfig(t, out)
+			got := dig(rendered[place.section].([]any)[0], place.path...)
+			var want any = mounted
+			if place.secret {
+				want = map[string]any{"file": mounted}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("rendered %s: %v, want %v", place, got, want)
+			}
+			objs := decodeAll(t, out)
+			spec := podSpec(t, objs)
+			mountedKey := false
+			for _, v := range spec.Volumes {
+				if v.Secret != nil && v.Secret.SecretName == secretName {
+					for _, item := range v.Secret.Items {
+						mountedKey = mountedKey || (item.Key == key && item.Path == key)
+					}
+					for _, m := range spec.Containers[0].VolumeMounts {
+						if m.Name == v.Name && m.MountPath != "/etc/failover_exporter/secrets/"+secretName {
+							t.Errorf("Secret %s mounted at %s", secretName, m.MountPath)
+						}
+					}
+				}
+			}
+			if !mountedKey {
+				t.Errorf("no volume mounts key %s of Secret %s: %+v", key, secretName, spec.Volumes)
+			}
+
+			// Written inline, with and without the schema.
+			inline := "hunter2secret"
+			if !place.secret {
+				inline = "-----BEGIN PRIVATE KEY-----\nhunter2secret\n-----END PRIVATE KEY-----\n"
+			}
+			setPath(entry, place.path, inline)
+			for _, noSchema := range []bool{false, true} {
+				_, err := renderConfig(t, cfg, noSchema)
+				if err == nil || !strings.Contains(err.Error(), place.String()) || !strings.Contains(err.Error(), "use a Secret") {
+					t.Errorf("inline at %s (schema skipped: %v): got %v, want an error naming the key and saying to use a Secret", place, noSchema, err)
+				}
+				if err != nil && strings.Contains(err.Error(), "hunter2secret") {
+					t.Errorf("the error echoes the inline secret: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// renderedConfig is the config.yml of the rendered ConfigMap, decoded.
+func renderedConfig(t *testing.T, out *Rendered) map[string]any {
+	t.Helper()
+	for _, cm := range configMaps(decodeAll(t, out)) {
+		if data, ok := cm.Data["config.yml"]; ok {
+			var cfg map[string]any
+			if err := yaml.Unmarshal([]byte(data), &cfg); err != nil {
+				t.Fatalf("config.yml: %v", err)
+			}
+			return cfg
+		}
+	}
+	t.Fatal("no ConfigMap holds config.yml")
+	return nil
+}
+
+func decodeAll(t *testing.T, out *Rendered) []object {
+	t.Helper()
+	var objs []object
+	for _, doc := range out.Docs {
+		o, err := decodeStrict(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, o)
+	}
+	return objs
+}
+
+// The reproductions of issue 33, items 1, 2 and 4: each is refused with a
+// message naming the key or value, or (long Secret names) rendered right.
+func TestChartRefusesIssue33(t *testing.T) {
+	redis := map[string]any{"addrs": []any{"r:6379"}}
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		// want are the parts of the message, in any order.
+		want []string
+		// template: the chart's templates refuse it too, without the schema.
+		template bool
+	}{
+		{"a section the config file has not", map[string]any{"config": map[string]any{"redis": []any{redis}, "redsi": []any{redis}}},
+			[]string{"redsi"}, true},
+		{"config.kafka as a map", map[string]any{"config": map[string]any{"kafka": map[string]any{"bootstrap_servers": []any{"k:9092"}}}},
+			[]string{"config", "kafka"}, true},
+		{"a cluster key the exporter does not know", map[string]any{"config": map[string]any{"redis": []any{map[string]any{"addrs": []any{"r:6379"}, "passwd": "hunter2secret"}}}},
+			[]string{"passwd"}, false},
+		{"inline password", map[string]any{"config": map[string]any{"redis": []any{map[string]any{"addrs": []any{"r:6379"}, "password": "hunter2secret"}}}},
+			[]string{"config.redis[0].password", "use a Secret"}, true},
+		{"replicaCount a word", map[string]any{"replicaCount": "two", "config": map[string]any{"redis": []any{redis}}},
+			[]string{"replicaCount"}, false},
+		{"port a word", map[string]any{"port": "abc", "config": map[string]any{"redis": []any{redis}}},
+			[]string{"port"}, false},
+		{"networkPolicy.from a word", map[string]any{"networkPolicy": map[string]any{"enabled": true, "from": "everyone"}, "config": map[string]any{"redis": []any{redis}}},
+			[]string{"networkPolicy", "from"}, false},
+		{"a chart value the chart has not", map[string]any{"replicas": 2, "config": map[string]any{"redis": []any{redis}}},
+			[]string{"replicas"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, noSchema := range []bool{false, true} {
+				if noSchema && !tc.template {
+					continue
+				}
+				ch, err := Load(filepath.Join(lab.RepoRoot(t), Path))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if noSchema {
+					ch.Schema = nil
+				}
+				_, err = Render(ch, "fe", "default", tc.values)
+				if err == nil {
+					t.Fatalf("rendered (schema skipped: %v); want an error naming %v", noSchema, tc.want)
+				}
+				t.Logf("schema skipped: %v: %v", noSchema, err)
+				for _, w := range tc.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("schema skipped: %v: %v; want it to name %q", noSchema, err, w)
+					}
+				}
+				if strings.Contains(err.Error(), "hunter2secret") {
+					t.Errorf("the error echoes the secret: %v", err)
+				}
+				if strings.Contains(err.Error(), "%!") {
+					t.Errorf("the error is not English: %v", err)
+				}
+			}
+		})
+	}
+
+	t.Run("Secret names sharing their first 60 characters", func(t *testing.T) {
+		long := strings.Repeat("s", 60)
+		names := []string{long + "-one", long + "-two", "with.dot", "with-dot"}
+		var clusters []any
+		for i, n := range names {
+			clusters = append(clusters, map[string]any{"name": "r" + string(rune('a'+i)), "addrs": []any{"r:6379"},
+				"password": map[string]any{"secretKeyRef": map[string]any{"name": n, "key": "password"}}})
+		}
+		out, err := renderConfig(t, map[string]any{"redis": clusters}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := podSpec(t, decodeAll(t, out))
+		volumeOf := map[string]string{}
+		label := regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+		for _, v := range spec.Volumes {
+			if v.Secret == nil {
+				continue
+			}
+			if prev, ok := volumeOf[v.Name]; ok {
+				t.Errorf("Secrets %s and %s share the volume name %s", prev, v.Secret.SecretName, v.Name)
+			}
+			volumeOf[v.Name] = v.Secret.SecretName
+			if !label.MatchString(v.Name) {
+				t.Errorf("volume name %q (Secret %s) is not a DNS label of at most 63 characters", v.Name, v.Secret.SecretName)
+			}
+		}
+		if len(volumeOf) != len(names) {
+			t.Errorf("%d Secret volumes for %d Secrets: %v", len(volumeOf), len(names), volumeOf)
+		}
+		for _, m := range spec.Containers[0].VolumeMounts {
+			if s, ok := volumeOf[m.Name]; ok && m.MountPath != "/etc/failover_exporter/secrets/"+s {
+				t.Errorf("volume of Secret %s mounted at %s", s, m.MountPath)
+			}
+		}
+	})
+}
+
+// The chart's sections are the config file's: each section config.Config
+// has is passed through (the mirrors with their Connect block among them),
+// and one it has not is refused by name.
+func TestChartConfigSections(t *testing.T) {
+	sections := configSections()
+	if !slices.Contains(sections, "mirrors") {
+		t.Fatalf("config.Config sections %v: no mirrors", sections)
+	}
+	for _, section := range sections {
+		cfg := baseConfig(section)
+		if cfg == nil {
+			t.Errorf("section %s of the config file: this test has no example of it (baseConfig); add one, and to the chart's refPlaces in _helpers.tpl", section)
+			continue
+		}
+		out, err := renderConfig(t, cfg, true)
+		if err != nil {
+			t.Errorf("section %s: %v", section, err)
+			continue
+		}
+		if got := renderedConfig(t, out); !reflect.DeepEqual(got[section], cfg[section]) {
+			t.Errorf("rendered config.%s %v, want %v", section, got[section], cfg[section])
+		}
+	}
+}
