@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,7 +66,7 @@ func defineServeFlags(app *kingpin.Application, f *flags) {
 	app.Flag("kafka.cluster-name", "Value of the kafka_cluster label for the --kafka.server cluster.").Default(config.DefaultKafkaClusterName).IsSetByUser(&f.given.kafkaName).StringVar(&f.kafkaName)
 	app.Flag("kafka.version", "Kafka protocol version to speak to the --kafka.server cluster (at least "+config.MinKafkaVersion.String()+").").Default(config.DefaultKafkaVersion).IsSetByUser(&f.given.kafkaVersion).StringVar(&f.kafkaVersion)
 	app.Flag("kafka.partition-metrics", "Per-partition series for the --kafka.server cluster: lean (five per healthy partition, detail where unhealthy), unhealthy (only unhealthy partitions), full or none (topic and broker series only).").
-		Default(string(config.DefaultPartitionMetrics)).IsSetByUser(&f.given.kafkaPartitions).EnumVar(&f.kafkaPartitions, "lean", "unhealthy", "full", "none")
+		Default(string(config.DefaultPartitionMetrics)).IsSetByUser(&f.given.kafkaPartitions).SetValue(&enumValue{flag: "--kafka.partition-metrics", dst: &f.kafkaPartitions, options: []string{"lean", "unhealthy", "full", "none"}})
 	// The flag was a boolean before modes: its negation still means none.
 	app.Flag("no-kafka.partition-metrics", "Same as --kafka.partition-metrics=none (the flag was a boolean before modes).").Hidden().BoolVar(&f.kafkaNoPartitions)
 	app.Flag("kafka.topic-filter", "Regular expression of topics to watch in the --kafka.server cluster.").StringVar(&f.kafkaTopicFilter)
@@ -77,8 +78,8 @@ func defineServeFlags(app *kingpin.Application, f *flags) {
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.telemetryPath)
 	app.Flag("web.idle-timeout", "Close keep-alive HTTP connections idle this long.").Default("2m").SetValue(&durationValue{flag: "--web.idle-timeout", dst: &f.idleTimeout})
 	app.Flag("web.enable-pprof", "Serve Go profiles under /debug/pprof/ (and link them from the landing page).").BoolVar(&f.enablePprof)
-	app.Flag("log.level", "Only log messages with the given severity or above: debug, info, warn, error.").Default("info").EnumVar(&f.logLevel, "debug", "info", "warn", "error")
-	app.Flag("log.format", "Output format of log messages: logfmt or json.").Default("logfmt").EnumVar(&f.logFormat, "logfmt", "json")
+	app.Flag("log.level", "Only log messages with the given severity or above: debug, info, warn, error.").Default("info").SetValue(&enumValue{flag: "--log.level", dst: &f.logLevel, options: []string{"debug", "info", "warn", "error"}})
+	app.Flag("log.format", "Output format of log messages: logfmt or json.").Default("logfmt").SetValue(&enumValue{flag: "--log.format", dst: &f.logFormat, options: []string{"logfmt", "json"}})
 	app.Flag("events.capacity", "How many of the latest cluster events (transitions seen between refreshes) to keep for /api/v1/events and the status page (1 to "+strconv.Itoa(config.MaxEventCapacity)+").").Default(strconv.Itoa(events.DefaultCapacity)).SetValue(&countValue{flag: "--events.capacity", dst: &f.eventCapacity, max: config.MaxEventCapacity})
 	f.webConfig = kingpinflag.AddFlags(app, ":9877")
 }
@@ -107,6 +108,50 @@ func (v *durationValue) String() string {
 		return ""
 	}
 	return v.dst.String()
+}
+
+// enumValue is kingpin's enum flag with the flag's name in its error.
+type enumValue struct {
+	flag    string
+	dst     *string
+	options []string
+}
+
+func (v *enumValue) Set(s string) error {
+	if !slices.Contains(v.options, s) {
+		// The words are kingpin's, which scripts may match on.
+		return fmt.Errorf("%s: enum value must be one of %s, got '%s'", v.flag, strings.Join(v.options, ","), s)
+	}
+	*v.dst = s
+	return nil
+}
+
+func (v *enumValue) String() string {
+	if v.dst == nil {
+		return ""
+	}
+	return *v.dst
+}
+
+// explainParseError names the flag in kingpin's "unexpected true", which
+// is all it says when a switch is given a value (--web.enable-pprof=true).
+func explainParseError(app *kingpin.Application, args []string, err error) error {
+	value, ok := strings.CutPrefix(err.Error(), "unexpected ")
+	if !ok {
+		return err
+	}
+	for _, arg := range args {
+		name, v, hasValue := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+		if !hasValue || v != value || !strings.HasPrefix(arg, "--") {
+			continue
+		}
+		for _, fm := range app.Model().Flags {
+			if fm.Name == name && fm.IsBoolFlag() {
+				return fmt.Errorf("--%s takes no value: write --%s to turn it on, or leave it out", name, name)
+			}
+		}
+	}
+	return err
 }
 
 // countValue is a flag that counts something: a whole number, never 1.5

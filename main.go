@@ -49,6 +49,7 @@ func run(args []string, stdout, stderr *os.File) int {
 
 	cmd, err := app.Parse(args)
 	if err != nil {
+		err = explainParseError(app, args, err)
 		fmt.Fprintf(stderr, "%s: %v (see --help)\n", exporterName, err)
 		return 2
 	}

@@ -243,6 +243,12 @@ func TestFlagValuesNameTheFlag(t *testing.T) {
 		{"--refresh.interval=soon", `--refresh.interval "soon" is not a duration; write one such as 5s, 500ms or 2m`},
 		{"--refresh.interval=1000000000h", `--refresh.interval "1000000000h" is not a duration`},
 		{"--web.idle-timeout=30", `--web.idle-timeout "30" has no unit; write a duration such as 30s or 30ms`},
+		{"--log.level=loud", "--log.level: enum value must be one of debug,info,warn,error, got 'loud'"},
+		{"--log.format=xml", "--log.format: enum value must be one of logfmt,json, got 'xml'"},
+		{"--kafka.partition-metrics=sparse", "--kafka.partition-metrics: enum value must be one of lean,unhealthy,full,none, got 'sparse'"},
+		// kingpin says only "unexpected true" when a switch gets a value.
+		{"--web.enable-pprof=true", "--web.enable-pprof takes no value: write --web.enable-pprof to turn it on, or leave it out"},
+		{"--web.systemd-socket=false", "--web.systemd-socket takes no value"},
 	} {
 		for _, mode := range []string{"--config.check", "--web.listen-address=127.0.0.1:0"} {
 			code, out := runArgs(t, "--kafka.server=127.0.0.1:9092", c.arg, mode)
