@@ -32,7 +32,7 @@ func Bounded(what, path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %s is not a regular file (%s)", what, path, info.Mode().Type())
+		return nil, fmt.Errorf("%s: %s is not a regular file but %s", what, path, kind(info.Mode()))
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -47,6 +47,21 @@ func Bounded(what, path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %s is larger than %s, the most this file may hold", what, path, Size(limit))
 	}
 	return b, nil
+}
+
+// kind names what a path that is not a regular file is.
+func kind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }
 
 // Size prints a byte count as people write it: "1 MiB", "64 KiB".

@@ -25,8 +25,8 @@ func TestBounded(t *testing.T) {
 	}
 	for _, tc := range []struct{ path, want string }{
 		{big, "larger than 64 bytes"},
-		{"/dev/zero", "not a regular file"},
-		{dir, "not a regular file"},
+		{"/dev/zero", "not a regular file but a device"},
+		{dir, "not a regular file but a directory"},
 		{filepath.Join(dir, "missing"), "no such file"},
 	} {
 		_, err := Bounded("ca_file", tc.path, 64)
