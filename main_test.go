@@ -93,7 +93,7 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		{"web config over 1 MiB", []string{kafka, "--web.config.file=" + hugeWebConfig}, "--web.config.file: " + hugeWebConfig + " is larger than 1 MiB", nil},
 		// The TLS files too: exporter-toolkit reads them without a bound.
 		{"web config with /dev/zero as certificate", []string{kafka, "--web.config.file=" + zeroCertWebConfig},
-			"--web.config.file " + zeroCertWebConfig + ": tls_server_config.cert_file: /dev/zero is not a regular file (Dc---------)\n" +
+			"--web.config.file " + zeroCertWebConfig + ": tls_server_config.cert_file: /dev/zero is not a regular file but a device\n" +
 				// A relative name is read from the web config's directory.
 				"--web.config.file " + zeroCertWebConfig + ": tls_server_config.key_file: stat " + filepath.Join(dir, "missing-key.pem") + ": no such file or directory", nil},
 		{"listen address without port", []string{kafka, "--web.listen-address=localhost"}, `--web.listen-address "localhost": want [HOST]:PORT, as in :9877`, nil},
