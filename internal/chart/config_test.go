@@ -368,6 +368,14 @@ func TestChartRefusesIssue33(t *testing.T) {
 			[]string{"passwd"}, false},
 		{"inline password", map[string]any{"config": map[string]any{"redis": []any{map[string]any{"addrs": []any{"r:6379"}, "password": "hunter2secret"}}}},
 			[]string{"config.redis[0].password", "use a Secret"}, true},
+		{"a flow naming a cluster the kafka list has not", map[string]any{"config": map[string]any{
+			"kafka":   []any{map[string]any{"name": "a", "bootstrap_servers": []any{"k:9092"}}},
+			"mirrors": []any{map[string]any{"name": "m", "source": "a", "target": "dr"}}}},
+			[]string{"config.mirrors[0].target", `"dr"`, "its clusters are a"}, true},
+		{"a flow and no kafka list", map[string]any{"config": map[string]any{
+			"redis":   []any{redis},
+			"mirrors": []any{map[string]any{"name": "m", "source": "a", "target": "b"}}}},
+			[]string{"config.mirrors[0].source", "config.kafka is empty"}, true},
 		{"replicaCount a word", map[string]any{"replicaCount": "two", "config": map[string]any{"redis": []any{redis}}},
 			[]string{"replicaCount"}, false},
 		{"port a word", map[string]any{"port": "abc", "config": map[string]any{"redis": []any{redis}}},

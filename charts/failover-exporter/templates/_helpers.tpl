@@ -169,6 +169,21 @@ render, since the config file is a ConfigMap.
 {{- if not (or $config.kafka $config.redis) -}}
 {{- fail "config lists no cluster: set config.kafka or config.redis (see values.yaml)" -}}
 {{- end -}}
+{{- /* A flow names two clusters of the kafka list: say so here rather than in the pod's log. */ -}}
+{{- $kafkaNames := list -}}
+{{- range $config.kafka | default list -}}
+{{- $kafkaNames = append $kafkaNames (.name | default "kafka") -}}
+{{- end -}}
+{{- range $i, $flow := $config.mirrors | default list -}}
+{{- range $side := list "source" "target" -}}
+{{- $name := index $flow $side -}}
+{{- if not $name -}}
+{{- fail (printf "config.mirrors[%d].%s is required: the name of a cluster of config.kafka" $i $side) -}}
+{{- else if not (has $name $kafkaNames) -}}
+{{- fail (printf "config.mirrors[%d].%s %q is not the name of a cluster of config.kafka (%s)" $i $side (toString $name) (ternary "config.kafka is empty" (printf "its clusters are %s" (join ", " $kafkaNames)) (empty $kafkaNames))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- toYaml (dict "config" $config "mounts" $mounts) -}}
 {{- end -}}
 
