@@ -46,6 +46,7 @@ func run(args []string, stdout, stderr *os.File) int {
 	defineServeFlags(app, &f)
 	slot := app.Command("slot", "Print each KEY's Redis Cluster hash slot, and with --redis.addr the address of the node that owns it.")
 	slot.Arg("key", "Keys to look up.").Required().StringsVar(&f.slotKeys)
+	safeToStop, stopFlags := defineSafeToStop(app)
 
 	cmd, err := app.Parse(args)
 	if err != nil {
@@ -56,6 +57,8 @@ func run(args []string, stdout, stderr *os.File) int {
 	logs := newLoggers(stderr, f.logFormat, f.logLevel)
 
 	switch cmd {
+	case safeToStop.FullCommand():
+		return runSafeToStop(stopFlags, stdout, stderr)
 	case slot.FullCommand():
 		if err := runSlot(f, stdout); err != nil {
 			fmt.Fprintf(stderr, "%s slot: %v\n", exporterName, err)
@@ -256,6 +259,7 @@ func runServe(f flags, logs loggers) error {
 		ready:  manager.Ready,
 		reload: reload,
 		events: manager.Events().Handler(manager.Known),
+		budget: manager,
 		status: status.Sources{Clusters: manager.Views, Events: manager.Events()},
 	})
 	if err != nil {

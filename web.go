@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
 
+	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/status"
 )
 
@@ -20,6 +21,9 @@ type endpoints struct {
 	reload func() error
 	// events serves the event log as JSON.
 	events http.Handler
+	// budget answers the failure budget's questions (safe-to-stop,
+	// recovered).
+	budget budget.Asker
 	// status is what the status page on / reads.
 	status status.Sources
 }
@@ -31,6 +35,8 @@ func newMux(f flags, reg *prometheus.Registry, e endpoints) (*http.ServeMux, err
 	// and _requests_in_flight, as every exporter built on promhttp has.
 	mux.Handle(f.telemetryPath, onlyGet("scrape with GET", promhttp.InstrumentMetricHandler(reg, e.metrics)))
 	mux.Handle("/api/v1/events", e.events)
+	mux.Handle(budget.SafeToStopPath, budget.Handler(e.budget, false))
+	mux.Handle(budget.RecoveredPath, budget.Handler(e.budget, true))
 	// As Prometheus's own, the probes answer GET and HEAD only.
 	mux.Handle("/-/healthy", onlyGet("probe with GET or HEAD", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "Healthy")
@@ -71,6 +77,8 @@ func newMux(f flags, reg *prometheus.Registry, e endpoints) (*http.ServeMux, err
 			{Address: "/-/healthy", Text: "Health"},
 			{Address: "/-/ready", Text: "Readiness", Description: "ready once every cluster was read once"},
 			{Address: "/api/v1/events", Text: "Events", Description: "the latest cluster events as JSON, newest first; ?system=kafka&cluster=NAME&since=15m"},
+			{Address: budget.SafeToStopPath, Text: "Safe to stop?", Description: "what stopping a member now would do: ?cluster=NAME&broker=ID (rack=, node=, zone=); 200 safe, 409 not, 503 stale"},
+			{Address: budget.RecoveredPath, Text: "Recovered?", Description: "after a restart: back and caught up? Same parameters"},
 		}
 		// The profile links work only when the profiles are served.
 		if f.enablePprof {
