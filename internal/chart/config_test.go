@@ -386,6 +386,7 @@ func TestChartRefusesIssue33(t *testing.T) {
 			[]string{"replicas"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			schemaRefused := false
 			for _, noSchema := range []bool{false, true} {
 				if noSchema && !tc.template {
 					continue
@@ -402,6 +403,9 @@ func TestChartRefusesIssue33(t *testing.T) {
 					t.Fatalf("rendered (schema skipped: %v); want an error naming %v", noSchema, tc.want)
 				}
 				t.Logf("schema skipped: %v: %v", noSchema, err)
+				if !noSchema {
+					schemaRefused = strings.Contains(err.Error(), "specifications of the schema")
+				}
 				for _, w := range tc.want {
 					if !strings.Contains(err.Error(), w) {
 						t.Errorf("schema skipped: %v: %v; want it to name %q", noSchema, err, w)
@@ -412,6 +416,13 @@ func TestChartRefusesIssue33(t *testing.T) {
 				}
 				if strings.Contains(err.Error(), "%!") {
 					t.Errorf("the error is not English: %v", err)
+				}
+			}
+			// helm lint --strict refuses what the schema refuses (it passed
+			// these); a template's fail is only an INFO to helm lint.
+			if schemaRefused {
+				if err := Lint(filepath.Join(lab.RepoRoot(t), Path), tc.values); err == nil || !strings.Contains(err.Error(), tc.want[0]) {
+					t.Errorf("helm lint --strict: %v; want an error naming %q", err, tc.want[0])
 				}
 			}
 		})
