@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"slices"
@@ -8,7 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/failover-exporter/failover_exporter/collector/budget"
+	"github.com/failover-exporter/failover_exporter/config"
 )
 
 // budgetPart is one partition of a hand-built budget snapshot.
@@ -341,5 +346,121 @@ func TestAtRiskIsBounded(t *testing.T) {
 	e := s.Budget.Brokers[0]
 	if len(e.AtRisk) != budget.MaxAtRisk || e.AtRiskTotal != budget.MaxAtRisk+20 || e.Offline != budget.MaxAtRisk+20 || e.AtRisk[0] != "one/0" {
 		t.Errorf("at risk %d listed, %d total, %d offline, first %q", len(e.AtRisk), e.AtRiskTotal, e.Offline, e.AtRisk[0])
+	}
+}
+
+// budgetBenchSnapshot builds the refresh's snapshot from md as refresh
+// does after the Metadata request: racks set (one per broker, so both
+// broker and rack what-ifs run), every broker reachable, the ELR known.
+func budgetBenchSnapshot(md *sarama.MetadataResponse) *Snapshot {
+	minISR := map[string]int{}
+	for _, t := range md.Topics {
+		minISR[t.Name] = 2
+	}
+	s := buildSnapshot(ownTopics(md), all, TopicConfigCache{MinISR: minISR}, nil, time.Now())
+	for i := range s.Brokers {
+		s.Brokers[i].Reachable = true
+		s.Brokers[i].Rack = "rack-" + brokerLabel(s.Brokers[i].ID)
+	}
+	s.ELRKnown = true
+	return s
+}
+
+// benchmarkRefreshBudget times a refresh's snapshot work (build, diff,
+// counts) with and without the failure budget, for the ratio: BENCHMARKS.md.
+func benchmarkRefreshBudget(b *testing.B, partitions int, withBudget bool) {
+	md := syntheticMetadata(partitions)
+	prev := budgetBenchSnapshot(md)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		next := budgetBenchSnapshot(md)
+		carryTransitions(prev, next)
+		next.countNoCleanLeader()
+		next.countRacks()
+		if withBudget {
+			next.computeBudget(1)
+		}
+	}
+}
+
+func BenchmarkRefreshWithoutBudget100kPartitions(b *testing.B) {
+	benchmarkRefreshBudget(b, 100_000, false)
+}
+func BenchmarkRefreshWithBudget100kPartitions(b *testing.B) { benchmarkRefreshBudget(b, 100_000, true) }
+
+// BenchmarkBudget100kPartitions times the what-if alone.
+func BenchmarkBudget100kPartitions(b *testing.B) {
+	s := budgetBenchSnapshot(syntheticMetadata(100_000))
+	s.countRacks()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s.computeBudget(1)
+	}
+}
+
+// The budget's series, in every partition mode, with below_headroom only
+// when the headroom is set.
+func TestBudgetSeries(t *testing.T) {
+	all := []int32{1, 2, 3}
+	for _, mode := range config.PartitionMetricsModes {
+		for _, headroom := range []int{0, 1} {
+			s := budgetSnapshot(3, nil, map[int32]string{1: "a", 2: "a", 3: "b"},
+				budgetPart{"t", 2, 1, all, all, nil}, budgetPart{"one", 1, 3, []int32{3}, []int32{3}, nil})
+			s.Quorum = &Quorum{LeaderID: 1, Voters: []QuorumVoter{{ID: 1}, {ID: 2}, {ID: 3}}}
+			s.computeBudget(headroom)
+			c := NewCollector()
+			w := watcherServing(t, s)
+			c.SetEmit("main", w, EmitState(mode))
+			w.RefreshOnce(context.Background())
+			headroomLines := ""
+			if headroom > 0 {
+				headroomLines = `
+kafka_broker_stop_affected_partitions{broker="1",effect="below_headroom",kafka_cluster="main"} 1
+kafka_broker_stop_affected_partitions{broker="2",effect="below_headroom",kafka_cluster="main"} 1
+kafka_broker_stop_affected_partitions{broker="3",effect="below_headroom",kafka_cluster="main"} 1`
+			}
+			safe12 := map[int]string{0: "1", 1: "0"}[headroom]
+			want := `
+# HELP kafka_broker_safe_to_stop ` + metrics.brokerSafeToStop.Help + `
+# TYPE kafka_broker_safe_to_stop gauge
+kafka_broker_safe_to_stop{broker="1",kafka_cluster="main"} ` + safe12 + `
+kafka_broker_safe_to_stop{broker="2",kafka_cluster="main"} ` + safe12 + `
+kafka_broker_safe_to_stop{broker="3",kafka_cluster="main"} 0
+# HELP kafka_broker_stop_affected_partitions ` + metrics.brokerStopAffected.Help + `
+# TYPE kafka_broker_stop_affected_partitions gauge` + headroomLines + `
+kafka_broker_stop_affected_partitions{broker="1",effect="offline",kafka_cluster="main"} 0
+kafka_broker_stop_affected_partitions{broker="1",effect="under_min_isr",kafka_cluster="main"} 0
+kafka_broker_stop_affected_partitions{broker="2",effect="offline",kafka_cluster="main"} 0
+kafka_broker_stop_affected_partitions{broker="2",effect="under_min_isr",kafka_cluster="main"} 0
+kafka_broker_stop_affected_partitions{broker="3",effect="offline",kafka_cluster="main"} 1
+kafka_broker_stop_affected_partitions{broker="3",effect="under_min_isr",kafka_cluster="main"} 0
+# HELP kafka_rack_safe_to_stop ` + metrics.rackSafeToStop.Help + `
+# TYPE kafka_rack_safe_to_stop gauge
+kafka_rack_safe_to_stop{kafka_cluster="main",rack="a"} 0
+kafka_rack_safe_to_stop{kafka_cluster="main",rack="b"} 0
+# HELP kafka_broker_losses_tolerated ` + metrics.brokerLossesTolerated.Help + `
+# TYPE kafka_broker_losses_tolerated gauge
+kafka_broker_losses_tolerated{kafka_cluster="main",until="offline"} 0
+kafka_broker_losses_tolerated{kafka_cluster="main",until="under_min_isr"} 0
+# HELP kafka_quorum_voter_losses_tolerated ` + metrics.quorumVoterLossesTolerated.Help + `
+# TYPE kafka_quorum_voter_losses_tolerated gauge
+kafka_quorum_voter_losses_tolerated{kafka_cluster="main"} 1
+`
+			if err := testutil.CollectAndCompare(c, strings.NewReader(want), "kafka_broker_safe_to_stop", "kafka_broker_stop_affected_partitions",
+				"kafka_rack_safe_to_stop", "kafka_broker_losses_tolerated", "kafka_quorum_voter_losses_tolerated"); err != nil {
+				t.Errorf("%s, headroom %d: %v", mode, headroom, err)
+			}
+			// Every reason, for every broker and rack: 0 means checked.
+			if n := testutil.CollectAndCount(c, "kafka_broker_stop_unsafe", "kafka_rack_stop_unsafe"); n != 5*len(StopReasons) {
+				t.Errorf("%s: %d stop_unsafe series, want %d", mode, n, 5*len(StopReasons))
+			}
+			if problems, err := testutil.CollectAndLint(c, "kafka_broker_safe_to_stop", "kafka_broker_stop_affected_partitions", "kafka_broker_stop_unsafe",
+				"kafka_rack_safe_to_stop", "kafka_rack_stop_affected_partitions", "kafka_rack_stop_unsafe",
+				"kafka_broker_losses_tolerated", "kafka_quorum_voter_losses_tolerated"); err != nil || len(problems) > 0 {
+				t.Errorf("lint: %v %v", problems, err)
+			}
+		}
 	}
 }
