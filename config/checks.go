@@ -2,18 +2,15 @@ package config
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/IBM/sarama"
-	"gopkg.in/yaml.v3"
 )
 
 // Limits of the settings that have one. They are exported so that main can
@@ -155,70 +152,6 @@ func checkUTF8(b []byte) error {
 		if !utf8.Valid(line) {
 			return fmt.Errorf("line %d is not valid UTF-8; names and other values must be UTF-8 text", i+1)
 		}
-	}
-	return nil
-}
-
-// durationKeys are the YAML keys of every time.Duration field in the file
-// format, found by reflection so that a new one is covered at once.
-var durationKeys = func() map[string]bool {
-	keys := map[string]bool{}
-	durationType := reflect.TypeOf(time.Duration(0))
-	for _, t := range []reflect.Type{reflect.TypeOf(KafkaCluster{}), reflect.TypeOf(RedisCluster{}), reflect.TypeOf(Mirror{})} {
-		for i := range t.NumField() {
-			if f := t.Field(i); f.Type == durationType {
-				keys[strings.Split(f.Tag.Get("yaml"), ",")[0]] = true
-			}
-		}
-	}
-	return keys
-}()
-
-// checkDurations finds duration settings that decoding would refuse with
-// "cannot unmarshal !!int" (a number without a unit) or that would silently
-// become the default (an explicit zero), and says what to write instead,
-// one message per setting.
-func checkDurations(doc *yaml.Node) error {
-	var errs []error
-	var walk func(n *yaml.Node)
-	walk = func(n *yaml.Node) {
-		if n.Kind == yaml.MappingNode {
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				key, value := n.Content[i], n.Content[i+1]
-				if durationKeys[key.Value] && value.Kind == yaml.ScalarNode {
-					if err := checkDurationValue(key.Value, value); err != nil {
-						errs = append(errs, fmt.Errorf("line %d: %w", value.Line, err))
-					}
-					continue
-				}
-				walk(value)
-			}
-			return
-		}
-		for _, c := range n.Content {
-			walk(c)
-		}
-	}
-	walk(doc)
-	return errors.Join(errs...)
-}
-
-func checkDurationValue(key string, value *yaml.Node) error {
-	switch value.ShortTag() {
-	case "!!int", "!!float":
-		return fmt.Errorf("%s: %s has no unit; write a duration such as %ss or %sms", key, value.Value, value.Value, value.Value)
-	case "!!null":
-		return nil
-	}
-	d, err := time.ParseDuration(value.Value)
-	if err != nil {
-		return fmt.Errorf("%s: %q is not a duration such as 5s or 500ms", key, value.Value)
-	}
-	if d == 0 {
-		return fmt.Errorf("%s: %s must be positive; leave the key out for the default", key, value.Value)
-	}
-	if d < 0 {
-		return fmt.Errorf("%s: %s must be positive", key, value.Value)
 	}
 	return nil
 }

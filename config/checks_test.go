@@ -22,12 +22,12 @@ func TestBadInputGetsOneClearMessage(t *testing.T) {
 		// notWant must not appear: settings the user never gave, secrets.
 		notWant []string
 	}{
-		{"interval without unit", kafka("    refresh_interval: 0\n"), []string{"line 3: refresh_interval: 0 has no unit; write a duration such as 0s or 0ms"}, []string{"!!int"}},
-		{"timeout without unit", "redis:\n  - addrs: [a:1]\n    command_timeout: 2\n", []string{"line 3: command_timeout: 2 has no unit; write a duration such as 2s or 2ms"}, nil},
-		{"explicit zero interval", kafka("    refresh_interval: 0s\n"), []string{"line 3: refresh_interval: 0s must be positive; leave the key out for the default"}, []string{"refresh_timeout"}},
-		{"negative interval", kafka("    refresh_interval: -5s\n"), []string{"line 3: refresh_interval: -5s must be positive"}, []string{"refresh_timeout"}},
+		{"interval without unit", kafka("    refresh_interval: 0\n"), []string{"line 3: kafka[0].refresh_interval: 0 is not a duration; write it with a unit, such as 5s"}, []string{"!!int"}},
+		{"timeout without unit", "redis:\n  - addrs: [a:1]\n    command_timeout: 2\n", []string{"line 3: redis[0].command_timeout: 2 is not a duration; write it with a unit, such as 2s"}, nil},
+		{"explicit zero interval", kafka("    refresh_interval: 0s\n"), []string{"line 3: kafka[0].refresh_interval: 0s must be positive; leave the key out for the default"}, []string{"refresh_timeout"}},
+		{"negative interval", kafka("    refresh_interval: -5s\n"), []string{"line 3: kafka[0].refresh_interval: -5s must be positive"}, []string{"refresh_timeout"}},
 		{"huge interval", kafka("    refresh_interval: 1000000h\n"), []string{"refresh_interval 1000000h0m0s is longer than 1h0m0s"}, []string{"refresh_timeout", "-"}},
-		{"two bad durations, two messages", kafka("    refresh_interval: 5\n    dial_timeout: -1s\n"), []string{"line 3: refresh_interval: 5 has no unit", "line 4: dial_timeout: -1s must be positive"}, nil},
+		{"two bad durations, two messages", kafka("    refresh_interval: 5\n    dial_timeout: -1s\n"), []string{"line 3: kafka[0].refresh_interval: 5 is not a duration; write it with a unit, such as 5s", "line 4: kafka[0].dial_timeout: -1s must be positive"}, nil},
 		{"ipv6 without brackets", kafka("")[:len("kafka:\n")] + "  - bootstrap_servers: [\"::1:9092\"]\n", []string{`bootstrap server "::1:9092": an IPv6 address needs brackets, as in [::1]:9092`}, nil},
 		{"url scheme", redis("http://host:9092"), []string{`addr "http://host:9092": give HOST:PORT without a scheme (http://)`}, nil},
 		{"port too large", redis("host:99999"), []string{`addr "host:99999": port 99999 is outside 1-65535`}, nil},

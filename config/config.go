@@ -13,9 +13,12 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/failover-exporter/failover_exporter/internal/readfile"
 )
 
 // Defaults applied to every cluster that does not set its own.
@@ -294,15 +297,41 @@ type Secret struct {
 	Env  string `yaml:"env"`
 }
 
-// UnmarshalYAML accepts only {file: ...} or {env: ...}. An inline value is
-// refused without echoing it, so that a password typed into the file does
-// not end up in an error message or a log.
+// UnmarshalYAML accepts only {file: PATH} or {env: VARIABLE}: one of the
+// two, not empty, and no other key (Node.Decode does not inherit the
+// file's KnownFields, so {flie: PATH} would otherwise be no password at
+// all). An inline value is refused without echoing it, so that a password
+// typed into the file does not end up in an error message or a log.
+// Parse's checkTypes refuses the same with the key path first.
 func (s *Secret) UnmarshalYAML(value *yaml.Node) error {
+	const want = "use {file: PATH} or {env: VARIABLE}"
 	if value.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: secrets are not accepted inline; use {file: PATH} or {env: VARIABLE}", value.Line)
+		return fmt.Errorf("line %d: secrets are not accepted inline; %s", value.Line, want)
 	}
-	type plain Secret
-	return value.Decode((*plain)(s))
+	var got Secret
+	for i := 0; i+1 < len(value.Content); i += 2 {
+		key, v := value.Content[i], value.Content[i+1]
+		var dst *string
+		switch key.Value {
+		case "file":
+			dst = &got.File
+		case "env":
+			dst = &got.Env
+		default:
+			return fmt.Errorf("line %d: a secret takes only the key file or env; %s", key.Line, want)
+		}
+		if err := v.Decode(dst); err != nil || *dst == "" {
+			return fmt.Errorf("line %d: secret %s must be a non-empty name; %s", v.Line, key.Value, want)
+		}
+	}
+	switch {
+	case got.File != "" && got.Env != "":
+		return fmt.Errorf("line %d: a secret takes file or env, not both", value.Line)
+	case !got.IsSet():
+		return fmt.Errorf("line %d: the secret names no file and no variable; %s", value.Line, want)
+	}
+	*s = got
+	return nil
 }
 
 // IsSet reports whether a source for the secret is configured.
@@ -312,9 +341,9 @@ func (s Secret) IsSet() bool { return s.File != "" || s.Env != "" }
 func (s Secret) Value() (string, error) {
 	switch {
 	case s.File != "":
-		b, err := os.ReadFile(s.File)
+		b, err := readfile.Bounded("secret file", s.File, readfile.SecretLimit)
 		if err != nil {
-			return "", fmt.Errorf("read secret file: %w", err)
+			return "", err
 		}
 		return strings.TrimRight(string(b), "\r\n"), nil
 	case s.Env != "":
@@ -403,28 +432,50 @@ func Parse(b []byte) (*Config, error) {
 	if err := checkUTF8(b); err != nil {
 		return nil, err
 	}
-	// Durations first: the typed decoder stops at the first one, with a
-	// message that does not say to add a unit.
+	// Types first, by key path: the typed decoder stops at the first bad
+	// value, with a message that names neither the key nor what to write,
+	// and takes an explicit 0s for the default.
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err == nil {
-		if err := checkDurations(&doc); err != nil {
+		if err := checkTypes(&doc); err != nil {
 			return nil, err
 		}
 	}
 	cfg := &Config{}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+	if err := decodeStrict(b, cfg); err != nil {
 		return nil, err
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, errors.New("more than one YAML document; put all clusters in one")
 	}
 	if err := cfg.Complete(); err != nil {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// decodeStrict decodes the file's one document into cfg, refusing unknown
+// keys; a trailing "---" starts an empty document, which is no second
+// config. A panic of the YAML decoder on input checkTypes let through is
+// an error about the file, not a crash of the check or the reload.
+func decodeStrict(b []byte, cfg *Config) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the YAML decoder failed on this file (%v); check its anchors, aliases and merge keys", r)
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	for {
+		var extra yaml.Node
+		err := dec.Decode(&extra)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil || len(extra.Content) != 1 || !isNull(extra.Content[0]) {
+			return fmt.Errorf("line %d: more than one YAML document; put all clusters in one", extra.Line)
+		}
+	}
 }
 
 // Complete applies defaults and validates. It is called by Parse and must be
@@ -462,12 +513,13 @@ func (c *Config) Complete() error {
 	for _, k := range c.Kafka {
 		kafka[k.Name] = k
 	}
+	known := sync.OnceValue(func() string { return listNames(kafka) })
 	for i := range c.Mirrors {
 		m := &c.Mirrors[i]
 		m.applyDefaults()
 		if err := checkName(m.Name); err != nil {
 			errs = append(errs, fmt.Errorf("mirror %d: %w", i+1, err))
-		} else if err := m.validate(kafka); err != nil {
+		} else if err := m.validate(kafka, known); err != nil {
 			errs = append(errs, fmt.Errorf("mirror %d (%q): %w", i+1, m.Name, err))
 		}
 		if names["mirror/"+m.Name] {
@@ -742,16 +794,8 @@ func (t TLS) validate() error {
 	if (t.CertFile == "") != (t.KeyFile == "") {
 		return errors.New("tls.cert_file and tls.key_file must be set together")
 	}
-	for _, f := range []string{t.CAFile, t.CertFile, t.KeyFile} {
-		if f == "" {
-			continue
-		}
-		if _, err := os.Stat(f); err != nil {
-			return fmt.Errorf("tls: %w", err)
-		}
-	}
-	// Parse the files too, so that --config.check and a reload refuse what
-	// the clusters would fail on when they start.
+	// Read and parse the files, so that --config.check and a reload refuse
+	// what the clusters would fail on when they start.
 	if _, err := t.ClientConfig(); err != nil {
 		return fmt.Errorf("tls: %w", err)
 	}

@@ -63,17 +63,17 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate names", "kafka:\n  - bootstrap_servers: [a:1]\n  - bootstrap_servers: [b:1]\n", `kafka cluster "kafka" is defined twice`},
 		{"timeout above interval", "kafka:\n  - bootstrap_servers: [a:1]\n    refresh_interval: 1s\n    refresh_timeout: 2s\n", "refresh_timeout 2s must be positive and at most refresh_interval 1s"},
 		{"bad duration", "kafka:\n  - bootstrap_servers: [a:1]\n    refresh_interval: often\n", "often"},
-		{"inline password refused", "redis:\n  - addrs: [a:1]\n    password: hunter2\n", "line 3: secrets are not accepted inline"},
+		{"inline password refused", "redis:\n  - addrs: [a:1]\n    password: hunter2\n", "line 3: redis[0].password: secrets are not accepted inline"},
 		{"unknown sasl", "kafka:\n  - bootstrap_servers: [a:1]\n    sasl: {mechanism: GSSAPI, username: u, password: {env: HOME}}\n", `sasl.mechanism "GSSAPI"`},
 		{"password env missing", "kafka:\n  - bootstrap_servers: [a:1]\n    sasl: {mechanism: PLAIN, username: u, password: {env: FAILOVER_TEST_UNSET_VAR}}\n", "FAILOVER_TEST_UNSET_VAR is not set"},
 		{"tls settings while disabled", "redis:\n  - addrs: [a:1]\n    tls: {ca_file: /x}\n", "tls.enabled is false"},
 		{"missing tls file", "redis:\n  - addrs: [a:1]\n    tls: {enabled: true, ca_file: /nonexistent/ca.pem}\n", "/nonexistent/ca.pem"},
 		{"canary prefix with a hash tag", "redis:\n  - addrs: [a:1]\n    canary: {enabled: true, key_prefix: \"x{y}\"}\n", `canary.key_prefix "x{y}" must not contain { or }`},
 		{"canary interval too short", "redis:\n  - addrs: [a:1]\n    canary: {enabled: true, interval: 1ms}\n", "canary.interval 1ms is shorter than 100ms"},
-		{"canary negative wait", "redis:\n  - addrs: [a:1]\n    canary: {enabled: true, wait: -1s}\n", "canary.wait -1s is negative"},
+		{"canary negative wait", "redis:\n  - addrs: [a:1]\n    canary: {enabled: true, wait: -1s}\n", "line 3: redis[0].canary.wait: -1s is negative; write 0s for none"},
 		{"canary topic name", "kafka:\n  - bootstrap_servers: [a:1]\n    canary: {enabled: true, topic: \"a b\"}\n", `canary.topic "a b" is not a valid Kafka topic name`},
 		{"canary min isr above rf", "kafka:\n  - bootstrap_servers: [a:1]\n    canary: {replication_factor: 2, min_insync_replicas: 3}\n", "canary.replication_factor 2 and canary.min_insync_replicas 3"},
-		{"negative backdate limit", "redis:\n  - addrs: [a:1]\n    backdate_limit: -1s\n", "line 3: backdate_limit: -1s must be positive"},
+		{"negative backdate limit", "redis:\n  - addrs: [a:1]\n    backdate_limit: -1s\n", "line 3: redis[0].backdate_limit: -1s must be positive"},
 		{"backdate limit above an hour", "kafka:\n  - bootstrap_servers: [a:1]\n    backdate_limit: 2h\n", "backdate_limit 2h0m0s must be positive and at most 1h0m0s"},
 		{"slot stats top above the bound", "redis:\n  - addrs: [a:1]\n    slot_stats: {top: 101}\n", "slot_stats.top 101 must be between 0 (off) and 100"},
 		{"negative slot stats top", "redis:\n  - addrs: [a:1]\n    slot_stats: {top: -1}\n", "slot_stats.top -1 must be between 0 (off) and 100"},
@@ -81,7 +81,7 @@ func TestParseErrors(t *testing.T) {
 		{"two documents", "kafka: []\n---\nredis: []\n", "more than one YAML document"},
 		{"unknown partition metrics mode", "kafka:\n  - bootstrap_servers: [a:1]\n    partition_metrics: sparse\n", `line 3: partition_metrics "sparse": want one of lean, unhealthy, full, none`},
 		{"partition metrics as a list", "kafka:\n  - bootstrap_servers: [a:1]\n    partition_metrics: [full]\n", "line 3: partition_metrics must be one of lean, unhealthy, full, none"},
-		{"negative partition metrics hold", "kafka:\n  - bootstrap_servers: [a:1]\n    partition_metrics_hold: -1m\n", "line 3: partition_metrics_hold: -1m must be positive"},
+		{"negative partition metrics hold", "kafka:\n  - bootstrap_servers: [a:1]\n    partition_metrics_hold: -1m\n", "line 3: kafka[0].partition_metrics_hold: -1m must be positive"},
 		{"partition metrics hold above a day", "kafka:\n  - bootstrap_servers: [a:1]\n    partition_metrics_hold: 25h\n", "partition_metrics_hold 25h0m0s must be positive"},
 	}
 	for _, c := range cases {
@@ -152,6 +152,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("kafka:\n  - bootstrap_servers: [127.0.0.1:9092]\n"))
 	f.Add([]byte("redis:\n  - addrs: [127.0.0.1:7000]\n    password: {env: X}\n"))
 	f.Add([]byte("kafka: [{bootstrap_servers: [a:1], topics: {include: 'a|b'}}]"))
+	f.Add([]byte("redis:\n  - addrs: [a:1]\n    password: {flie: /x}\n    canary: {interval: 5, key_ttl: 0s, wait: 0s}\n---\n"))
+	f.Add([]byte("x: &c {interval: 5}\nredis: [{addrs: [a:1], canary: *c, tls: {<<: *c}}]\n"))
+	f.Add([]byte("mirrors: [{name: m, partition_metrics: full, connect: {url: '127.0.0.1:8083?t=1'}}]\nkafka: [{bootstrap_servers: a:1}]\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		cfg, err := Parse(b)
 		if err == nil && cfg == nil {

@@ -7,7 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
+
+	"github.com/failover-exporter/failover_exporter/internal/readfile"
 )
 
 // A reload restarts only the clusters whose fingerprint changed. Secrets
@@ -62,7 +63,7 @@ func (t TLS) fileContents() [][]byte {
 			contents = append(contents, nil)
 			continue
 		}
-		b, err := os.ReadFile(f)
+		b, err := readfile.Bounded("tls file", f, readfile.PEMLimit)
 		if err != nil {
 			b = []byte("unreadable: " + err.Error())
 		}

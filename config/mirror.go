@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -96,18 +97,9 @@ type MirrorConnect struct {
 
 func (c *MirrorConnect) validate() error {
 	var errs []error
-	u, parseErr := url.Parse(c.URL)
-	switch {
-	case c.URL == "":
-		errs = append(errs, errors.New("connect.url is required: the Kafka Connect REST API, e.g. http://connect:8083"))
-	case parseErr != nil:
-		errs = append(errs, fmt.Errorf("connect.url: %w", parseErr))
-	case u.Scheme != "http" && u.Scheme != "https":
-		errs = append(errs, fmt.Errorf("connect.url %q: the scheme must be http or https", c.URL))
-	case u.Host == "":
-		errs = append(errs, fmt.Errorf("connect.url %q has no host", c.URL))
-	case u.User != nil:
-		errs = append(errs, errors.New("connect.url must not hold credentials: use connect.username and connect.password"))
+	u, urlErr := checkConnectURL(c.URL)
+	if urlErr != nil {
+		errs = append(errs, urlErr)
 	}
 	if c.Password.IsSet() || c.Username != "" {
 		if c.Username == "" {
@@ -120,7 +112,7 @@ func (c *MirrorConnect) validate() error {
 	if err := c.TLS.validate(); err != nil {
 		errs = append(errs, fmt.Errorf("connect.%w", err))
 	}
-	if c.TLS.Enabled && parseErr == nil && u.Scheme == "http" {
+	if c.TLS.Enabled && urlErr == nil && u.Scheme == "http" {
 		errs = append(errs, fmt.Errorf("connect.tls is enabled but connect.url %q is http", c.URL))
 	}
 	for _, name := range c.Connectors {
@@ -129,6 +121,76 @@ func (c *MirrorConnect) validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkConnectURL refuses a connect.url the exporter could not use as the
+// REST API's base: it needs http:// or https://, a host and a valid port,
+// and no query, fragment or user:password, which would be mangled into
+// every request and shown wherever the URL is. Messages show the URL
+// without those parts.
+func checkConnectURL(raw string) (*url.URL, error) {
+	const example = "e.g. http://connect:8083"
+	if raw == "" {
+		return nil, fmt.Errorf("connect.url is required: the Kafka Connect REST API, %s", example)
+	}
+	shown := strconv.Quote(RedactURL(raw))
+	if !strings.Contains(raw, "://") {
+		return nil, fmt.Errorf("connect.url %s has no scheme: write http:// or https:// before the host, %s", shown, example)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		var urlErr *url.Error
+		if errors.As(err, &urlErr) {
+			err = urlErr.Err // its message repeats the whole URL
+		}
+		return nil, fmt.Errorf("connect.url %s is not a URL (%v), %s", shown, err, example)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("connect.url %s: the scheme must be http or https", shown)
+	case u.User != nil:
+		return nil, errors.New("connect.url must not hold credentials: use connect.username and connect.password")
+	case u.Host == "" || u.Hostname() == "":
+		return nil, fmt.Errorf("connect.url %s has no host, %s", shown, example)
+	case u.RawQuery != "" || u.ForceQuery:
+		return nil, fmt.Errorf("connect.url %s must not have a query (?...): the exporter asks for /connectors?expand=status&expand=info under the URL itself, and credentials go in connect.username and connect.password", shown)
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return nil, fmt.Errorf("connect.url %s must not have a fragment (#...)", shown)
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("connect.url %s: port %s is outside 1-65535", shown, port)
+		}
+	} else if strings.HasSuffix(u.Host, ":") {
+		return nil, fmt.Errorf("connect.url %s: the port after the colon is empty", shown)
+	}
+	return u, nil
+}
+
+// RedactURL returns a URL without its user:password, query and fragment,
+// the parts that may hold credentials, for messages and logs.
+func RedactURL(raw string) string {
+	if !strings.ContainsAny(raw, "@?#") {
+		return raw
+	}
+	if u, err := url.Parse(raw); err == nil && u.Opaque == "" {
+		redacted := *u
+		redacted.User, redacted.RawQuery, redacted.ForceQuery, redacted.Fragment, redacted.RawFragment = nil, "", false, "", ""
+		return redacted.String()
+	}
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		raw = raw[:i]
+	}
+	if scheme, rest, ok := strings.Cut(raw, "://"); ok {
+		if i := strings.LastIndex(rest, "@"); i >= 0 {
+			rest = rest[i+1:]
+		}
+		return scheme + "://" + rest
+	}
+	if i := strings.LastIndex(raw, "@"); i >= 0 {
+		raw = raw[i+1:]
+	}
+	return raw
 }
 
 // Replication policies.
@@ -210,8 +272,9 @@ func (m *Mirror) applyDefaults() {
 }
 
 // validate checks the flow's own settings and resolves its clusters from
-// kafka, the config's Kafka clusters by name.
-func (m *Mirror) validate(kafka map[string]KafkaCluster) error {
+// kafka, the config's Kafka clusters by name; known lists them for
+// messages, computed once for all flows.
+func (m *Mirror) validate(kafka map[string]KafkaCluster, known func() string) error {
 	var errs []error
 	if m.Name == "" {
 		errs = append(errs, errors.New("name is required (the mirror label)"))
@@ -222,7 +285,7 @@ func (m *Mirror) validate(kafka map[string]KafkaCluster) error {
 			continue
 		}
 		if _, ok := kafka[side.name]; !ok {
-			errs = append(errs, fmt.Errorf("%s %q is not a cluster of the kafka list (%s)", side.key, side.name, listNames(kafka)))
+			errs = append(errs, fmt.Errorf("%s %q is not a cluster of the kafka list (%s)", side.key, side.name, known()))
 		}
 	}
 	if m.Source != "" && m.Source == m.Target {
@@ -276,6 +339,9 @@ func (m *Mirror) validate(kafka map[string]KafkaCluster) error {
 	return nil
 }
 
+// maxListedNames bounds the cluster names a message lists.
+const maxListedNames = 10
+
 func listNames(kafka map[string]KafkaCluster) string {
 	if len(kafka) == 0 {
 		return "the kafka list is empty"
@@ -285,6 +351,11 @@ func listNames(kafka map[string]KafkaCluster) string {
 		names = append(names, fmt.Sprintf("%q", name))
 	}
 	slices.Sort(names)
+	// A few names are a hint; all of thousands, in each of thousands of
+	// messages, would make the check quadratic in the file's size.
+	if len(names) > maxListedNames {
+		return fmt.Sprintf("known: %s and %d more", strings.Join(names[:maxListedNames], ", "), len(names)-maxListedNames)
+	}
 	return "known: " + strings.Join(names, ", ")
 }
 

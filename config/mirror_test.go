@@ -120,7 +120,7 @@ mirrors:
 	for _, tc := range []struct{ connect, want string }{
 		{"{}", "connect.url is required"},
 		{"{url: ftp://connect:21}", `connect.url "ftp://connect:21": the scheme must be http or https`},
-		{"{url: 'http://'}", `connect.url "http://" has no host`},
+		{"{url: 'http://'}", `connect.url "http://" has no host, e.g. http://connect:8083`},
 		{"{url: 'http://user:pw@connect:8083'}", "connect.url must not hold credentials"},
 		{"{url: 'http://connect:8083', password: {env: CONNECT_PASSWORD}}", "connect.password is set without connect.username"},
 		{"{url: 'http://connect:8083', username: u}", "connect.password: set file or env"},
@@ -148,7 +148,7 @@ func TestMirrorValidation(t *testing.T) {
 		{"source: eu\n    target: us\n    offset_syncs_topic_location: elsewhere", "offset_syncs_topic_location"},
 		{"source: eu\n    target: us\n    checkpoints_topic: \"a b\"", `checkpoints_topic "a b" is not a valid Kafka topic name`},
 		{"source: eu\n    target: us\n    source_alias: x\n    target_alias: x", `source_alias and target_alias are both "x"`},
-		{"source: eu\n    target: us\n    stall_after: 30", "stall_after: 30 has no unit"},
+		{"source: eu\n    target: us\n    stall_after: 30", "line 12: mirrors[0].stall_after: 30 is not a duration; write it with a unit, such as 30s"},
 		{"source: eu\n    target: us\n    refresh_interval: 2h", "refresh_interval 2h0m0s is longer than 1h0m0s"},
 		{"source: eu\n    target: us\n    bootstrap_servers: [x:1]", "field bootstrap_servers not found"},
 		{"source: eu\n    target: us\n    max_groups: -1", "max_groups -1 must be positive"},

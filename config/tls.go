@@ -5,7 +5,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
+
+	"github.com/failover-exporter/failover_exporter/internal/readfile"
 )
 
 // ClientConfig builds the *tls.Config for a client connection, or nil when
@@ -21,9 +22,9 @@ func (t TLS) ClientConfig() (*tls.Config, error) {
 		MinVersion:         tls.VersionTLS12,
 	}
 	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
+		pem, err := readfile.Bounded("tls.ca_file", t.CAFile, readfile.PEMLimit)
 		if err != nil {
-			return nil, fmt.Errorf("read tls.ca_file: %w", err)
+			return nil, err
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
@@ -32,7 +33,17 @@ func (t TLS) ClientConfig() (*tls.Config, error) {
 		c.RootCAs = pool
 	}
 	if t.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		// Bounded reads, not tls.LoadX509KeyPair: a cert_file of /dev/zero
+		// would be read until memory ran out.
+		certPEM, err := readfile.Bounded("tls.cert_file", t.CertFile, readfile.PEMLimit)
+		if err != nil {
+			return nil, err
+		}
+		keyPEM, err := readfile.Bounded("tls.key_file", t.KeyFile, readfile.PEMLimit)
+		if err != nil {
+			return nil, err
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return nil, fmt.Errorf("load tls.cert_file/tls.key_file: %w", err)
 		}
