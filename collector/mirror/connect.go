@@ -3,9 +3,11 @@ package mirror
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -153,6 +155,12 @@ func (r *connectReader) get(ctx context.Context) (connectorsReply, error) {
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
+		// The error repeats the URL, and is logged: never with whatever
+		// credentials a URL the config check did not see might hold.
+		var urlErr *url.Error
+		if errors.As(err, &urlErr) {
+			urlErr.URL = config.RedactURL(urlErr.URL)
+		}
 		return nil, fmt.Errorf("connect GET /connectors: %w", err)
 	}
 	defer resp.Body.Close()
