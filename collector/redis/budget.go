@@ -236,13 +236,15 @@ func degradedBecause(snap *Snapshot, b *FailureBudget) string {
 type stopAssessor struct {
 	snap     *Snapshot
 	b        *FailureBudget
+	index    map[string]int         // snap.Nodes by id
 	replicas map[string][]*Node     // healthy replicas, by master id
 	ranges   map[string][]SlotRange // by owner id
 }
 
 func newStopAssessor(snap *Snapshot, b *FailureBudget) *stopAssessor {
-	a := &stopAssessor{snap: snap, b: b, replicas: map[string][]*Node{}, ranges: map[string][]SlotRange{}}
+	a := &stopAssessor{snap: snap, b: b, index: make(map[string]int, len(snap.Nodes)), replicas: map[string][]*Node{}, ranges: map[string][]SlotRange{}}
 	for i := range snap.Nodes {
+		a.index[snap.Nodes[i].ID] = i
 		if r := &snap.Nodes[i]; r.IsHealthyReplica() {
 			a.replicas[r.MasterID] = append(a.replicas[r.MasterID], r)
 		}
@@ -282,7 +284,27 @@ func (a *stopAssessor) assess(stopped map[string]bool) *StopOutcome {
 	var servesSlots, noReplica, lastReplica int
 	var serving, without, last []string
 	var advice []string
-	for i := range a.snap.Nodes {
+	// Only the shards of the stopped nodes can change: their masters, and
+	// the masters of stopped replicas. In snapshot order, for stable text.
+	shards := map[int]bool{}
+	for id := range stopped {
+		n := a.node(id)
+		switch {
+		case n == nil:
+		case n.Role == RoleMaster:
+			shards[a.index[n.ID]] = true
+		default:
+			if mi, ok := a.index[n.MasterID]; ok {
+				shards[mi] = true
+			}
+		}
+	}
+	order := make([]int, 0, len(shards))
+	for i := range shards {
+		order = append(order, i)
+	}
+	slices.Sort(order)
+	for _, i := range order {
 		m := &a.snap.Nodes[i]
 		if m.Role != RoleMaster || m.Slots == 0 {
 			continue
@@ -341,10 +363,8 @@ func (a *stopAssessor) assess(stopped map[string]bool) *StopOutcome {
 }
 
 func (a *stopAssessor) node(id string) *Node {
-	for i := range a.snap.Nodes {
-		if a.snap.Nodes[i].ID == id {
-			return &a.snap.Nodes[i]
-		}
+	if i, ok := a.index[id]; ok {
+		return &a.snap.Nodes[i]
 	}
 	return nil
 }

@@ -377,3 +377,13 @@ func TestBudgetSeries(t *testing.T) {
 		t.Errorf("lint: %v %+v", err, problems)
 	}
 }
+
+// BenchmarkAssessBudget100Nodes is the failure budget's share of a refresh
+// of 50 masters with one replica each.
+func BenchmarkAssessBudget100Nodes(b *testing.B) {
+	snap := snapshot100Nodes()
+	b.ReportAllocs()
+	for b.Loop() {
+		assessBudget(snap, config.RedisBudget{}, time.Second)
+	}
+}
