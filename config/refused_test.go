@@ -295,6 +295,24 @@ func TestTypeHintsByKeyPath(t *testing.T) {
 	}
 }
 
+// TestAliasBombIsRefusedQuickly: nested aliases that expand to billions
+// of values are refused in a moment, not walked.
+func TestAliasBombIsRefusedQuickly(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("kafka:\n  - &a0 {bootstrap_servers: [a:1]}\n")
+	for i := 1; i < 10; i++ {
+		fmt.Fprintf(&b, "  - &a%d {<<: [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d], name: k%d}\n", i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i)
+	}
+	start := time.Now()
+	_, err := Parse([]byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "aliases expand to more than") {
+		t.Errorf("error: %.300v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %s", took)
+	}
+}
+
 // TestManyMirrorsOfUnknownClustersStayLinear: each such mirror's message
 // lists a few known clusters, not all of them, computed once.
 func TestManyMirrorsOfUnknownClustersStayLinear(t *testing.T) {

@@ -74,6 +74,7 @@ func (w *typeWalker) keys(n *yaml.Node) {
 type typeWalker struct {
 	errs   []error
 	budget int
+	fields map[reflect.Type]map[string]reflect.StructField
 }
 
 var (
@@ -184,7 +185,11 @@ func (w *typeWalker) walkField(n *yaml.Node, t reflect.Type, path, field string)
 		}
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
-			w.errorf(n, path, "%s is not a single value; write one, such as %s: VALUE", describe(n), lastKey(path))
+			if key := lastKey(path); key != "" {
+				w.errorf(n, path, "%s is not a single value; write one, such as %s: VALUE", describe(n), key)
+			} else {
+				w.errorf(n, path, "%s is not a single value; each item is one", describe(n))
+			}
 		}
 	}
 }
@@ -200,8 +205,15 @@ func (w *typeWalker) mapping(n *yaml.Node, t reflect.Type, path string) {
 		w.errorf(n, at, "%s is not a mapping of keys; write KEY: VALUE lines under it", describe(n))
 		return
 	}
-	fields := yamlFields(t)
-	for i := 0; i+1 < len(n.Content); i += 2 {
+	fields, ok := w.fields[t]
+	if !ok {
+		fields = yamlFields(t)
+		if w.fields == nil {
+			w.fields = map[reflect.Type]map[string]reflect.StructField{}
+		}
+		w.fields[t] = fields
+	}
+	for i := 0; i+1 < len(n.Content) && w.budget >= 0; i += 2 {
 		key, value := n.Content[i], n.Content[i+1]
 		if key.Value == "<<" && key.ShortTag() == "!!merge" {
 			w.merge(value, t, path)
