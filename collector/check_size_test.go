@@ -74,15 +74,21 @@ func TestCheckOfTheLargestConfigIsLinear(t *testing.T) {
 }
 
 // BenchmarkCheckOfTheLargestConfig is TestCheckOfTheLargestConfigIsLinear
-// repeated: go test -run '^$' -bench CheckOfTheLargestConfig -benchtime 3x ./collector/
+// repeated, at a quarter of the limit and at the limit, so that the two
+// show whether the cost grows with the file's size alone:
+// go test -run '^$' -bench CheckOfTheLargestConfig -benchtime 3x ./collector/
 func BenchmarkCheckOfTheLargestConfig(b *testing.B) {
-	body, _ := largestConfig(config.MaxConfigSize)
-	path := filepath.Join(b.TempDir(), "largest.yml")
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		checkFile(b, path)
+	for _, size := range []int{config.MaxConfigSize / 4, config.MaxConfigSize} {
+		body, clusters := largestConfig(size)
+		b.Run(fmt.Sprintf("%dKiB_%dclusters", size>>10, clusters), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "largest.yml")
+			if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				checkFile(b, path)
+			}
+		})
 	}
 }
