@@ -133,6 +133,15 @@ func TestNestedDurations(t *testing.T) {
 	if err != nil || cfg.Redis[0].Canary.Wait != 0 {
 		t.Errorf("wait: 0s: %v", err)
 	}
+	// A merged block's value is checked, unless the mapping that merges
+	// it sets the key itself, as the decoder takes that one.
+	_, err = Parse([]byte("redis:\n  - &r {addrs: [a:1], canary: {interval: 5}}\n  - {<<: *r, name: b}\n"))
+	if err == nil || !strings.Contains(err.Error(), "redis[1].canary.interval: 5 is not a duration") {
+		t.Errorf("merged canary: %v", err)
+	}
+	if _, err := Parse([]byte("x: &c {dial_timeout: 5}\nredis:\n  - {<<: *c, dial_timeout: 5s, addrs: [a:1]}\n")); err != nil && strings.Contains(err.Error(), "dial_timeout") {
+		t.Errorf("a merged value the mapping overrides: %v", err)
+	}
 	// An anchored block is checked where it is used.
 	_, err = Parse([]byte("x-canary: &c {interval: 5}\n" + redisAt + "    canary: *c\n"))
 	if err == nil || !strings.Contains(err.Error(), "redis[0].canary.interval: 5 is not a duration") {

@@ -149,7 +149,7 @@ func (w *typeWalker) walkField(n *yaml.Node, t reflect.Type, path, field string)
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		w.mapping(n, t, path)
+		w.mapping(n, t, path, nil)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			example := listExamples[field]
@@ -195,8 +195,9 @@ func (w *typeWalker) walkField(n *yaml.Node, t reflect.Type, path, field string)
 }
 
 // mapping checks the keys of a struct's mapping that the struct knows;
-// unknown ones are the decoder's to refuse.
-func (w *typeWalker) mapping(n *yaml.Node, t reflect.Type, path string) {
+// unknown ones are the decoder's to refuse. shadowed are keys a mapping
+// that merges this one sets itself: their values here are not used.
+func (w *typeWalker) mapping(n *yaml.Node, t reflect.Type, path string, shadowed map[string]bool) {
 	if n.Kind != yaml.MappingNode {
 		at := path
 		if at == "" {
@@ -213,34 +214,45 @@ func (w *typeWalker) mapping(n *yaml.Node, t reflect.Type, path string) {
 		}
 		w.fields[t] = fields
 	}
+	var merges []*yaml.Node
+	own := map[string]bool{}
 	for i := 0; i+1 < len(n.Content) && w.budget >= 0; i += 2 {
 		key, value := n.Content[i], n.Content[i+1]
 		if key.Value == "<<" && key.ShortTag() == "!!merge" {
-			w.merge(value, t, path)
+			merges = append(merges, value)
 			continue
 		}
+		own[key.Value] = true
 		f, ok := fields[key.Value]
-		if !ok {
+		if !ok || shadowed[key.Value] {
 			continue
 		}
 		w.walkField(value, f.Type, join(path, key.Value), t.Name()+"."+f.Name)
+	}
+	if len(merges) > 0 {
+		for key := range shadowed {
+			own[key] = true
+		}
+		for _, m := range merges {
+			w.merge(m, t, path, own)
+		}
 	}
 }
 
 // merge walks the mappings a merge key (<<: *anchor) brings in, as part
 // of the mapping that holds it.
-func (w *typeWalker) merge(n *yaml.Node, t reflect.Type, path string) {
+func (w *typeWalker) merge(n *yaml.Node, t reflect.Type, path string, shadowed map[string]bool) {
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
 	if n.Kind == yaml.SequenceNode {
 		for _, c := range n.Content {
-			w.merge(c, t, path)
+			w.merge(c, t, path, shadowed)
 		}
 		return
 	}
 	if w.budget--; w.budget >= 0 && n.Kind == yaml.MappingNode {
-		w.mapping(n, t, path)
+		w.mapping(n, t, path, shadowed)
 	}
 }
 
