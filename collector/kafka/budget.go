@@ -166,28 +166,70 @@ func (e *StopEffect) addAtRisk(topic string, partition int32) {
 	}
 }
 
-// budgetScopes maps broker ids to the stop effects they belong to: their
-// own, and their rack's.
-type budgetScopes struct {
-	broker map[int32]*StopEffect
-	rack   map[int32]*StopEffect
+// budgetBroker is what the budget needs of one broker while it walks the
+// partitions: whether it is available, and the stop effects it belongs to.
+type budgetBroker struct {
+	known, available bool
+	broker, rack     *StopEffect
+}
+
+// maxDenseBrokerID bounds the broker ids looked up in a slice rather than a
+// map (ids are usually small; a slice lookup per replica keeps the what-if
+// a small part of a refresh).
+const maxDenseBrokerID = 4096
+
+// budgetBrokers looks brokers up by id.
+type budgetBrokers struct {
+	dense  []budgetBroker
+	sparse map[int32]*budgetBroker
+}
+
+func (bb *budgetBrokers) get(id int32) *budgetBroker {
+	if id >= 0 && int(id) < len(bb.dense) {
+		return &bb.dense[id]
+	}
+	if b := bb.sparse[id]; b != nil {
+		return b
+	}
+	return &budgetBroker{}
+}
+
+func (bb *budgetBrokers) add(id int32) *budgetBroker {
+	if id >= 0 && int(id) < len(bb.dense) {
+		bb.dense[id].known = true
+		return &bb.dense[id]
+	}
+	b := &budgetBroker{known: true}
+	bb.sparse[id] = b
+	return b
 }
 
 // computeBudget works out the snapshot's failure budget: one pass over the
 // partitions, touching for each only the brokers and racks of its leader
-// candidates, the only ones whose stop changes it. headroom is
+// candidates, the only ones whose stop changes it, and skipping even those
+// for a partition no single stop can harm. headroom is
 // failure_budget.min_isr_headroom. It runs after countRacks and once the
 // quorum is read.
 func (s *Snapshot) computeBudget(headroom int) {
 	b := &Budget{Headroom: max(0, headroom), LossesUntilUnderMinISR: -1, LossesUntilOffline: -1, QuorumLossesTolerated: -1}
-	available := make(map[int32]bool, len(s.Brokers))
-	scopes := budgetScopes{broker: make(map[int32]*StopEffect, len(s.Brokers))}
+	var maxID int32
+	for _, br := range s.Brokers {
+		maxID = max(maxID, br.ID)
+	}
+	brokers := budgetBrokers{sparse: map[int32]*budgetBroker{}}
+	if maxID < maxDenseBrokerID {
+		brokers.dense = make([]budgetBroker, maxID+1)
+	}
 	b.Brokers = make([]StopEffect, len(s.Brokers))
+	// While every broker is available (the usual case) an ISR is its own
+	// available part, and is not copied.
+	allAvailable := true
 	for i := range s.Brokers {
 		br := &s.Brokers[i]
-		available[br.ID] = br.Up && br.Reachable
 		b.Brokers[i] = StopEffect{ID: brokerLabel(br.ID), Members: []int32{br.ID}}
-		scopes.broker[br.ID] = &b.Brokers[i]
+		entry := brokers.add(br.ID)
+		entry.available, entry.broker = br.Up && br.Reachable, &b.Brokers[i]
+		allAvailable = allAvailable && entry.available
 	}
 	if s.Racks > 0 {
 		byRack := map[string][]int32{}
@@ -202,44 +244,38 @@ func (s *Snapshot) computeBudget(headroom int) {
 		}
 		sort.Strings(names)
 		b.Racks = make([]StopEffect, len(names))
-		scopes.rack = make(map[int32]*StopEffect, len(s.Brokers))
 		for i, name := range names {
 			b.Racks[i] = StopEffect{ID: name, Members: byRack[name]}
 			for _, id := range byRack[name] {
-				scopes.rack[id] = &b.Racks[i]
+				brokers.get(id).rack = &b.Racks[i]
 			}
 		}
 	}
 
-	// Reused for every partition: the available candidates, and the
-	// scopes they touch with how many ISR and ELR members each takes.
+	// Reused for every partition: the available candidates, and, where a
+	// rack holds more than one of them, how many each rack takes.
 	var isr, elr []int32
-	type touch struct {
+	type rackTouch struct {
 		effect   *StopEffect
 		isr, elr int
 	}
-	var touched []touch
-	touchScope := func(e *StopEffect, inISR bool) {
+	var racks []rackTouch
+	touchRack := func(e *StopEffect, inISR bool) {
 		if e == nil {
 			return
 		}
-		for k := range touched {
-			if touched[k].effect == e {
-				if inISR {
-					touched[k].isr++
-				} else {
-					touched[k].elr++
-				}
-				return
-			}
+		k := 0
+		for k < len(racks) && racks[k].effect != e {
+			k++
 		}
-		t := touch{effect: e}
+		if k == len(racks) {
+			racks = append(racks, rackTouch{effect: e})
+		}
 		if inISR {
-			t.isr = 1
+			racks[k].isr++
 		} else {
-			t.elr = 1
+			racks[k].elr++
 		}
-		touched = append(touched, t)
 	}
 	for ti := range s.Topics {
 		t := &s.Topics[ti]
@@ -247,14 +283,18 @@ func (s *Snapshot) computeBudget(headroom int) {
 		for pi := range t.Partitions {
 			p := &t.Partitions[pi]
 			isr, elr = isr[:0], elr[:0]
-			for _, id := range p.ISR {
-				if available[id] {
-					isr = append(isr, id)
+			if allAvailable {
+				isr = p.ISR
+			} else {
+				for _, id := range p.ISR {
+					if brokers.get(id).available {
+						isr = append(isr, id)
+					}
 				}
 			}
-			if s.ELRKnown && !p.ELRStale() {
+			if s.ELRKnown && !p.ELRStale() && len(p.ELR()) > 0 {
 				for _, id := range p.ELR() {
-					if available[id] && !slices.Contains(isr, id) {
+					if brokers.get(id).available && !slices.Contains(isr, id) {
 						elr = append(elr, id)
 					}
 				}
@@ -281,46 +321,94 @@ func (s *Snapshot) computeBudget(headroom int) {
 				b.LossesUntilOffline = left
 			}
 
-			touched = touched[:0]
+			// A stop that takes one in-sync replica, or one eligible
+			// leader replica, does the same whoever it takes.
+			oneISR := stopOutcome(len(isr), len(elr), 1, 0, minISR, b.Headroom, offlineNow, underNow)
+			oneELR := stopOutcome(len(isr), len(elr), 0, 1, minISR, b.Headroom, offlineNow, underNow)
+			// Each rack takes at most one when the ISR's members are all
+			// available, racked and in distinct racks.
+			racksOfOne := b.Racks != nil && len(elr) == 0 && len(isr) == len(p.ISR) && int(p.ISRRacks) == len(isr)
+			if !degradedNow && oneISR == outcomeNone && len(elr) == 0 && (b.Racks == nil || racksOfOne) {
+				continue // no stop of one broker or one rack harms it
+			}
 			for _, id := range isr {
-				touchScope(scopes.broker[id], true)
-				touchScope(scopes.rack[id], true)
+				entry := brokers.get(id)
+				b.record(entry.broker, oneISR, degradedNow, t.Name, p.ID)
+				if racksOfOne {
+					b.record(entry.rack, oneISR, degradedNow, t.Name, p.ID)
+				}
 			}
 			for _, id := range elr {
-				touchScope(scopes.broker[id], false)
-				touchScope(scopes.rack[id], false)
+				b.record(brokers.get(id).broker, oneELR, degradedNow, t.Name, p.ID)
 			}
-			for _, tc := range touched {
-				e := tc.effect
-				isrAfter := len(isr) - tc.isr
-				candidatesAfter := isrAfter + len(elr) - tc.elr
-				affected := true
-				switch {
-				case !offlineNow && candidatesAfter == 0:
-					e.Offline++
-				case minISR > 0 && !underNow && isrAfter < minISR:
-					e.UnderMinISR++
-				case b.Headroom > 0 && minISR > 0 && tc.isr > 0 && isrAfter >= minISR && isrAfter < minISR+b.Headroom:
-					e.BelowHeadroom++
-				default:
-					affected = false
-				}
-				if degradedNow {
-					e.Degraded++
-					affected = true
-				}
-				if affected {
-					e.addAtRisk(t.Name, p.ID)
-				}
+			if b.Racks == nil || racksOfOne {
+				continue
+			}
+			racks = racks[:0]
+			for _, id := range isr {
+				touchRack(brokers.get(id).rack, true)
+			}
+			for _, id := range elr {
+				touchRack(brokers.get(id).rack, false)
+			}
+			for _, r := range racks {
+				b.record(r.effect, stopOutcome(len(isr), len(elr), r.isr, r.elr, minISR, b.Headroom, offlineNow, underNow), degradedNow, t.Name, p.ID)
 			}
 		}
 	}
-	s.budgetQuorum(b, available)
+	s.budgetQuorum(b, &brokers)
 	s.Budget = b
 }
 
+// What a stop does to one partition: each partition counts once, at its
+// worst.
+const (
+	outcomeNone = iota
+	outcomeOffline
+	outcomeUnderMinISR
+	outcomeBelowHeadroom
+)
+
+// stopOutcome applies the rules to a partition with isr available in-sync
+// replicas and elr available eligible leader replicas outside them, of
+// which the stop takes takenISR and takenELR.
+func stopOutcome(isr, elr, takenISR, takenELR, minISR, headroom int, offlineNow, underNow bool) int {
+	isrAfter := isr - takenISR
+	switch {
+	case takenISR+takenELR == 0:
+		return outcomeNone
+	case !offlineNow && isrAfter+elr-takenELR == 0:
+		return outcomeOffline
+	case minISR > 0 && !underNow && isrAfter < minISR:
+		return outcomeUnderMinISR
+	case headroom > 0 && minISR > 0 && takenISR > 0 && isrAfter >= minISR && isrAfter < minISR+headroom:
+		return outcomeBelowHeadroom
+	}
+	return outcomeNone
+}
+
+// record counts one partition's outcome, and its being degraded already,
+// in a stop's effect.
+func (b *Budget) record(e *StopEffect, outcome int, degradedNow bool, topic string, partition int32) {
+	if e == nil || (outcome == outcomeNone && !degradedNow) {
+		return
+	}
+	switch outcome {
+	case outcomeOffline:
+		e.Offline++
+	case outcomeUnderMinISR:
+		e.UnderMinISR++
+	case outcomeBelowHeadroom:
+		e.BelowHeadroom++
+	}
+	if degradedNow {
+		e.Degraded++
+	}
+	e.addAtRisk(topic, partition)
+}
+
 // budgetQuorum fills in the quorum's part of the budget.
-func (s *Snapshot) budgetQuorum(b *Budget, available map[int32]bool) {
+func (s *Snapshot) budgetQuorum(b *Budget, brokers *budgetBrokers) {
 	q := s.Quorum
 	if q == nil || len(q.Voters) == 0 {
 		return
@@ -328,7 +416,7 @@ func (s *Snapshot) budgetQuorum(b *Budget, available map[int32]bool) {
 	majority := len(q.Voters)/2 + 1
 	caughtUp := map[int32]bool{}
 	for _, v := range q.Voters {
-		if voterCaughtUp(q, v, available) {
+		if voterCaughtUp(q, v, brokers) {
 			caughtUp[v.ID] = true
 		}
 	}
@@ -358,8 +446,8 @@ func (s *Snapshot) budgetQuorum(b *Budget, available map[int32]bool) {
 // voterCaughtUp reports whether a voter counts toward a caught-up majority.
 // A voter that is also a broker of the snapshot (combined mode) must be
 // available as a broker too.
-func voterCaughtUp(q *Quorum, v QuorumVoter, available map[int32]bool) bool {
-	if up, isBroker := available[v.ID]; isBroker && !up {
+func voterCaughtUp(q *Quorum, v QuorumVoter, brokers *budgetBrokers) bool {
+	if b := brokers.get(v.ID); b.known && !b.available {
 		return false
 	}
 	switch {

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -367,8 +368,10 @@ func budgetBenchSnapshot(md *sarama.MetadataResponse) *Snapshot {
 }
 
 // benchmarkRefreshBudget times a refresh's snapshot work (build, diff,
-// counts) with and without the failure budget, for the ratio: BENCHMARKS.md.
-func benchmarkRefreshBudget(b *testing.B, partitions int, withBudget bool) {
+// counts) without the failure budget (headroom -1) and with it, for the
+// ratio: BENCHMARKS.md. With headroom 1 every healthy partition of the
+// synthetic cluster (RF 3, min ISR 2) is at risk: the slow path for all.
+func benchmarkRefreshBudget(b *testing.B, partitions, headroom int) {
 	md := syntheticMetadata(partitions)
 	prev := budgetBenchSnapshot(md)
 	b.ReportAllocs()
@@ -378,27 +381,33 @@ func benchmarkRefreshBudget(b *testing.B, partitions int, withBudget bool) {
 		carryTransitions(prev, next)
 		next.countNoCleanLeader()
 		next.countRacks()
-		if withBudget {
-			next.computeBudget(1)
+		if headroom >= 0 {
+			next.computeBudget(headroom)
 		}
 	}
 }
 
 func BenchmarkRefreshWithoutBudget100kPartitions(b *testing.B) {
-	benchmarkRefreshBudget(b, 100_000, false)
+	benchmarkRefreshBudget(b, 100_000, -1)
 }
-func BenchmarkRefreshWithBudget100kPartitions(b *testing.B) { benchmarkRefreshBudget(b, 100_000, true) }
+func BenchmarkRefreshWithBudget100kPartitions(b *testing.B) { benchmarkRefreshBudget(b, 100_000, 0) }
+func BenchmarkRefreshWithBudgetHeadroom100kPartitions(b *testing.B) {
+	benchmarkRefreshBudget(b, 100_000, 1)
+}
 
-// BenchmarkBudget100kPartitions times the what-if alone.
-func BenchmarkBudget100kPartitions(b *testing.B) {
+// benchmarkBudget times the what-if alone.
+func benchmarkBudget(b *testing.B, headroom int) {
 	s := budgetBenchSnapshot(syntheticMetadata(100_000))
 	s.countRacks()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s.computeBudget(1)
+		s.computeBudget(headroom)
 	}
 }
+
+func BenchmarkBudget100kPartitions(b *testing.B)         { benchmarkBudget(b, 0) }
+func BenchmarkBudgetHeadroom100kPartitions(b *testing.B) { benchmarkBudget(b, 1) }
 
 // The budget's series, in every partition mode, with below_headroom only
 // when the headroom is set.
@@ -461,6 +470,115 @@ kafka_quorum_voter_losses_tolerated{kafka_cluster="main"} 1
 				"kafka_broker_losses_tolerated", "kafka_quorum_voter_losses_tolerated"); err != nil || len(problems) > 0 {
 				t.Errorf("lint: %v %v", problems, err)
 			}
+		}
+	}
+}
+
+// referenceEffect is the budget's rules applied the slow way, to one stop
+// of the set stopped: the fast path and the shared walk must agree with it.
+func referenceEffect(s *Snapshot, headroom int, stopped []int32) (offline, under, below, degraded int) {
+	available := map[int32]bool{}
+	for _, b := range s.Brokers {
+		available[b.ID] = b.Up && b.Reachable
+	}
+	for _, t := range s.Topics {
+		for _, p := range t.Partitions {
+			var isr, elr, isrAfter, elrAfter []int32
+			for _, id := range p.ISR {
+				if available[id] {
+					isr = append(isr, id)
+					if !slices.Contains(stopped, id) {
+						isrAfter = append(isrAfter, id)
+					}
+				}
+			}
+			if s.ELRKnown && !p.ELRStale() {
+				for _, id := range p.ELR() {
+					if available[id] && !slices.Contains(isr, id) {
+						elr = append(elr, id)
+						if !slices.Contains(stopped, id) {
+							elrAfter = append(elrAfter, id)
+						}
+					}
+				}
+			}
+			touches := len(isrAfter) < len(isr) || len(elrAfter) < len(elr)
+			if !touches {
+				continue
+			}
+			m := t.MinISR
+			underNow := m > 0 && (p.UnderMinISR(m) || len(isr) < m)
+			switch {
+			case !p.Offline() && len(isrAfter)+len(elrAfter) == 0:
+				offline++
+			case m > 0 && !underNow && len(isrAfter) < m:
+				under++
+			case headroom > 0 && m > 0 && len(isrAfter) < len(isr) && len(isrAfter) >= m && len(isrAfter) < m+headroom:
+				below++
+			}
+			if p.Offline() || underNow || len(isr) < p.ReplicationFactor() {
+				degraded++
+			}
+		}
+	}
+	return
+}
+
+func TestComputeBudgetAgreesWithTheRules(t *testing.T) {
+	rng := rand.New(rand.NewPCG(28, 1))
+	pick := func(from []int32, n int) []int32 {
+		c := slices.Clone(from)
+		rng.Shuffle(len(c), func(i, j int) { c[i], c[j] = c[j], c[i] })
+		return c[:n]
+	}
+	brokers := []int32{1, 2, 3, 4, 5}
+	for round := range 300 {
+		var down []int32
+		for _, id := range brokers {
+			if rng.IntN(6) == 0 {
+				down = append(down, id)
+			}
+		}
+		racks := map[int32]string{}
+		if round%3 != 0 {
+			for _, id := range brokers {
+				racks[id] = "rack-" + brokerLabel(int32(rng.IntN(3)))
+			}
+		}
+		var parts []budgetPart
+		for range 40 {
+			replicas := pick(brokers, 1+rng.IntN(3))
+			isr := pick(replicas, rng.IntN(len(replicas)+1))
+			leader := NoLeader
+			if len(isr) > 0 && rng.IntN(8) != 0 {
+				leader = isr[0]
+			}
+			var elr []int32
+			if rng.IntN(3) == 0 {
+				for _, id := range replicas {
+					if !slices.Contains(isr, id) && rng.IntN(2) == 0 {
+						elr = append(elr, id)
+					}
+				}
+			}
+			parts = append(parts, budgetPart{"t" + brokerLabel(int32(rng.IntN(3))), rng.IntN(4), leader, replicas, isr, elr})
+		}
+		s := budgetSnapshot(5, down, racks, parts...)
+		// Topics get one min ISR each: the first partition's.
+		headroom := rng.IntN(3)
+		s.computeBudget(headroom)
+		check := func(e StopEffect) {
+			o, u, bl, d := referenceEffect(s, headroom, e.Members)
+			if e.Offline != o || e.UnderMinISR != u || e.BelowHeadroom != bl || e.Degraded != d {
+				t.Fatalf("round %d, stop of %s %v (headroom %d): offline %d under %d below %d degraded %d; the rules say %d %d %d %d",
+					round, e.ID, e.Members, headroom, e.Offline, e.UnderMinISR, e.BelowHeadroom, e.Degraded, o, u, bl, d)
+			}
+		}
+		for _, e := range s.Budget.Brokers {
+			check(e)
+		}
+		for _, e := range s.Budget.Racks {
+			check(e)
 		}
 	}
 }
