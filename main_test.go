@@ -83,7 +83,7 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		{"bootstrap server not an IP", []string{"--kafka.server=256.1.1.1:9092"}, `--kafka.server: bootstrap server "256.1.1.1:9092": "256.1.1.1" is not an IP address`, nil},
 		{"redis url with password", []string{"--redis.addr=redis://:Sekrit-pw-42@host:6379"}, `--redis.addr: addr "redis://REDACTED@host:6379": give HOST:PORT without a scheme (redis://)`, []string{"Sekrit-pw-42"}},
 		{"password file without cluster", []string{kafka, "--redis.password-file=" + brokenWebConfig}, "--redis.password-file is for the --redis.addr cluster", nil},
-		{"missing password file", []string{"--redis.addr=127.0.0.1:7000", "--redis.password-file=" + filepath.Join(dir, "no-pw")}, "password: read secret file: open " + filepath.Join(dir, "no-pw"), nil},
+		{"missing password file", []string{"--redis.addr=127.0.0.1:7000", "--redis.password-file=" + filepath.Join(dir, "no-pw")}, "password: secret file: stat " + filepath.Join(dir, "no-pw") + ": no such file or directory", nil},
 		// The YAML parser lists its errors on lines of their own.
 		{"broken web config", []string{kafka, "--web.config.file=" + brokenWebConfig}, "--web.config.file " + brokenWebConfig + ": yaml: unmarshal errors:\n  line 2: cannot unmarshal !!seq into string", nil},
 		{"web config with a typo", []string{kafka, "--web.config.file=" + unknownKeyWebConfig}, "--web.config.file " + unknownKeyWebConfig + ": yaml: unmarshal errors:\n  line 1: field basic_auth_user not found", nil},

@@ -33,7 +33,7 @@ func TestFaultBadConfigExitsNamingTheProblem(t *testing.T) {
 		{"missing sasl password file", kafka("    sasl:\n      mechanism: SCRAM-SHA-512\n      username: u\n      password: {file: " + missing + "}\n"), missing},
 		// Tests run as root, so a chmod 000 file would still be readable: a
 		// directory is the unreadable secret file here.
-		{"secret file is a directory", kafka("    sasl:\n      mechanism: PLAIN\n      username: u\n      password: {file: " + dir + "}\n"), "is a directory"},
+		{"secret file is a directory", kafka("    sasl:\n      mechanism: PLAIN\n      username: u\n      password: {file: " + dir + "}\n"), "is not a regular file but a directory"},
 		{"unset secret variable", "redis:\n  - addrs: [127.0.0.1:1]\n    password: {env: FAULT_TEST_UNSET_PASSWORD}\n", "FAULT_TEST_UNSET_PASSWORD is not set"},
 		{"inline secret", kafka("    sasl:\n      mechanism: PLAIN\n      username: u\n      password: hunter2\n"), "not accepted inline"},
 		{"missing tls ca_file", kafka("    tls:\n      enabled: true\n      ca_file: " + filepath.Join(dir, "no-ca.pem") + "\n"), "no-ca.pem"},
