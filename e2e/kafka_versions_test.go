@@ -140,6 +140,13 @@ func runKafkaCoreScenarios(t *testing.T, cluster *lab.KafkaCluster, quorum bool,
 	})
 	assertAgreesWithKafkaTopics(t, cluster, exporter, coreTopics, "healthy", coreCompare)
 	assertVersionSeries(t, exporter.Scrape(t), cluster, quorum, elr, false)
+	// The failure budget's prediction for the victim, checked against
+	// kafka-topics.sh once it is killed (kafka_budget_test.go has the rest).
+	m, _ = waitMetrics(t, exporter, 30*time.Second, "the victim's stop predicted", func(m exportertest.Metrics) (bool, string) {
+		_, ok := predictionOf(m, "broker", fmt.Sprint(victim))
+		return ok, m.Describe("kafka_broker_stop_affected_partitions", nil)
+	})
+	predicted, _ := predictionOf(m, "broker", fmt.Sprint(victim))
 
 	t.Run("leader-kill", func(t *testing.T) {
 		cluster.Kill(t, victim)
@@ -156,6 +163,11 @@ func runKafkaCoreScenarios(t *testing.T, cluster *lab.KafkaCluster, quorum bool,
 			return n == 3 && s == 3, m.Describe("kafka_partition_in_sync_replicas", nil)
 		})
 		assertAgreesWithKafkaTopics(t, cluster, exporter, coreTopics, "leader killed", coreCompare)
+		refused := cluster.DescribeTopicsBatch(t, []string{"--topic", coreTopics, "--under-min-isr-partitions"}, []string{"--topic", coreTopics, "--unavailable-partitions"})
+		if predicted.safe != 0 || float64(len(refused[0])) != predicted.offline+predicted.underMinISR || float64(len(refused[1])) != predicted.offline {
+			t.Errorf("broker %d's stop was predicted %s; kafka-topics.sh lists %d partitions under min ISR and %d unavailable after it: %v %v",
+				victim, predicted, len(refused[0]), len(refused[1]), refused[0], refused[1])
+		}
 		if err := produceAll(bootstrap, coreOrders, 10); err != nil {
 			t.Errorf("acks=all produce to orders with ISR 2 = min ISR: %v", err)
 		}
