@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-kit/log"
 
+	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
@@ -46,8 +47,9 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 			"The README's Kafka versions table has the details (3.9 ZooKeeper, 3.9 KRaft, 4.1, 4.4).",
 		Notes: PartitionModesDoc(),
 	},
-	Views:  Views,
-	Budget: answerBudget,
+	Views:        Views,
+	Budget:       answerBudget,
+	BudgetScopes: []budget.Scope{budget.Broker, budget.Rack},
 }
 
 // System is Kafka's registry entry.
