@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
@@ -67,21 +71,23 @@ func predictionOf(m exportertest.Metrics, scope, id string) (stopPrediction, boo
 // its own (a Metadata request per read): the cluster's view, independent
 // of the exporter.
 type clusterView struct {
-	admin  sarama.ClusterAdmin
-	minISR map[string]int
-	topics []string
+	bootstrap []string
+	mu        sync.Mutex
+	admin     sarama.ClusterAdmin
+	minISR    map[string]int
+	topics    []string
 }
 
 func newClusterView(t *testing.T, bootstrap []string) *clusterView {
 	t.Helper()
-	conf := saramaConfig()
-	conf.Metadata.Retry.Max = 0
-	admin, err := sarama.NewClusterAdmin(bootstrap, conf)
-	if err != nil {
-		t.Fatalf("cluster view admin client: %v", err)
-	}
-	t.Cleanup(func() { admin.Close() })
-	v := &clusterView{admin: admin, minISR: map[string]int{}}
+	v := &clusterView{bootstrap: bootstrap, minISR: map[string]int{}}
+	t.Cleanup(func() {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		if v.admin != nil {
+			v.admin.Close()
+		}
+	})
 	for _, topic := range budgetTopics {
 		v.minISR[topic.name] = topic.minISR
 		v.topics = append(v.topics, topic.name)
@@ -91,8 +97,24 @@ func newClusterView(t *testing.T, bootstrap []string) *clusterView {
 
 // partitions reads the watched topics' partitions.
 func (v *clusterView) partitions() (map[string][]*sarama.PartitionMetadata, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.admin == nil {
+		conf := saramaConfig()
+		conf.Metadata.Retry.Max = 0
+		admin, err := sarama.NewClusterAdmin(v.bootstrap, conf)
+		if err != nil {
+			return nil, err
+		}
+		v.admin = admin
+	}
 	topics, err := v.admin.DescribeTopics(v.topics)
 	if err != nil {
+		// The admin client sends to the broker the metadata named
+		// controller (in KRaft, any broker), which may be the one just
+		// stopped: the next read starts afresh.
+		v.admin.Close()
+		v.admin = nil
 		return nil, err
 	}
 	out := map[string][]*sarama.PartitionMetadata{}
@@ -235,6 +257,37 @@ func refusedByKafkaTopics(t *testing.T, cluster *lab.KafkaCluster) (underMinISR,
 	return underMinISR, unavailable
 }
 
+// askBudget asks the exporter's failure budget endpoint (path is
+// budget.SafeToStopPath or budget.RecoveredPath) about one broker or rack
+// of cluster "lab", and returns the HTTP status and the answer.
+func askBudget(t *testing.T, exporter *exportertest.Exporter, path, scope, id string) (int, budget.Answer) {
+	t.Helper()
+	resp, err := exporter.Get(path + "?system=kafka&cluster=lab&" + scope + "=" + id)
+	if err != nil {
+		t.Fatalf("GET %s %s=%s: %v", path, scope, id, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var a budget.Answer
+	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusConflict {
+		if err := json.Unmarshal(body, &a); err != nil {
+			t.Fatalf("GET %s %s=%s: %v\n%s", path, scope, id, err, body)
+		}
+	} else {
+		t.Logf("GET %s %s=%s: %d %s", path, scope, id, resp.StatusCode, body)
+	}
+	return resp.StatusCode, a
+}
+
+// samePartitions reports whether the answer lists exactly the partitions
+// kafka-topics.sh listed.
+func samePartitions(a budget.Answer, listed []string) bool {
+	got, want := slices.Clone(a.AtRisk), slices.Clone(listed)
+	sort.Strings(got)
+	sort.Strings(want)
+	return a.AtRiskTotal == len(listed) && slices.Equal(got, want)
+}
+
 // settled waits until the cluster's view lists none of the brokers gone in
 // any ISR (Kafka fences a dead broker after broker.session.timeout.ms and
 // takes it out of every ISR, the last member of one included under ELR)
@@ -268,14 +321,17 @@ func settled(t *testing.T, view *clusterView, gone ...int32) {
 // a SIGTERM (broker 1) and a kill -9 (broker 5): while each is down, the
 // cluster's own metadata never shows a watched partition offline or under
 // min ISR, and acks=all writes to every partition of "safe" and "loose"
-// keep succeeding. For a rack (rack-2: brokers 2 and 4) and for a second
-// broker while broker 5 is down (broker 2), the exporter's count of
-// partitions the stop would take offline or under min ISR is what
-// kafka-topics.sh --under-min-isr-partitions and --unavailable-partitions
-// list afterwards. Last, with two of five voters down, the exporter says
-// every survivor's stop breaks the quorum majority and tolerates no more
-// voter losses; stopping one leaves the cluster unable to change metadata
-// (an admin CreateTopic times out), which is what a lost quorum means.
+// keep succeeding; /api/v1/recovered says not_registered while broker 1 is
+// down and yes once the cluster shows it back in every ISR. For a rack
+// (rack-2: brokers 2 and 4) and for a second broker while broker 5 is down
+// (broker 2), the exporter's counts of partitions the stop would take
+// offline or under min ISR are what kafka-topics.sh
+// --under-min-isr-partitions and --unavailable-partitions list afterwards,
+// and /api/v1/safe-to-stop named exactly those partitions beforehand. Last,
+// with two of five voters down, the exporter says every survivor's stop
+// breaks the quorum majority and tolerates no more voter losses; stopping
+// one leaves the cluster unable to change metadata (a CreateTopics sent to
+// a surviving broker times out), which is what a lost quorum means.
 func TestKafkaBudgetPredictsTheStop(t *testing.T) {
 	cluster := lab.StartKafka(t, lab.KafkaOptions{Nodes: 5})
 	bootstrap := cluster.Bootstrap()
@@ -367,15 +423,45 @@ func TestKafkaBudgetPredictsTheStop(t *testing.T) {
 		}
 	}
 	stopSafely(1, false)
+	if code, a := askBudget(t, exporter, budget.RecoveredPath, "broker", "1"); code != http.StatusConflict || len(a.Findings) == 0 || a.Findings[0].Reason != "not_registered" {
+		t.Errorf("recovered broker 1 while it is stopped: %d %+v, want 409 not_registered", code, a)
+	}
 	cluster.Restart(t, 1)
 	m = expect("broker 1 back in every ISR", healthy)
+	// The cluster's view says broker 1 is back in every ISR it belongs to:
+	// the recovered question agrees.
+	lab.WaitFor(t, 60*time.Second, 250*time.Millisecond, func() (bool, string) {
+		parts, err := view.partitions()
+		if err != nil {
+			return false, err.Error()
+		}
+		for topic, ps := range parts {
+			for _, p := range ps {
+				if slices.Contains(p.Replicas, 1) && !slices.Contains(p.Isr, 1) {
+					return false, fmt.Sprintf("%s/%d ISR %v", topic, p.ID, p.Isr)
+				}
+			}
+		}
+		return true, ""
+	})
+	lab.WaitFor(t, 10*time.Second, 250*time.Millisecond, func() (bool, string) {
+		code, a := askBudget(t, exporter, budget.RecoveredPath, "broker", "1")
+		return code == http.StatusOK && a.Safe, fmt.Sprintf("%d %+v", code, a)
+	})
 
 	// The rack: rack-2's loss, as predicted.
 	predicted, _ := predictionOf(m, "rack", "rack-2")
+	code, rackAnswer := askBudget(t, exporter, budget.SafeToStopPath, "rack", "rack-2")
+	if code != http.StatusConflict || rackAnswer.Safe || !slices.Equal(rackAnswer.Members, []string{"2", "4"}) {
+		t.Errorf("safe-to-stop rack-2: %d %+v, want 409, unsafe, members 2 and 4", code, rackAnswer)
+	}
 	cluster.Kill(t, 2)
 	cluster.Kill(t, 4)
 	settled(t, view, 2, 4)
 	under, unavailable := refusedByKafkaTopics(t, cluster)
+	if !samePartitions(rackAnswer, under) {
+		t.Errorf("rack-2 lost: the exporter named %v (%d) at risk; kafka-topics.sh lists %v under min ISR", rackAnswer.AtRisk, rackAnswer.AtRiskTotal, under)
+	}
 	t.Logf("rack-2 lost: predicted %s; kafka-topics.sh under min ISR %v, unavailable %v", predicted, under, unavailable)
 	if float64(len(under)) != predicted.offline+predicted.underMinISR || float64(len(unavailable)) != predicted.offline {
 		t.Errorf("rack-2 lost: predicted %v offline and %v more under min ISR; kafka-topics.sh lists %d under min ISR %v, %d unavailable %v",
@@ -398,9 +484,13 @@ func TestKafkaBudgetPredictsTheStop(t *testing.T) {
 		t.Errorf("voter losses tolerated with voter 5 down = %v, want 1", v)
 	}
 	predicted, _ = predictionOf(m, "broker", "2")
+	_, brokerAnswer := askBudget(t, exporter, budget.SafeToStopPath, "broker", "2")
 	cluster.Kill(t, 2)
 	settled(t, view, 2, 5)
 	under, unavailable = refusedByKafkaTopics(t, cluster)
+	if !samePartitions(brokerAnswer, under) {
+		t.Errorf("broker 2 killed with 5 down: the exporter named %v (%d) at risk; kafka-topics.sh lists %v under min ISR", brokerAnswer.AtRisk, brokerAnswer.AtRiskTotal, under)
+	}
 	t.Logf("broker 2 killed with 5 down: predicted %s; kafka-topics.sh under min ISR %v, unavailable %v", predicted, under, unavailable)
 	if float64(len(under)) != predicted.offline+predicted.underMinISR || float64(len(unavailable)) != predicted.offline {
 		t.Errorf("broker 2 killed with 5 down: predicted %v offline and %v more under min ISR; kafka-topics.sh lists %d under min ISR %v, %d unavailable %v",
@@ -417,16 +507,26 @@ func TestKafkaBudgetPredictsTheStop(t *testing.T) {
 			t.Errorf("broker %s: quorum_majority = %v with voters 2 and 5 down, want 1", id, v)
 		}
 	}
+	// A metadata change sent to broker 1, which stays up: a KRaft broker
+	// forwards it to the active controller, so it succeeds only while the
+	// quorum has one.
 	probe := func(name string) error {
 		conf := saramaConfig()
-		conf.Admin.Timeout = 5 * time.Second
-		conf.Net.ReadTimeout = 8 * time.Second
-		admin, err := sarama.NewClusterAdmin([]string{cluster.BrokerAddr(1)}, conf)
+		conf.Net.ReadTimeout = 15 * time.Second
+		broker := sarama.NewBroker(cluster.BrokerAddr(1))
+		if err := broker.Open(conf); err != nil {
+			return err
+		}
+		defer broker.Close()
+		resp, err := broker.CreateTopics(&sarama.CreateTopicsRequest{Version: 3, Timeout: 5 * time.Second,
+			TopicDetails: map[string]*sarama.TopicDetail{name: {NumPartitions: 1, ReplicationFactor: 1}}})
 		if err != nil {
 			return err
 		}
-		defer admin.Close()
-		return admin.CreateTopic(name, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false)
+		if e := resp.TopicErrors[name]; e != nil && e.Err != sarama.ErrNoError {
+			return e
+		}
+		return nil
 	}
 	if err := probe("quorum-probe-before"); err != nil {
 		t.Fatalf("metadata change with three of five voters: %v", err)
