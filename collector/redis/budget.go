@@ -131,6 +131,10 @@ type StopOutcome struct {
 	AtRisk []SlotRange
 	// Advice says what to do first.
 	Advice string
+	// FailoverTo is the address of the caught-up replica to fail over to
+	// first, when the stop takes exactly one master that serves slots and
+	// it has one.
+	FailoverTo string
 	// DataLossBytes is what a failover of the stopped masters now would
 	// lose, when HasDataLoss (some stopped master has a healthy replica
 	// whose lag is known).
@@ -283,7 +287,7 @@ func (a *stopAssessor) assess(stopped map[string]bool) *StopOutcome {
 
 	var servesSlots, noReplica, lastReplica int
 	var serving, without, last []string
-	var advice []string
+	var advice, failoverTo []string
 	// Only the shards of the stopped nodes can change: their masters, and
 	// the masters of stopped replicas. In snapshot order, for stable text.
 	shards := map[int]bool{}
@@ -342,7 +346,12 @@ func (a *stopAssessor) assess(stopped map[string]bool) *StopOutcome {
 			o.DataLossBytes += loss
 			o.HasDataLoss = true
 		}
-		advice = append(advice, a.advise(m, outside))
+		text, to := a.advise(m, outside)
+		advice = append(advice, text)
+		failoverTo = append(failoverTo, to)
+	}
+	if len(failoverTo) == 1 {
+		o.FailoverTo = failoverTo[0]
 	}
 	if servesSlots > 0 {
 		o.add(ReasonServesSlots, servesSlots, "%s %d slots: fail over first, or they are unserved while a replica is promoted", pluralServe(serving), servesSlots)
@@ -371,9 +380,11 @@ func (a *stopAssessor) node(id string) *Node {
 
 // advise names the caught-up replica of m to fail over to, or says why
 // there is none.
-func (a *stopAssessor) advise(m *Node, replicas []*Node) string {
+// advise says what to do before stopping master m, and the address of the
+// caught-up replica to fail over to, empty when there is none.
+func (a *stopAssessor) advise(m *Node, replicas []*Node) (string, string) {
 	if len(replicas) == 0 {
-		return fmt.Sprintf("master %s has no healthy replica to fail over to: add one (CLUSTER REPLICATE %s on a new node) or move its slots first", nodeName(m), m.ID)
+		return fmt.Sprintf("master %s has no healthy replica to fail over to: add one (CLUSTER REPLICATE %s on a new node) or move its slots first", nodeName(m), m.ID), ""
 	}
 	best := bestReplica(replicas)
 	if !best.IsCaughtUpReplica(a.b.CaughtUpBytes) {
@@ -382,9 +393,9 @@ func (a *stopAssessor) advise(m *Node, replicas []*Node) string {
 			behind = fmt.Sprintf("it is %d bytes behind", best.ReplicationLagBytes)
 		}
 		return fmt.Sprintf("no replica of %s is caught up (within %d bytes): the best, %s (%s), %s; wait for it, then fail over to it first: %s",
-			nodeName(m), a.b.CaughtUpBytes, best.ID, best.Addr, behind, failoverCommand(best))
+			nodeName(m), a.b.CaughtUpBytes, best.ID, best.Addr, behind, failoverCommand(best)), ""
 	}
-	return fmt.Sprintf("fail over to replica %s (%s) first: %s", best.ID, best.Addr, failoverCommand(best))
+	return fmt.Sprintf("fail over to replica %s (%s) first: %s", best.ID, best.Addr, failoverCommand(best)), best.Addr
 }
 
 // bestReplica is the replica with the smallest known lag (unknown lags
@@ -522,7 +533,7 @@ func (b *FailureBudget) answerStop(a *budget.Answer, o *StopOutcome) {
 	for _, r := range o.AtRisk {
 		a.AddAtRisk(slotRangeName(r))
 	}
-	a.Advice = o.Advice
+	a.Advice, a.FailoverTo = o.Advice, o.FailoverTo
 	a.Facts = map[string]float64{
 		"unserved_slots_failover":      float64(o.UnservedFailover),
 		"unserved_slots_never":         float64(o.UnservedNever),

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +118,8 @@ func reasons(a budget.Answer) string {
 	return strings.Join(rs, ",")
 }
 
+var failoverAdvice = regexp.MustCompile(`^fail over to replica \S+ \((\S+)\) first`)
+
 func TestBudgetStop(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -210,6 +213,16 @@ func TestBudgetStop(t *testing.T) {
 			}
 			if !strings.Contains(a.Advice, tc.advice) || tc.advice == "" && a.Advice != "" && tc.safe {
 				t.Errorf("advice %q, want it to contain %q", a.Advice, tc.advice)
+			}
+			// failover_to is the address the advice tells a script to fail
+			// over to: set exactly when the advice names one caught-up
+			// replica of one master.
+			wantTo := ""
+			if m := failoverAdvice.FindStringSubmatch(a.Advice); m != nil && !strings.Contains(a.Advice, "; ") {
+				wantTo = m[1]
+			}
+			if a.FailoverTo != wantTo {
+				t.Errorf("failover_to %q, want %q for advice %q", a.FailoverTo, wantTo, a.Advice)
 			}
 			loss, hasLoss := a.Facts["failover_data_loss_bytes"]
 			if hasLoss != tc.hasLoss || tc.loss != 0 && loss != tc.loss {
