@@ -35,3 +35,9 @@ chaos:
 .PHONY: chaos-writes
 chaos-writes:
 	scripts/demo.sh kill acked-writes
+
+# A rolling restart of the demo's brokers and Redis masters, each stop gated
+# by the exporter's failure budget (failover_exporter safe-to-stop).
+.PHONY: roll
+roll:
+	scripts/demo.sh roll

@@ -22,11 +22,15 @@
 #   mirror-pause        SIGSTOP MirrorMaker and leave it so (the flow stalls)
 #   mirror-resume       SIGCONT it (heal does too)
 #   heal                start the killed nodes again, resume a paused MirrorMaker
+#   roll                a rolling restart gated by the failure budget: each broker, then each Redis
+#                       master (failed over first to the replica the exporter names), one at a time,
+#                       asking `failover_exporter safe-to-stop` before each stop and --after-restart
+#                       after it; prints the acks=all writes refused and acknowledged writes lost (0)
 #   status              what runs
 #   ports               every port the demo listens on, what for, and whether it is free
 #   down                stop everything `up` started, by PID
 #
-# `make demo` = up, `make chaos` = kill kafka-leader, `make chaos-writes` = kill acked-writes,
+# `make demo` = up, `make chaos` = kill kafka-leader, `make chaos-writes` = kill acked-writes, `make roll` = roll,
 # `make demo-down` = down.
 #
 # Environment (default ports chosen not to collide with the test suite's, and
@@ -878,6 +882,84 @@ cmd_heal() {
 	fi
 }
 
+# ---------------------------------------------------------------- roll ---
+
+# ask ARGS...: the exporter's safe-to-stop command against the demo's exporter.
+ask() { "$DEMO_DIR/bin/failover_exporter" safe-to-stop --url "http://127.0.0.1:$EXPORTER_PORT" --poll 2s "$@"; }
+
+# acks_refused TEXT: acks=all canary writes the cluster refused for want of
+# in-sync replicas (NOT_ENOUGH_REPLICAS, ..._AFTER_APPEND).
+acks_refused() {
+	series "$1" kafka_canary_produce_failures_total | { grep -F 'kafka_cluster="demo"' || true; } |
+		{ grep -E 'error="NOT_ENOUGH_REPLICAS' || true; } | awk '{ s += $NF } END { print s + 0 }'
+}
+
+# A rolling restart as an SRE would run it, every step gated by the
+# exporter's failure budget: the three brokers one at a time (SIGTERM, a
+# controlled shutdown), then each Redis master, failed over to the replica
+# the exporter names first. The write canaries run throughout; the roll
+# ends by printing what they saw.
+cmd_roll() {
+	local text id refused0 klost0 rlost0 t0 line addr port replica answer old_role
+	local wait=${DEMO_ROLL_WAIT:-5m}
+	text=$(scrape)
+	[[ -n $text ]] || die "exporter not answering at $(metrics_url); is the demo up?"
+	[[ -n $(metric "$text" kafka_canary_up kafka_cluster=demo) && -n $(metric "$text" redis_canary_up redis_cluster=demo) ]] ||
+		die "the exporter runs no write canary (demo config: $DEMO_DIR/exporter.yml)"
+	refused0=$(acks_refused "$text")
+	klost0=$(total "$text" kafka_canary_acknowledged_lost_total kafka_cluster=demo)
+	rlost0=$(total "$text" redis_canary_acknowledged_lost_writes_total redis_cluster=demo)
+	t0=$SECONDS
+
+	for id in 1 2 3; do
+		echo "kafka: may broker $id stop? (waiting up to $wait)"
+		ask --system kafka --cluster demo --broker "$id" --wait "$wait" || die "broker $id never became safe to stop: roll stopped"
+		"$KAFKA" stop-node "$id"
+		echo "kafka: broker $id stopped (SIGTERM); starting it again"
+		"$KAFKA" start-node "$id"
+		echo "kafka: is broker $id back in every ISR? (waiting up to $wait)"
+		ask --system kafka --cluster demo --broker "$id" --after-restart --wait "$wait" || die "broker $id did not catch up: roll stopped"
+	done
+
+	# The masters with slots, in the exporter's view.
+	local masters=()
+	while read -r line; do
+		[[ ${line##* } == 1 ]] || continue
+		addr=$(label "$line" address)
+		[[ $(metric "$text" redis_cluster_node_slots address="$addr") != 0 ]] && masters+=("$addr")
+	done < <(series "$(scrape)" redis_cluster_node_master)
+	((${#masters[@]} > 0)) || die "no Redis master with slots in the exporter's view"
+	for addr in "${masters[@]}"; do
+		port=${addr##*:}
+		answer=$(curl -sS --max-time 5 "http://127.0.0.1:$EXPORTER_PORT/api/v1/safe-to-stop?system=redis&cluster=demo&node=$addr" || true)
+		replica=$(sed -n 's/.*"failover_to": "\([^"]*\)".*/\1/p' <<<"$answer")
+		if [[ -n $replica ]]; then
+			echo "redis: master $addr serves slots; the exporter names replica $replica to fail over to: CLUSTER FAILOVER on it"
+			redis-cli -h "${replica%:*}" -p "${replica##*:}" cluster failover >/dev/null
+		else
+			echo "redis: the exporter names no replica of $addr to fail over to: $(sed -n 's/.*"advice": "\([^"]*\)".*/\1/p' <<<"$answer")"
+		fi
+		echo "redis: may $addr stop? (waiting up to $wait)"
+		ask --system redis --cluster demo --node "$addr" --wait "$wait" || die "$addr never became safe to stop: roll stopped"
+		"$REDIS" stop-node "$port"
+		echo "redis: $addr stopped (SIGTERM); starting it again"
+		"$REDIS" start-node "$port"
+		echo "redis: is $addr back, linked and synced? (waiting up to $wait)"
+		ask --system redis --cluster demo --node "$addr" --after-restart --wait "$wait" || die "$addr did not catch up: roll stopped"
+	done
+
+	text=$(scrape)
+	local refused klost rlost
+	refused=$(($(acks_refused "$text") - refused0))
+	klost=$(($(total "$text" kafka_canary_acknowledged_lost_total kafka_cluster=demo) - klost0))
+	rlost=$(($(total "$text" redis_canary_acknowledged_lost_writes_total redis_cluster=demo) - rlost0))
+	echo
+	echo "roll done in $((SECONDS - t0))s: 3 brokers and ${#masters[@]} Redis masters restarted one at a time"
+	echo "acks=all canary writes refused for want of in-sync replicas: $refused"
+	echo "acknowledged writes lost: Kafka $klost, Redis $rlost"
+	((refused == 0 && klost == 0 && rlost == 0))
+}
+
 # --------------------------------------------------------- status, down ---
 
 cmd_status() {
@@ -944,6 +1026,7 @@ main() {
 	mirror-pause) cmd_mirror_pause ;;
 	mirror-resume) cmd_mirror_resume ;;
 	heal) cmd_heal ;;
+	roll) cmd_roll ;;
 	status) cmd_status ;;
 	ports) check_ports --list ;;
 	down) cmd_down ;;

@@ -143,6 +143,41 @@ func TestDemoUpKillDown(t *testing.T) {
 		t.Errorf("kill redis-master did not report a promoted replica")
 	}
 
+	// make roll: a rolling restart gated by the failure budget, from a
+	// healed demo, with the canaries writing throughout.
+	demo(3*time.Minute, "heal")
+	lab.WaitFor(t, 2*time.Minute, 500*time.Millisecond, func() (bool, string) {
+		text := scrapeMetrics(t, exporterPort)
+		for _, want := range []string{
+			`kafka_topic_under_replicated_partitions{kafka_cluster="demo",topic="demo"} 0`,
+			`redis_cluster_slots_without_replica{redis_cluster="demo"} 0`,
+		} {
+			if !strings.Contains(text, want+"\n") {
+				return false, "waiting for " + want
+			}
+		}
+		return true, ""
+	})
+	out = demo(15*time.Minute, "roll")
+	for _, want := range []string{
+		"acks=all canary writes refused for want of in-sync replicas: 0\n",
+		"acknowledged writes lost: Kafka 0, Redis 0\n",
+		"3 brokers and 3 Redis masters restarted one at a time",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("roll did not print %q", want)
+		}
+	}
+	for _, broker := range []string{"1", "2", "3"} {
+		if !strings.Contains(out, "yes: broker "+broker+" of kafka/demo can be stopped now") ||
+			!strings.Contains(out, "yes: broker "+broker+" of kafka/demo is back and caught up") {
+			t.Errorf("roll did not gate broker %s's stop and restart on the exporter's answers", broker)
+		}
+	}
+	if n := strings.Count(out, "the exporter names replica"); n != 3 {
+		t.Errorf("roll failed over %d Redis masters to a replica the exporter named, want 3", n)
+	}
+
 	pids := demoPIDs(t, dir)
 	if len(pids) < 4+2+5+2 {
 		t.Errorf("found %d PIDs of demo processes before down, want at least 13: %v", len(pids), pids)
