@@ -32,3 +32,25 @@ func TestKafkaFailureBudget(t *testing.T) {
 		}
 	}
 }
+
+// A config built in code (flags, tests, tools) is checked by Complete as a
+// file is at load: a bad failure budget never reaches a watcher.
+func TestFailureBudgetCheckedByComplete(t *testing.T) {
+	negative := int64(-1)
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Kafka: []KafkaCluster{{BootstrapServers: []string{"127.0.0.1:9092"}, FailureBudget: KafkaBudget{MinISRHeadroom: -1}}}},
+			"failure_budget.min_isr_headroom -1 must be 0 or more"},
+		{Config{Redis: []RedisCluster{{Addrs: []string{"127.0.0.1:7000"}, FailureBudget: RedisBudget{CaughtUpBytes: &negative}}}},
+			"failure_budget.caught_up_bytes -1 must not be negative"},
+		{Config{Redis: []RedisCluster{{Addrs: []string{"127.0.0.1:7000"}, FailureBudget: RedisBudget{Zones: map[string]string{"127.0.0.1:7000": ""}}}}},
+			"failure_budget.zones"},
+	} {
+		err := tc.cfg.Complete()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Complete: %v, want an error saying %q", err, tc.want)
+		}
+	}
+}

@@ -601,6 +601,9 @@ func (k *KafkaCluster) validate() error {
 	if err := CheckKafkaVersion(k.Version); err != nil {
 		errs = append(errs, fmt.Errorf("version %w", err))
 	}
+	if err := k.FailureBudget.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	errs = append(errs, validateTimings(k.RefreshInterval, k.RefreshTimeout, k.DialTimeout, k.RequestTimeout, "request_timeout")...)
 	if k.TopicConfigRefreshInterval < 0 {
 		errs = append(errs, errors.New("topic_config_refresh_interval must be positive"))
@@ -704,6 +707,9 @@ func (r *RedisCluster) validate() error {
 		}
 	}
 	errs = append(errs, validateTimings(r.RefreshInterval, r.RefreshTimeout, r.DialTimeout, r.CommandTimeout, "command_timeout")...)
+	if err := r.FailureBudget.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := checkBackdateLimit(r.BackdateLimit); err != nil {
 		errs = append(errs, err)
 	}
