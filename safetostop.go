@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +16,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/failover-exporter/failover_exporter/collector/budget"
+	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/readfile"
 	"github.com/failover-exporter/failover_exporter/internal/safetostop"
 )
@@ -112,32 +111,11 @@ func (f *safeToStopFlags) options() (safetostop.Options, error) {
 }
 
 func (f *safeToStopFlags) client() (*http.Client, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: f.serverName}
-	if f.caFile != "" {
-		pem, err := readfile.Bounded("--tls.ca-file", f.caFile, readfile.PEMLimit)
-		if err != nil {
-			return nil, err
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--tls.ca-file %s: no PEM certificate in it", f.caFile)
-		}
-		cfg.RootCAs = pool
-	}
-	if f.certFile != "" {
-		cert, err := readfile.Bounded("--tls.cert-file", f.certFile, readfile.PEMLimit)
-		if err != nil {
-			return nil, err
-		}
-		key, err := readfile.Bounded("--tls.key-file", f.keyFile, readfile.PEMLimit)
-		if err != nil {
-			return nil, err
-		}
-		pair, err := tls.X509KeyPair(cert, key)
-		if err != nil {
-			return nil, fmt.Errorf("--tls.cert-file and --tls.key-file: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{pair}
+	// The config file's TLS client, read as it reads a cluster's files
+	// (bounded); its messages name the config keys, so the flags go first.
+	cfg, err := config.TLS{Enabled: true, CAFile: f.caFile, CertFile: f.certFile, KeyFile: f.keyFile, ServerName: f.serverName}.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--tls.ca-file, --tls.cert-file or --tls.key-file: %w", err)
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = cfg
