@@ -72,6 +72,25 @@ func TestDemoUpKillDown(t *testing.T) {
 		}
 	})
 
+	// heal starts what the kills stopped and waits until the exporter sees
+	// every broker back in the ISRs and every master with a replica again.
+	heal := func() {
+		t.Helper()
+		demo(3*time.Minute, "heal")
+		lab.WaitFor(t, 2*time.Minute, 500*time.Millisecond, func() (bool, string) {
+			text := scrapeMetrics(t, exporterPort)
+			for _, want := range []string{
+				`kafka_topic_under_replicated_partitions{kafka_cluster="demo",topic="demo"} 0`,
+				`redis_cluster_slots_without_replica{redis_cluster="demo"} 0`,
+			} {
+				if !strings.Contains(text, want+"\n") {
+					return false, "waiting for " + want
+				}
+			}
+			return true, ""
+		})
+	}
+
 	start := time.Now()
 	demo(8*time.Minute, "up")
 	t.Logf("up took %s", time.Since(start).Round(time.Second))
@@ -118,21 +137,9 @@ func TestDemoUpKillDown(t *testing.T) {
 	if !regexp.MustCompile(`redis: replica \S+ promoted: a master with the old master's \d+ slots`).MatchString(out) {
 		t.Errorf("kill acked-writes did not see the Redis replica promoted")
 	}
-	demo(3*time.Minute, "heal")
 	// The next kill needs the healed broker back in the ISRs and the healed
 	// Redis node back as a replica.
-	lab.WaitFor(t, 2*time.Minute, 500*time.Millisecond, func() (bool, string) {
-		text := scrapeMetrics(t, exporterPort)
-		for _, want := range []string{
-			`kafka_topic_under_replicated_partitions{kafka_cluster="demo",topic="demo"} 0`,
-			`redis_cluster_slots_without_replica{redis_cluster="demo"} 0`,
-		} {
-			if !strings.Contains(text, want+"\n") {
-				return false, "waiting for " + want
-			}
-		}
-		return true, ""
-	})
+	heal()
 
 	out = demo(2*time.Minute, "kill", "kafka-leader")
 	if m := regexp.MustCompile(`kafka: demo/0 leader (\d+) -> (\d+) after`).FindStringSubmatch(out); m == nil || m[1] == m[2] {
@@ -145,19 +152,7 @@ func TestDemoUpKillDown(t *testing.T) {
 
 	// make roll: a rolling restart gated by the failure budget, from a
 	// healed demo, with the canaries writing throughout.
-	demo(3*time.Minute, "heal")
-	lab.WaitFor(t, 2*time.Minute, 500*time.Millisecond, func() (bool, string) {
-		text := scrapeMetrics(t, exporterPort)
-		for _, want := range []string{
-			`kafka_topic_under_replicated_partitions{kafka_cluster="demo",topic="demo"} 0`,
-			`redis_cluster_slots_without_replica{redis_cluster="demo"} 0`,
-		} {
-			if !strings.Contains(text, want+"\n") {
-				return false, "waiting for " + want
-			}
-		}
-		return true, ""
-	})
+	heal()
 	out = demo(15*time.Minute, "roll")
 	for _, want := range []string{
 		"acks=all canary writes refused for want of in-sync replicas: 0\n",
