@@ -55,7 +55,16 @@ var emptyPanels = func() map[string]string {
 		"redis-cluster.json/" + liveRedisBare + "/Foreign nodes (answer, but not members)": "every node that answers is a member: no foreign node to list",
 		"redis-cluster.json/" + liveRedisRepl + "/Foreign nodes (answer, but not members)": "every node that answers is a member: no foreign node to list",
 		"redis-cluster.json/" + liveRedisBare + "/Time to recover: failover":               "the cluster has no replicas, so no failover",
+		"redis-cluster.json/" + liveRedisBare + "/What stopping each node now would do/E":  "the cluster has no replicas: a failover loses nothing it could lose to a replica, so failover_data_loss_bytes is served only for masters with a healthy replica",
 		"redis-cluster.json/" + liveRedisBare + "/Time to recover: slots unserved":         "the dashboard is read while the killed master is still down: the unserved-slot episode has not ended",
+	}
+	// Zone series are served only where zones are known (TestLabFailureBudget
+	// in collector/redis checks them with failure_budget.zones).
+	const noZones = "no zone is known: Redis 7 has no availability_zone, and the lab sets no failure_budget.zones"
+	for _, title := range []string{"Slots a zone's loss would leave unserved"} {
+		for _, c := range []string{liveRedisBare, liveRedisRepl} {
+			empty["redis-cluster.json/"+c+"/"+title] = noZones
+		}
 	}
 	// The write canary is opt-in and off in this lab (its series and
 	// failovers are tested in collector/canary/... and e2e/canary_*_test.go).
