@@ -11,9 +11,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -48,6 +48,10 @@ type Config struct {
 	Redis []RedisCluster `yaml:"redis"`
 	// Mirrors are MirrorMaker 2 flows between clusters of Kafka.
 	Mirrors []Mirror `yaml:"mirrors"`
+
+	// entries are the sections registered from outside this package
+	// (Register), by key: each a *[]C of its SectionSpec.
+	entries map[string]any
 }
 
 // TLS configures a client TLS connection.
@@ -234,9 +238,11 @@ func decodeStrict(b []byte, cfg *Config) (err error) {
 	}()
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
-		return err
+	file := reflect.New(fileType())
+	if err := dec.Decode(file.Interface()); err != nil && !errors.Is(err, io.EOF) {
+		return fileTypeError(err, file.Elem().Type())
 	}
+	fromFile(cfg, file.Elem())
 	for {
 		var extra yaml.Node
 		err := dec.Decode(&extra)
@@ -247,58 +253,6 @@ func decodeStrict(b []byte, cfg *Config) (err error) {
 			return fmt.Errorf("line %d: more than one YAML document; put all clusters in one", extra.Line)
 		}
 	}
-}
-
-// Complete applies defaults and validates. It is called by Parse and must be
-// called on configs built in code (for example from flags).
-func (c *Config) Complete() error {
-	var errs []error
-	names := map[string]bool{}
-	for i := range c.Kafka {
-		k := &c.Kafka[i]
-		k.applyDefaults()
-		if err := checkName(k.Name); err != nil {
-			errs = append(errs, fmt.Errorf("kafka cluster %d: %w", i+1, err))
-		} else if err := k.validate(); err != nil {
-			errs = append(errs, fmt.Errorf("kafka cluster %d (%q): %w", i+1, k.Name, err))
-		}
-		if names["kafka/"+k.Name] {
-			errs = append(errs, fmt.Errorf("kafka cluster %q is defined twice", k.Name))
-		}
-		names["kafka/"+k.Name] = true
-	}
-	for i := range c.Redis {
-		r := &c.Redis[i]
-		r.applyDefaults()
-		if err := checkName(r.Name); err != nil {
-			errs = append(errs, fmt.Errorf("redis cluster %d: %w", i+1, err))
-		} else if err := r.validate(); err != nil {
-			errs = append(errs, fmt.Errorf("redis cluster %d (%q): %w", i+1, r.Name, err))
-		}
-		if names["redis/"+r.Name] {
-			errs = append(errs, fmt.Errorf("redis cluster %q is defined twice", r.Name))
-		}
-		names["redis/"+r.Name] = true
-	}
-	kafka := map[string]KafkaCluster{}
-	for _, k := range c.Kafka {
-		kafka[k.Name] = k
-	}
-	known := sync.OnceValue(func() string { return listNames(kafka) })
-	for i := range c.Mirrors {
-		m := &c.Mirrors[i]
-		m.applyDefaults()
-		if err := checkName(m.Name); err != nil {
-			errs = append(errs, fmt.Errorf("mirror %d: %w", i+1, err))
-		} else if err := m.validate(kafka, known); err != nil {
-			errs = append(errs, fmt.Errorf("mirror %d (%q): %w", i+1, m.Name, err))
-		}
-		if names["mirror/"+m.Name] {
-			errs = append(errs, fmt.Errorf("mirror %q is defined twice", m.Name))
-		}
-		names["mirror/"+m.Name] = true
-	}
-	return errors.Join(errs...)
 }
 
 // refreshTimeoutFor is the default refresh_timeout, or 0 (reported by

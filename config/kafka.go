@@ -299,3 +299,12 @@ func (c KafkaCanary) validate(refreshInterval time.Duration) error {
 	}
 	return errors.Join(errs...)
 }
+
+// kafkaSection is the kafka list of the file.
+var kafkaSection = NewSection(SectionSpec[KafkaCluster]{
+	Key: "kafka", Noun: "kafka cluster",
+	List:     func(c *Config) *[]KafkaCluster { return &c.Kafka },
+	Defaults: (*KafkaCluster).applyDefaults,
+	Name:     func(k *KafkaCluster) string { return k.Name },
+	Validate: func(*Config) func(*KafkaCluster) error { return (*KafkaCluster).validate },
+})

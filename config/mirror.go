@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -378,3 +379,20 @@ func (m Mirror) Fingerprint() (string, error) {
 	}
 	return keyedDigest(parts...), nil
 }
+
+// mirrorSection is the mirrors list of the file. Its check reads the kafka
+// list, completed before it.
+var mirrorSection = NewSection(SectionSpec[Mirror]{
+	Key: "mirrors", Noun: "mirror",
+	List:     func(c *Config) *[]Mirror { return &c.Mirrors },
+	Defaults: (*Mirror).applyDefaults,
+	Name:     func(m *Mirror) string { return m.Name },
+	Validate: func(cfg *Config) func(*Mirror) error {
+		kafka := map[string]KafkaCluster{}
+		for _, k := range cfg.Kafka {
+			kafka[k.Name] = k
+		}
+		known := sync.OnceValue(func() string { return listNames(kafka) })
+		return func(m *Mirror) error { return m.validate(kafka, known) }
+	},
+})

@@ -161,3 +161,12 @@ func (c RedisCanary) validate(refreshInterval time.Duration) error {
 	}
 	return errors.Join(errs...)
 }
+
+// redisSection is the redis list of the file.
+var redisSection = NewSection(SectionSpec[RedisCluster]{
+	Key: "redis", Noun: "redis cluster",
+	List:     func(c *Config) *[]RedisCluster { return &c.Redis },
+	Defaults: (*RedisCluster).applyDefaults,
+	Name:     func(r *RedisCluster) string { return r.Name },
+	Validate: func(*Config) func(*RedisCluster) error { return (*RedisCluster).validate },
+})

@@ -35,9 +35,9 @@ func checkTypes(doc *yaml.Node) error {
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
 		root := doc.Content[0]
 		if root.Kind != yaml.MappingNode && !isNull(root) {
-			return fmt.Errorf("line %d: the file must be a mapping of kafka, redis and mirrors lists", root.Line)
+			return fmt.Errorf("line %d: the file must be a mapping of %s lists", root.Line, sectionKeys())
 		}
-		w.walk(root, reflect.TypeOf(Config{}), "")
+		w.walk(root, fileType(), "")
 	}
 	if w.budget < 0 {
 		w.errs = append(w.errs, fmt.Errorf("the file's aliases expand to more than %d values", maxTypeCheckSteps))
