@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/episode"
-	"github.com/failover-exporter/failover_exporter/collector/events"
 )
 
 // Condition is a partition state whose episodes are timed.
@@ -277,13 +276,13 @@ func annotateFirstFailures(prev, next *Snapshot) {
 		ev := &next.Events.Events[i]
 		var first time.Time
 		switch ev.Kind {
-		case events.KafkaBrokerDown:
+		case EventBrokerDown:
 			if id, err := strconv.ParseInt(ev.Subject.NodeID, 10, 32); err == nil && clock != nil {
 				first = clock.brokerFailedAt(int32(id))
 			}
-		case events.KafkaPartitionOffline, events.KafkaUnderMinISRBegin:
+		case EventPartitionOffline, EventUnderMinISRBegin:
 			c := ConditionOffline
-			if ev.Kind == events.KafkaUnderMinISRBegin {
+			if ev.Kind == EventUnderMinISRBegin {
 				c = ConditionUnderMinISR
 			}
 			if ev.Subject.Partition != nil {

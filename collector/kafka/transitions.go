@@ -62,16 +62,16 @@ func countTransitions(prev, next *Snapshot) {
 		wasUp := pb != nil && pb.Up
 		switch {
 		case nb.Up && !wasUp:
-			next.Events.Add(at, events.KafkaBrokerUp, events.BrokerSubject(nb.ID, nb.Address), "", "")
+			next.Events.Add(at, EventBrokerUp, events.BrokerSubject(nb.ID, nb.Address), "", "")
 		case !nb.Up && wasUp:
-			next.Events.Add(at, events.KafkaBrokerDown, events.BrokerSubject(nb.ID, pb.Address), "", "")
+			next.Events.Add(at, EventBrokerDown, events.BrokerSubject(nb.ID, pb.Address), "", "")
 		}
 	}
 	for i := range prev.Brokers {
 		// A broker that vanished from the metadata holds no assignment any
 		// more; if it was live, it went down.
 		if pb := &prev.Brokers[i]; pb.Up && findBroker(next.Brokers, pb.ID) == nil {
-			next.Events.Add(at, events.KafkaBrokerDown, events.BrokerSubject(pb.ID, pb.Address), "", "")
+			next.Events.Add(at, EventBrokerDown, events.BrokerSubject(pb.ID, pb.Address), "", "")
 		}
 	}
 	prevTopics := make(map[string]*Topic, len(prev.Topics))
@@ -127,12 +127,12 @@ func countTransitions(prev, next *Snapshot) {
 				if b := findBroker(next.Brokers, np.Leader); b != nil {
 					b.Transitions.LeadershipsGained++
 				}
-				kind := events.KafkaLeaderChange
+				kind := EventLeaderChange
 				switch {
 				case np.Offline():
-					kind = events.KafkaPartitionOffline
+					kind = EventPartitionOffline
 				case pp.Offline():
-					kind = events.KafkaPartitionOnline
+					kind = EventPartitionOnline
 				}
 				next.Events.Add(at, kind, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
 			}
@@ -141,7 +141,7 @@ func countTransitions(prev, next *Snapshot) {
 				if b := findBroker(next.Brokers, np.Leader); b != nil {
 					b.Transitions.UncleanElections++
 				}
-				next.Events.Add(at, events.KafkaUncleanElection, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
+				next.Events.Add(at, EventUncleanElection, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
 			}
 			shrank, expanded := lostMember(pp.ISR, np.ISR), lostMember(np.ISR, pp.ISR)
 			if shrank {
@@ -159,9 +159,9 @@ func countTransitions(prev, next *Snapshot) {
 				was, is := pp.UnderMinISR(pt.MinISR), np.UnderMinISR(nt.MinISR)
 				switch {
 				case is && !was:
-					next.Events.Add(at, events.KafkaUnderMinISRBegin, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
+					next.Events.Add(at, EventUnderMinISRBegin, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
 				case was && !is:
-					next.Events.Add(at, events.KafkaUnderMinISREnd, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
+					next.Events.Add(at, EventUnderMinISREnd, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
 				}
 			}
 		}
@@ -269,13 +269,13 @@ func carryReassignmentBase(prev, next *Snapshot) *Snapshot {
 func addReassignmentEvents(list *events.List, at time.Time, subject events.Subject, prev, next *Partition) {
 	if origin, seenAt, held := prev.heldFinish(); held {
 		if !next.Reassigning() {
-			list.Add(seenAt, events.KafkaReassignmentFinished, subject, brokerIDsText(origin), brokerIDsText(next.Replicas))
+			list.Add(seenAt, EventReassignmentFinished, subject, brokerIDsText(origin), brokerIDsText(next.Replicas))
 			return
 		}
 		// Another reassignment began within the refresh: the held one had
 		// finished on the replicas prev read.
-		list.Add(seenAt, events.KafkaReassignmentFinished, subject, brokerIDsText(origin), brokerIDsText(prev.Replicas))
-		list.Add(at, events.KafkaReassignmentStarted, subject, brokerIDsText(prev.Replicas), brokerIDsText(reassignmentTarget(next)))
+		list.Add(seenAt, EventReassignmentFinished, subject, brokerIDsText(origin), brokerIDsText(prev.Replicas))
+		list.Add(at, EventReassignmentStarted, subject, brokerIDsText(prev.Replicas), brokerIDsText(reassignmentTarget(next)))
 		return
 	}
 	if prev.Reassigning() && !next.Reassigning() && len(prev.AddingReplicas()) > 0 && slices.Equal(prev.Replicas, next.Replicas) {
@@ -302,13 +302,13 @@ func addReassignmentEvents(list *events.List, at time.Time, subject events.Subje
 func reassignmentEvent(prev, next *Partition) (kind events.Kind, before, after string, ok bool) {
 	switch {
 	case next.Reassigning() && !prev.Reassigning():
-		return events.KafkaReassignmentStarted, brokerIDsText(prev.Replicas), brokerIDsText(reassignmentTarget(next)), true
+		return EventReassignmentStarted, brokerIDsText(prev.Replicas), brokerIDsText(reassignmentTarget(next)), true
 	case next.Reassigning() && !slices.Equal(reassignmentTarget(prev), reassignmentTarget(next)):
-		return events.KafkaReassignmentStarted, brokerIDsText(reassignmentOrigin(next)), brokerIDsText(reassignmentTarget(next)), true
+		return EventReassignmentStarted, brokerIDsText(reassignmentOrigin(next)), brokerIDsText(reassignmentTarget(next)), true
 	case prev.Reassigning() && !next.Reassigning():
-		return events.KafkaReassignmentFinished, brokerIDsText(reassignmentOrigin(prev)), brokerIDsText(next.Replicas), true
+		return EventReassignmentFinished, brokerIDsText(reassignmentOrigin(prev)), brokerIDsText(next.Replicas), true
 	case !prev.Reassigning() && !next.Reassigning() && !slices.Equal(prev.Replicas, next.Replicas):
-		return events.KafkaReassignmentFinished, brokerIDsText(prev.Replicas), brokerIDsText(next.Replicas), true
+		return EventReassignmentFinished, brokerIDsText(prev.Replicas), brokerIDsText(next.Replicas), true
 	}
 	return "", "", "", false
 }
@@ -349,11 +349,11 @@ func brokerIDsText(ids []int32) string { return fmt.Sprint(ids) }
 func isrEventKind(shrank, expanded bool) (kind events.Kind, ok bool) {
 	switch {
 	case shrank && expanded:
-		return events.KafkaISRChange, true
+		return EventISRChange, true
 	case shrank:
-		return events.KafkaISRShrink, true
+		return EventISRShrink, true
 	case expanded:
-		return events.KafkaISRExpand, true
+		return EventISRExpand, true
 	}
 	return "", false
 }

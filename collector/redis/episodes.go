@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/episode"
-	"github.com/failover-exporter/failover_exporter/collector/events"
 )
 
 // Episodes are the timed conditions of a cluster, carried from snapshot to
@@ -93,7 +92,7 @@ func failureEvidence(prev *Snapshot, n *Node) time.Time {
 func annotateFirstFailures(prev, next *Snapshot) {
 	for i := range next.Events.Events {
 		ev := &next.Events.Events[i]
-		if ev.Kind != events.RedisNodePFail && ev.Kind != events.RedisNodeFail {
+		if ev.Kind != EventNodePFail && ev.Kind != EventNodeFail {
 			continue
 		}
 		for j := range next.Nodes {

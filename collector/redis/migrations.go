@@ -506,7 +506,7 @@ func carryMigrations(prev, next *Snapshot) {
 		}
 		if !known && outcome != MigrationRunning {
 			// Began and ended between two refreshes: its start too.
-			next.Events.Add(next.ReadAt, events.RedisSlotMigrationStarted, migrationSubject(next, job), "", migrationText(job, next.ReadAt))
+			next.Events.Add(next.ReadAt, EventSlotMigrationStarted, migrationSubject(next, job), "", migrationText(job, next.ReadAt))
 		}
 		next.Events.Add(next.ReadAt, migrationEventKind(outcome), migrationSubject(next, job), string(before.outcome), migrationText(job, next.ReadAt))
 	}
@@ -566,13 +566,13 @@ func outcomeIndex(o MigrationOutcome) int {
 func migrationEventKind(o MigrationOutcome) events.Kind {
 	switch o {
 	case MigrationSuccess:
-		return events.RedisSlotMigrationFinished
+		return EventSlotMigrationFinished
 	case MigrationFailed:
-		return events.RedisSlotMigrationFailed
+		return EventSlotMigrationFailed
 	case MigrationCancelled:
-		return events.RedisSlotMigrationCancelled
+		return EventSlotMigrationCancelled
 	default:
-		return events.RedisSlotMigrationStarted
+		return EventSlotMigrationStarted
 	}
 }
 

@@ -171,7 +171,7 @@ func TestApplyCountsLostWrites(t *testing.T) {
 			// for the event log; no loss, no event.
 			var want []events.Event
 			if c.wantLost > 0 {
-				want = []events.Event{{Time: at, Kind: events.CanaryAcknowledgedWritesLost,
+				want = []events.Event{{Time: at, Kind: canary.EventAcknowledgedWritesLost,
 					Subject: events.NodeSubject(old.ID, old.Addr), After: strconv.FormatUint(c.wantLost, 10)}}
 			}
 			if got := next.Events.All(); !reflect.DeepEqual(got, want) {
