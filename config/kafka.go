@@ -13,7 +13,7 @@ import (
 type KafkaCluster struct {
 	// Name is the value of the kafka_cluster label.
 	Name             string   `yaml:"name"`
-	BootstrapServers []string `yaml:"bootstrap_servers"`
+	BootstrapServers []string `yaml:"bootstrap_servers" example:"[host:9092]"`
 	// Version is the Kafka protocol version sarama speaks. The default,
 	// 3.0.0, sends Metadata v11 and DescribeConfigs v4, which Kafka 2.8
 	// through 4.x accept (4.0 removed versions older than 2.1).

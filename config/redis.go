@@ -12,7 +12,7 @@ type RedisCluster struct {
 	// Name is the value of the redis_cluster label.
 	Name string `yaml:"name"`
 	// Addrs are seed nodes; any reachable one is enough.
-	Addrs           []string      `yaml:"addrs"`
+	Addrs           []string      `yaml:"addrs" example:"[host:6379]"`
 	Username        string        `yaml:"username"`
 	Password        Secret        `yaml:"password"`
 	RefreshInterval time.Duration `yaml:"refresh_interval"`
@@ -62,7 +62,7 @@ type RedisCanary struct {
 	KeyTTL time.Duration `yaml:"key_ttl"`
 	// Wait, if positive, follows each SET with WAIT 1 <Wait>: a write counts
 	// as acknowledged only once a replica has it.
-	Wait time.Duration `yaml:"wait"`
+	Wait time.Duration `yaml:"wait" zero:"allowed"` // 0s: no WAIT after the SET
 }
 
 // Defaults of the write canaries.
