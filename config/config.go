@@ -24,14 +24,7 @@ import (
 // Defaults applied to every cluster that does not set its own.
 const (
 	DefaultRefreshInterval       = 5 * time.Second
-	DefaultKafkaClusterName      = "kafka"
-	DefaultRedisClusterName      = "redis"
-	DefaultKafkaVersion          = "3.0.0"
 	DefaultDialTimeout           = 3 * time.Second
-	DefaultRequestTimeout        = 3 * time.Second
-	DefaultTopicConfigRefresh    = time.Minute
-	DefaultKafkaClientID         = "failover_exporter"
-	DefaultRedisCommandTimeout   = 2 * time.Second
 	defaultRefreshTimeoutPercent = 80
 	// DefaultBackdateLimit is above Redis's default cluster-node-timeout
 	// (15 s) and Kafka's broker.session.timeout.ms (9 s) plus a few

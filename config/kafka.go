@@ -9,6 +9,15 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// Defaults of a Kafka cluster's own settings.
+const (
+	DefaultKafkaClusterName   = "kafka"
+	DefaultKafkaVersion       = "3.0.0"
+	DefaultRequestTimeout     = 3 * time.Second
+	DefaultTopicConfigRefresh = time.Minute
+	DefaultKafkaClientID      = "failover_exporter"
+)
+
 // KafkaCluster describes one Kafka cluster to watch.
 type KafkaCluster struct {
 	// Name is the value of the kafka_cluster label.

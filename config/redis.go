@@ -7,6 +7,12 @@ import (
 	"time"
 )
 
+// Defaults of a Redis Cluster's own settings.
+const (
+	DefaultRedisClusterName    = "redis"
+	DefaultRedisCommandTimeout = 2 * time.Second
+)
+
 // RedisCluster describes one Redis Cluster to watch.
 type RedisCluster struct {
 	// Name is the value of the redis_cluster label.
