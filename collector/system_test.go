@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -22,7 +23,15 @@ import (
 	"github.com/failover-exporter/failover_exporter/internal/metricsdoc"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The fake system's section joins the table as a system's config file
+	// would add its own.
+	if err := config.Register(fakeSection); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // A minimal system, defined as a new system's package and config file
 // would define one: its own section of the config file (fake:, registered
@@ -66,8 +75,6 @@ var fakeSection = config.NewSection(config.SectionSpec[fakeSettings]{
 		}
 	},
 })
-
-func init() { config.Register(fakeSection) }
 
 // fakeCounted is the fake system's one event kind, declared by it.
 const fakeCounted events.Kind = "fake_counted"
@@ -388,6 +395,9 @@ func TestFakeSystemOwnsItsConfigSection(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Parse(%q) = %v, want an error containing %q", tc.file, err, tc.want)
 		}
+	}
+	if err := config.Register(fakeSection); err == nil {
+		t.Error("a second fake section was registered")
 	}
 	cfg, err := config.Parse([]byte("fake:\n  - {}\n"))
 	if err != nil {

@@ -108,18 +108,19 @@ var (
 )
 
 // Register adds a section to the table, after those of this package, for
-// a system whose format is defined elsewhere (a test's). It must be called
-// before the first Parse, as from an init function.
-func Register(s Section) {
+// a system whose format is defined elsewhere (a test's). It is called
+// before the first Parse; a key already in the table is refused.
+func Register(s Section) error {
 	sectionsMu.Lock()
 	defer sectionsMu.Unlock()
 	for _, have := range sections {
 		if have.Key == s.Key {
-			panic(fmt.Sprintf("config: section %q registered twice", s.Key))
+			return fmt.Errorf("config section %q is registered twice", s.Key)
 		}
 	}
 	sections = append(sections, s)
 	fileTypeCache = nil
+	return nil
 }
 
 // Sections are the table's sections, in order.
