@@ -404,6 +404,46 @@ func (s *source) listReassignments(ctx context.Context, addr string, md *sarama.
 	if deadline, ok := ctx.Deadline(); ok {
 		budget = min(budget, time.Until(deadline)/2)
 	}
+	req := reassignmentsRequest(md, budget)
+	s.reclaimLateForward()
+	r := s.forwardReassignments(addr, req, budget)
+	err := r.err
+	if err == nil && r.resp.ErrorCode != sarama.ErrNoError {
+		err = r.resp.ErrorCode
+	}
+	if errors.Is(err, sarama.ErrNotController) && !s.reassignViaController {
+		// A ZooKeeper-mode broker (Kafka 3.x) answers only when it is the
+		// controller, where a KRaft broker forwards the request. From now
+		// on ask the broker Metadata names as the controller.
+		if c := controllerAddr(md); c != "" && c != addr {
+			s.reassignViaController = true
+			level.Info(s.logger).Log("msg", "the broker does not forward ListPartitionReassignments (ZooKeeper mode); asking the controller", "broker", addr, "controller", c)
+			return s.listReassignments(ctx, c, md)
+		}
+	}
+	switch {
+	case errors.Is(err, sarama.ErrUnsupportedVersion):
+		// sarama answers this without sending anything when the broker's
+		// ApiVersions response does not list the API.
+		level.Debug(s.logger).Log("msg", "broker does not offer ListPartitionReassignments (API 46); reassignment series are not served",
+			"broker", addr)
+		return nil
+	case err != nil:
+		// A refused request (no Describe ACL on the Cluster) fails the same
+		// way every refresh: say it once, not every few seconds.
+		s.logFailure("reassignments", "listing partition reassignments failed; reassignment series are not served", err, "broker", addr)
+		return nil
+	}
+	s.logFailure("reassignments", "", nil)
+	if r.resp.TopicStatus == nil {
+		return map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus{}
+	}
+	return r.resp.TopicStatus
+}
+
+// reassignmentsRequest asks for every partition of md's topics, to be
+// answered within budget.
+func reassignmentsRequest(md *sarama.MetadataResponse, budget time.Duration) *sarama.ListPartitionReassignmentsRequest {
 	req := &sarama.ListPartitionReassignmentsRequest{TimeoutMs: int32(max(budget.Milliseconds(), 1))}
 	for _, t := range md.Topics {
 		if len(t.Partitions) == 0 {
@@ -415,26 +455,38 @@ func (s *source) listReassignments(ctx context.Context, addr string, md *sarama.
 		}
 		req.AddBlock(t.Name, ids)
 	}
+	return req
+}
 
-	// An attempt that ran past its budget last time may have answered
-	// since: its connection is then reused rather than a new one opened.
-	if late := s.forwardLate; late != nil {
-		s.forwardLate = nil
-		select {
-		case r := <-late:
-			if r.conn != nil && (r.err == nil || errors.Is(r.err, sarama.ErrUnsupportedVersion)) && s.forwardConn == nil {
-				s.forwardConn = r.conn
-			} else if r.conn != nil {
+// reclaimLateForward takes back the connection of an attempt that ran past
+// its budget last time and has answered since, to be reused rather than a
+// new one opened; one still under way closes its connection when it ends.
+func (s *source) reclaimLateForward() {
+	late := s.forwardLate
+	if late == nil {
+		return
+	}
+	s.forwardLate = nil
+	select {
+	case r := <-late:
+		if r.conn != nil && (r.err == nil || errors.Is(r.err, sarama.ErrUnsupportedVersion)) && s.forwardConn == nil {
+			s.forwardConn = r.conn
+		} else if r.conn != nil {
+			_ = r.conn.Close()
+		}
+	default:
+		go func() {
+			if r := <-late; r.conn != nil {
 				_ = r.conn.Close()
 			}
-		default:
-			go func() {
-				if r := <-late; r.conn != nil {
-					_ = r.conn.Close()
-				}
-			}()
-		}
+		}()
 	}
+}
+
+// forwardReassignments sends req to addr over the forwarding connection
+// (opened if need be) and waits at most budget for the answer; an attempt
+// still under way then is left for the next refresh (s.forwardLate).
+func (s *source) forwardReassignments(addr string, req *sarama.ListPartitionReassignmentsRequest, budget time.Duration) forwardAttempt {
 	// The attempt owns the connection until it reports back.
 	conn := s.forwardConn
 	s.forwardConn = nil
@@ -475,38 +527,7 @@ func (s *source) listReassignments(ctx context.Context, addr string, md *sarama.
 		// The next refresh takes its connection back if it answered by then.
 		s.forwardLate = done
 	}
-	err := r.err
-	if err == nil && r.resp.ErrorCode != sarama.ErrNoError {
-		err = r.resp.ErrorCode
-	}
-	if errors.Is(err, sarama.ErrNotController) && !s.reassignViaController {
-		// A ZooKeeper-mode broker (Kafka 3.x) answers only when it is the
-		// controller, where a KRaft broker forwards the request. From now
-		// on ask the broker Metadata names as the controller.
-		if c := controllerAddr(md); c != "" && c != addr {
-			s.reassignViaController = true
-			level.Info(s.logger).Log("msg", "the broker does not forward ListPartitionReassignments (ZooKeeper mode); asking the controller", "broker", addr, "controller", c)
-			return s.listReassignments(ctx, c, md)
-		}
-	}
-	switch {
-	case errors.Is(err, sarama.ErrUnsupportedVersion):
-		// sarama answers this without sending anything when the broker's
-		// ApiVersions response does not list the API.
-		level.Debug(s.logger).Log("msg", "broker does not offer ListPartitionReassignments (API 46); reassignment series are not served",
-			"broker", addr)
-		return nil
-	case err != nil:
-		// A refused request (no Describe ACL on the Cluster) fails the same
-		// way every refresh: say it once, not every few seconds.
-		s.logFailure("reassignments", "listing partition reassignments failed; reassignment series are not served", err, "broker", addr)
-		return nil
-	}
-	s.logFailure("reassignments", "", nil)
-	if r.resp.TopicStatus == nil {
-		return map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus{}
-	}
-	return r.resp.TopicStatus
+	return r
 }
 
 // reassignmentsAddr is where to send ListPartitionReassignments: the broker

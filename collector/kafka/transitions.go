@@ -52,6 +52,49 @@ func carryTransitions(prev, next *Snapshot) {
 // countTransitions is carryTransitions between two snapshots: it carries
 // and advances the partition and broker counters and lists the events.
 func countTransitions(prev, next *Snapshot) {
+	countBrokerTransitions(prev, next)
+	prevTopics := topicsByName(prev)
+	base := carryReassignmentBase(prev, next)
+	baseTopics := prevTopics
+	if base != nil && base != prev {
+		baseTopics = topicsByName(base)
+	}
+	at := next.ReadAt
+	for ti := range next.Topics {
+		nt := &next.Topics[ti]
+		pt, ok := prevTopics[nt.Name]
+		if !ok {
+			continue
+		}
+		for pi := range nt.Partitions {
+			np := &nt.Partitions[pi]
+			pp := findPartition(pt.Partitions, np.ID)
+			if pp == nil {
+				continue
+			}
+			carryPartitionCounters(pp, np)
+			if base != nil && next.ReassignmentsKnown {
+				bp := pp
+				if base != prev {
+					bp = nil
+					if bt, ok := baseTopics[nt.Name]; ok {
+						bp = findPartition(bt.Partitions, np.ID)
+					}
+				}
+				if bp != nil {
+					addReassignmentEvents(&next.Events, at, events.PartitionSubject(nt.Name, np.ID), bp, np)
+				}
+			}
+			countPartitionTransitions(prev, next, pt, nt, pp, np)
+		}
+	}
+
+	annotateFirstFailures(prev, next)
+}
+
+// countBrokerTransitions carries the brokers' counters and lists the
+// brokers that came up or went down.
+func countBrokerTransitions(prev, next *Snapshot) {
 	at := next.ReadAt
 	for i := range next.Brokers {
 		nb := &next.Brokers[i]
@@ -74,100 +117,80 @@ func countTransitions(prev, next *Snapshot) {
 			next.Events.Add(at, EventBrokerDown, events.BrokerSubject(pb.ID, pb.Address), "", "")
 		}
 	}
-	prevTopics := make(map[string]*Topic, len(prev.Topics))
-	for i := range prev.Topics {
-		prevTopics[prev.Topics[i].Name] = &prev.Topics[i]
-	}
-	base := carryReassignmentBase(prev, next)
-	baseTopics := prevTopics
-	if base != nil && base != prev {
-		baseTopics = make(map[string]*Topic, len(base.Topics))
-		for i := range base.Topics {
-			baseTopics[base.Topics[i].Name] = &base.Topics[i]
-		}
-	}
-	for ti := range next.Topics {
-		nt := &next.Topics[ti]
-		pt, ok := prevTopics[nt.Name]
-		if !ok {
-			continue
-		}
-		for pi := range nt.Partitions {
-			np := &nt.Partitions[pi]
-			pp := findPartition(pt.Partitions, np.ID)
-			if pp == nil {
-				continue
-			}
-			np.LeaderChanges = pp.LeaderChanges
-			np.ISRShrinks = pp.ISRShrinks
-			np.ISRExpands = pp.ISRExpands
-			np.UncleanElections = pp.UncleanElections
-			if np.ELRStale() && !pp.ELRStale() && pp.Leader == np.Leader && sameMembers(pp.ISR, np.ISR) {
-				// The ELR read raced an election, but the partition's
-				// state is the previous refresh's: so is its ELR.
-				np.setELR(pp.ELR(), pp.LastKnownELR(), false)
-			}
-			if base != nil && next.ReassignmentsKnown {
-				bp := pp
-				if base != prev {
-					bp = nil
-					if bt, ok := baseTopics[nt.Name]; ok {
-						bp = findPartition(bt.Partitions, np.ID)
-					}
-				}
-				if bp != nil {
-					addReassignmentEvents(&next.Events, at, events.PartitionSubject(nt.Name, np.ID), bp, np)
-				}
-			}
-			if np.Leader != pp.Leader {
-				np.LeaderChanges++
-				if b := findBroker(next.Brokers, pp.Leader); b != nil {
-					b.Transitions.LeadershipsLost++
-				}
-				if b := findBroker(next.Brokers, np.Leader); b != nil {
-					b.Transitions.LeadershipsGained++
-				}
-				kind := EventLeaderChange
-				switch {
-				case np.Offline():
-					kind = EventPartitionOffline
-				case pp.Offline():
-					kind = EventPartitionOnline
-				}
-				next.Events.Add(at, kind, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
-			}
-			if elrKnown(prev, pt) && !pp.ELRStale() && uncleanElection(pp, np) {
-				np.UncleanElections++
-				if b := findBroker(next.Brokers, np.Leader); b != nil {
-					b.Transitions.UncleanElections++
-				}
-				next.Events.Add(at, EventUncleanElection, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
-			}
-			shrank, expanded := lostMember(pp.ISR, np.ISR), lostMember(np.ISR, pp.ISR)
-			if shrank {
-				np.ISRShrinks++
-				countMembers(next.Brokers, pp.ISR, np.ISR, func(t *BrokerTransitions) { t.ISRShrinks++ })
-			}
-			if expanded {
-				np.ISRExpands++
-				countMembers(next.Brokers, np.ISR, pp.ISR, func(t *BrokerTransitions) { t.ISRExpands++ })
-			}
-			if kind, ok := isrEventKind(shrank, expanded); ok {
-				next.Events.Add(at, kind, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
-			}
-			if nt.MinISR > 0 && pt.MinISR > 0 {
-				was, is := pp.UnderMinISR(pt.MinISR), np.UnderMinISR(nt.MinISR)
-				switch {
-				case is && !was:
-					next.Events.Add(at, EventUnderMinISRBegin, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
-				case was && !is:
-					next.Events.Add(at, EventUnderMinISREnd, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
-				}
-			}
-		}
-	}
+}
 
-	annotateFirstFailures(prev, next)
+func topicsByName(snap *Snapshot) map[string]*Topic {
+	topics := make(map[string]*Topic, len(snap.Topics))
+	for i := range snap.Topics {
+		topics[snap.Topics[i].Name] = &snap.Topics[i]
+	}
+	return topics
+}
+
+// carryPartitionCounters carries a partition's counters from its previous
+// entry, and its ELR when this refresh's read of it raced an election.
+func carryPartitionCounters(pp, np *Partition) {
+	np.LeaderChanges = pp.LeaderChanges
+	np.ISRShrinks = pp.ISRShrinks
+	np.ISRExpands = pp.ISRExpands
+	np.UncleanElections = pp.UncleanElections
+	if np.ELRStale() && !pp.ELRStale() && pp.Leader == np.Leader && sameMembers(pp.ISR, np.ISR) {
+		// The ELR read raced an election, but the partition's
+		// state is the previous refresh's: so is its ELR.
+		np.setELR(pp.ELR(), pp.LastKnownELR(), false)
+	}
+}
+
+// countPartitionTransitions advances one partition's counters and its
+// brokers' from its previous entry pp to np, and lists the events:
+// leader changes, unclean elections, ISR changes, min ISR crossings.
+func countPartitionTransitions(prev, next *Snapshot, pt, nt *Topic, pp, np *Partition) {
+	at := next.ReadAt
+	if np.Leader != pp.Leader {
+		np.LeaderChanges++
+		if b := findBroker(next.Brokers, pp.Leader); b != nil {
+			b.Transitions.LeadershipsLost++
+		}
+		if b := findBroker(next.Brokers, np.Leader); b != nil {
+			b.Transitions.LeadershipsGained++
+		}
+		kind := EventLeaderChange
+		switch {
+		case np.Offline():
+			kind = EventPartitionOffline
+		case pp.Offline():
+			kind = EventPartitionOnline
+		}
+		next.Events.Add(at, kind, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
+	}
+	if elrKnown(prev, pt) && !pp.ELRStale() && uncleanElection(pp, np) {
+		np.UncleanElections++
+		if b := findBroker(next.Brokers, np.Leader); b != nil {
+			b.Transitions.UncleanElections++
+		}
+		next.Events.Add(at, EventUncleanElection, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
+	}
+	shrank, expanded := lostMember(pp.ISR, np.ISR), lostMember(np.ISR, pp.ISR)
+	if shrank {
+		np.ISRShrinks++
+		countMembers(next.Brokers, pp.ISR, np.ISR, func(t *BrokerTransitions) { t.ISRShrinks++ })
+	}
+	if expanded {
+		np.ISRExpands++
+		countMembers(next.Brokers, np.ISR, pp.ISR, func(t *BrokerTransitions) { t.ISRExpands++ })
+	}
+	if kind, ok := isrEventKind(shrank, expanded); ok {
+		next.Events.Add(at, kind, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
+	}
+	if nt.MinISR > 0 && pt.MinISR > 0 {
+		was, is := pp.UnderMinISR(pt.MinISR), np.UnderMinISR(nt.MinISR)
+		switch {
+		case is && !was:
+			next.Events.Add(at, EventUnderMinISRBegin, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
+		case was && !is:
+			next.Events.Add(at, EventUnderMinISREnd, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
+		}
+	}
 }
 
 // countMembers calls count for the transitions of each broker in from that

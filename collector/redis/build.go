@@ -188,60 +188,91 @@ func buildSnapshot(nodeViews []nodeView) (*Snapshot, error) {
 	snap.ViewsConsistent = len(snap.disputes) == 0
 	index := map[string]int{}
 	for _, id := range ids {
-		m := merged[id]
-		line := m.line()
-		n := Node{
-			ID:            id,
-			Addr:          m.addr(),
-			MasterID:      line.MasterID,
-			ConfigEpoch:   line.ConfigEpoch,
-			Role:          RoleMaster,
-			LinkConnected: true,
-		}
-		if line.Flags.Replica {
-			n.Role = RoleReplica
-		}
-		if m.other != nil {
-			// Link state is per observer; a node's own line always says connected.
-			n.LinkConnected = m.other.LinkConnected
-		}
-		switch {
-		case m.failSeen:
-			n.State = NodeStateFail
-		case m.pfailSeen:
-			n.State = NodeStatePFail
-		case m.noaddrSeen || line.Flags.NoAddr:
-			n.State = NodeStateNoAddr
-		case m.handshakeSeen || line.Flags.Handshake:
-			n.State = NodeStateHandshake
-		default:
-			n.State = NodeStateOK
-		}
-		if v := m.view; v != nil {
-			n.Reachable = true
-			n.ClusterStateOK = v.Info.StateOK
-			n.MigratingSlots = len(m.own.Migrating)
-			n.ImportingSlots = len(m.own.Importing)
-			n.MasterLinkUp = !v.Replication.IsMaster && v.Replication.MasterLinkUp
-			n.Keys = v.Keys
-			n.MemoryUsed = v.UsedMemory
-			n.Zone = v.Zone
-			if v.MigrationsRead {
-				n.Migrations = &NodeMigrations{Jobs: v.Migrations}
-			}
-		}
 		index[id] = len(snap.Nodes)
-		snap.Nodes = append(snap.Nodes, n)
+		snap.Nodes = append(snap.Nodes, mergedNodeEntry(id, merged[id]))
 	}
-
 	for _, owner := range owners {
 		if owner == "" {
 			continue
 		}
 		snap.Nodes[index[owner]].Slots++
 	}
+	linkReplicas(snap, index, merged)
+	snap.SlotRanges = slotRanges(owners)
+	countSlotStates(snap, index, owners)
 
-	// Replica health and replication lag need the master's entry.
+	assessFailureDomains(snap)
+	snap.StateOK = clusterStateOK(snap, merged)
+	for _, v := range views {
+		snap.CurrentEpoch = max(snap.CurrentEpoch, v.Info.CurrentEpoch)
+	}
+	for _, n := range snap.Nodes {
+		if n.Slots > 0 {
+			snap.Masters++
+		}
+	}
+	snap.KnownNodes = len(snap.Nodes)
+	slices.SortFunc(snap.Nodes, func(a, b Node) int {
+		if c := cmp.Compare(a.Addr, b.Addr); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return snap, nil
+}
+
+// mergedNodeEntry is the snapshot's entry for one member, from its merged
+// line and, when it was reachable, its own view. Slots and replica counts
+// are filled later, from the other members.
+func mergedNodeEntry(id string, m *mergedNode) Node {
+	line := m.line()
+	n := Node{
+		ID:            id,
+		Addr:          m.addr(),
+		MasterID:      line.MasterID,
+		ConfigEpoch:   line.ConfigEpoch,
+		Role:          RoleMaster,
+		LinkConnected: true,
+	}
+	if line.Flags.Replica {
+		n.Role = RoleReplica
+	}
+	if m.other != nil {
+		// Link state is per observer; a node's own line always says connected.
+		n.LinkConnected = m.other.LinkConnected
+	}
+	switch {
+	case m.failSeen:
+		n.State = NodeStateFail
+	case m.pfailSeen:
+		n.State = NodeStatePFail
+	case m.noaddrSeen || line.Flags.NoAddr:
+		n.State = NodeStateNoAddr
+	case m.handshakeSeen || line.Flags.Handshake:
+		n.State = NodeStateHandshake
+	default:
+		n.State = NodeStateOK
+	}
+	if v := m.view; v != nil {
+		n.Reachable = true
+		n.ClusterStateOK = v.Info.StateOK
+		n.MigratingSlots = len(m.own.Migrating)
+		n.ImportingSlots = len(m.own.Importing)
+		n.MasterLinkUp = !v.Replication.IsMaster && v.Replication.MasterLinkUp
+		n.Keys = v.Keys
+		n.MemoryUsed = v.UsedMemory
+		n.Zone = v.Zone
+		if v.MigrationsRead {
+			n.Migrations = &NodeMigrations{Jobs: v.Migrations}
+		}
+	}
+	return n
+}
+
+// linkReplicas counts each master's healthy replicas and reads each
+// replica's replication lag from its master's view: both need the
+// master's entry.
+func linkReplicas(snap *Snapshot, index map[string]int, merged map[string]*mergedNode) {
 	for i := range snap.Nodes {
 		r := &snap.Nodes[i]
 		if r.Role != RoleReplica || r.MasterID == "" {
@@ -267,8 +298,11 @@ func buildSnapshot(nodeViews []nodeView) (*Snapshot, error) {
 			}
 		}
 	}
+}
 
-	snap.SlotRanges = slotRanges(owners)
+// countSlotStates counts the slots by their owner's state, and those
+// whose owner has no healthy replica.
+func countSlotStates(snap *Snapshot, index map[string]int, owners *[SlotCount]string) {
 	for _, owner := range owners {
 		if owner == "" {
 			snap.SlotsUnassigned++
@@ -287,25 +321,6 @@ func buildSnapshot(nodeViews []nodeView) (*Snapshot, error) {
 			snap.SlotsWithoutReplica++
 		}
 	}
-
-	assessFailureDomains(snap)
-	snap.StateOK = clusterStateOK(snap, merged)
-	for _, v := range views {
-		snap.CurrentEpoch = max(snap.CurrentEpoch, v.Info.CurrentEpoch)
-	}
-	for _, n := range snap.Nodes {
-		if n.Slots > 0 {
-			snap.Masters++
-		}
-	}
-	snap.KnownNodes = len(snap.Nodes)
-	slices.SortFunc(snap.Nodes, func(a, b Node) int {
-		if c := cmp.Compare(a.Addr, b.Addr); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
-	return snap, nil
 }
 
 // servesSlots reports whether the view is a master's that owns slots by its
