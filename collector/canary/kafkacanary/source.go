@@ -21,7 +21,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
-	"github.com/failover-exporter/failover_exporter/collector/kafka"
+	"github.com/failover-exporter/failover_exporter/internal/kafkaclient"
 	"github.com/failover-exporter/failover_exporter/config"
 )
 
@@ -82,7 +82,7 @@ func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
 	if cfg.Canary.Interval <= 0 {
 		return nil, errors.New("canary interval must be positive; was config.Complete called?")
 	}
-	conf, err := kafka.SaramaConfig(cfg)
+	conf, err := kafkaclient.SaramaConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
