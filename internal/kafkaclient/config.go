@@ -50,4 +50,3 @@ func Configs(cfg config.KafkaCluster) (*sarama.Config, []kgo.Opt, error) {
 		kgo.RequestRetries(1),
 	), nil
 }
-
