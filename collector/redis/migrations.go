@@ -25,6 +25,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // migrationAPI is the atomic slot migration command a node has.
@@ -229,8 +230,8 @@ func parseSlotSpans(text string) ([]SlotSpan, error) {
 				return nil, fmt.Errorf("slot range %q", r)
 			}
 		}
-		if a < 0 || b >= SlotCount || a > b {
-			return nil, fmt.Errorf("slot range %q out of 0-%d", r, SlotCount-1)
+		if a < 0 || b >= redisproto.SlotCount || a > b {
+			return nil, fmt.Errorf("slot range %q out of 0-%d", r, redisproto.SlotCount-1)
 		}
 		spans = append(spans, SlotSpan{a, b})
 	}
@@ -355,7 +356,7 @@ func (nm *NodeMigrations) LastFinished() *SlotMigration {
 // disputeSettleTime of the view: the views may disagree on their owner for
 // that long while gossip spreads the move, which is a move, not a
 // conflict.
-func markMigrationSlots(v *nodeView, inFlight, explained *[SlotCount]bool) {
+func markMigrationSlots(v *nodeView, inFlight, explained *[redisproto.SlotCount]bool) {
 	for i := range v.Migrations {
 		j := &v.Migrations[i]
 		running := j.Outcome == MigrationRunning
@@ -413,7 +414,7 @@ func (s *Snapshot) RunningMigrations() []*SlotMigration {
 // InFlightSpans are the slots of every running job some member reports,
 // merged into sorted spans.
 func (s *Snapshot) InFlightSpans() []SlotSpan {
-	var marked [SlotCount]bool
+	var marked [redisproto.SlotCount]bool
 	any := false
 	for _, job := range s.RunningMigrations() {
 		for _, sp := range job.Slots {

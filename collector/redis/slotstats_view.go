@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
@@ -62,7 +63,7 @@ func keyMap(s *Snapshot) *model.KeyMap {
 	for b := range hottest {
 		hottest[b] = -1
 	}
-	const width = SlotCount / keyBands
+	const width = redisproto.SlotCount / keyBands
 	for _, r := range s.SlotRanges {
 		for slot := r.First; slot <= r.Last; slot++ {
 			b := slot / width
