@@ -19,6 +19,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/peer"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/kafkaclient"
 )
 
 // The topic configs the exporter reads, in one batched DescribeConfigs.
@@ -78,7 +79,7 @@ type source struct {
 }
 
 func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
-	conf, security, err := clientConfigs(cfg)
+	conf, security, err := kafkaclient.Configs(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -87,53 +88,11 @@ func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
 	// that lack an API) decodes no later one.
 	versions := kversion.Stable()
 	versions.SetMaxKeyVersion(apiApiVersions, 3)
-	franz, err := kgo.NewClient(append(security,
-		kgo.MaxVersions(versions),
-		kgo.SeedBrokers(cfg.BootstrapServers...),
-		kgo.ClientID(cfg.ClientID),
-		kgo.DialTimeout(cfg.DialTimeout),
-		kgo.RequestTimeoutOverhead(cfg.RequestTimeout),
-		kgo.RetryTimeout(cfg.RequestTimeout),
-		kgo.RequestRetries(1),
-	)...)
+	franz, err := kgo.NewClient(append(security, kgo.MaxVersions(versions))...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client config: %w", err)
 	}
 	return &source{cfg: cfg, conf: conf, franz: franzConn{client: franz}, logger: logger, now: time.Now}, nil
-}
-
-// SaramaConfig is the sarama half of the watcher's client configuration,
-// for the write canary, which produces and reads back with sarama only.
-func SaramaConfig(cfg config.KafkaCluster) (*sarama.Config, error) {
-	conf, _, err := clientConfigs(cfg)
-	return conf, err
-}
-
-// clientConfigs translates the cluster config into sarama's config and
-// franz-go's options. Every network call gets the dial and request
-// timeouts, so a hung broker costs at most one timeout.
-func clientConfigs(cfg config.KafkaCluster) (*sarama.Config, []kgo.Opt, error) {
-	conf := sarama.NewConfig()
-	version, err := sarama.ParseKafkaVersion(cfg.Version)
-	if err != nil {
-		return nil, nil, fmt.Errorf("kafka version %q: %w", cfg.Version, err)
-	}
-	conf.Version = version
-	conf.ClientID = cfg.ClientID
-	conf.Net.DialTimeout = cfg.DialTimeout
-	conf.Net.ReadTimeout = cfg.RequestTimeout
-	conf.Net.WriteTimeout = cfg.RequestTimeout
-	conf.Net.MaxOpenRequests = 1
-	conf.Metadata.AllowAutoTopicCreation = false
-
-	security, err := clientSecurity(cfg, conf)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := conf.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("kafka client config: %w", err)
-	}
-	return conf, security, nil
 }
 
 // refresh reads the cluster once: one Metadata request for all topics, one

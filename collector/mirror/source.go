@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/kafkaclient"
 )
 
 // What a read was of, in Snapshot.Errors and the
@@ -107,7 +107,7 @@ func NewSource(m config.Mirror, logger log.Logger) (*Source, error) {
 }
 
 func newCluster(k config.KafkaCluster) (*cluster, error) {
-	opts, err := kafka.FranzOptions(k)
+	opts, err := kafkaclient.FranzOptions(k)
 	if err != nil {
 		return nil, err
 	}

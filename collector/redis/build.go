@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // nodeView is what one reachable node told the exporter in one refresh.
@@ -90,7 +92,7 @@ type mergedViews struct {
 	ids []string
 	// owners holds the id of every slot's owner, "" for unassigned;
 	// disputed are the slots on which the views disagree.
-	owners   *[SlotCount]string
+	owners   *[redisproto.SlotCount]string
 	disputed []int
 }
 
@@ -302,7 +304,7 @@ func linkReplicas(snap *Snapshot, index map[string]int, merged map[string]*merge
 
 // countSlotStates counts the slots by their owner's state, and those
 // whose owner has no healthy replica.
-func countSlotStates(snap *Snapshot, index map[string]int, owners *[SlotCount]string) {
+func countSlotStates(snap *Snapshot, index map[string]int, owners *[redisproto.SlotCount]string) {
 	for _, owner := range owners {
 		if owner == "" {
 			snap.SlotsUnassigned++
@@ -364,16 +366,16 @@ func dedupeViews(views []nodeView) []nodeView {
 // epoch wins, which is the rule Redis Cluster itself uses to settle
 // conflicts; views are ranked so that equal epochs go to the most up-to-date
 // view. Whether a disagreement is a conflict is for settleDisputes.
-func mergeSlotOwners(views []nodeView, members map[string]bool) (owners *[SlotCount]string, disputed []int) {
+func mergeSlotOwners(views []nodeView, members map[string]bool) (owners *[redisproto.SlotCount]string, disputed []int) {
 	// On the heap, not the stack: the per-slot tables are over 400 KB, and
 	// a goroutine stack grown to hold them stays grown (and is copied on
 	// every growth) for no other use.
-	owners = new([SlotCount]string)
-	epochs := make([]uint64, SlotCount)
-	claimed := make([]bool, SlotCount)
+	owners = new([redisproto.SlotCount]string)
+	epochs := make([]uint64, redisproto.SlotCount)
+	claimed := make([]bool, redisproto.SlotCount)
 	// Claims in line order (for painting) and sorted (for comparing).
 	var first, current, firstSorted, currentSorted []ownedRange
-	var firstOwners, currentOwners *[SlotCount]string // only when views differ
+	var firstOwners, currentOwners *[redisproto.SlotCount]string // only when views differ
 	var differs []bool
 	for vi := range views {
 		current = appendClaims(current[:0], &views[vi], members)
@@ -394,10 +396,10 @@ func mergeSlotOwners(views []nodeView, members map[string]bool) (owners *[SlotCo
 		}
 		// The views may differ: compare slot by slot.
 		if firstOwners == nil {
-			firstOwners, currentOwners = paintClaims(new([SlotCount]string), first), new([SlotCount]string)
-			differs = make([]bool, SlotCount)
+			firstOwners, currentOwners = paintClaims(new([redisproto.SlotCount]string), first), new([redisproto.SlotCount]string)
+			differs = make([]bool, redisproto.SlotCount)
 		}
-		*currentOwners = [SlotCount]string{}
+		*currentOwners = [redisproto.SlotCount]string{}
 		paintClaims(currentOwners, current)
 		for slot := range currentOwners {
 			differs[slot] = differs[slot] || currentOwners[slot] != firstOwners[slot]
@@ -457,7 +459,7 @@ func sameClaims(a, b []ownedRange) bool {
 }
 
 // paintClaims sets each claimed slot's owner in line order.
-func paintClaims(owners *[SlotCount]string, claims []ownedRange) *[SlotCount]string {
+func paintClaims(owners *[redisproto.SlotCount]string, claims []ownedRange) *[redisproto.SlotCount]string {
 	for _, c := range claims {
 		for slot := c.First; slot <= c.Last; slot++ {
 			owners[slot] = c.ID
@@ -494,7 +496,7 @@ func clusterStateOK(snap *Snapshot, merged map[string]*mergedNode) bool {
 
 // slotRanges turns the slot map into runs of consecutive slots with the
 // same owner ("" for unassigned), in slot order.
-func slotRanges(owners *[SlotCount]string) []SlotRange {
+func slotRanges(owners *[redisproto.SlotCount]string) []SlotRange {
 	var runs []SlotRange
 	for slot, owner := range owners {
 		if n := len(runs); n > 0 && runs[n-1].Owner == owner {

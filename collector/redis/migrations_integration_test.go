@@ -17,6 +17,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
@@ -235,7 +236,7 @@ func loadKeys(t *testing.T, c *lab.RedisCluster, port, first, last, n int) {
 	value := strings.Repeat("v", 100)
 	for i, written := 0, 0; written < n; i++ {
 		key := "migrate:" + strconv.Itoa(i)
-		if slot := KeySlot(key); slot < first || slot > last {
+		if slot := redisproto.KeySlot(key); slot < first || slot > last {
 			continue
 		}
 		fmt.Fprintf(&b, "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", len(key), key, len(value), value)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // Migration operations, as Valkey names them. Redis's "migrate" is an
@@ -115,7 +117,7 @@ func (nm *NodeMigrations) LastFinished() *SlotMigration {
 // disputeSettleTime of the view: the views may disagree on their owner for
 // that long while gossip spreads the move, which is a move, not a
 // conflict.
-func markMigrationSlots(v *nodeView, inFlight, explained *[SlotCount]bool) {
+func markMigrationSlots(v *nodeView, inFlight, explained *[redisproto.SlotCount]bool) {
 	for i := range v.Migrations {
 		j := &v.Migrations[i]
 		running := j.Outcome == MigrationRunning
@@ -173,7 +175,7 @@ func (s *Snapshot) RunningMigrations() []*SlotMigration {
 // InFlightSpans are the slots of every running job some member reports,
 // merged into sorted spans.
 func (s *Snapshot) InFlightSpans() []SlotSpan {
-	var marked [SlotCount]bool
+	var marked [redisproto.SlotCount]bool
 	any := false
 	for _, job := range s.RunningMigrations() {
 		for _, sp := range job.Slots {

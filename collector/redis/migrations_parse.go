@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // parseSlotSpans reads "0-1000 2000-3000" (Valkey), also with commas
@@ -26,8 +28,8 @@ func parseSlotSpans(text string) ([]SlotSpan, error) {
 				return nil, fmt.Errorf("slot range %q", r)
 			}
 		}
-		if a < 0 || b >= SlotCount || a > b {
-			return nil, fmt.Errorf("slot range %q out of 0-%d", r, SlotCount-1)
+		if a < 0 || b >= redisproto.SlotCount || a > b {
+			return nil, fmt.Errorf("slot range %q out of 0-%d", r, redisproto.SlotCount-1)
 		}
 		spans = append(spans, SlotSpan{a, b})
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
@@ -31,7 +32,7 @@ func keyMap(s *Snapshot) *model.KeyMap {
 	keys := countSlotKeys(s)
 	km.Usage = keys.usage
 	bandKeys, hottest := keys.bands(s.SlotRanges)
-	const width = SlotCount / keyBands
+	const width = redisproto.SlotCount / keyBands
 	most := slices.Max(bandKeys)
 	for b := range keyBands {
 		band := model.KeyBand{First: b * width, Last: (b+1)*width - 1, Keys: int64(bandKeys[b] + 0.5),
@@ -90,7 +91,7 @@ func (k *slotKeyCounts) bands(ranges []SlotRange) (bandKeys []float64, hottest [
 	for b := range hottest {
 		hottest[b] = -1
 	}
-	const width = SlotCount / keyBands
+	const width = redisproto.SlotCount / keyBands
 	for _, r := range ranges {
 		for slot := r.First; slot <= r.Last; slot++ {
 			b := slot / width

@@ -21,8 +21,8 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
-	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/kafkaclient"
 )
 
 // source owns the canary's clients and what it knows of the records it
@@ -82,7 +82,7 @@ func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
 	if cfg.Canary.Interval <= 0 {
 		return nil, errors.New("canary interval must be positive; was config.Complete called?")
 	}
-	conf, err := kafka.SaramaConfig(cfg)
+	conf, err := kafkaclient.SaramaConfig(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -14,10 +14,10 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
-	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 const testInterval = 200 * time.Millisecond
@@ -306,7 +306,7 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 		masters := c.Masters(t)
 		from, to := masters[0], masters[1]
 		key := stats(w, from.ID).Key
-		slot := strconv.Itoa(redis.KeySlot(key))
+		slot := strconv.Itoa(redisproto.KeySlot(key))
 		// The steps of redis-cli --cluster reshard, for the one slot.
 		c.CLI(t, to.Port, "CLUSTER", "SETSLOT", slot, "IMPORTING", from.ID)
 		c.CLI(t, from.Port, "CLUSTER", "SETSLOT", slot, "MIGRATING", to.ID)
@@ -323,8 +323,8 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 			return nil
 		})
 		newKey := stats(w, from.ID).Key
-		if !c.Node(t, from.Port).OwnsSlot(redis.KeySlot(newKey)) {
-			t.Errorf("new key %s of %s is in slot %d, which it does not own", newKey, from.Addr, redis.KeySlot(newKey))
+		if !c.Node(t, from.Port).OwnsSlot(redisproto.KeySlot(newKey)) {
+			t.Errorf("new key %s of %s is in slot %d, which it does not own", newKey, from.Addr, redisproto.KeySlot(newKey))
 		}
 		for id, m := range w.Current().Snapshot.Masters {
 			if m.Lost != 0 {

@@ -21,6 +21,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // clientName is how the canary's connections show up in CLIENT LIST,
@@ -65,7 +66,7 @@ func newSource(cfg config.RedisCluster, logger log.Logger) (*source, error) {
 	if cfg.Canary.Interval <= 0 || cfg.CommandTimeout <= 0 || cfg.Canary.KeyTTL <= 0 {
 		return nil, errors.New("canary interval, key TTL and command timeout must be positive; was config.Complete called?")
 	}
-	option, err := redis.ClientOption(cfg)
+	option, err := redisproto.ClientOption(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +322,7 @@ func (s *source) chooseKey(masterID string, slots *redis.SlotMap) (string, int, 
 	// found within a few times 16384 tags.
 	for i := range 1 << 20 {
 		tag := strconv.Itoa(i)
-		slot := redis.KeySlot(tag)
+		slot := redisproto.KeySlot(tag)
 		if owner, ok := slots.Owner(slot); ok && owner.ID == masterID {
 			return s.cfg.Canary.KeyPrefix + "{" + tag + "}", slot, true
 		}
