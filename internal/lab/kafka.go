@@ -72,6 +72,10 @@ type KafkaCluster struct {
 	version  string
 	zk       bool
 	env      []string
+	// lent counts the tests a shared cluster was lent to (SharedKafka),
+	// and stopped says it was stopped for good.
+	lent    int
+	stopped bool
 }
 
 // Time limits for the script. Starting includes fetching the jars on a
@@ -83,8 +87,27 @@ const (
 
 // StartKafka starts a Kafka cluster for the test and registers its stop with
 // t.Cleanup. It fails the test, never skips it, when the cluster cannot be
-// started.
+// started. A test that leaves the cluster as it found it (or can be made
+// to) takes one from SharedKafka instead.
 func StartKafka(t testing.TB, opts KafkaOptions) *KafkaCluster {
+	t.Helper()
+	c := newKafka(t, opts, filepath.Join(t.TempDir(), "kafka"))
+	// Registered after t.TempDir, so it runs before the directory is removed.
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.logTails(t)
+		}
+		if err := c.stopAll(); err != nil {
+			t.Errorf("lab: %v", err)
+		}
+	})
+	c.start(t)
+	return c
+}
+
+// newKafka is the cluster opts describes, with its state in dir, not yet
+// started.
+func newKafka(t testing.TB, opts KafkaOptions, dir string) *KafkaCluster {
 	t.Helper()
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Fatalf("lab: java not found: run scripts/install-deps.sh kafka")
@@ -93,35 +116,29 @@ func StartKafka(t testing.TB, opts KafkaOptions) *KafkaCluster {
 	if nodes <= 0 {
 		nodes = 3
 	}
-	base := kafkaBasePort(t, opts, nodes)
-	version := kafkaVersion(t, opts)
 	c := &KafkaCluster{
 		script:   filepath.Join(RepoRoot(t), "scripts", "kafka", "cluster.sh"),
-		dir:      filepath.Join(t.TempDir(), "kafka"),
-		basePort: base,
+		dir:      dir,
+		basePort: kafkaBasePort(t, opts, nodes),
 		nodes:    nodes,
 		security: opts.Security,
-		version:  version,
+		version:  kafkaVersion(t, opts),
 		zk:       opts.ZooKeeper,
 	}
-	mode := "kraft"
-	if opts.ZooKeeper {
-		mode = "zookeeper"
+	c.env = kafkaEnv(c, opts, c.mode())
+	return c
+}
+
+func (c *KafkaCluster) mode() string {
+	if c.zk {
+		return "zookeeper"
 	}
-	c.env = kafkaEnv(c, opts, mode)
+	return "kraft"
+}
 
-	// Registered after t.TempDir, so it runs before the directory is removed.
-	t.Cleanup(func() {
-		if t.Failed() {
-			for id := int32(1); id <= int32(c.nodes); id++ {
-				t.Logf("lab: last lines of kafka node %d log (%s):\n%s", id, c.logPath(id), c.LogTail(id, 40))
-			}
-		}
-		if r := c.run(kafkaNodeTimeout, "stop"); r.Err != nil {
-			t.Errorf("lab: stopping kafka: %v\n%s", r.Err, r.Output())
-		}
-	})
-
+// start starts every node and fails the test if the cluster does not come up.
+func (c *KafkaCluster) start(t testing.TB) {
+	t.Helper()
 	start := time.Now()
 	r := c.run(kafkaStartTimeout, "start")
 	if r.Err != nil {
@@ -132,8 +149,22 @@ func StartKafka(t testing.TB, opts KafkaOptions) *KafkaCluster {
 		t.Fatalf("lab: cluster.sh start printed bootstrap %q, want %q", got, want)
 	}
 	t.Logf("lab: kafka %s (%s) %d nodes up in %s at %s (state in %s)",
-		version, mode, nodes, time.Since(start).Round(time.Millisecond), strings.Join(c.Bootstrap(), ","), c.dir)
-	return c
+		c.version, c.mode(), c.nodes, time.Since(start).Round(time.Millisecond), strings.Join(c.Bootstrap(), ","), c.dir)
+}
+
+// logTails logs the end of every node's log: what a failed test needs.
+func (c *KafkaCluster) logTails(t testing.TB) {
+	for id := int32(1); id <= int32(c.nodes); id++ {
+		t.Logf("lab: last lines of kafka node %d log (%s):\n%s", id, c.logPath(id), c.LogTail(id, 40))
+	}
+}
+
+// stopAll stops every node.
+func (c *KafkaCluster) stopAll() error {
+	if r := c.run(kafkaNodeTimeout, "stop"); r.Err != nil {
+		return fmt.Errorf("stopping kafka in %s: %v\n%s", c.dir, r.Err, r.Output())
+	}
+	return nil
 }
 
 // kafkaBasePort is opts.BasePort, or a free base for the nodes' ports

@@ -32,11 +32,16 @@ type Record struct {
 	Timestamp time.Time
 }
 
-// clientConfig is a sarama configuration for the lab's own clients: short
-// deadlines on every request, acks=all, manual partitions.
-func (c *KafkaCluster) clientConfig() *sarama.Config { return labClientConfig() }
+// clientConfig is the configuration of the lab's own clients.
+func (c *KafkaCluster) clientConfig() *sarama.Config { return ClientConfig() }
 
-func labClientConfig() *sarama.Config {
+// ClientConfig is the sarama configuration of every client a test makes of
+// its own, beside the exporter's, to set up or check a lab cluster (admin,
+// producer, consumer): short deadlines on every request, so a dead broker
+// costs seconds, not minutes; acks=all; manual partitions, so a record goes
+// to the partition its message names; no topic auto-created. A test that
+// needs a difference sets it on the copy it gets, and says why.
+func ClientConfig() *sarama.Config {
 	conf := sarama.NewConfig()
 	// Every version the lab runs (3.9 to 4.4) speaks 3.7's requests.
 	conf.Version = sarama.V3_7_0_0

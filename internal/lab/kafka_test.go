@@ -128,7 +128,7 @@ func TestKafkaLab(t *testing.T) {
 // retries to ride out a leader failover (a few seconds), reading from the
 // oldest offset.
 func labSaramaConfig() *sarama.Config {
-	conf := labClientConfig()
+	conf := ClientConfig()
 	conf.ClientID = "failover-exporter-lab-test"
 	conf.Producer.Retry.Max = 50
 	conf.Consumer.Offsets.Initial = sarama.OffsetOldest
