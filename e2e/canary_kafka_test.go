@@ -28,10 +28,7 @@ const (
 // principal is a super user.
 func canaryKafkaAdmin(t *testing.T, c *lab.KafkaCluster) sarama.ClusterAdmin {
 	t.Helper()
-	conf := sarama.NewConfig()
-	conf.Version = sarama.V3_7_0_0
-	conf.Net.DialTimeout = 5 * time.Second
-	conf.Net.ReadTimeout = 15 * time.Second
+	conf := lab.ClientConfig()
 	admin, err := sarama.NewClusterAdmin(c.InternalBootstrap(), conf)
 	if err != nil {
 		t.Fatalf("admin client: %v", err)
@@ -44,8 +41,7 @@ func canaryKafkaAdmin(t *testing.T, c *lab.KafkaCluster) sarama.ClusterAdmin {
 // a client of the test's own: the cluster's own count of records written.
 func logEndOffsets(t *testing.T, c *lab.KafkaCluster, topics ...string) map[string]int64 {
 	t.Helper()
-	conf := sarama.NewConfig()
-	conf.Version = sarama.V3_7_0_0
+	conf := lab.ClientConfig()
 	client, err := sarama.NewClient(c.InternalBootstrap(), conf)
 	if err != nil {
 		t.Fatalf("client: %v", err)

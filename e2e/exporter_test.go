@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -13,26 +12,6 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 )
-
-// deadAddr is a loopback port with nothing listening.
-func deadAddr(t *testing.T) string {
-	return fmt.Sprintf("127.0.0.1:%d", exportertest.FreePort(t))
-}
-
-// runExporter runs the binary to completion and returns its exit code and
-// combined output.
-func runExporter(t *testing.T, args ...string) (int, string) {
-	t.Helper()
-	cmd := exec.Command(exportertest.Binary(t), args...)
-	out, err := cmd.CombinedOutput()
-	if exit, ok := err.(*exec.ExitError); ok {
-		return exit.ExitCode(), string(out)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return 0, string(out)
-}
 
 func TestUnreachableClusterAnswersAtOnce(t *testing.T) {
 	e := exportertest.Start(t, "--kafka.server="+deadAddr(t), "--kafka.server="+deadAddr(t), "--refresh.interval=1s")
@@ -174,19 +153,5 @@ func TestLandingPageHealthAndBuildInfo(t *testing.T) {
 	m := e.Scrape(t)
 	if s := m.Series("failover_exporter_build_info", nil); len(s) != 1 || s[0].Labels["goversion"] == "" {
 		t.Errorf("build info = %v", s)
-	}
-}
-
-func readAll(t *testing.T, resp *http.Response) string {
-	t.Helper()
-	defer resp.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			return b.String()
-		}
 	}
 }

@@ -43,10 +43,10 @@ const (
 // KRaft cluster. The subtests run in order, from the least to the most
 // disruptive, and each leaves the cluster whole for the next.
 func TestFaultKafka(t *testing.T) {
-	cluster := lab.StartKafka(t, lab.KafkaOptions{})
+	cluster := lab.SharedKafka(t, lab.KafkaOptions{})
 	bootstrap := cluster.Bootstrap()
 	const outageTopic = "faults-outage"
-	admin, err := sarama.NewClusterAdmin(bootstrap, saramaConfig())
+	admin, err := sarama.NewClusterAdmin(bootstrap, lab.ClientConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func faultKafkaScrapeBurst(t *testing.T, cluster *lab.KafkaCluster) {
 func faultKafkaTopics(t *testing.T, broker string, create bool, names []string) {
 	t.Helper()
 	b := sarama.NewBroker(broker)
-	conf := saramaConfig()
+	conf := lab.ClientConfig()
 	conf.Net.ReadTimeout = 30 * time.Second
 	if err := b.Open(conf); err != nil {
 		t.Fatal(err)

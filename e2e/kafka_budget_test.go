@@ -99,7 +99,7 @@ func (v *clusterView) partitions() (map[string][]*sarama.PartitionMetadata, erro
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.admin == nil {
-		conf := saramaConfig()
+		conf := lab.ClientConfig()
 		conf.Metadata.Retry.Max = 0
 		admin, err := sarama.NewClusterAdmin(v.bootstrap, conf)
 		if err != nil {
@@ -187,7 +187,7 @@ func watchWhileDown(t *testing.T, bootstrap []string, view *clusterView, writeTo
 	}()
 	go func() {
 		defer wg.Done()
-		conf := saramaConfig()
+		conf := lab.ClientConfig()
 		conf.Producer.Partitioner = sarama.NewManualPartitioner
 		// A user's producer retries for minutes (delivery.timeout.ms); a
 		// killed leader is fenced after broker.session.timeout.ms (3 s).
@@ -322,9 +322,9 @@ func settled(t *testing.T, view *clusterView, gone ...int32) {
 // one leaves the cluster unable to change metadata (a CreateTopics sent to
 // a surviving broker times out), which is what a lost quorum means.
 func TestKafkaBudgetPredictsTheStop(t *testing.T) {
-	cluster := lab.StartKafka(t, lab.KafkaOptions{Nodes: 5})
+	cluster := lab.SharedKafka(t, lab.KafkaOptions{Nodes: 5})
 	bootstrap := cluster.Bootstrap()
-	admin, err := sarama.NewClusterAdmin(bootstrap, saramaConfig())
+	admin, err := sarama.NewClusterAdmin(bootstrap, lab.ClientConfig())
 	if err != nil {
 		t.Fatalf("admin client: %v", err)
 	}
@@ -500,7 +500,7 @@ func TestKafkaBudgetPredictsTheStop(t *testing.T) {
 	// forwards it to the active controller, so it succeeds only while the
 	// quorum has one.
 	probe := func(name string) error {
-		conf := saramaConfig()
+		conf := lab.ClientConfig()
 		conf.Net.ReadTimeout = 15 * time.Second
 		broker := sarama.NewBroker(cluster.BrokerAddr(1))
 		if err := broker.Open(conf); err != nil {

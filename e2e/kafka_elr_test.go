@@ -22,9 +22,9 @@ import (
 // on leader, ISR, ELR, last known ELR and the no-clean-leader flag, and
 // everything heals when the nodes return.
 func TestKafkaEligibleLeaderReplicas(t *testing.T) {
-	cluster := lab.StartKafka(t, lab.KafkaOptions{Nodes: 5})
+	cluster := lab.SharedKafka(t, lab.KafkaOptions{Nodes: 5})
 	bootstrap := cluster.Bootstrap()
-	admin, err := sarama.NewClusterAdmin(bootstrap, saramaConfig())
+	admin, err := sarama.NewClusterAdmin(bootstrap, lab.ClientConfig())
 	if err != nil {
 		t.Fatalf("admin client: %v", err)
 	}

@@ -14,86 +14,6 @@ import (
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
 
-func saramaConfig() *sarama.Config {
-	conf := sarama.NewConfig()
-	conf.Version = sarama.V3_7_0_0
-	conf.ClientID = "failover-e2e"
-	conf.Net.DialTimeout = 2 * time.Second
-	conf.Net.ReadTimeout = 5 * time.Second
-	conf.Metadata.Retry.Max = 10
-	conf.Metadata.Retry.Backoff = 200 * time.Millisecond
-	conf.Producer.RequiredAcks = sarama.WaitForAll
-	conf.Producer.Return.Successes = true
-	conf.Producer.Retry.Max = 10
-	conf.Producer.Retry.Backoff = 300 * time.Millisecond
-	return conf
-}
-
-func createTopic(t *testing.T, bootstrap []string, name string, configs map[string]*string) {
-	t.Helper()
-	admin, err := sarama.NewClusterAdmin(bootstrap, saramaConfig())
-	if err != nil {
-		t.Fatalf("admin client: %v", err)
-	}
-	defer admin.Close()
-	err = admin.CreateTopic(name, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 3, ConfigEntries: configs}, false)
-	if err != nil {
-		t.Fatalf("create topic %s: %v", name, err)
-	}
-}
-
-// produceAll writes one record with acks=all and returns the error.
-func produceAll(bootstrap []string, topic string, retries int) error {
-	conf := saramaConfig()
-	conf.Producer.Retry.Max = retries
-	producer, err := sarama.NewSyncProducer(bootstrap, conf)
-	if err != nil {
-		return err
-	}
-	defer producer.Close()
-	_, _, err = producer.SendMessage(&sarama.ProducerMessage{
-		Topic: topic, Partition: 0, Value: sarama.StringEncoder("failover " + time.Now().String()),
-	})
-	return err
-}
-
-// value reads one series from a scrape and fails the test if it is absent.
-func value(t *testing.T, m exportertest.Metrics, name string, labels map[string]string) float64 {
-	t.Helper()
-	v, ok := m.Value(name, labels)
-	if !ok {
-		t.Fatalf("no single series %s%v; have:\n%s", name, labels, m.Describe(name, nil))
-	}
-	return v
-}
-
-// waitMetrics scrapes until cond holds and returns that scrape and how long
-// it took.
-func waitMetrics(t *testing.T, e *exportertest.Exporter, timeout time.Duration, what string, cond func(m exportertest.Metrics) (bool, string)) (exportertest.Metrics, time.Duration) {
-	t.Helper()
-	start := time.Now()
-	var last string
-	for {
-		m, err := e.TryScrape()
-		if err == nil {
-			var ok bool
-			if ok, last = cond(m); ok {
-				return m, time.Since(start)
-			}
-		} else {
-			last = err.Error()
-		}
-		if time.Since(start) > timeout {
-			t.Fatalf("after %s, still waiting for %s: %s", timeout, what, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func partitionLabels(topic string, partition int) map[string]string {
-	return map[string]string{"kafka_cluster": "lab", "topic": topic, "partition": fmt.Sprint(partition)}
-}
-
 // TestKafkaLeaderFailover is the Kafka replication lab made permanent: on a
 // real 3-broker KRaft cluster (RF 3, min.insync.replicas 2), kill -9 the
 // leader of a partition and watch the exporter, scraped over HTTP, show the
@@ -106,7 +26,7 @@ func partitionLabels(topic string, partition int) map[string]string {
 // broker.
 func TestKafkaLeaderFailover(t *testing.T) {
 	const topic = "orders"
-	cluster := lab.StartKafka(t, lab.KafkaOptions{})
+	cluster := lab.SharedKafka(t, lab.KafkaOptions{})
 	bootstrap := cluster.Bootstrap()
 	createTopic(t, bootstrap, topic, nil)
 
@@ -325,7 +245,7 @@ func TestKafkaLeaderFailover(t *testing.T) {
 // while the exporter reports under_min_isr.
 func TestKafkaUnderMinISR(t *testing.T) {
 	const topic = "strict"
-	cluster := lab.StartKafka(t, lab.KafkaOptions{})
+	cluster := lab.SharedKafka(t, lab.KafkaOptions{})
 	bootstrap := cluster.Bootstrap()
 	three := "3"
 	createTopic(t, bootstrap, topic, map[string]*string{"min.insync.replicas": &three})

@@ -15,7 +15,7 @@ import (
 // brokers, and the survivor keeps serving frozen metadata that lists them
 // as live. kafka_broker_up cannot show this; kafka_broker_reachable does.
 func TestKafkaQuorumLossIsVisible(t *testing.T) {
-	cluster := lab.StartKafka(t, lab.KafkaOptions{})
+	cluster := lab.SharedKafka(t, lab.KafkaOptions{})
 	bootstrap := cluster.Bootstrap()
 	createTopic(t, bootstrap, "frozen", nil)
 	exporter := exportertest.Start(t, "--kafka.server="+strings.Join(bootstrap, ","), "--kafka.cluster-name=lab", "--refresh.interval=500ms")
@@ -80,7 +80,7 @@ func TestKafkaQuorumLossIsVisible(t *testing.T) {
 // voter falls behind (its lag and catch-up age grow) and catches up after
 // SIGCONT.
 func TestKafkaQuorumLeaderAndLag(t *testing.T) {
-	cluster := lab.StartKafka(t, lab.KafkaOptions{})
+	cluster := lab.SharedKafka(t, lab.KafkaOptions{})
 	bootstrap := cluster.Bootstrap()
 	exporter := exportertest.Start(t, "--kafka.server="+strings.Join(bootstrap, ","), "--kafka.cluster-name=lab", "--refresh.interval=500ms", "--log.level=debug")
 	quorum := func(m exportertest.Metrics) (leader, epoch float64, ok bool) {

@@ -26,9 +26,9 @@ import (
 // has its rack series for being rack-unsafe, "two-racks" none until broker
 // 2 dies.
 func TestKafkaRackSafety(t *testing.T) {
-	cluster := lab.StartKafka(t, lab.KafkaOptions{})
+	cluster := lab.SharedKafka(t, lab.KafkaOptions{})
 	bootstrap := cluster.Bootstrap()
-	admin, err := sarama.NewClusterAdmin(bootstrap, saramaConfig())
+	admin, err := sarama.NewClusterAdmin(bootstrap, lab.ClientConfig())
 	if err != nil {
 		t.Fatalf("admin client: %v", err)
 	}

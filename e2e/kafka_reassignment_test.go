@@ -35,9 +35,9 @@ import (
 // at the lab's min ISR 2 are detailed before and after anyway; "moving",
 // RF 3 at the end, only for the hold.)
 func TestKafkaReassignment(t *testing.T) {
-	cluster := lab.StartKafka(t, lab.KafkaOptions{})
+	cluster := lab.SharedKafka(t, lab.KafkaOptions{})
 	bootstrap := cluster.Bootstrap()
-	admin, err := sarama.NewClusterAdmin(bootstrap, saramaConfig())
+	admin, err := sarama.NewClusterAdmin(bootstrap, lab.ClientConfig())
 	if err != nil {
 		t.Fatalf("admin client: %v", err)
 	}
@@ -190,23 +190,6 @@ func TestKafkaReassignment(t *testing.T) {
 	assertAgreesWithKafkaTopics(t, cluster, exporter, "moving|cancelled", "after the reassignments ended", 60*time.Second)
 }
 
-// waitEvents polls /api/v1/events?cluster=lab until cond holds and returns
-// the events, newest first.
-func waitEvents(t *testing.T, e *exportertest.Exporter, timeout time.Duration, what string, cond func([]events.Event) bool) []events.Event {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		evs := fetchEvents(t, e, "?cluster=lab")
-		if cond(evs) {
-			return evs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s in the event log after %s:\n%s", what, timeout, describeEvents(evs))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // partitionEvents are the events of kind about partition 0 of topic, newest first.
 func partitionEvents(evs []events.Event, kind events.Kind, topic string) []events.Event {
 	var out []events.Event
@@ -222,7 +205,7 @@ func partitionEvents(evs []events.Event, kind events.Kind, topic string) []event
 // partition 0 of topic, with acks=all.
 func produceBytes(t *testing.T, bootstrap []string, topic string, size int) {
 	t.Helper()
-	producer, err := sarama.NewSyncProducer(bootstrap, saramaConfig())
+	producer, err := sarama.NewSyncProducer(bootstrap, lab.ClientConfig())
 	if err != nil {
 		t.Fatalf("producer: %v", err)
 	}

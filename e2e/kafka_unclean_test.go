@@ -31,9 +31,9 @@ import (
 // the only mode serving kafka_partition_unclean_leader_elections_total, to
 // check the per-partition counter on the same real election.
 func TestKafkaUncleanLeaderElection(t *testing.T) {
-	cluster := lab.StartKafka(t, lab.KafkaOptions{Nodes: 5})
+	cluster := lab.SharedKafka(t, lab.KafkaOptions{Nodes: 5})
 	bootstrap := cluster.Bootstrap()
-	admin, err := sarama.NewClusterAdmin(bootstrap, saramaConfig())
+	admin, err := sarama.NewClusterAdmin(bootstrap, lab.ClientConfig())
 	if err != nil {
 		t.Fatalf("admin client: %v", err)
 	}

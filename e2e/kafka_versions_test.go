@@ -88,7 +88,7 @@ const (
 
 func runKafkaCoreScenarios(t *testing.T, cluster *lab.KafkaCluster, quorum bool, elr elrSupport) {
 	bootstrap := cluster.Bootstrap()
-	admin, err := sarama.NewClusterAdmin(bootstrap, saramaConfig())
+	admin, err := sarama.NewClusterAdmin(bootstrap, lab.ClientConfig())
 	if err != nil {
 		t.Fatalf("admin client: %v", err)
 	}
@@ -236,7 +236,7 @@ func runKafkaCoreScenarios(t *testing.T, cluster *lab.KafkaCluster, quorum bool,
 		// long enough to compare while it copies.
 		// A new admin client: the first may still hold a connection to
 		// the broker that was killed.
-		admin, err := sarama.NewClusterAdmin(bootstrap, saramaConfig())
+		admin, err := sarama.NewClusterAdmin(bootstrap, lab.ClientConfig())
 		if err != nil {
 			t.Fatalf("admin client: %v", err)
 		}

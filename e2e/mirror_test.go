@@ -49,11 +49,9 @@ type steadyProducer struct {
 
 func startSteadyProducer(t *testing.T, bootstrap []string, topic string, partitions int32, interval time.Duration) *steadyProducer {
 	t.Helper()
-	conf := sarama.NewConfig()
-	conf.Version = sarama.V3_7_0_0
-	conf.Producer.RequiredAcks = sarama.WaitForAll
-	conf.Producer.Return.Successes = true
-	conf.Producer.Partitioner = sarama.NewManualPartitioner
+	conf := lab.ClientConfig()
+	// Each write is tried once, within seconds: the producer counts what
+	// was acknowledged when, and a retried write would blur that.
 	conf.Producer.Retry.Max = 0
 	conf.Producer.Timeout = 2 * time.Second
 	conf.Net.DialTimeout = time.Second

@@ -149,7 +149,7 @@ func TestLiveFailover(t *testing.T) {
 	root := lab.RepoRoot(t)
 	rules := promtest.RewriteRules(t, filepath.Join(root, "prometheus", "alerts.yml"), 0)
 
-	kafka := lab.StartKafka(t, lab.KafkaOptions{})
+	kafka := lab.SharedKafka(t, lab.KafkaOptions{})
 	createTopic(t, kafka.Bootstrap(), liveTopic, nil)
 	redisBare := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 0})
 	redisRepl := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1})

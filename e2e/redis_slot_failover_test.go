@@ -293,5 +293,3 @@ func checkSlotAgreement(t *testing.T, shards []slotShard, victim, replica string
 		t.Errorf("%d key samples straddled a change; a failover and a rejoin make a few at most", straddled)
 	}
 }
-
-func clock(at time.Time) string { return at.Format("15:04:05.000") }

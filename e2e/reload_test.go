@@ -77,7 +77,7 @@ func (l *reloadLab) changeAndReload(t *testing.T) {
 func startReloadLab(t *testing.T) *reloadLab {
 	t.Helper()
 	l := &reloadLab{
-		kafka: lab.StartKafka(t, lab.KafkaOptions{Nodes: 3}),
+		kafka: lab.SharedKafka(t, lab.KafkaOptions{Nodes: 3}),
 		redis: lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1}),
 		path:  filepath.Join(t.TempDir(), "config.yml"),
 	}
@@ -228,7 +228,7 @@ func TestReloads(t *testing.T) {
 
 	t.Run("a reload keeps the outage", func(t *testing.T) {
 		// An RF 1 topic on broker 3: offline while it is dead.
-		admin, err := sarama.NewClusterAdmin(l.kafka.Bootstrap(), saramaConfig())
+		admin, err := sarama.NewClusterAdmin(l.kafka.Bootstrap(), lab.ClientConfig())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -266,10 +266,7 @@ func secKafkaConfig(bootstrap []string, tlsFiles certs.Files, passwordFile, wron
 // internal listener, as an administrator would.
 func secCreateTopic(t *testing.T, bootstrap []string, name string, partitions int32, configs map[string]*string) {
 	t.Helper()
-	conf := sarama.NewConfig()
-	conf.Version = sarama.V3_7_0_0
-	conf.Net.DialTimeout = 5 * time.Second
-	conf.Net.ReadTimeout = 15 * time.Second
+	conf := lab.ClientConfig()
 	admin, err := sarama.NewClusterAdmin(bootstrap, conf)
 	if err != nil {
 		t.Fatalf("admin client on %v: %v", bootstrap, err)
@@ -286,10 +283,7 @@ func secCreateTopic(t *testing.T, bootstrap []string, name string, partitions in
 // listener, whose principal is a super user.
 func secGrantKafkaACLs(t *testing.T, bootstrap []string) {
 	t.Helper()
-	conf := sarama.NewConfig()
-	conf.Version = sarama.V3_7_0_0
-	conf.Net.DialTimeout = 5 * time.Second
-	conf.Net.ReadTimeout = 15 * time.Second
+	conf := lab.ClientConfig()
 	admin, err := sarama.NewClusterAdmin(bootstrap, conf)
 	if err != nil {
 		t.Fatalf("admin client on %v: %v", bootstrap, err)

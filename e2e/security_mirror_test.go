@@ -416,10 +416,7 @@ func secGrantMirrorACLs(t *testing.T, srcBootstrap, dstBootstrap []string, mm *l
 		bootstrap []string
 		acls      []*sarama.ResourceAcls
 	}{{srcBootstrap, source}, {dstBootstrap, target}} {
-		conf := sarama.NewConfig()
-		conf.Version = sarama.V3_7_0_0
-		conf.Net.DialTimeout = 5 * time.Second
-		conf.Net.ReadTimeout = 15 * time.Second
+		conf := lab.ClientConfig()
 		admin, err := sarama.NewClusterAdmin(side.bootstrap, conf)
 		if err != nil {
 			t.Fatalf("admin client on %v: %v", side.bootstrap, err)

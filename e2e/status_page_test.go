@@ -55,9 +55,9 @@ func chromium(t *testing.T, args ...string) []byte {
 // SIGSTOPped, the page still answers at once.
 func TestStatusPageInChromium(t *testing.T) {
 	const user, password = "sre", "Status-page-pw-42"
-	kc := lab.StartKafka(t, lab.KafkaOptions{})
+	kc := lab.SharedKafka(t, lab.KafkaOptions{})
 	rc := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1})
-	admin, err := sarama.NewClusterAdmin(kc.Bootstrap(), saramaConfig())
+	admin, err := sarama.NewClusterAdmin(kc.Bootstrap(), lab.ClientConfig())
 	if err != nil {
 		t.Fatalf("admin client: %v", err)
 	}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
@@ -40,7 +38,7 @@ const probeInterval = 100 * time.Millisecond
 
 func startMetadataProbe(t *testing.T, addr string, topics ...string) *metadataProbe {
 	t.Helper()
-	conf := saramaConfig()
+	conf := lab.ClientConfig()
 	broker := sarama.NewBroker(addr)
 	if err := broker.Open(conf); err != nil {
 		t.Fatalf("probe: open %s: %v", addr, err)
@@ -147,7 +145,7 @@ func TestKafkaEpisodeDurations(t *testing.T) {
 	)
 	cluster := lab.StartKafka(t, lab.KafkaOptions{Nodes: 5, Env: []string{"KAFKA_LAB_ELR=0"}})
 	bootstrap := cluster.Bootstrap()
-	admin, err := sarama.NewClusterAdmin(bootstrap, saramaConfig())
+	admin, err := sarama.NewClusterAdmin(bootstrap, lab.ClientConfig())
 	if err != nil {
 		t.Fatalf("admin client: %v", err)
 	}
@@ -347,51 +345,4 @@ func killBrokers(t *testing.T, c *lab.KafkaCluster, ids ...int32) time.Time {
 		})
 	}
 	return at
-}
-
-// fetchEvents reads /api/v1/events with the given query.
-func fetchEvents(t *testing.T, e *exportertest.Exporter, query string) []events.Event {
-	t.Helper()
-	resp, err := e.Get("/api/v1/events" + query)
-	if err != nil {
-		t.Fatalf("GET /api/v1/events: %v", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /api/v1/events%s: %s", query, resp.Status)
-	}
-	var body events.Response
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatalf("decode /api/v1/events: %v", err)
-	}
-	return body.Events
-}
-
-// eventIndex is the position of the newest event of kind about a topic's
-// partition, or (topic "") about broker or node id, -1 when absent.
-func eventIndex(evs []events.Event, kind, topic string, id int) int {
-	for i, e := range evs {
-		if string(e.Kind) != kind {
-			continue
-		}
-		if topic == "" && e.Subject.NodeID == fmt.Sprint(id) {
-			return i
-		}
-		if topic != "" && e.Subject.Topic == topic && e.Subject.Partition != nil && int(*e.Subject.Partition) == id {
-			return i
-		}
-	}
-	return -1
-}
-
-func describeEvents(evs []events.Event) string {
-	var b strings.Builder
-	for _, e := range evs {
-		fmt.Fprintf(&b, "%s %s %+v %s -> %s", e.Time.Format("15:04:05.000"), e.Kind, e.Subject, e.Before, e.After)
-		if !e.FirstFailure.IsZero() {
-			fmt.Fprintf(&b, " (first failure %s)", e.FirstFailure.Format("15:04:05.000"))
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
 }

@@ -31,7 +31,7 @@ func TestKafkaCanaryRoundHonoursItsContext(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Kafka cluster")
 	}
-	c := lab.StartKafka(t, lab.KafkaOptions{})
+	c := lab.SharedKafka(t, lab.KafkaOptions{})
 	cfg := config.Config{Kafka: []config.KafkaCluster{{
 		Name:             "lab",
 		BootstrapServers: c.Bootstrap(),

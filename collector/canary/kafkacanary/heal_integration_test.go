@@ -35,9 +35,7 @@ func seriesValue(t *testing.T, c *Collector, name string) string {
 // client of the test's own.
 func liveBrokers(t *testing.T, c *lab.KafkaCluster) []int32 {
 	t.Helper()
-	conf := sarama.NewConfig()
-	conf.Version = sarama.V3_0_0_0
-	conf.Net.DialTimeout = 2 * time.Second
+	conf := lab.ClientConfig()
 	conf.Net.ReadTimeout = 2 * time.Second
 	client, err := sarama.NewClient(c.Bootstrap(), conf)
 	if err != nil {
@@ -49,9 +47,7 @@ func liveBrokers(t *testing.T, c *lab.KafkaCluster) []int32 {
 
 func testAdmin(t *testing.T, c *lab.KafkaCluster) sarama.ClusterAdmin {
 	t.Helper()
-	conf := sarama.NewConfig()
-	conf.Version = sarama.V3_0_0_0
-	conf.Net.DialTimeout = 2 * time.Second
+	conf := lab.ClientConfig()
 	admin, err := sarama.NewClusterAdmin(c.Bootstrap(), conf)
 	if err != nil {
 		t.Fatalf("admin client: %v", err)
@@ -90,7 +86,7 @@ func TestKafkaCanaryHealsItsTopic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real Kafka cluster; run without -short")
 	}
-	c := lab.StartKafka(t, lab.KafkaOptions{})
+	c := lab.SharedKafka(t, lab.KafkaOptions{})
 	topic := config.DefaultKafkaCanaryTopic
 	c.Kill(t, 3)
 	// Broker 3 stays in metadata until its session times out.

@@ -106,9 +106,7 @@ func allFailures(st *PartitionStats) uint64 {
 // test's own: leader and ISR by partition.
 func describe(t *testing.T, c *lab.KafkaCluster) map[int32]*sarama.PartitionMetadata {
 	t.Helper()
-	conf := sarama.NewConfig()
-	conf.Version = sarama.V3_0_0_0
-	conf.Net.DialTimeout = 2 * time.Second
+	conf := lab.ClientConfig()
 	admin, err := sarama.NewClusterAdmin(c.Bootstrap(), conf)
 	if err != nil {
 		t.Fatalf("admin client: %v", err)
