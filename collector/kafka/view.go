@@ -31,7 +31,7 @@ func Views(states []watch.Named[Snapshot], now time.Time) []model.Cluster {
 }
 
 func view(named watch.Named[Snapshot], now time.Time) model.Cluster {
-	c := model.Cluster{System: "kafka", Name: named.Name, Head: model.HeadOf(named.State, now), Kafka: &model.Kafka{}}
+	c := model.Cluster{System: "kafka", Name: named.Name, Head: watch.Head(named.State, now), Kafka: &model.Kafka{}}
 	s := named.State.Snapshot
 	if s == nil {
 		return c

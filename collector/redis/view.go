@@ -23,7 +23,7 @@ func Views(states []watch.Named[Snapshot], now time.Time) []model.Cluster {
 }
 
 func view(named watch.Named[Snapshot], now time.Time) model.Cluster {
-	c := model.Cluster{System: "redis", Name: named.Name, Head: model.HeadOf(named.State, now), Redis: &model.Redis{}}
+	c := model.Cluster{System: "redis", Name: named.Name, Head: watch.Head(named.State, now), Redis: &model.Redis{}}
 	s := named.State.Snapshot
 	if s == nil {
 		return c

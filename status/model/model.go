@@ -2,8 +2,8 @@
 // section shows, as plain values already counted, bounded and formatted.
 // Each system builds them from its own snapshots (a Views function next to
 // its collector); the page only renders them, so it links no client
-// library and never reads a snapshot. Of the exporter, the package imports
-// only collector/watch, for the head every system shares.
+// library and never reads a snapshot. It imports nothing of the exporter
+// (a test holds it to that), so that every system can build it.
 package model
 
 // Cluster is one cluster's part of the status page. Parts with the same
