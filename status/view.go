@@ -103,24 +103,6 @@ func eventRows(log *events.Log, system, cluster string, now time.Time) []eventRo
 	}
 	var rows []eventRow
 	for _, e := range log.Query(system, cluster, time.Time{}, maxEvents) {
-		subject := e.Subject.Address
-		switch {
-		case e.Subject.Partition != nil:
-			subject = fmt.Sprintf("%s/%d", e.Subject.Topic, *e.Subject.Partition)
-			if e.Subject.NodeID != "" { // the write canary names the leader it wrote to
-				subject += " (broker " + e.Subject.NodeID + ")"
-			}
-		case e.Subject.NodeID != "" && e.Subject.Address != "":
-			subject = fmt.Sprintf("%s (%s)", e.Subject.Address, model.ShortID(e.Subject.NodeID))
-		case e.Subject.NodeID != "":
-			subject = e.Subject.NodeID
-		case e.Subject.Task != nil:
-			subject = fmt.Sprintf("%s task %d", e.Subject.Connector, *e.Subject.Task)
-		case e.Subject.Connector != "":
-			subject = e.Subject.Connector
-		case e.Subject.Topic != "":
-			subject = e.Subject.Topic
-		}
 		change := e.After
 		if e.Before != "" || e.After != "" {
 			change = e.Before + " → " + e.After
@@ -133,7 +115,7 @@ func eventRows(log *events.Log, system, cluster string, now time.Time) []eventRo
 			}
 			change = first
 		}
-		rows = append(rows, eventRow{Time: e.Time.UTC().Format("15:04:05") + " (" + model.Ago(now.Sub(e.Time)) + ")", Kind: string(e.Kind), Subject: subject, Change: change})
+		rows = append(rows, eventRow{Time: e.Time.UTC().Format("15:04:05") + " (" + model.Ago(now.Sub(e.Time)) + ")", Kind: string(e.Kind), Subject: e.Subject.Text(), Change: change})
 	}
 	return rows
 }
