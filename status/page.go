@@ -57,6 +57,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"inc":   func(i int) int { return i + 1 },
 	"color": cssColor,
 	"level": levelClass,
+	"attrs": rowAttrs,
 	// numeric says whether a generic table's column i is right-aligned.
 	"numeric": func(columns []model.Column, i int) bool { return i < len(columns) && columns[i].Numeric },
 }).Parse(pageHTML))

@@ -59,7 +59,7 @@ func TestPageSameNameInTwoSystems(t *testing.T) {
 		for i, name := range names {
 			part := model.Cluster{System: system, Name: name, Head: &model.Head{Up: true}}
 			if system == "kafka" {
-				part.Kafka = &model.Kafka{}
+				part.Title = "Kafka cluster " + name
 			} else {
 				part.Redis = &model.Redis{}
 			}
@@ -119,7 +119,8 @@ func TestPageSameNameInTwoSystems(t *testing.T) {
 // same name in another system stays apart.
 func TestPageMergesParts(t *testing.T) {
 	_, body := render(t, modelPage(nil,
-		model.Cluster{System: "kafka", Name: "prod", Head: &model.Head{Up: true, HasData: true}, Kafka: &model.Kafka{BrokersLive: 3, BrokersExpected: 3}},
+		model.Cluster{System: "kafka", Name: "prod", Head: &model.Head{Up: true, HasData: true}, Title: "Kafka cluster prod",
+			Stats: []model.Stat{{Name: "brokers", Label: "brokers live", Value: "3 / 3", Level: "good"}}},
 		model.Cluster{System: "redis", Name: "prod", Head: &model.Head{Up: true, HasData: true}, Redis: &model.Redis{StateOK: true}},
 		model.Cluster{System: "kafka", Name: "prod", KafkaCanary: &model.KafkaCanary{Up: true, Known: true, RF: "3 / 3", MinISR: "2 / 2"}},
 	), "/")

@@ -2,9 +2,11 @@ package status
 
 import (
 	"fmt"
+	"html"
 	"html/template"
 	"net/url"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
@@ -29,7 +31,6 @@ type clusterView struct {
 	// HasHead is false when only a part such as a canary's was given.
 	HasHead bool
 	model.Head
-	Kafka       *model.Kafka
 	KafkaCanary *model.KafkaCanary
 	Redis       *model.Redis
 	// Title and the generic parts, those of every part added up.
@@ -66,9 +67,6 @@ func sections(parts []model.Cluster, log *events.Log, now time.Time) []clusterVi
 		v := &out[i]
 		if p.Head != nil {
 			v.HasHead, v.Head = true, *p.Head
-		}
-		if p.Kafka != nil {
-			v.Kafka = p.Kafka
 		}
 		if p.KafkaCanary != nil {
 			v.KafkaCanary = p.KafkaCanary
@@ -134,6 +132,29 @@ func cssColor(c string) template.CSS {
 		return fallbackColor
 	}
 	return template.CSS(c)
+}
+
+// dataAttr is the name of an attribute a view model may give a row.
+var dataAttr = regexp.MustCompile(`^data-[a-z][a-z0-9-]*$`)
+
+// rowAttrs writes a row's attributes: data-* ones as they are (escaped),
+// class only as one of the page's level classes; any other is dropped.
+func rowAttrs(attrs []model.Attr) template.HTMLAttr {
+	var b strings.Builder
+	for _, a := range attrs {
+		value := a.Value
+		switch {
+		case a.Name == "class":
+			value = levelClass(value)
+		case !dataAttr.MatchString(a.Name):
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(a.Name + `="` + html.EscapeString(value) + `"`)
+	}
+	return template.HTMLAttr(b.String())
 }
 
 // levelClass lets a generic part's level into a class attribute only as

@@ -21,7 +21,6 @@ type Cluster struct {
 	Head *Head
 
 	// System-specific parts, nil when absent.
-	Kafka       *Kafka
 	KafkaCanary *KafkaCanary
 	Redis       *Redis
 
@@ -48,47 +47,6 @@ type Head struct {
 	LastOK    string
 	Refreshes uint64
 	Failures  uint64
-}
-
-// Kafka is a Kafka cluster's summary, partitions and brokers.
-type Kafka struct {
-	BrokersLive, BrokersExpected          int
-	Topics, Partitions                    int
-	Offline, UnderMinISR, UnderReplicated int
-	// The age of the oldest open episode of each kind ("45s"); empty when
-	// none is open.
-	OpenOffline, OpenUnderMinISR, OpenUnderRepl string
-	// Unhealthy are the partitions with an open episode, oldest first,
-	// bounded; UnhealthyMore counts those left out.
-	Unhealthy     []PartitionRow
-	UnhealthyMore int
-	Brokers       []BrokerRow
-	BrokersMore   int
-}
-
-// PartitionRow is an unhealthy Kafka partition.
-type PartitionRow struct {
-	Topic     string
-	Partition int32
-	// Leader is a broker ID, or "none".
-	Leader     string
-	Replicas   string
-	ISR        string
-	Conditions []string
-	// Since is the age of its oldest open episode.
-	Since string
-}
-
-// BrokerRow is one Kafka broker.
-type BrokerRow struct {
-	ID        int32
-	Address   string
-	Rack      string
-	Up        bool
-	Reachable bool
-	Leaders   int
-	Replicas  int
-	OutOfSync int
 }
 
 // KafkaCanary is the Kafka write canary's topic: its shape against the

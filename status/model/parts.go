@@ -53,5 +53,14 @@ type Row struct {
 	Key string
 	// Level is "good", "warn", "bad" or empty, as Stat's.
 	Level string
+	// Attrs, when set, stand instead of Key and Level: the row's own
+	// attributes, in order (data-broker="3" class="bad").
+	Attrs []Attr
 	Cells []string
+}
+
+// Attr is an attribute of a row: a data-* attribute, or class with a
+// level as its value (an empty class is written class="").
+type Attr struct {
+	Name, Value string
 }
