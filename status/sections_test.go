@@ -122,7 +122,7 @@ func TestPageMergesParts(t *testing.T) {
 		model.Cluster{System: "kafka", Name: "prod", Head: &model.Head{Up: true, HasData: true}, Title: "Kafka cluster prod",
 			Stats: []model.Stat{{Name: "brokers", Label: "brokers live", Value: "3 / 3", Level: "good"}}},
 		model.Cluster{System: "redis", Name: "prod", Head: &model.Head{Up: true, HasData: true}, Redis: &model.Redis{StateOK: true}},
-		model.Cluster{System: "kafka", Name: "prod", KafkaCanary: &model.KafkaCanary{Up: true, Known: true, RF: "3 / 3", MinISR: "2 / 2"}},
+		model.Cluster{System: "kafka", Name: "prod", Stats: []model.Stat{{Name: "canary-topic", Label: "canary topic", Value: "ok", Detail: "RF 3 / 3 · min ISR 2 / 2", Level: "good"}}},
 	), "/")
 	secs := sectionsOf(t, body)
 	if len(secs) != 2 {

@@ -21,7 +21,6 @@ type Cluster struct {
 	Head *Head
 
 	// System-specific parts, nil when absent.
-	KafkaCanary *KafkaCanary
 	Redis       *Redis
 
 	// Title is the section's heading; empty for the system's own (or
@@ -47,23 +46,6 @@ type Head struct {
 	LastOK    string
 	Refreshes uint64
 	Failures  uint64
-}
-
-// KafkaCanary is the Kafka write canary's topic: its shape against the
-// configured one and the healing step.
-type KafkaCanary struct {
-	Up        bool
-	LastError string
-	// Known is true when the last round read the topic.
-	Known    bool
-	Degraded bool
-	// RF and MinISR read "2 / 3": the topic's against the configured.
-	RF, MinISR string
-	Reasons    []string
-	// Managed is false when canary.create_topic is false.
-	Managed   bool
-	Healing   string
-	HealError string
 }
 
 // Redis is a Redis Cluster's summary, slot map, shards and foreign nodes.

@@ -19,6 +19,19 @@ type Stat struct {
 type Note struct {
 	// Level is "warn", "error" or empty, as Stat's.
 	Level string
+	// Attrs, when set, identify it on the page instead of data-note
+	// (data-canary="degraded"), as Row's.
+	Attrs []Attr
+	Text  string
+	// Spans follow Text: pieces of the paragraph, those with a level
+	// marked as such ("Failed: ..." as an error).
+	Spans []Span
+}
+
+// Span is a piece of a note.
+type Span struct {
+	// Level is "warn", "error" or empty, as Note's.
+	Level string
 	Text  string
 }
 
