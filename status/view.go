@@ -31,7 +31,7 @@ type clusterView struct {
 	// HasHead is false when only a part such as a canary's was given.
 	HasHead bool
 	model.Head
-	Redis       *model.Redis
+	Redis *model.Redis
 	// Title and the generic parts, those of every part added up.
 	Title  string
 	Stats  []model.Stat

@@ -39,7 +39,7 @@ func viewOf(s *Snapshot, now time.Time) model.Cluster {
 
 func TestViews(t *testing.T) {
 	c := viewOf(failingOver(), viewT0.Add(41*time.Second))
-	if c.System != "redis" || c.Name != "cache" || c.Kafka != nil || c.KafkaCanary != nil {
+	if c.System != "redis" || c.Name != "cache" || c.Stats != nil {
 		t.Errorf("part %+v, want redis cache with only its Redis part", c)
 	}
 	if h := *c.Head; h != (model.Head{Up: true, HasData: true, LastOK: "1s ago", Refreshes: 9, Failures: 1}) {

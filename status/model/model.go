@@ -21,7 +21,7 @@ type Cluster struct {
 	Head *Head
 
 	// System-specific parts, nil when absent.
-	Redis       *Redis
+	Redis *Redis
 
 	// Title is the section's heading; empty for the system's own (or
 	// "<system> cluster <name>").
