@@ -61,7 +61,7 @@ func TestPageSameNameInTwoSystems(t *testing.T) {
 			if system == "kafka" {
 				part.Title = "Kafka cluster " + name
 			} else {
-				part.Redis = &model.Redis{}
+				part.Title, part.Redis = "Redis Cluster "+name, &model.Redis{}
 			}
 			parts = append(parts, part)
 			known[system] = append(known[system], name)
@@ -121,7 +121,8 @@ func TestPageMergesParts(t *testing.T) {
 	_, body := render(t, modelPage(nil,
 		model.Cluster{System: "kafka", Name: "prod", Head: &model.Head{Up: true, HasData: true}, Title: "Kafka cluster prod",
 			Stats: []model.Stat{{Name: "brokers", Label: "brokers live", Value: "3 / 3", Level: "good"}}},
-		model.Cluster{System: "redis", Name: "prod", Head: &model.Head{Up: true, HasData: true}, Redis: &model.Redis{StateOK: true}},
+		model.Cluster{System: "redis", Name: "prod", Head: &model.Head{Up: true, HasData: true}, Title: "Redis Cluster prod",
+			Stats: []model.Stat{{Name: "state", Label: "cluster_state", Value: "ok", Level: "good"}}, Redis: &model.Redis{}},
 		model.Cluster{System: "kafka", Name: "prod", Stats: []model.Stat{{Name: "canary-topic", Label: "canary topic", Value: "ok", Detail: "RF 3 / 3 · min ISR 2 / 2", Level: "good"}}},
 	), "/")
 	secs := sectionsOf(t, body)
@@ -168,7 +169,7 @@ func TestPageShowsANewSystem(t *testing.T) {
 // TestPageTakesOnlyColours: a slot run's colour reaches the style attribute
 // only as #rrggbb.
 func TestPageTakesOnlyColours(t *testing.T) {
-	_, body := render(t, modelPage(nil, model.Cluster{System: "redis", Name: "cache", Head: &model.Head{Up: true, HasData: true},
+	_, body := render(t, modelPage(nil, model.Cluster{System: "redis", Name: "cache", Head: &model.Head{Up: true, HasData: true}, Title: "Redis Cluster cache",
 		Redis: &model.Redis{Strip: []model.SlotRun{
 			{First: 0, Last: 99, Owner: "a", State: "ok", Color: "#317ac4", Percent: "1"},
 			{First: 100, Last: 16383, Owner: "b", State: "ok", Color: "red;background-image:url(//evil)", Percent: "99"},

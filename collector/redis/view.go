@@ -23,26 +23,16 @@ func Views(states []watch.Named[Snapshot], now time.Time) []model.Cluster {
 }
 
 func view(named watch.Named[Snapshot], now time.Time) model.Cluster {
-	c := model.Cluster{System: "redis", Name: named.Name, Head: watch.Head(named.State, now), Redis: &model.Redis{}}
+	c := model.Cluster{System: "redis", Name: named.Name, Head: watch.Head(named.State, now), Title: "Redis Cluster " + named.Name, Redis: &model.Redis{}}
 	s := named.State.Snapshot
 	if s == nil {
 		return c
 	}
+	c.Stats = summarize(s).stats()
 	v := c.Redis
-	v.StateOK, v.KnownNodes, v.Masters, v.ViewsConsistent = s.StateOK, s.KnownNodes, s.Masters, s.ViewsConsistent
-	v.SlotsOK, v.SlotsPFail, v.SlotsFail, v.SlotsUnassigned = s.SlotsOK, s.SlotsPFail, s.SlotsFail, s.SlotsUnassigned
-	if o, ok := s.Episodes.OldestFailover(); ok {
-		v.OpenFailover = model.Age(o.Age(s.ReadAt))
-	}
-	if s.Episodes.SlotsUnserved != nil {
-		v.OpenUnserved = model.Age(s.Episodes.SlotsUnserved.Age(s.ReadAt))
-	}
 	byID := make(map[string]*Node, len(s.Nodes))
 	for i := range s.Nodes {
 		byID[s.Nodes[i].ID] = &s.Nodes[i]
-		if s.Nodes[i].Reachable {
-			v.Reachable++
-		}
 	}
 	v.Strip = slotStrip(s, byID)
 	v.Keys = keyMap(s)
@@ -81,6 +71,65 @@ func view(named watch.Named[Snapshot], now time.Time) model.Cluster {
 	// Masters serving slots first, then by address.
 	sort.SliceStable(v.Shards, func(i, j int) bool { return v.Shards[i].Master.Slots > 0 && v.Shards[j].Master.Slots == 0 })
 	return c
+}
+
+// summary is the cluster's summary row as counted and formatted values;
+// stats lays it out as the page's generic stats.
+type summary struct {
+	StateOK                        bool
+	KnownNodes, Masters, Reachable int
+	SlotsOK, SlotsPFail, SlotsFail int
+	SlotsUnassigned                int
+	ViewsConsistent                bool
+	// Ages of the open failover and unserved-slots episodes; empty when
+	// none is open.
+	OpenFailover, OpenUnserved string
+}
+
+func summarize(s *Snapshot) summary {
+	v := summary{StateOK: s.StateOK, KnownNodes: s.KnownNodes, Masters: s.Masters, ViewsConsistent: s.ViewsConsistent,
+		SlotsOK: s.SlotsOK, SlotsPFail: s.SlotsPFail, SlotsFail: s.SlotsFail, SlotsUnassigned: s.SlotsUnassigned}
+	if o, ok := s.Episodes.OldestFailover(); ok {
+		v.OpenFailover = model.Age(o.Age(s.ReadAt))
+	}
+	if s.Episodes.SlotsUnserved != nil {
+		v.OpenUnserved = model.Age(s.Episodes.SlotsUnserved.Age(s.ReadAt))
+	}
+	for i := range s.Nodes {
+		if s.Nodes[i].Reachable {
+			v.Reachable++
+		}
+	}
+	return v
+}
+
+func (v summary) stats() []model.Stat {
+	state := model.Stat{Name: "state", Label: "cluster_state", Value: "ok", Level: "good"}
+	if !v.StateOK {
+		state.Value, state.Level = "fail", "bad"
+	}
+	slots := model.Stat{Name: "slots", Label: "slots ok", Value: fmt.Sprint(v.SlotsOK), Level: "good",
+		Detail: fmt.Sprintf("pfail %d · fail %d · unassigned %d", v.SlotsPFail, v.SlotsFail, v.SlotsUnassigned)}
+	switch {
+	case v.SlotsFail > 0 || v.SlotsUnassigned > 0:
+		slots.Level = "bad"
+	case v.SlotsPFail > 0:
+		slots.Level = "warn"
+	}
+	failover := model.Stat{Name: "failover", Label: "failover under way", Value: "no", Level: "good"}
+	if v.OpenFailover != "" {
+		failover.Value, failover.Level = v.OpenFailover, "bad"
+	}
+	if v.OpenUnserved != "" {
+		failover.Detail = "slots unserved for " + v.OpenUnserved
+	}
+	stats := []model.Stat{state,
+		{Name: "nodes", Label: "nodes read / known", Value: fmt.Sprintf("%d / %d", v.Reachable, v.KnownNodes), Detail: fmt.Sprintf("%d masters with slots", v.Masters)},
+		slots, failover}
+	if !v.ViewsConsistent {
+		stats = append(stats, model.Stat{Name: "views", Label: "views", Value: "disagree", Level: "warn"})
+	}
+	return stats
 }
 
 // slotStrip is the slot map: the snapshot's slot ranges, coloured by owner.

@@ -39,16 +39,16 @@ func viewOf(s *Snapshot, now time.Time) model.Cluster {
 
 func TestViews(t *testing.T) {
 	c := viewOf(failingOver(), viewT0.Add(41*time.Second))
-	if c.System != "redis" || c.Name != "cache" || c.Stats != nil {
+	if c.System != "redis" || c.Name != "cache" || c.Title != "Redis Cluster cache" {
 		t.Errorf("part %+v, want redis cache with only its Redis part", c)
 	}
 	if h := *c.Head; h != (model.Head{Up: true, HasData: true, LastOK: "1s ago", Refreshes: 9, Failures: 1}) {
 		t.Errorf("head %+v", h)
 	}
-	v := c.Redis
-	if v.OpenFailover != "3s" || v.OpenUnserved != "3s" || v.Reachable != 2 || v.SlotsFail != 8192 {
-		t.Errorf("summary %+v", v)
+	if sum := summarize(failingOver()); sum.OpenFailover != "3s" || sum.OpenUnserved != "3s" || sum.Reachable != 2 || sum.SlotsFail != 8192 {
+		t.Errorf("summary %+v", sum)
 	}
+	v := c.Redis
 	// The master serving slots first, its replica under it, with its lag.
 	if len(v.Shards) != 2 || v.Shards[0].Master.ID != idA || len(v.Shards[0].Replicas) != 1 ||
 		v.Shards[0].Replicas[0] != (model.Node{ID: idD, ShortID: idD[:8], Address: "127.0.0.1:7003", State: "ok", Reachable: true, Lag: "12 B", IsReplica: true}) {

@@ -48,16 +48,9 @@ type Head struct {
 	Failures  uint64
 }
 
-// Redis is a Redis Cluster's summary, slot map, shards and foreign nodes.
+// Redis is a Redis Cluster's slot map, shards and foreign nodes; its
+// summary row is generic stats.
 type Redis struct {
-	StateOK                        bool
-	KnownNodes, Masters, Reachable int
-	SlotsOK, SlotsPFail, SlotsFail int
-	SlotsUnassigned                int
-	ViewsConsistent                bool
-	// Ages of the open failover and unserved-slots episodes; empty when
-	// none is open.
-	OpenFailover, OpenUnserved string
 	// Strip is the slot map: consecutive slots with the same owner.
 	Strip []SlotRun
 	// Keys shades the slot map by keys; nil unless slot_stats is on and
