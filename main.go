@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -168,29 +169,7 @@ func runServe(f flags, logs loggers) error {
 	}
 	systemd := f.webConfig.WebSystemdSocket != nil && *f.webConfig.WebSystemdSocket
 	if f.configCheck {
-		// The check binds what the start would and lets go at once. An
-		// address another process holds is only reported: the check often
-		// runs beside the exporter it checks, which holds it.
-		if !systemd {
-			listeners, inUse, err := listen(*f.webConfig.WebListenAddresses)
-			if inUse != nil {
-				level.Warn(logger).Log("msg", "a start would fail unless the address is freed", "err", inUse)
-			}
-			if err != nil {
-				return err
-			}
-			for _, l := range listeners {
-				l.Close()
-			}
-		}
-		kv := []any{"msg", "configuration is valid"}
-		for _, s := range collector.Systems {
-			if s.Part() == "" {
-				kv = append(kv, s.Name()+"_clusters", len(s.Clusters(cfg)))
-			}
-		}
-		level.Info(logger).Log(kv...)
-		return nil
+		return checkListen(f, cfg, systemd, logger)
 	}
 	// Listen before connecting to any cluster, so that an address that
 	// cannot be bound stops the start with a message naming the flag.
@@ -217,39 +196,18 @@ func runServe(f flags, logs loggers) error {
 	)
 	self := collector.NewSelfMetrics()
 	reg.MustRegister(self.Collectors()...)
-	reloadOK, reloadTime := self.ReloadOK, self.ReloadTime
 
 	manager := collector.NewManager(logger, f.eventCapacity)
 	if err := manager.Apply(cfg); err != nil {
 		return err
 	}
 	defer manager.Stop()
-	reloadOK.Set(1)
-	reloadTime.SetToCurrentTime()
+	self.ReloadOK.Set(1)
+	self.ReloadTime.SetToCurrentTime()
 
 	var reload func() error
 	if f.configFile != "" {
-		var reloadMu sync.Mutex
-		reload = func() error {
-			reloadMu.Lock()
-			defer reloadMu.Unlock()
-			next, err := loadConfig(f)
-			if err == nil {
-				err = collector.Check(next)
-			}
-			if err == nil {
-				err = manager.Apply(next)
-			}
-			if err != nil {
-				reloadOK.Set(0)
-				level.Error(logger).Log("msg", "reload failed; keeping the previous configuration", "err", err)
-				return err
-			}
-			reloadOK.Set(1)
-			reloadTime.SetToCurrentTime()
-			level.Info(logger).Log("msg", "configuration reloaded")
-			return nil
-		}
+		reload = (&reloader{flags: f, manager: manager, ok: self.ReloadOK, time: self.ReloadTime, logger: logger}).reload
 	}
 
 	mux, err := newMux(f, reg, endpoints{
@@ -270,20 +228,7 @@ func runServe(f flags, logs loggers) error {
 	defer stop()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				if reload == nil {
-					level.Warn(logger).Log("msg", "SIGHUP ignored", "err", errNothingToReload)
-					continue
-				}
-				_ = reload()
-			}
-		}
-	}()
+	go reloadOnHUP(ctx, hup, reload, logger)
 
 	server := &http.Server{
 		Handler:           mux,
@@ -292,6 +237,87 @@ func runServe(f flags, logs loggers) error {
 		// stay until the client closes them.
 		IdleTimeout: f.idleTimeout,
 	}
+	return serveUntilSignal(ctx, server, listeners, systemd, f, logs)
+}
+
+// checkListen is --config.check's end: the check binds what the start
+// would and lets go at once. An address another process holds is only
+// reported: the check often runs beside the exporter it checks, which
+// holds it.
+func checkListen(f flags, cfg *config.Config, systemd bool, logger log.Logger) error {
+	if !systemd {
+		listeners, inUse, err := listen(*f.webConfig.WebListenAddresses)
+		if inUse != nil {
+			level.Warn(logger).Log("msg", "a start would fail unless the address is freed", "err", inUse)
+		}
+		if err != nil {
+			return err
+		}
+		for _, l := range listeners {
+			l.Close()
+		}
+	}
+	kv := []any{"msg", "configuration is valid"}
+	for _, s := range collector.Systems {
+		if s.Part() == "" {
+			kv = append(kv, s.Name()+"_clusters", len(s.Clusters(cfg)))
+		}
+	}
+	level.Info(logger).Log(kv...)
+	return nil
+}
+
+// reloader reads the config file again, checks it and applies it to the
+// manager, one reload at a time (SIGHUP and /-/reload may race).
+type reloader struct {
+	mu       sync.Mutex
+	flags    flags
+	manager  *collector.Manager
+	ok, time prometheus.Gauge
+	logger   log.Logger
+}
+
+func (r *reloader) reload() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	next, err := loadConfig(r.flags)
+	if err == nil {
+		err = collector.Check(next)
+	}
+	if err == nil {
+		err = r.manager.Apply(next)
+	}
+	if err != nil {
+		r.ok.Set(0)
+		level.Error(r.logger).Log("msg", "reload failed; keeping the previous configuration", "err", err)
+		return err
+	}
+	r.ok.Set(1)
+	r.time.SetToCurrentTime()
+	level.Info(r.logger).Log("msg", "configuration reloaded")
+	return nil
+}
+
+// reloadOnHUP calls reload on each SIGHUP until ctx ends; reload is nil
+// when there is no config file to read again.
+func reloadOnHUP(ctx context.Context, hup <-chan os.Signal, reload func() error, logger log.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if reload == nil {
+				level.Warn(logger).Log("msg", "SIGHUP ignored", "err", errNothingToReload)
+				continue
+			}
+			_ = reload()
+		}
+	}
+}
+
+// serveUntilSignal serves until the server fails or ctx ends, then shuts
+// the server down.
+func serveUntilSignal(ctx context.Context, server *http.Server, listeners []net.Listener, systemd bool, f flags, logs loggers) error {
 	serveErr := make(chan error, 1)
 	go func() {
 		if systemd {
@@ -311,7 +337,7 @@ func runServe(f flags, logs loggers) error {
 		}
 		return err
 	case <-ctx.Done():
-		level.Info(logger).Log("msg", "shutting down")
+		level.Info(logs.main).Log("msg", "shutting down")
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		return server.Shutdown(shutdownCtx)

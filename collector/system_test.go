@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,15 +20,71 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/metricsdoc"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The fake system's section joins the table as a system's config file
+	// would add its own.
+	if err := config.Register(fakeSection); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	goleak.VerifyTestMain(m)
+}
 
-// A minimal system, defined as a new system's package would define one:
-// it "watches" every Kafka cluster of the config (a real system would have
-// its own config section) with a source that counts its refreshes and
-// records one event per refresh. It proves that the registry is all the
-// manager needs to know.
+// A minimal system, defined as a new system's package and config file
+// would define one: its own section of the config file (fake:, registered
+// in the config's sections table from here), its own event kind, and a
+// source that counts its refreshes and records one event per refresh. It
+// proves that the registry and the sections table are all the manager,
+// the config and the check need to know.
+
+// fakeSettings is the fake system's entry in the config file.
+type fakeSettings struct {
+	Name            string        `yaml:"name"`
+	RefreshInterval time.Duration `yaml:"refresh_interval"`
+	RefreshTimeout  time.Duration `yaml:"refresh_timeout"`
+}
+
+// fakeSection is the fake system's config format: its key, defaults,
+// validation and name, as config/kafka.go declares Kafka's.
+var fakeSection = config.NewSection(config.SectionSpec[fakeSettings]{
+	Key: "fake", Noun: "fake cluster",
+	Defaults: func(f *fakeSettings) {
+		if f.Name == "" {
+			f.Name = "fake"
+		}
+		if f.RefreshInterval == 0 {
+			f.RefreshInterval = config.DefaultRefreshInterval
+		}
+		if f.RefreshTimeout == 0 {
+			f.RefreshTimeout = f.RefreshInterval * 8 / 10
+		}
+	},
+	Name: func(f *fakeSettings) string { return f.Name },
+	Validate: func(*config.Config) func(*fakeSettings) error {
+		return func(f *fakeSettings) error {
+			if err := config.CheckRefreshInterval("refresh_interval", f.RefreshInterval); err != nil {
+				return err
+			}
+			if f.RefreshTimeout <= 0 || f.RefreshTimeout > f.RefreshInterval {
+				return fmt.Errorf("refresh_timeout %s must be positive and at most refresh_interval %s", f.RefreshTimeout, f.RefreshInterval)
+			}
+			return nil
+		}
+	},
+})
+
+// fakeCounted is the fake system's one event kind, declared by it.
+const fakeCounted events.Kind = "fake_counted"
+
+// fakeSeries is the fake system's metric table.
+var fakeSeries = func() *exposition.Set {
+	s := &exposition.Set{}
+	s.Counter("fake_refreshes_total", "Refreshes the fake source counted.", "fake_cluster")
+	return s
+}()
 
 // counted is the fake system's snapshot: how many refreshes the chain of
 // snapshots has seen, across watchers.
@@ -45,7 +103,7 @@ type fakeSources struct {
 	closed   int  // sources closed
 }
 
-func (f *fakeSources) source(c config.KafkaCluster, _ log.Logger) (system.Source[counted], error) {
+func (f *fakeSources) source(c fakeSettings, _ log.Logger) (system.Source[counted], error) {
 	f.mu.Lock()
 	f.built++
 	f.mu.Unlock()
@@ -67,7 +125,7 @@ func (f *fakeSources) source(c config.KafkaCluster, _ log.Logger) (system.Source
 			next.N = prev.N
 		}
 		next.N++
-		next.Events.Add(time.Now(), "counted", events.Subject{NodeID: c.Name}, "", fmt.Sprint(next.N))
+		next.Events.Add(time.Now(), fakeCounted, events.Subject{NodeID: c.Name}, "", fmt.Sprint(next.N))
 		return next, nil
 	}
 	closeSource := func() {
@@ -88,7 +146,7 @@ func (c *fakeCollector) AppendText(*exposition.Stream)    {}
 func (c *fakeCollector) Describe(chan<- *prometheus.Desc) {}
 func (c *fakeCollector) Collect(chan<- prometheus.Metric) {}
 
-func (c *fakeCollector) Serve(name string, w *watch.Watcher[counted], _ config.KafkaCluster) {
+func (c *fakeCollector) Serve(name string, w *watch.Watcher[counted], _ fakeSettings) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.watchers[name] = w
@@ -112,27 +170,50 @@ func (c *fakeCollector) States() []watch.Named[counted] {
 }
 
 func fakeSystem(f *fakeSources) system.System {
-	return system.Define(system.Spec[counted, config.KafkaCluster]{
+	return system.Define(system.Spec[counted, fakeSettings]{
 		Name:        "fake",
-		Clusters:    func(cfg *config.Config) []config.KafkaCluster { return cfg.Kafka },
-		ClusterName: func(c config.KafkaCluster) string { return c.Name },
-		Fingerprint: func(c config.KafkaCluster) (string, error) {
+		Clusters:    func(cfg *config.Config) []fakeSettings { return config.Entries[fakeSettings](cfg, "fake") },
+		ClusterName: func(c fakeSettings) string { return c.Name },
+		Fingerprint: func(c fakeSettings) (string, error) {
 			b, err := json.Marshal(c)
 			return string(b), err
 		},
-		Timing:     func(c config.KafkaCluster) (time.Duration, time.Duration) { return c.RefreshInterval, c.RefreshTimeout },
+		Timing:     func(c fakeSettings) (time.Duration, time.Duration) { return c.RefreshInterval, c.RefreshTimeout },
 		Source:     f.source,
 		Events:     func(s *counted) []events.Event { return s.Events.All() },
-		EventKinds: []events.Kind{"counted"},
-		NewCollector: func() system.Collector[counted, config.KafkaCluster] {
+		EventKinds: []events.Kind{fakeCounted},
+		NewCollector: func() system.Collector[counted, fakeSettings] {
 			return &fakeCollector{watchers: map[string]*watch.Watcher[counted]{}}
 		},
-		Sets: func() []*exposition.Set { return nil },
+		Sets: func() []*exposition.Set { return []*exposition.Set{fakeSeries} },
+		Doc:  system.Doc{Title: "Fake", Intro: "A system of the tests."},
 	})
 }
 
-func fakeCluster(name string, interval time.Duration) config.KafkaCluster {
-	return config.KafkaCluster{Name: name, BootstrapServers: []string{nowhere}, RefreshInterval: interval}
+func fakeCluster(name string, interval time.Duration) fakeSettings {
+	return fakeSettings{Name: name, RefreshInterval: interval}
+}
+
+// fakeConfig is the config file listing the clusters under the fake
+// system's own key, parsed as a file is: strictly, type-checked and
+// completed through the sections table.
+func fakeConfig(t *testing.T, clusters ...fakeSettings) *config.Config {
+	t.Helper()
+	var file strings.Builder
+	if len(clusters) > 0 {
+		file.WriteString("fake:\n")
+	}
+	for _, c := range clusters {
+		fmt.Fprintf(&file, "  - name: %s\n    refresh_interval: %s\n", c.Name, c.RefreshInterval)
+		if c.RefreshTimeout != 0 {
+			fmt.Fprintf(&file, "    refresh_timeout: %s\n", c.RefreshTimeout)
+		}
+	}
+	cfg, err := config.Parse([]byte(file.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 func fakeStates(t *testing.T, m *Manager) []watch.Named[counted] {
@@ -168,14 +249,14 @@ func TestFakeSystemThroughTheRegistry(t *testing.T) {
 	f := &fakeSources{}
 	m := NewManagerOf([]system.System{fakeSystem(f)}, log.NewNopLogger(), 0)
 	t.Cleanup(m.Stop)
-	cfg := completed(t, []config.KafkaCluster{fakeCluster("one", 100*time.Millisecond)}, nil)
+	cfg := fakeConfig(t, fakeCluster("one", 100*time.Millisecond))
 	if err := apply(t, m, cfg); err != nil {
 		t.Fatal(err)
 	}
 	before := waitCount(t, m, 3)
 
 	// A changed setting restarts the watcher from its last snapshot.
-	changed := completed(t, []config.KafkaCluster{fakeCluster("one", 150*time.Millisecond)}, nil)
+	changed := fakeConfig(t, fakeCluster("one", 150*time.Millisecond))
 	if err := m.Apply(changed); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +284,7 @@ func TestFakeSystemThroughTheRegistry(t *testing.T) {
 	}
 
 	// Removed: no longer served; its source closed.
-	if err := m.Apply(completed(t, nil, nil)); err != nil {
+	if err := m.Apply(fakeConfig(t)); err != nil {
 		t.Fatal(err)
 	}
 	if states := fakeStates(t, m); len(states) != 0 {
@@ -256,7 +337,7 @@ func TestApplyDoesNotBlockReaders(t *testing.T) {
 	t.Cleanup(m.Stop)
 	one := fakeCluster("one", time.Second)
 	one.RefreshTimeout = time.Second
-	if err := apply(t, m, completed(t, []config.KafkaCluster{one}, nil)); err != nil {
+	if err := apply(t, m, fakeConfig(t, one)); err != nil {
 		t.Fatal(err)
 	}
 	f.mu.Lock()
@@ -270,7 +351,7 @@ func TestApplyDoesNotBlockReaders(t *testing.T) {
 		defer close(done)
 		changed := fakeCluster("one", 2*time.Second)
 		changed.RefreshTimeout = time.Second
-		if err := m.Apply(completed(t, []config.KafkaCluster{changed}, nil)); err != nil {
+		if err := m.Apply(fakeConfig(t, changed)); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -294,5 +375,52 @@ func TestApplyDoesNotBlockReaders(t *testing.T) {
 		}
 		slowest = max(slowest, time.Since(start))
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The fake system's section is the config's like any other: decoded
+// strictly, its durations type-checked by key path, its entries defaulted,
+// validated and named uniquely through the sections table; the check
+// builds and closes its sources; METRICS.md documents its table; its event
+// kinds are its own. No file outside this one knows it.
+func TestFakeSystemOwnsItsConfigSection(t *testing.T) {
+	for _, tc := range []struct{ file, want string }{
+		{"fake:\n  - name: a\n    refresh_interval: 5\n", "line 3: fake[0].refresh_interval: 5 is not a duration"},
+		{"fake:\n  - name: a\n    refesh_interval: 5s\n", "field refesh_interval not found in type collector.fakeSettings"},
+		{"fake:\n  - name: a\n    refresh_interval: 50ms\n", `fake cluster 1 ("a"): refresh_interval 50ms is shorter than 100ms`},
+		{"fake:\n  - name: a\n  - name: a\n", `fake cluster "a" is defined twice`},
+		{"[]\n", "the file must be a mapping of kafka, redis, mirrors and fake lists"},
+	} {
+		_, err := config.Parse([]byte(tc.file))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v, want an error containing %q", tc.file, err, tc.want)
+		}
+	}
+	if err := config.Register(fakeSection); err == nil {
+		t.Error("a second fake section was registered")
+	}
+	cfg, err := config.Parse([]byte("fake:\n  - {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := config.Entries[fakeSettings](cfg, "fake"); len(got) != 1 || got[0].Name != "fake" || got[0].RefreshInterval != config.DefaultRefreshInterval {
+		t.Errorf("defaults not applied: %+v", got)
+	}
+
+	f := &fakeSources{}
+	sys := fakeSystem(f)
+	if err := NewManagerOf([]system.System{sys}, log.NewNopLogger(), 1).Check(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if f.built != 1 || f.closed != 1 {
+		t.Errorf("the check built %d sources and closed %d, want 1 and 1", f.built, f.closed)
+	}
+
+	doc := metricsdoc.Markdown([]metricsdoc.Section{{Title: sys.Doc().Title, Intro: sys.Doc().Intro, Metrics: metricsdoc.FromSets(sys.Sets()...)}})
+	if !strings.Contains(doc, "fake_refreshes_total") || !strings.Contains(doc, "Fake") {
+		t.Errorf("METRICS.md section of the fake system lacks its table:\n%s", doc)
+	}
+	if kinds := sys.EventKinds(); len(kinds) != 1 || kinds[0] != fakeCounted {
+		t.Errorf("EventKinds() = %v", kinds)
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/IBM/sarama"
 )
 
 // Limits of the settings that have one. They are exported so that main can
@@ -54,13 +52,13 @@ func CheckEventCapacity(given string, n int) error {
 // Kafka 4 brokers refuse requests of protocol versions older than 2.1
 // (KIP-896): with 1.0.0 the exporter starts, then every DescribeConfigs
 // fails with EOF and no min-ISR series is ever served.
-var MinKafkaVersion = sarama.V2_1_0_0
+var MinKafkaVersion = KafkaVersion{2, 1, 0, 0}
 
 // CheckKafkaVersion reports whether v is a Kafka version sarama knows and
 // no older than MinKafkaVersion.
 func CheckKafkaVersion(v string) error {
-	parsed, err := sarama.ParseKafkaVersion(v)
-	if err != nil {
+	parsed, ok := ParseKafkaVersion(v)
+	if !ok {
 		return fmt.Errorf("%q is not a Kafka version; give one such as %s", v, DefaultKafkaVersion)
 	}
 	if !parsed.IsAtLeast(MinKafkaVersion) {

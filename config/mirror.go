@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -62,7 +63,7 @@ type Mirror struct {
 	StallAfter time.Duration `yaml:"stall_after"`
 	// PartitionMetrics adds per-partition series (records not replicated,
 	// seconds behind) to the per-topic ones.
-	PartitionMetrics bool `yaml:"partition_metrics"`
+	PartitionMetrics bool `yaml:"partition_metrics" hint:"a mirror's partition_metrics is true (per-partition series too) or false; the modes lean, unhealthy, full and none are a kafka cluster's"`
 	// MaxGroups bounds the consumer groups the flow reports (their series
 	// are per group and topic): beyond it, the first by name are, and
 	// kafka_mirror_groups_left_out counts the others.
@@ -92,7 +93,7 @@ type MirrorConnect struct {
 	// Connectors names the flow's connectors. By default they are found by
 	// their class (MirrorSourceConnector, MirrorCheckpointConnector,
 	// MirrorHeartbeatConnector) and the flow's source and target aliases.
-	Connectors []string `yaml:"connectors"`
+	Connectors []string `yaml:"connectors" example:"[connector-name]"`
 }
 
 func (c *MirrorConnect) validate() error {
@@ -378,3 +379,20 @@ func (m Mirror) Fingerprint() (string, error) {
 	}
 	return keyedDigest(parts...), nil
 }
+
+// mirrorSection is the mirrors list of the file. Its check reads the kafka
+// list, completed before it.
+var mirrorSection = NewSection(SectionSpec[Mirror]{
+	Key: "mirrors", Noun: "mirror",
+	List:     func(c *Config) *[]Mirror { return &c.Mirrors },
+	Defaults: (*Mirror).applyDefaults,
+	Name:     func(m *Mirror) string { return m.Name },
+	Validate: func(cfg *Config) func(*Mirror) error {
+		kafka := map[string]KafkaCluster{}
+		for _, k := range cfg.Kafka {
+			kafka[k.Name] = k
+		}
+		known := sync.OnceValue(func() string { return listNames(kafka) })
+		return func(m *Mirror) error { return m.validate(kafka, known) }
+	},
+})

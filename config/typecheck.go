@@ -35,9 +35,9 @@ func checkTypes(doc *yaml.Node) error {
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
 		root := doc.Content[0]
 		if root.Kind != yaml.MappingNode && !isNull(root) {
-			return fmt.Errorf("line %d: the file must be a mapping of kafka, redis and mirrors lists", root.Line)
+			return fmt.Errorf("line %d: the file must be a mapping of %s lists", root.Line, sectionKeys())
 		}
-		w.walk(root, reflect.TypeOf(Config{}), "")
+		w.walk(root, fileType(), "")
 	}
 	if w.budget < 0 {
 		w.errs = append(w.errs, fmt.Errorf("the file's aliases expand to more than %d values", maxTypeCheckSteps))
@@ -78,44 +78,32 @@ type typeWalker struct {
 }
 
 var (
-	durationType         = reflect.TypeOf(time.Duration(0))
-	secretType           = reflect.TypeOf(Secret{})
-	regexpType           = reflect.TypeOf(Regexp{})
-	partitionMetricsType = reflect.TypeOf(PartitionMetrics(""))
-	unmarshalerType      = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
+	durationType    = reflect.TypeOf(time.Duration(0))
+	secretType      = reflect.TypeOf(Secret{})
+	regexpType      = reflect.TypeOf(Regexp{})
+	unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 )
 
-// durationsWithZero are the duration fields for which an explicit 0s has
-// a meaning of its own (it is also their default), by type and field.
-var durationsWithZero = map[string]bool{
-	"RedisCanary.Wait": true, // 0s: no WAIT after the SET
-}
-
-// listExamples are what a list field's message shows it should look like.
-var listExamples = map[string]string{
-	"KafkaCluster.BootstrapServers": "[host:9092]",
-	"RedisCluster.Addrs":            "[host:6379]",
-	"MirrorConnect.Connectors":      "[connector-name]",
-}
-
-// boolHints say what a boolean field takes when that needs more than
-// "true or false".
-var boolHints = map[string]string{
-	"Mirror.PartitionMetrics": "a mirror's partition_metrics is true (per-partition series too) or false; the modes lean, unhealthy, full and none are a kafka cluster's",
-}
+// The walk's hints are the fields' own, in struct tags next to their yaml
+// key, so that a system's config file carries them and this walk names no
+// system's type:
+//
+//	example:"[host:9092]"  what a list field's message shows it should look like
+//	hint:"..."             what a boolean field takes, when that needs more than "true or false"
+//	zero:"allowed"         an explicit 0s duration has a meaning of its own (it is also the default)
 
 func (w *typeWalker) errorf(n *yaml.Node, path, format string, args ...any) {
 	w.errs = append(w.errs, fmt.Errorf("line %d: %s: %s", n.Line, path, fmt.Sprintf(format, args...)))
 }
 
-// walk checks node n, at key path path, against Go type t; field is the
-// struct field it fills ("RedisCanary.Wait"), empty for list items and
-// map values.
+// walk checks node n, at key path path, against Go type t.
 func (w *typeWalker) walk(n *yaml.Node, t reflect.Type, path string) {
 	w.walkField(n, t, path, "")
 }
 
-func (w *typeWalker) walkField(n *yaml.Node, t reflect.Type, path, field string) {
+// walkField is walk for a node that fills a struct field of tag tag (its
+// hints), empty for list items and map values.
+func (w *typeWalker) walkField(n *yaml.Node, t reflect.Type, path string, tag reflect.StructTag) {
 	if w.budget--; w.budget < 0 {
 		return
 	}
@@ -133,13 +121,11 @@ func (w *typeWalker) walkField(n *yaml.Node, t reflect.Type, path, field string)
 		w.secret(n, path)
 		return
 	case durationType:
-		w.duration(n, path, durationsWithZero[field])
+		w.duration(n, path, tag.Get("zero") == "allowed")
 		return
 	case regexpType:
 		w.regexp(n, path)
 		return
-	case partitionMetricsType:
-		return // its UnmarshalYAML names the modes
 	}
 	if isNull(n) {
 		return // the zero value, as if the key were left out
@@ -152,7 +138,7 @@ func (w *typeWalker) walkField(n *yaml.Node, t reflect.Type, path, field string)
 		w.mapping(n, t, path, nil)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			example := listExamples[field]
+			example := tag.Get("example")
 			if example == "" {
 				example = "[a, b]"
 			}
@@ -172,7 +158,7 @@ func (w *typeWalker) walkField(n *yaml.Node, t reflect.Type, path, field string)
 		}
 	case reflect.Bool:
 		if n.Kind != yaml.ScalarNode || n.Decode(new(bool)) != nil {
-			hint := boolHints[field]
+			hint := tag.Get("hint")
 			if hint == "" {
 				hint = "write true or false"
 			}
@@ -227,7 +213,7 @@ func (w *typeWalker) mapping(n *yaml.Node, t reflect.Type, path string, shadowed
 		if !ok || shadowed[key.Value] {
 			continue
 		}
-		w.walkField(value, f.Type, join(path, key.Value), t.Name()+"."+f.Name)
+		w.walkField(value, f.Type, join(path, key.Value), f.Tag)
 	}
 	if len(merges) > 0 {
 		for key := range shadowed {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
@@ -207,7 +208,7 @@ func TestCanaryKafka(t *testing.T) {
 		evs := fetchEvents(t, e, "?cluster=elsewhere")
 		var failing []events.Event
 		for _, ev := range evs {
-			if ev.Kind == events.CanaryWriteFailing {
+			if ev.Kind == canary.EventWriteFailing {
 				failing = append(failing, ev)
 			}
 		}
@@ -217,7 +218,7 @@ func TestCanaryKafka(t *testing.T) {
 			t.Errorf("want one write_failing event for %s/0 with its leader and TOPIC_AUTHORIZATION_FAILED, got:\n%s", canaryNoWriteTopic, describeEvents(evs))
 		}
 		for _, ev := range fetchEvents(t, e, "?cluster=canary") {
-			if ev.Kind == events.CanaryWriteFailing {
+			if ev.Kind == canary.EventWriteFailing {
 				t.Errorf("write_failing event for the user with the documented ACLs: %+v", ev)
 			}
 		}

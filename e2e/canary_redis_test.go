@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
@@ -163,7 +163,7 @@ func TestCanaryRedis(t *testing.T) {
 		for _, master := range masters {
 			n := 0
 			for _, ev := range evs {
-				if ev.Kind == events.CanaryWriteFailing && ev.System == "redis" && ev.Subject.NodeID == master.ID {
+				if ev.Kind == canary.EventWriteFailing && ev.System == "redis" && ev.Subject.NodeID == master.ID {
 					n++
 					if ev.Subject.Address != master.Addr || ev.After != "NOPERM" {
 						t.Errorf("write_failing event of %s: %+v, want address %s and after NOPERM", master.ID, ev, master.Addr)
@@ -175,7 +175,7 @@ func TestCanaryRedis(t *testing.T) {
 			}
 		}
 		for _, ev := range fetchEvents(t, e, "?cluster=canary") {
-			if ev.Kind == events.CanaryWriteFailing {
+			if ev.Kind == canary.EventWriteFailing {
 				t.Errorf("write_failing event for the user with the ACL: %+v", ev)
 			}
 		}

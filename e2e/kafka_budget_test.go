@@ -1,10 +1,9 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -262,21 +261,11 @@ func refusedByKafkaTopics(t *testing.T, cluster *lab.KafkaCluster) (underMinISR,
 // of cluster "lab", and returns the HTTP status and the answer.
 func askBudget(t *testing.T, exporter *exportertest.Exporter, path, scope, id string) (int, budget.Answer) {
 	t.Helper()
-	resp, err := exporter.Get(path + "?system=kafka&cluster=lab&" + scope + "=" + id)
-	if err != nil {
-		t.Fatalf("GET %s %s=%s: %v", path, scope, id, err)
+	status, a, msg := queryBudget(t, exporter, path, url.Values{"system": {"kafka"}, "cluster": {"lab"}, scope: {id}})
+	if msg != "" {
+		t.Logf("GET %s %s=%s: %d %s", path, scope, id, status, msg)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	var a budget.Answer
-	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusConflict {
-		if err := json.Unmarshal(body, &a); err != nil {
-			t.Fatalf("GET %s %s=%s: %v\n%s", path, scope, id, err, body)
-		}
-	} else {
-		t.Logf("GET %s %s=%s: %d %s", path, scope, id, resp.StatusCode, body)
-	}
-	return resp.StatusCode, a
+	return status, a
 }
 
 // samePartitions reports whether the answer lists exactly the partitions

@@ -11,6 +11,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
@@ -111,14 +112,14 @@ func TestKafkaReassignment(t *testing.T) {
 		t.Errorf("broker 3 adding replicas = %v, want 2", v)
 	}
 	evs := waitEvents(t, exporter, 10*time.Second, "reassignment_started for both topics", func(evs []events.Event) bool {
-		return len(partitionEvents(evs, events.KafkaReassignmentStarted, "moving")) > 0 && len(partitionEvents(evs, events.KafkaReassignmentStarted, "cancelled")) > 0
+		return len(partitionEvents(evs, kafka.EventReassignmentStarted, "moving")) > 0 && len(partitionEvents(evs, kafka.EventReassignmentStarted, "cancelled")) > 0
 	})
 	for topic, replicas := range assignments {
-		want := events.Event{Kind: events.KafkaReassignmentStarted, Before: fmt.Sprint(replicas), After: fmt.Sprint(append(slices.Clone(replicas), 3))}
-		if got := partitionEvents(evs, events.KafkaReassignmentStarted, topic); len(got) != 1 || got[0].Before != want.Before || got[0].After != want.After {
+		want := events.Event{Kind: kafka.EventReassignmentStarted, Before: fmt.Sprint(replicas), After: fmt.Sprint(append(slices.Clone(replicas), 3))}
+		if got := partitionEvents(evs, kafka.EventReassignmentStarted, topic); len(got) != 1 || got[0].Before != want.Before || got[0].After != want.After {
 			t.Errorf("%s/0: want one reassignment_started %s -> %s, got:\n%s", topic, want.Before, want.After, describeEvents(got))
 		}
-		if got := partitionEvents(evs, events.KafkaReassignmentFinished, topic); len(got) != 0 {
+		if got := partitionEvents(evs, kafka.EventReassignmentFinished, topic); len(got) != 0 {
 			t.Errorf("%s/0 is still reassigning but the log has reassignment_finished:\n%s", topic, describeEvents(got))
 		}
 	}
@@ -143,12 +144,12 @@ func TestKafkaReassignment(t *testing.T) {
 	// Cancelled: it finished on the replicas it started from, so before and
 	// after are the same assignment.
 	evs = waitEvents(t, exporter, 10*time.Second, "reassignment_finished for cancelled", func(evs []events.Event) bool {
-		return len(partitionEvents(evs, events.KafkaReassignmentFinished, "cancelled")) > 0
+		return len(partitionEvents(evs, kafka.EventReassignmentFinished, "cancelled")) > 0
 	})
-	if got := partitionEvents(evs, events.KafkaReassignmentFinished, "cancelled"); len(got) != 1 || got[0].Before != "[2 1]" || got[0].After != "[2 1]" {
+	if got := partitionEvents(evs, kafka.EventReassignmentFinished, "cancelled"); len(got) != 1 || got[0].Before != "[2 1]" || got[0].After != "[2 1]" {
 		t.Errorf("cancelled/0: want one reassignment_finished [2 1] -> [2 1], got:\n%s", describeEvents(got))
 	}
-	if got := partitionEvents(evs, events.KafkaReassignmentFinished, "moving"); len(got) != 0 {
+	if got := partitionEvents(evs, kafka.EventReassignmentFinished, "moving"); len(got) != 0 {
 		t.Errorf("moving/0 is still reassigning but the log has reassignment_finished:\n%s", describeEvents(got))
 	}
 	assertAgreesWithKafkaTopics(t, cluster, exporter, "moving|cancelled", "after cancelling one reassignment", 60*time.Second)
@@ -174,13 +175,13 @@ func TestKafkaReassignment(t *testing.T) {
 		}
 	}
 	evs = waitEvents(t, exporter, 10*time.Second, "reassignment_finished for moving", func(evs []events.Event) bool {
-		return len(partitionEvents(evs, events.KafkaReassignmentFinished, "moving")) > 0
+		return len(partitionEvents(evs, kafka.EventReassignmentFinished, "moving")) > 0
 	})
-	if got := partitionEvents(evs, events.KafkaReassignmentFinished, "moving"); len(got) != 1 || got[0].Before != "[1 2]" || got[0].After != "[1 2 3]" {
+	if got := partitionEvents(evs, kafka.EventReassignmentFinished, "moving"); len(got) != 1 || got[0].Before != "[1 2]" || got[0].After != "[1 2 3]" {
 		t.Errorf("moving/0: want one reassignment_finished [1 2] -> [1 2 3], got:\n%s", describeEvents(got))
 	}
 	for topic := range assignments {
-		for _, kind := range []events.Kind{events.KafkaReassignmentStarted, events.KafkaReassignmentFinished} {
+		for _, kind := range []events.Kind{kafka.EventReassignmentStarted, kafka.EventReassignmentFinished} {
 			if got := partitionEvents(evs, kind, topic); len(got) != 1 {
 				t.Errorf("%s/0: %d %s events after both reassignments ended, want 1:\n%s", topic, len(got), kind, describeEvents(got))
 			}

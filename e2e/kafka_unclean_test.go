@@ -8,6 +8,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
@@ -145,13 +146,13 @@ func TestKafkaUncleanLeaderElection(t *testing.T) {
 		t.Errorf("unclean-off: full mode kafka_partition_unclean_leader_elections_total = %v (served %v), want 0", v, ok)
 	}
 	evs := waitEvents(t, exporter, 10*time.Second, "unclean_election for unclean-on", func(evs []events.Event) bool {
-		return len(partitionEvents(evs, events.KafkaUncleanElection, "unclean-on")) > 0
+		return len(partitionEvents(evs, kafka.EventUncleanElection, "unclean-on")) > 0
 	})
-	if got := partitionEvents(evs, events.KafkaUncleanElection, "unclean-on"); len(got) != 1 || got[0].Before != "none" || got[0].After != "2" {
+	if got := partitionEvents(evs, kafka.EventUncleanElection, "unclean-on"); len(got) != 1 || got[0].Before != "none" || got[0].After != "2" {
 		t.Errorf("unclean-on/0: want one unclean_election none -> 2, got:\n%s", describeEvents(got))
 	}
 	// Newest first: the election's partition_online is recorded just before it.
-	if i := eventIndex(evs, string(events.KafkaUncleanElection), "unclean-on", 0); i+1 >= len(evs) || evs[i+1].Kind != events.KafkaPartitionOnline || evs[i+1].After != "2" {
+	if i := eventIndex(evs, string(kafka.EventUncleanElection), "unclean-on", 0); i+1 >= len(evs) || evs[i+1].Kind != kafka.EventPartitionOnline || evs[i+1].After != "2" {
 		t.Errorf("unclean-on/0: the unclean_election does not follow partition_online none -> 2:\n%s", describeEvents(evs))
 	}
 	assertAgreesWithKafkaTopics(t, cluster, exporter, "unclean-.*", "after the unclean election", 60*time.Second)
@@ -182,10 +183,10 @@ func TestKafkaUncleanLeaderElection(t *testing.T) {
 		}
 	}
 	evs = fetchEvents(t, exporter, "?cluster=lab")
-	if got := partitionEvents(evs, events.KafkaUncleanElection, "unclean-off"); len(got) != 0 {
+	if got := partitionEvents(evs, kafka.EventUncleanElection, "unclean-off"); len(got) != 0 {
 		t.Errorf("unclean-off/0 was led again by its last in-sync replica, but the log has unclean_election:\n%s", describeEvents(got))
 	}
-	if got := partitionEvents(evs, events.KafkaUncleanElection, "unclean-on"); len(got) != 1 {
+	if got := partitionEvents(evs, kafka.EventUncleanElection, "unclean-on"); len(got) != 1 {
 		t.Errorf("unclean-on/0: %d unclean_election events after broker 1 returned, want 1:\n%s", len(got), describeEvents(got))
 	}
 	assertAgreesWithKafkaTopics(t, cluster, exporter, "unclean-.*", "both back", 60*time.Second)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/mirror"
 	"github.com/failover-exporter/failover_exporter/internal/contract"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
@@ -165,7 +166,7 @@ func TestMirrorConnect(t *testing.T) {
 // hasConnectorEvent reports whether evs hold a mirror_connector_state
 // event of the connector (or its task) from before to after.
 func hasConnectorEvent(evs []events.Event, connector string, task *int32, before, after string) bool {
-	for _, e := range mirrorEvents(evs, events.MirrorConnectorState, "") {
+	for _, e := range mirrorEvents(evs, mirror.EventConnectorState, "") {
 		sameTask := (task == nil && e.Subject.Task == nil) || (task != nil && e.Subject.Task != nil && *task == *e.Subject.Task)
 		if e.Subject.Connector == connector && sameTask && e.Before == before && e.After == after {
 			return true

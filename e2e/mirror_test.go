@@ -14,6 +14,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/mirror"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/internal/promtest"
@@ -296,10 +297,10 @@ func TestMirrorFailoverView(t *testing.T) {
 		t.Errorf("only %d records missing after a %.0fs stall at 20 records/s: the stall did not hold replication back", truth, stalledFor)
 	}
 	evs := fetchEvents(t, e, "?system=mirror")
-	if len(mirrorEvents(evs, events.MirrorStalled, "")) == 0 {
+	if len(mirrorEvents(evs, mirror.EventStalled, "")) == 0 {
 		t.Errorf("no mirror_stalled event:\n%s", describeEvents(evs))
 	}
-	if len(mirrorEvents(evs, events.MirrorTopicMissing, "payments")) == 0 {
+	if len(mirrorEvents(evs, mirror.EventTopicMissing, "payments")) == 0 {
 		t.Errorf("no mirror_topic_missing event for payments:\n%s", describeEvents(evs))
 	}
 
@@ -330,11 +331,11 @@ func TestMirrorFailoverView(t *testing.T) {
 	live.evaluateDashboard(t, "kafka-mirror.json", "east-west",
 		map[string]string{"mirror": "east-west", "source_cluster": "east", "target_cluster": "west"}, windowStart, time.Now())
 	evs = fetchEvents(t, e, "?system=mirror")
-	resumed := mirrorEvents(evs, events.MirrorResumed, "")
+	resumed := mirrorEvents(evs, mirror.EventResumed, "")
 	if len(resumed) == 0 || resumed[len(resumed)-1].Time.Before(resumedAt) {
 		t.Errorf("no mirror_resumed event after the resume:\n%s", describeEvents(evs))
 	}
-	if len(mirrorEvents(evs, events.MirrorTopicAppeared, "payments")) == 0 {
+	if len(mirrorEvents(evs, mirror.EventTopicAppeared, "payments")) == 0 {
 		t.Errorf("no mirror_topic_appeared event for payments:\n%s", describeEvents(evs))
 	}
 

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 	"github.com/failover-exporter/failover_exporter/internal/slotcmd"
 )
 
@@ -76,7 +76,7 @@ func TestSlotCommandAgreesWithMetricsDuringFailover(t *testing.T) {
 		}
 		for tag := 0; s.key == ""; tag++ {
 			key := fmt.Sprintf("slot-agreement:%d{%d}", i, tag)
-			if m.OwnsSlot(redis.KeySlot(key)) {
+			if m.OwnsSlot(redisproto.KeySlot(key)) {
 				s.key = key
 			}
 		}

@@ -10,9 +10,11 @@ import (
 
 	"github.com/go-kit/log"
 
+	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/episode"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/kafka"
+	"github.com/failover-exporter/failover_exporter/collector/mirror"
 	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/status/model"
@@ -109,22 +111,22 @@ func render(t *testing.T, p *Page, path string) (int, string) {
 func TestPageShowsTheTrouble(t *testing.T) {
 	elog := events.NewLog(10, log.NewNopLogger())
 	var l events.List
-	l.Add(t0, events.KafkaBrokerDown, events.BrokerSubject(3, "127.0.0.1:9093"), "", "")
-	l.Add(t0, events.KafkaPartitionOffline, events.PartitionSubject("t0", 0), "3", "none")
+	l.Add(t0, kafka.EventBrokerDown, events.BrokerSubject(3, "127.0.0.1:9093"), "", "")
+	l.Add(t0, kafka.EventPartitionOffline, events.PartitionSubject("t0", 0), "3", "none")
 	// The exporter's probe of broker 3 failed before the metadata said so.
 	l.Events[len(l.Events)-1].FirstFailure = t0.Add(-3500 * time.Millisecond)
 	// The write canary's events are the cluster's, with the leader it wrote to.
 	canaryPartition := events.PartitionSubject("__failover_exporter_canary", 2)
 	canaryPartition.NodeID = "3"
-	l.Add(t0, events.CanaryWriteFailing, canaryPartition, "", "NOT_ENOUGH_REPLICAS")
+	l.Add(t0, canary.EventWriteFailing, canaryPartition, "", "NOT_ENOUGH_REPLICAS")
 	// Subjects of the mirror flows' events: a topic, a connector's task.
-	l.Add(t0, events.MirrorTopicMissing, events.Subject{Topic: "orders"}, "", "eu.orders")
+	l.Add(t0, mirror.EventTopicMissing, events.Subject{Topic: "orders"}, "", "eu.orders")
 	task := int32(0)
-	l.Add(t0, events.MirrorConnectorState, events.ConnectorSubject("eu->us.MirrorSourceConnector", &task), "RUNNING", "FAILED")
+	l.Add(t0, mirror.EventConnectorState, events.ConnectorSubject("eu->us.MirrorSourceConnector", &task), "RUNNING", "FAILED")
 	elog.Record("kafka", "main", l.All())
 	var rl events.List
-	rl.Add(t0.Add(37*time.Second), events.RedisNodeFail, events.NodeSubject(idA, "127.0.0.1:7000"), "pfail", "fail")
-	rl.Add(t0.Add(37*time.Second), events.CanaryAcknowledgedWritesLost, events.NodeSubject(idA, "127.0.0.1:7000"), "", "14")
+	rl.Add(t0.Add(37*time.Second), redis.EventNodeFail, events.NodeSubject(idA, "127.0.0.1:7000"), "pfail", "fail")
+	rl.Add(t0.Add(37*time.Second), canary.EventAcknowledgedWritesLost, events.NodeSubject(idA, "127.0.0.1:7000"), "", "14")
 	elog.Record("redis", "cache", rl.All())
 
 	code, body := render(t, testPage(kafkaWithDeadBroker(2, 3), redisFailingOver(), elog), "/")

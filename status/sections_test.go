@@ -13,6 +13,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
@@ -67,7 +68,7 @@ func TestPageSameNameInTwoSystems(t *testing.T) {
 			known[system] = append(known[system], name)
 			var l events.List
 			// Each cluster's events name it, so that a stray one shows.
-			l.Add(t0.Add(time.Duration(i)*time.Second), events.RedisNodeFail, events.Subject{Address: system + "|" + name}, "", "")
+			l.Add(t0.Add(time.Duration(i)*time.Second), redis.EventNodeFail, events.Subject{Address: system + "|" + name}, "", "")
 			elog.Record(system, name, l.All())
 		}
 	}

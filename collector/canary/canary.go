@@ -2,7 +2,7 @@
 // latency buckets and the histogram they accumulate into. Their rounds are
 // served by the collector every system uses (exposition.Collector).
 //
-// Their snapshots carry what a round saw as events (events.CanaryWriteFailing,
+// Their snapshots carry what a round saw as events (EventWriteFailing,
 // CanaryWriteRecovered, CanaryAcknowledgedWritesLost), which the collector
 // manager records in the event log like the watchers' transitions.
 //

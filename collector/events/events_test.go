@@ -14,6 +14,18 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 )
 
+// Kinds of the systems that the tests use, as their packages (which
+// import this one) spell them.
+const (
+	KafkaBrokerDown       Kind = "broker_down"
+	KafkaISRShrink        Kind = "isr_shrink"
+	KafkaLeaderChange     Kind = "leader_change"
+	KafkaPartitionOffline Kind = "partition_offline"
+	KafkaPartitionOnline  Kind = "partition_online"
+	RedisNodeFail         Kind = "node_fail"
+	RedisPromotion        Kind = "promotion"
+)
+
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func listOf(n int, at time.Time, kind Kind) []Event {

@@ -212,18 +212,36 @@ func (bb *budgetBrokers) add(id int32) *budgetBroker {
 // quorum is read.
 func (s *Snapshot) computeBudget(headroom int) {
 	b := &Budget{Headroom: max(0, headroom), LossesUntilUnderMinISR: -1, LossesUntilOffline: -1, QuorumLossesTolerated: -1}
+	pass := &budgetPass{budget: b, elrKnown: s.ELRKnown}
+	pass.brokers, pass.allAvailable = s.budgetBrokerTable(b)
+	if s.Racks > 0 {
+		s.budgetRackTable(b, &pass.brokers)
+	}
+	for ti := range s.Topics {
+		t := &s.Topics[ti]
+		for pi := range t.Partitions {
+			pass.partition(t, &t.Partitions[pi])
+		}
+	}
+	s.budgetQuorum(b, &pass.brokers)
+	s.Budget = b
+}
+
+// budgetBrokerTable gives every broker its entry in b.Brokers and in the
+// returned table; allAvailable is whether every broker is up and reachable.
+func (s *Snapshot) budgetBrokerTable(b *Budget) (brokers budgetBrokers, allAvailable bool) {
 	var maxID int32
 	for _, br := range s.Brokers {
 		maxID = max(maxID, br.ID)
 	}
-	brokers := budgetBrokers{sparse: map[int32]*budgetBroker{}}
+	brokers = budgetBrokers{sparse: map[int32]*budgetBroker{}}
 	if maxID < maxDenseBrokerID {
 		brokers.dense = make([]budgetBroker, maxID+1)
 	}
 	b.Brokers = make([]StopEffect, len(s.Brokers))
 	// While every broker is available (the usual case) an ISR is its own
 	// available part, and is not copied.
-	allAvailable := true
+	allAvailable = true
 	for i := range s.Brokers {
 		br := &s.Brokers[i]
 		b.Brokers[i] = StopEffect{ID: brokerLabel(br.ID), Members: []int32{br.ID}}
@@ -231,133 +249,160 @@ func (s *Snapshot) computeBudget(headroom int) {
 		entry.available, entry.broker = br.Up && br.Reachable, &b.Brokers[i]
 		allAvailable = allAvailable && entry.available
 	}
-	if s.Racks > 0 {
-		byRack := map[string][]int32{}
-		for _, br := range s.Brokers {
-			if br.Rack != "" {
-				byRack[br.Rack] = append(byRack[br.Rack], br.ID)
-			}
-		}
-		names := make([]string, 0, len(byRack))
-		for name := range byRack {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		b.Racks = make([]StopEffect, len(names))
-		for i, name := range names {
-			b.Racks[i] = StopEffect{ID: name, Members: byRack[name]}
-			for _, id := range byRack[name] {
-				brokers.get(id).rack = &b.Racks[i]
-			}
-		}
-	}
+	return brokers, allAvailable
+}
 
-	// Reused for every partition: the available candidates, and, where a
-	// rack holds more than one of them, how many each rack takes.
-	var isr, elr []int32
-	type rackTouch struct {
-		effect   *StopEffect
-		isr, elr int
-	}
-	var racks []rackTouch
-	touchRack := func(e *StopEffect, inISR bool) {
-		if e == nil {
-			return
-		}
-		k := 0
-		for k < len(racks) && racks[k].effect != e {
-			k++
-		}
-		if k == len(racks) {
-			racks = append(racks, rackTouch{effect: e})
-		}
-		if inISR {
-			racks[k].isr++
-		} else {
-			racks[k].elr++
+// budgetRackTable gives every rack its entry in b.Racks, by name, and
+// links each racked broker's entry to its rack's.
+func (s *Snapshot) budgetRackTable(b *Budget, brokers *budgetBrokers) {
+	byRack := map[string][]int32{}
+	for _, br := range s.Brokers {
+		if br.Rack != "" {
+			byRack[br.Rack] = append(byRack[br.Rack], br.ID)
 		}
 	}
-	for ti := range s.Topics {
-		t := &s.Topics[ti]
-		minISR := t.MinISR
-		for pi := range t.Partitions {
-			p := &t.Partitions[pi]
-			isr, elr = isr[:0], elr[:0]
-			if allAvailable {
-				isr = p.ISR
-			} else {
-				for _, id := range p.ISR {
-					if brokers.get(id).available {
-						isr = append(isr, id)
-					}
-				}
-			}
-			if s.ELRKnown && !p.ELRStale() && len(p.ELR()) > 0 {
-				for _, id := range p.ELR() {
-					if brokers.get(id).available && !slices.Contains(isr, id) {
-						elr = append(elr, id)
-					}
-				}
-			}
-			offlineNow := p.Offline()
-			underNow := minISR > 0 && (p.UnderMinISR(minISR) || len(isr) < minISR)
-			degradedNow := offlineNow || underNow || len(isr) < p.ReplicationFactor()
+	names := make([]string, 0, len(byRack))
+	for name := range byRack {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	b.Racks = make([]StopEffect, len(names))
+	for i, name := range names {
+		b.Racks[i] = StopEffect{ID: name, Members: byRack[name]}
+		for _, id := range byRack[name] {
+			brokers.get(id).rack = &b.Racks[i]
+		}
+	}
+}
 
-			// The cluster's tolerance: the worst partition's.
-			if minISR > 0 {
-				left := 0
-				if !underNow {
-					left = len(isr) - minISR
-				}
-				if b.LossesUntilUnderMinISR < 0 || left < b.LossesUntilUnderMinISR {
-					b.LossesUntilUnderMinISR = left
-				}
-			}
-			left := 0
-			if !offlineNow {
-				left = max(0, len(isr)+len(elr)-1)
-			}
-			if b.LossesUntilOffline < 0 || left < b.LossesUntilOffline {
-				b.LossesUntilOffline = left
-			}
+// budgetPass is computeBudget's one pass over the partitions, with the
+// buffers reused for every partition: the available candidates, and,
+// where a rack holds more than one of them, how many each rack takes.
+type budgetPass struct {
+	budget       *Budget
+	brokers      budgetBrokers
+	allAvailable bool
+	elrKnown     bool
+	isr, elr     []int32
+	racks        []budgetRackTouch
+}
 
-			// A stop that takes one in-sync replica, or one eligible
-			// leader replica, does the same whoever it takes.
-			oneISR := stopOutcome(len(isr), len(elr), 1, 0, minISR, b.Headroom, offlineNow, underNow)
-			oneELR := stopOutcome(len(isr), len(elr), 0, 1, minISR, b.Headroom, offlineNow, underNow)
-			// Each rack takes at most one when the ISR's members are all
-			// available, racked and in distinct racks.
-			racksOfOne := b.Racks != nil && len(elr) == 0 && len(isr) == len(p.ISR) && int(p.ISRRacks) == len(isr)
-			if !degradedNow && oneISR == outcomeNone && len(elr) == 0 && (b.Racks == nil || racksOfOne) {
-				continue // no stop of one broker or one rack harms it
-			}
-			for _, id := range isr {
-				entry := brokers.get(id)
-				b.record(entry.broker, oneISR, degradedNow, t.Name, p.ID)
-				if racksOfOne {
-					b.record(entry.rack, oneISR, degradedNow, t.Name, p.ID)
-				}
-			}
-			for _, id := range elr {
-				b.record(brokers.get(id).broker, oneELR, degradedNow, t.Name, p.ID)
-			}
-			if b.Racks == nil || racksOfOne {
-				continue
-			}
-			racks = racks[:0]
-			for _, id := range isr {
-				touchRack(brokers.get(id).rack, true)
-			}
-			for _, id := range elr {
-				touchRack(brokers.get(id).rack, false)
-			}
-			for _, r := range racks {
-				b.record(r.effect, stopOutcome(len(isr), len(elr), r.isr, r.elr, minISR, b.Headroom, offlineNow, underNow), degradedNow, t.Name, p.ID)
+type budgetRackTouch struct {
+	effect   *StopEffect
+	isr, elr int
+}
+
+// partition records what stopping each of the partition's leader
+// candidates, and each of their racks, does to it.
+func (pass *budgetPass) partition(t *Topic, p *Partition) {
+	b, brokers := pass.budget, &pass.brokers
+	minISR := t.MinISR
+	pass.availableCandidates(p)
+	isr, elr := pass.isr, pass.elr
+	offlineNow := p.Offline()
+	underNow := minISR > 0 && (p.UnderMinISR(minISR) || len(isr) < minISR)
+	degradedNow := offlineNow || underNow || len(isr) < p.ReplicationFactor()
+	b.lowerTolerance(minISR, len(isr), len(elr), offlineNow, underNow)
+
+	// A stop that takes one in-sync replica, or one eligible
+	// leader replica, does the same whoever it takes.
+	oneISR := stopOutcome(len(isr), len(elr), 1, 0, minISR, b.Headroom, offlineNow, underNow)
+	oneELR := stopOutcome(len(isr), len(elr), 0, 1, minISR, b.Headroom, offlineNow, underNow)
+	// Each rack takes at most one when the ISR's members are all
+	// available, racked and in distinct racks.
+	racksOfOne := b.Racks != nil && len(elr) == 0 && len(isr) == len(p.ISR) && int(p.ISRRacks) == len(isr)
+	if !degradedNow && oneISR == outcomeNone && len(elr) == 0 && (b.Racks == nil || racksOfOne) {
+		return // no stop of one broker or one rack harms it
+	}
+	for _, id := range isr {
+		entry := brokers.get(id)
+		b.record(entry.broker, oneISR, degradedNow, t.Name, p.ID)
+		if racksOfOne {
+			b.record(entry.rack, oneISR, degradedNow, t.Name, p.ID)
+		}
+	}
+	for _, id := range elr {
+		b.record(brokers.get(id).broker, oneELR, degradedNow, t.Name, p.ID)
+	}
+	if b.Racks == nil || racksOfOne {
+		return
+	}
+	pass.racks = pass.racks[:0]
+	for _, id := range isr {
+		pass.touchRack(brokers.get(id).rack, true)
+	}
+	for _, id := range elr {
+		pass.touchRack(brokers.get(id).rack, false)
+	}
+	for _, r := range pass.racks {
+		b.record(r.effect, stopOutcome(len(isr), len(elr), r.isr, r.elr, minISR, b.Headroom, offlineNow, underNow), degradedNow, t.Name, p.ID)
+	}
+}
+
+// availableCandidates sets pass.isr and pass.elr to the partition's
+// available in-sync replicas and its available eligible leader replicas
+// outside the ISR.
+func (pass *budgetPass) availableCandidates(p *Partition) {
+	brokers := &pass.brokers
+	isr, elr := pass.isr[:0], pass.elr[:0]
+	if pass.allAvailable {
+		isr = p.ISR
+	} else {
+		for _, id := range p.ISR {
+			if brokers.get(id).available {
+				isr = append(isr, id)
 			}
 		}
 	}
-	s.budgetQuorum(b, &brokers)
-	s.Budget = b
+	if pass.elrKnown && !p.ELRStale() && len(p.ELR()) > 0 {
+		for _, id := range p.ELR() {
+			if brokers.get(id).available && !slices.Contains(isr, id) {
+				elr = append(elr, id)
+			}
+		}
+	}
+	pass.isr, pass.elr = isr, elr
+}
+
+// lowerTolerance lowers the cluster's tolerance to the partition's: the
+// cluster's is the worst partition's.
+func (b *Budget) lowerTolerance(minISR, isr, elr int, offlineNow, underNow bool) {
+	if minISR > 0 {
+		left := 0
+		if !underNow {
+			left = isr - minISR
+		}
+		if b.LossesUntilUnderMinISR < 0 || left < b.LossesUntilUnderMinISR {
+			b.LossesUntilUnderMinISR = left
+		}
+	}
+	left := 0
+	if !offlineNow {
+		left = max(0, isr+elr-1)
+	}
+	if b.LossesUntilOffline < 0 || left < b.LossesUntilOffline {
+		b.LossesUntilOffline = left
+	}
+}
+
+// touchRack counts one available candidate, in the ISR or not, for the
+// rack e (nil: the broker has no rack).
+func (pass *budgetPass) touchRack(e *StopEffect, inISR bool) {
+	if e == nil {
+		return
+	}
+	k := 0
+	for k < len(pass.racks) && pass.racks[k].effect != e {
+		k++
+	}
+	if k == len(pass.racks) {
+		pass.racks = append(pass.racks, budgetRackTouch{effect: e})
+	}
+	if inISR {
+		pass.racks[k].isr++
+	} else {
+		pass.racks[k].elr++
+	}
 }
 
 // What a stop does to one partition: each partition counts once, at its

@@ -18,18 +18,9 @@ import (
 // partition, nil when it is unknown (see Snapshot.ReassignmentsKnown).
 func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, configs TopicConfigCache,
 	reassignments map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus, readAt time.Time) *Snapshot {
-	brokers := map[int32]*Broker{}
+	brokers := brokerIndex{}
 	for _, b := range md.Brokers {
 		brokers[b.ID()] = &Broker{ID: b.ID(), Address: b.Addr(), Rack: b.Rack(), Up: true}
-	}
-	brokerFor := func(id int32) *Broker {
-		b, ok := brokers[id]
-		if !ok {
-			// Assigned a replica but not registered and live: down.
-			b = &Broker{ID: id}
-			brokers[id] = b
-		}
-		return b
 	}
 
 	snap := &Snapshot{ReadAt: readAt, TopicConfigs: configs, ReassignmentsKnown: reassignments != nil}
@@ -63,51 +54,11 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 			if ra := reassignments[tm.Name][pm.ID]; ra != nil && reassignmentInProgress(p.Replicas, ra) {
 				p.setReassignment(ra.AddingReplicas, ra.RemovingReplicas)
 			}
-			inISR := func(id int32) bool { return slices.Contains(p.ISR, id) }
-			var offline []int32
-			for _, id := range p.Replicas {
-				b := brokerFor(id)
-				b.ReplicaPartitions++
-				if !inISR(id) {
-					b.OutOfSyncReplicas++
-				}
-				if !b.Up || slices.Contains(pm.OfflineReplicas, id) {
-					offline = append(offline, id)
-				}
-				if slices.Contains(p.AddingReplicas(), id) {
-					b.AddingReplicas++
-				}
-				if slices.Contains(p.RemovingReplicas(), id) {
-					b.RemovingReplicas++
-				}
-			}
-			p.setOfflineReplicas(offline)
-			if p.Leader != NoLeader {
-				brokerFor(p.Leader).LeaderPartitions++
-			}
+			brokers.countPartition(&p, pm.OfflineReplicas)
 			if !keep {
 				continue
 			}
-			topic.ReplicationFactor = max(topic.ReplicationFactor, p.ReplicationFactor())
-			if p.Reassigning() {
-				topic.ReassigningPartitions++
-			}
-			if p.UnderReplicated() {
-				topic.UnderReplicated++
-			}
-			if p.UnderMinISR(topic.MinISR) {
-				topic.UnderMinISR++
-			}
-			if p.AtMinISR(topic.MinISR) {
-				topic.AtMinISR++
-			}
-			if p.Offline() {
-				topic.Offline++
-			}
-			if !p.LeaderIsPreferred() {
-				topic.NonPreferredLeaders++
-			}
-			topic.OfflineReplicas += len(p.OfflineReplicas())
+			topic.countPartition(&p)
 			topic.Partitions = append(topic.Partitions, p)
 		}
 		if keep {
@@ -123,6 +74,72 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 	}
 	sort.Slice(snap.Brokers, func(i, j int) bool { return snap.Brokers[i].ID < snap.Brokers[j].ID })
 	return snap
+}
+
+// brokerIndex holds the brokers by ID while a snapshot is built.
+type brokerIndex map[int32]*Broker
+
+// broker is the broker with the ID; one assigned a replica but not
+// registered and live is added, down.
+func (brokers brokerIndex) broker(id int32) *Broker {
+	b, ok := brokers[id]
+	if !ok {
+		// Assigned a replica but not registered and live: down.
+		b = &Broker{ID: id}
+		brokers[id] = b
+	}
+	return b
+}
+
+// countPartition counts the partition's replicas and leadership for its
+// brokers, and sets its offline replicas: those the metadata lists as
+// offline (offlineReplicas) and those on brokers that are down.
+func (brokers brokerIndex) countPartition(p *Partition, offlineReplicas []int32) {
+	var offline []int32
+	for _, id := range p.Replicas {
+		b := brokers.broker(id)
+		b.ReplicaPartitions++
+		if !slices.Contains(p.ISR, id) {
+			b.OutOfSyncReplicas++
+		}
+		if !b.Up || slices.Contains(offlineReplicas, id) {
+			offline = append(offline, id)
+		}
+		if slices.Contains(p.AddingReplicas(), id) {
+			b.AddingReplicas++
+		}
+		if slices.Contains(p.RemovingReplicas(), id) {
+			b.RemovingReplicas++
+		}
+	}
+	p.setOfflineReplicas(offline)
+	if p.Leader != NoLeader {
+		brokers.broker(p.Leader).LeaderPartitions++
+	}
+}
+
+// countPartition adds a kept partition to the topic's counts.
+func (topic *Topic) countPartition(p *Partition) {
+	topic.ReplicationFactor = max(topic.ReplicationFactor, p.ReplicationFactor())
+	if p.Reassigning() {
+		topic.ReassigningPartitions++
+	}
+	if p.UnderReplicated() {
+		topic.UnderReplicated++
+	}
+	if p.UnderMinISR(topic.MinISR) {
+		topic.UnderMinISR++
+	}
+	if p.AtMinISR(topic.MinISR) {
+		topic.AtMinISR++
+	}
+	if p.Offline() {
+		topic.Offline++
+	}
+	if !p.LeaderIsPreferred() {
+		topic.NonPreferredLeaders++
+	}
+	topic.OfflineReplicas += len(p.OfflineReplicas())
 }
 
 // idArena holds the replica and ISR broker IDs of one snapshot's

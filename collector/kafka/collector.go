@@ -425,7 +425,6 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, mode config.P
 	// Label values are filled into slices reused for every series: a fresh
 	// variadic slice per series would be over 100,000 allocations per
 	// rendering at 10,000 partitions. Sinks copy what they keep.
-	brokerLabels := []string{cluster, ""}
 	topicLabels := []string{cluster, ""}
 	partLabels := []string{cluster, "", ""}
 	ch.Add(metrics.clusterBrokers, float64(s.LiveBrokers()), cluster)
@@ -435,22 +434,57 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, mode config.P
 		ch.Add(metrics.clusterRacks, float64(s.Racks), cluster)
 	}
 	if q := s.Quorum; q != nil {
-		ch.Add(metrics.quorumLeader, float64(q.LeaderID), cluster)
-		ch.Add(metrics.quorumLeaderEpoch, float64(q.LeaderEpoch), cluster)
-		ch.Add(metrics.quorumHighWatermark, float64(q.HighWatermark), cluster)
-		ch.Add(metrics.quorumVoters, float64(len(q.Voters)), cluster)
-		ch.Add(metrics.quorumObservers, float64(q.Observers), cluster)
-		voterLabels := []string{cluster, ""}
-		for _, v := range q.Voters {
-			voterLabels[1] = brokerLabel(v.ID)
-			ch.Add(metrics.quorumVoterLogEndOffset, float64(v.LogEndOffset), voterLabels...)
-			ch.Add(metrics.quorumVoterLag, float64(v.Lag), voterLabels...)
-			if v.CaughtUpAge >= 0 {
-				ch.Add(metrics.quorumVoterCaughtUpAge, v.CaughtUpAge.Seconds(), voterLabels...)
+		emitQuorum(ch, cluster, q)
+	}
+	emitBudget(ch, cluster, s.Budget)
+	emitBrokers(ch, cluster, s)
+	// While rendering one non-partition family, skip the partition loop,
+	// nine tenths of the work.
+	partitions := mode != config.PartitionMetricsNone && exposition.Wants(ch, metrics.partitionFamilies()...)
+	for ti := range s.Topics {
+		t := &s.Topics[ti]
+		topicLabels[1] = t.Name
+		emitTopic(ch, s, t, topicLabels)
+		emitEpisodes(ch, s, t.Name, topicLabels)
+		if !partitions {
+			continue
+		}
+		for pi := range t.Partitions {
+			p := &t.Partitions[pi]
+			if mode == config.PartitionMetricsUnhealthy && !p.Detailed {
+				continue
+			}
+			partLabels[1], partLabels[2] = t.Name, strconv.FormatInt(int64(p.ID), 10)
+			if mode == config.PartitionMetricsFull {
+				emitFullPartition(ch, s, t, p, partLabels)
+			} else {
+				emitLeanPartition(ch, s, t, p, partLabels)
 			}
 		}
 	}
-	emitBudget(ch, cluster, s.Budget)
+}
+
+// emitQuorum emits the KRaft quorum's series and its voters'.
+func emitQuorum(ch exposition.Sink, cluster string, q *Quorum) {
+	ch.Add(metrics.quorumLeader, float64(q.LeaderID), cluster)
+	ch.Add(metrics.quorumLeaderEpoch, float64(q.LeaderEpoch), cluster)
+	ch.Add(metrics.quorumHighWatermark, float64(q.HighWatermark), cluster)
+	ch.Add(metrics.quorumVoters, float64(len(q.Voters)), cluster)
+	ch.Add(metrics.quorumObservers, float64(q.Observers), cluster)
+	voterLabels := []string{cluster, ""}
+	for _, v := range q.Voters {
+		voterLabels[1] = brokerLabel(v.ID)
+		ch.Add(metrics.quorumVoterLogEndOffset, float64(v.LogEndOffset), voterLabels...)
+		ch.Add(metrics.quorumVoterLag, float64(v.Lag), voterLabels...)
+		if v.CaughtUpAge >= 0 {
+			ch.Add(metrics.quorumVoterCaughtUpAge, v.CaughtUpAge.Seconds(), voterLabels...)
+		}
+	}
+}
+
+// emitBrokers emits every broker's series.
+func emitBrokers(ch exposition.Sink, cluster string, s *Snapshot) {
+	brokerLabels := []string{cluster, ""}
 	for i := range s.Brokers {
 		b := &s.Brokers[i]
 		id := brokerLabel(b.ID)
@@ -473,56 +507,37 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, mode config.P
 		ch.Add(metrics.brokerISRExpands, float64(b.Transitions.ISRExpands), brokerLabels...)
 		ch.Add(metrics.brokerUncleanElections, float64(b.Transitions.UncleanElections), brokerLabels...)
 	}
-	// While rendering one non-partition family, skip the partition loop,
-	// nine tenths of the work.
-	partitions := mode != config.PartitionMetricsNone && exposition.Wants(ch, metrics.partitionFamilies()...)
-	for ti := range s.Topics {
-		t := &s.Topics[ti]
-		topicLabels[1] = t.Name
-		ch.Add(metrics.topicPartitions, float64(len(t.Partitions)), topicLabels...)
-		ch.Add(metrics.topicReplicationFactor, float64(t.ReplicationFactor), topicLabels...)
-		ch.Add(metrics.topicUnderReplicated, float64(t.UnderReplicated), topicLabels...)
-		ch.Add(metrics.topicOffline, float64(t.Offline), topicLabels...)
-		ch.Add(metrics.topicNonPreferred, float64(t.NonPreferredLeaders), topicLabels...)
-		ch.Add(metrics.topicOfflineReplicas, float64(t.OfflineReplicas), topicLabels...)
-		if s.ReassignmentsKnown {
-			ch.Add(metrics.topicReassigning, float64(t.ReassigningPartitions), topicLabels...)
-		}
-		if s.ELRKnown {
-			ch.Add(metrics.topicNoCleanLeader, float64(t.NoCleanLeader), topicLabels...)
-		}
-		if s.Racks > 0 {
-			ch.Add(metrics.topicRackUnsafe, float64(t.RackUnsafe), topicLabels...)
-		}
-		if t.UncleanElectionKnown {
-			ch.Add(metrics.topicUncleanEnabled, bool01(t.UncleanElectionEnabled), topicLabels...)
-		}
-		if t.MinISR > 0 {
-			ch.Add(metrics.topicMinISR, float64(t.MinISR), topicLabels...)
-			ch.Add(metrics.topicUnderMinISR, float64(t.UnderMinISR), topicLabels...)
-			ch.Add(metrics.topicAtMinISR, float64(t.AtMinISR), topicLabels...)
-		}
-		ch.Add(metrics.topicLeaderChanges, float64(t.Transitions.LeaderChanges), topicLabels...)
-		ch.Add(metrics.topicISRShrinks, float64(t.Transitions.ISRShrinks), topicLabels...)
-		ch.Add(metrics.topicISRExpands, float64(t.Transitions.ISRExpands), topicLabels...)
-		ch.Add(metrics.topicUncleanElections, float64(t.Transitions.UncleanElections), topicLabels...)
-		emitEpisodes(ch, s, t.Name, topicLabels)
-		if !partitions {
-			continue
-		}
-		for pi := range t.Partitions {
-			p := &t.Partitions[pi]
-			if mode == config.PartitionMetricsUnhealthy && !p.Detailed {
-				continue
-			}
-			partLabels[1], partLabels[2] = t.Name, strconv.FormatInt(int64(p.ID), 10)
-			if mode == config.PartitionMetricsFull {
-				emitFullPartition(ch, s, t, p, partLabels)
-			} else {
-				emitLeanPartition(ch, s, t, p, partLabels)
-			}
-		}
+}
+
+// emitTopic emits a topic's own series (its episodes' are emitEpisodes').
+func emitTopic(ch exposition.Sink, s *Snapshot, t *Topic, topicLabels []string) {
+	ch.Add(metrics.topicPartitions, float64(len(t.Partitions)), topicLabels...)
+	ch.Add(metrics.topicReplicationFactor, float64(t.ReplicationFactor), topicLabels...)
+	ch.Add(metrics.topicUnderReplicated, float64(t.UnderReplicated), topicLabels...)
+	ch.Add(metrics.topicOffline, float64(t.Offline), topicLabels...)
+	ch.Add(metrics.topicNonPreferred, float64(t.NonPreferredLeaders), topicLabels...)
+	ch.Add(metrics.topicOfflineReplicas, float64(t.OfflineReplicas), topicLabels...)
+	if s.ReassignmentsKnown {
+		ch.Add(metrics.topicReassigning, float64(t.ReassigningPartitions), topicLabels...)
 	}
+	if s.ELRKnown {
+		ch.Add(metrics.topicNoCleanLeader, float64(t.NoCleanLeader), topicLabels...)
+	}
+	if s.Racks > 0 {
+		ch.Add(metrics.topicRackUnsafe, float64(t.RackUnsafe), topicLabels...)
+	}
+	if t.UncleanElectionKnown {
+		ch.Add(metrics.topicUncleanEnabled, bool01(t.UncleanElectionEnabled), topicLabels...)
+	}
+	if t.MinISR > 0 {
+		ch.Add(metrics.topicMinISR, float64(t.MinISR), topicLabels...)
+		ch.Add(metrics.topicUnderMinISR, float64(t.UnderMinISR), topicLabels...)
+		ch.Add(metrics.topicAtMinISR, float64(t.AtMinISR), topicLabels...)
+	}
+	ch.Add(metrics.topicLeaderChanges, float64(t.Transitions.LeaderChanges), topicLabels...)
+	ch.Add(metrics.topicISRShrinks, float64(t.Transitions.ISRShrinks), topicLabels...)
+	ch.Add(metrics.topicISRExpands, float64(t.Transitions.ISRExpands), topicLabels...)
+	ch.Add(metrics.topicUncleanElections, float64(t.Transitions.UncleanElections), topicLabels...)
 }
 
 // emitLeanPartition emits a partition's series in the lean and unhealthy

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/episode"
-	"github.com/failover-exporter/failover_exporter/collector/events"
 )
 
 // Condition is a partition state whose episodes are timed.
@@ -66,11 +65,36 @@ func carryEpisodes(prev, next *Snapshot) {
 	var prevTopics map[string]*Topic // by name, for topics prev had
 	if prev != nil {
 		before = prev.Episodes
-		prevTopics = make(map[string]*Topic, len(prev.Topics))
-		for i := range prev.Topics {
-			prevTopics[prev.Topics[i].Name] = &prev.Topics[i]
+		prevTopics = topicsByName(prev)
+	}
+	active := activeConditions(next)
+	clock := newOutageClock(prev, next)
+
+	topics := make(map[string]bool, len(next.Topics))
+	for i := range next.Topics {
+		topics[next.Topics[i].Name] = true
+	}
+	ended := make(map[string]*TopicEpisodes, len(before.Ended))
+	for topic, h := range before.Ended {
+		if topics[topic] {
+			ended[topic] = h
 		}
 	}
+	oldest := map[string]*[conditionCount]time.Time{}
+	for c := range conditionCount {
+		begin := episodeBegin(c, prevTopics, next, clock)
+		open, closed := episode.Step(before.Open[c], next.ReadAt, active[c], begin)
+		next.Episodes.Open[c] = open
+		observeEnded(ended, c, closed, topics)
+		noteOpen(ended, oldest, c, open)
+	}
+	next.Episodes.Ended = ended
+	next.Episodes.Oldest = oldest
+}
+
+// activeConditions lists, for each condition, the partitions of next in
+// it, in topic and partition order.
+func activeConditions(next *Snapshot) [conditionCount][]PartitionKey {
 	var active [conditionCount][]PartitionKey
 	for ti := range next.Topics {
 		t := &next.Topics[ti]
@@ -88,82 +112,79 @@ func carryEpisodes(prev, next *Snapshot) {
 			}
 		}
 	}
-	clock := newOutageClock(prev, next)
+	return active
+}
 
-	topics := make(map[string]bool, len(next.Topics))
-	for i := range next.Topics {
-		topics[next.Topics[i].Name] = true
-	}
-	ended := make(map[string]*TopicEpisodes, len(before.Ended))
-	for topic, h := range before.Ended {
-		if topics[topic] {
-			ended[topic] = h
+// episodeBegin returns episode.Step's begin for condition c: when an
+// episode that opens in next began.
+func episodeBegin(c Condition, prevTopics map[string]*Topic, next *Snapshot, clock *outageClock) func(PartitionKey) episode.Open {
+	// Keys come in topic and partition order: the topic found for
+	// one serves the next, and partitions are read in memory order.
+	var nt *Topic
+	return func(k PartitionKey) episode.Open {
+		// The start is seen when prev had the topic and, for min
+		// ISR, knew the topic's min.insync.replicas (it may be read late).
+		pt, ok := prevTopics[k.Topic]
+		if !ok || (c == ConditionUnderMinISR && pt.MinISR == 0) {
+			return episode.Open{Since: next.ReadAt}
 		}
-	}
-	oldest := map[string]*[conditionCount]time.Time{}
-	for c := range conditionCount {
-		// Keys come in topic and partition order: the topic found for
-		// one serves the next, and partitions are read in memory order.
-		var nt *Topic
-		begin := func(k PartitionKey) episode.Open {
-			// The start is seen when prev had the topic and, for min
-			// ISR, knew the topic's min.insync.replicas (it may be read late).
-			pt, ok := prevTopics[k.Topic]
-			if !ok || (c == ConditionUnderMinISR && pt.MinISR == 0) {
-				return episode.Open{Since: next.ReadAt}
-			}
-			o := episode.Open{Since: next.ReadAt, StartSeen: true}
-			if clock == nil {
-				return o
-			}
-			if nt == nil || nt.Name != k.Topic {
-				nt = findTopic(next.Topics, k.Topic)
-			}
-			if np := findPartition(nt.Partitions, k.Partition); np != nil {
-				if start := clock.start(c, pt, np); !start.IsZero() {
-					o.Since = start
-				}
-			}
+		o := episode.Open{Since: next.ReadAt, StartSeen: true}
+		if clock == nil {
 			return o
 		}
-		open, closed := episode.Step(before.Open[c], next.ReadAt, active[c], begin)
-		next.Episodes.Open[c] = open
-		for _, e := range closed {
-			// A partition that vanished with its topic ended nothing; an
-			// episode that began before the exporter did has no duration.
-			if !e.StartSeen || !topics[e.Key.Topic] {
-				continue
-			}
-			h := &TopicEpisodes{}
-			if old := ended[e.Key.Topic]; old != nil {
-				*h = *old
-			}
-			h[c] = h[c].ObserveDuration(e.Duration)
-			ended[e.Key.Topic] = h
+		if nt == nil || nt.Name != k.Topic {
+			nt = findTopic(next.Topics, k.Topic)
 		}
-		for key, o := range open {
-			// The topic's histogram is served from the start of its first
-			// episode, at zero, so that the episode's end is an increase.
-			if h := ended[key.Topic]; h == nil || h[c] == nil {
-				withEmpty := &TopicEpisodes{}
-				if h != nil {
-					*withEmpty = *h
-				}
-				withEmpty[c] = episode.Empty()
-				ended[key.Topic] = withEmpty
+		if np := findPartition(nt.Partitions, k.Partition); np != nil {
+			if start := clock.start(c, pt, np); !start.IsZero() {
+				o.Since = start
 			}
-			o2 := oldest[key.Topic]
-			if o2 == nil {
-				o2 = &[conditionCount]time.Time{}
-				oldest[key.Topic] = o2
+		}
+		return o
+	}
+}
+
+// observeEnded observes the durations of condition c's episodes that
+// ended in their topics' histograms (ended, copied on write).
+func observeEnded(ended map[string]*TopicEpisodes, c Condition, closed []episode.Ended[PartitionKey], topics map[string]bool) {
+	for _, e := range closed {
+		// A partition that vanished with its topic ended nothing; an
+		// episode that began before the exporter did has no duration.
+		if !e.StartSeen || !topics[e.Key.Topic] {
+			continue
+		}
+		h := &TopicEpisodes{}
+		if old := ended[e.Key.Topic]; old != nil {
+			*h = *old
+		}
+		h[c] = h[c].ObserveDuration(e.Duration)
+		ended[e.Key.Topic] = h
+	}
+}
+
+// noteOpen gives each topic with an open episode of condition c its
+// histogram, and records the topic's oldest open episode's start.
+func noteOpen(ended map[string]*TopicEpisodes, oldest map[string]*[conditionCount]time.Time, c Condition, open map[PartitionKey]episode.Open) {
+	for key, o := range open {
+		// The topic's histogram is served from the start of its first
+		// episode, at zero, so that the episode's end is an increase.
+		if h := ended[key.Topic]; h == nil || h[c] == nil {
+			withEmpty := &TopicEpisodes{}
+			if h != nil {
+				*withEmpty = *h
 			}
-			if o2[c].IsZero() || o.Since.Before(o2[c]) {
-				o2[c] = o.Since
-			}
+			withEmpty[c] = episode.Empty()
+			ended[key.Topic] = withEmpty
+		}
+		o2 := oldest[key.Topic]
+		if o2 == nil {
+			o2 = &[conditionCount]time.Time{}
+			oldest[key.Topic] = o2
+		}
+		if o2[c].IsZero() || o.Since.Before(o2[c]) {
+			o2[c] = o.Since
 		}
 	}
-	next.Episodes.Ended = ended
-	next.Episodes.Oldest = oldest
 }
 
 // carryProbes dates each broker's run of failed probes
@@ -277,13 +298,13 @@ func annotateFirstFailures(prev, next *Snapshot) {
 		ev := &next.Events.Events[i]
 		var first time.Time
 		switch ev.Kind {
-		case events.KafkaBrokerDown:
+		case EventBrokerDown:
 			if id, err := strconv.ParseInt(ev.Subject.NodeID, 10, 32); err == nil && clock != nil {
 				first = clock.brokerFailedAt(int32(id))
 			}
-		case events.KafkaPartitionOffline, events.KafkaUnderMinISRBegin:
+		case EventPartitionOffline, EventUnderMinISRBegin:
 			c := ConditionOffline
-			if ev.Kind == events.KafkaUnderMinISRBegin {
+			if ev.Kind == EventUnderMinISRBegin {
 				c = ConditionUnderMinISR
 			}
 			if ev.Subject.Partition != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/peer"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/kafkaclient"
 )
 
 // The topic configs the exporter reads, in one batched DescribeConfigs.
@@ -78,7 +79,7 @@ type source struct {
 }
 
 func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
-	conf, security, err := clientConfigs(cfg)
+	conf, security, err := kafkaclient.Configs(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -87,53 +88,11 @@ func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
 	// that lack an API) decodes no later one.
 	versions := kversion.Stable()
 	versions.SetMaxKeyVersion(apiApiVersions, 3)
-	franz, err := kgo.NewClient(append(security,
-		kgo.MaxVersions(versions),
-		kgo.SeedBrokers(cfg.BootstrapServers...),
-		kgo.ClientID(cfg.ClientID),
-		kgo.DialTimeout(cfg.DialTimeout),
-		kgo.RequestTimeoutOverhead(cfg.RequestTimeout),
-		kgo.RetryTimeout(cfg.RequestTimeout),
-		kgo.RequestRetries(1),
-	)...)
+	franz, err := kgo.NewClient(append(security, kgo.MaxVersions(versions))...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client config: %w", err)
 	}
 	return &source{cfg: cfg, conf: conf, franz: franzConn{client: franz}, logger: logger, now: time.Now}, nil
-}
-
-// SaramaConfig is the sarama half of the watcher's client configuration,
-// for the write canary, which produces and reads back with sarama only.
-func SaramaConfig(cfg config.KafkaCluster) (*sarama.Config, error) {
-	conf, _, err := clientConfigs(cfg)
-	return conf, err
-}
-
-// clientConfigs translates the cluster config into sarama's config and
-// franz-go's options. Every network call gets the dial and request
-// timeouts, so a hung broker costs at most one timeout.
-func clientConfigs(cfg config.KafkaCluster) (*sarama.Config, []kgo.Opt, error) {
-	conf := sarama.NewConfig()
-	version, err := sarama.ParseKafkaVersion(cfg.Version)
-	if err != nil {
-		return nil, nil, fmt.Errorf("kafka version %q: %w", cfg.Version, err)
-	}
-	conf.Version = version
-	conf.ClientID = cfg.ClientID
-	conf.Net.DialTimeout = cfg.DialTimeout
-	conf.Net.ReadTimeout = cfg.RequestTimeout
-	conf.Net.WriteTimeout = cfg.RequestTimeout
-	conf.Net.MaxOpenRequests = 1
-	conf.Metadata.AllowAutoTopicCreation = false
-
-	security, err := clientSecurity(cfg, conf)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := conf.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("kafka client config: %w", err)
-	}
-	return conf, security, nil
 }
 
 // refresh reads the cluster once: one Metadata request for all topics, one
@@ -404,6 +363,46 @@ func (s *source) listReassignments(ctx context.Context, addr string, md *sarama.
 	if deadline, ok := ctx.Deadline(); ok {
 		budget = min(budget, time.Until(deadline)/2)
 	}
+	req := reassignmentsRequest(md, budget)
+	s.reclaimLateForward()
+	r := s.forwardReassignments(addr, req, budget)
+	err := r.err
+	if err == nil && r.resp.ErrorCode != sarama.ErrNoError {
+		err = r.resp.ErrorCode
+	}
+	if errors.Is(err, sarama.ErrNotController) && !s.reassignViaController {
+		// A ZooKeeper-mode broker (Kafka 3.x) answers only when it is the
+		// controller, where a KRaft broker forwards the request. From now
+		// on ask the broker Metadata names as the controller.
+		if c := controllerAddr(md); c != "" && c != addr {
+			s.reassignViaController = true
+			level.Info(s.logger).Log("msg", "the broker does not forward ListPartitionReassignments (ZooKeeper mode); asking the controller", "broker", addr, "controller", c)
+			return s.listReassignments(ctx, c, md)
+		}
+	}
+	switch {
+	case errors.Is(err, sarama.ErrUnsupportedVersion):
+		// sarama answers this without sending anything when the broker's
+		// ApiVersions response does not list the API.
+		level.Debug(s.logger).Log("msg", "broker does not offer ListPartitionReassignments (API 46); reassignment series are not served",
+			"broker", addr)
+		return nil
+	case err != nil:
+		// A refused request (no Describe ACL on the Cluster) fails the same
+		// way every refresh: say it once, not every few seconds.
+		s.logFailure("reassignments", "listing partition reassignments failed; reassignment series are not served", err, "broker", addr)
+		return nil
+	}
+	s.logFailure("reassignments", "", nil)
+	if r.resp.TopicStatus == nil {
+		return map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus{}
+	}
+	return r.resp.TopicStatus
+}
+
+// reassignmentsRequest asks for every partition of md's topics, to be
+// answered within budget.
+func reassignmentsRequest(md *sarama.MetadataResponse, budget time.Duration) *sarama.ListPartitionReassignmentsRequest {
 	req := &sarama.ListPartitionReassignmentsRequest{TimeoutMs: int32(max(budget.Milliseconds(), 1))}
 	for _, t := range md.Topics {
 		if len(t.Partitions) == 0 {
@@ -415,26 +414,38 @@ func (s *source) listReassignments(ctx context.Context, addr string, md *sarama.
 		}
 		req.AddBlock(t.Name, ids)
 	}
+	return req
+}
 
-	// An attempt that ran past its budget last time may have answered
-	// since: its connection is then reused rather than a new one opened.
-	if late := s.forwardLate; late != nil {
-		s.forwardLate = nil
-		select {
-		case r := <-late:
-			if r.conn != nil && (r.err == nil || errors.Is(r.err, sarama.ErrUnsupportedVersion)) && s.forwardConn == nil {
-				s.forwardConn = r.conn
-			} else if r.conn != nil {
+// reclaimLateForward takes back the connection of an attempt that ran past
+// its budget last time and has answered since, to be reused rather than a
+// new one opened; one still under way closes its connection when it ends.
+func (s *source) reclaimLateForward() {
+	late := s.forwardLate
+	if late == nil {
+		return
+	}
+	s.forwardLate = nil
+	select {
+	case r := <-late:
+		if r.conn != nil && (r.err == nil || errors.Is(r.err, sarama.ErrUnsupportedVersion)) && s.forwardConn == nil {
+			s.forwardConn = r.conn
+		} else if r.conn != nil {
+			_ = r.conn.Close()
+		}
+	default:
+		go func() {
+			if r := <-late; r.conn != nil {
 				_ = r.conn.Close()
 			}
-		default:
-			go func() {
-				if r := <-late; r.conn != nil {
-					_ = r.conn.Close()
-				}
-			}()
-		}
+		}()
 	}
+}
+
+// forwardReassignments sends req to addr over the forwarding connection
+// (opened if need be) and waits at most budget for the answer; an attempt
+// still under way then is left for the next refresh (s.forwardLate).
+func (s *source) forwardReassignments(addr string, req *sarama.ListPartitionReassignmentsRequest, budget time.Duration) forwardAttempt {
 	// The attempt owns the connection until it reports back.
 	conn := s.forwardConn
 	s.forwardConn = nil
@@ -475,38 +486,7 @@ func (s *source) listReassignments(ctx context.Context, addr string, md *sarama.
 		// The next refresh takes its connection back if it answered by then.
 		s.forwardLate = done
 	}
-	err := r.err
-	if err == nil && r.resp.ErrorCode != sarama.ErrNoError {
-		err = r.resp.ErrorCode
-	}
-	if errors.Is(err, sarama.ErrNotController) && !s.reassignViaController {
-		// A ZooKeeper-mode broker (Kafka 3.x) answers only when it is the
-		// controller, where a KRaft broker forwards the request. From now
-		// on ask the broker Metadata names as the controller.
-		if c := controllerAddr(md); c != "" && c != addr {
-			s.reassignViaController = true
-			level.Info(s.logger).Log("msg", "the broker does not forward ListPartitionReassignments (ZooKeeper mode); asking the controller", "broker", addr, "controller", c)
-			return s.listReassignments(ctx, c, md)
-		}
-	}
-	switch {
-	case errors.Is(err, sarama.ErrUnsupportedVersion):
-		// sarama answers this without sending anything when the broker's
-		// ApiVersions response does not list the API.
-		level.Debug(s.logger).Log("msg", "broker does not offer ListPartitionReassignments (API 46); reassignment series are not served",
-			"broker", addr)
-		return nil
-	case err != nil:
-		// A refused request (no Describe ACL on the Cluster) fails the same
-		// way every refresh: say it once, not every few seconds.
-		s.logFailure("reassignments", "listing partition reassignments failed; reassignment series are not served", err, "broker", addr)
-		return nil
-	}
-	s.logFailure("reassignments", "", nil)
-	if r.resp.TopicStatus == nil {
-		return map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus{}
-	}
-	return r.resp.TopicStatus
+	return r
 }
 
 // reassignmentsAddr is where to send ListPartitionReassignments: the broker

@@ -52,40 +52,14 @@ func carryTransitions(prev, next *Snapshot) {
 // countTransitions is carryTransitions between two snapshots: it carries
 // and advances the partition and broker counters and lists the events.
 func countTransitions(prev, next *Snapshot) {
-	at := next.ReadAt
-	for i := range next.Brokers {
-		nb := &next.Brokers[i]
-		pb := findBroker(prev.Brokers, nb.ID)
-		if pb != nil {
-			nb.Transitions = pb.Transitions
-		}
-		wasUp := pb != nil && pb.Up
-		switch {
-		case nb.Up && !wasUp:
-			next.Events.Add(at, events.KafkaBrokerUp, events.BrokerSubject(nb.ID, nb.Address), "", "")
-		case !nb.Up && wasUp:
-			next.Events.Add(at, events.KafkaBrokerDown, events.BrokerSubject(nb.ID, pb.Address), "", "")
-		}
-	}
-	for i := range prev.Brokers {
-		// A broker that vanished from the metadata holds no assignment any
-		// more; if it was live, it went down.
-		if pb := &prev.Brokers[i]; pb.Up && findBroker(next.Brokers, pb.ID) == nil {
-			next.Events.Add(at, events.KafkaBrokerDown, events.BrokerSubject(pb.ID, pb.Address), "", "")
-		}
-	}
-	prevTopics := make(map[string]*Topic, len(prev.Topics))
-	for i := range prev.Topics {
-		prevTopics[prev.Topics[i].Name] = &prev.Topics[i]
-	}
+	countBrokerTransitions(prev, next)
+	prevTopics := topicsByName(prev)
 	base := carryReassignmentBase(prev, next)
 	baseTopics := prevTopics
 	if base != nil && base != prev {
-		baseTopics = make(map[string]*Topic, len(base.Topics))
-		for i := range base.Topics {
-			baseTopics[base.Topics[i].Name] = &base.Topics[i]
-		}
+		baseTopics = topicsByName(base)
 	}
+	at := next.ReadAt
 	for ti := range next.Topics {
 		nt := &next.Topics[ti]
 		pt, ok := prevTopics[nt.Name]
@@ -98,15 +72,7 @@ func countTransitions(prev, next *Snapshot) {
 			if pp == nil {
 				continue
 			}
-			np.LeaderChanges = pp.LeaderChanges
-			np.ISRShrinks = pp.ISRShrinks
-			np.ISRExpands = pp.ISRExpands
-			np.UncleanElections = pp.UncleanElections
-			if np.ELRStale() && !pp.ELRStale() && pp.Leader == np.Leader && sameMembers(pp.ISR, np.ISR) {
-				// The ELR read raced an election, but the partition's
-				// state is the previous refresh's: so is its ELR.
-				np.setELR(pp.ELR(), pp.LastKnownELR(), false)
-			}
+			carryPartitionCounters(pp, np)
 			if base != nil && next.ReassignmentsKnown {
 				bp := pp
 				if base != prev {
@@ -119,55 +85,112 @@ func countTransitions(prev, next *Snapshot) {
 					addReassignmentEvents(&next.Events, at, events.PartitionSubject(nt.Name, np.ID), bp, np)
 				}
 			}
-			if np.Leader != pp.Leader {
-				np.LeaderChanges++
-				if b := findBroker(next.Brokers, pp.Leader); b != nil {
-					b.Transitions.LeadershipsLost++
-				}
-				if b := findBroker(next.Brokers, np.Leader); b != nil {
-					b.Transitions.LeadershipsGained++
-				}
-				kind := events.KafkaLeaderChange
-				switch {
-				case np.Offline():
-					kind = events.KafkaPartitionOffline
-				case pp.Offline():
-					kind = events.KafkaPartitionOnline
-				}
-				next.Events.Add(at, kind, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
-			}
-			if elrKnown(prev, pt) && !pp.ELRStale() && uncleanElection(pp, np) {
-				np.UncleanElections++
-				if b := findBroker(next.Brokers, np.Leader); b != nil {
-					b.Transitions.UncleanElections++
-				}
-				next.Events.Add(at, events.KafkaUncleanElection, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
-			}
-			shrank, expanded := lostMember(pp.ISR, np.ISR), lostMember(np.ISR, pp.ISR)
-			if shrank {
-				np.ISRShrinks++
-				countMembers(next.Brokers, pp.ISR, np.ISR, func(t *BrokerTransitions) { t.ISRShrinks++ })
-			}
-			if expanded {
-				np.ISRExpands++
-				countMembers(next.Brokers, np.ISR, pp.ISR, func(t *BrokerTransitions) { t.ISRExpands++ })
-			}
-			if kind, ok := isrEventKind(shrank, expanded); ok {
-				next.Events.Add(at, kind, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
-			}
-			if nt.MinISR > 0 && pt.MinISR > 0 {
-				was, is := pp.UnderMinISR(pt.MinISR), np.UnderMinISR(nt.MinISR)
-				switch {
-				case is && !was:
-					next.Events.Add(at, events.KafkaUnderMinISRBegin, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
-				case was && !is:
-					next.Events.Add(at, events.KafkaUnderMinISREnd, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
-				}
-			}
+			countPartitionTransitions(prev, next, pt, nt, pp, np)
 		}
 	}
 
 	annotateFirstFailures(prev, next)
+}
+
+// countBrokerTransitions carries the brokers' counters and lists the
+// brokers that came up or went down.
+func countBrokerTransitions(prev, next *Snapshot) {
+	at := next.ReadAt
+	for i := range next.Brokers {
+		nb := &next.Brokers[i]
+		pb := findBroker(prev.Brokers, nb.ID)
+		if pb != nil {
+			nb.Transitions = pb.Transitions
+		}
+		wasUp := pb != nil && pb.Up
+		switch {
+		case nb.Up && !wasUp:
+			next.Events.Add(at, EventBrokerUp, events.BrokerSubject(nb.ID, nb.Address), "", "")
+		case !nb.Up && wasUp:
+			next.Events.Add(at, EventBrokerDown, events.BrokerSubject(nb.ID, pb.Address), "", "")
+		}
+	}
+	for i := range prev.Brokers {
+		// A broker that vanished from the metadata holds no assignment any
+		// more; if it was live, it went down.
+		if pb := &prev.Brokers[i]; pb.Up && findBroker(next.Brokers, pb.ID) == nil {
+			next.Events.Add(at, EventBrokerDown, events.BrokerSubject(pb.ID, pb.Address), "", "")
+		}
+	}
+}
+
+func topicsByName(snap *Snapshot) map[string]*Topic {
+	topics := make(map[string]*Topic, len(snap.Topics))
+	for i := range snap.Topics {
+		topics[snap.Topics[i].Name] = &snap.Topics[i]
+	}
+	return topics
+}
+
+// carryPartitionCounters carries a partition's counters from its previous
+// entry, and its ELR when this refresh's read of it raced an election.
+func carryPartitionCounters(pp, np *Partition) {
+	np.LeaderChanges = pp.LeaderChanges
+	np.ISRShrinks = pp.ISRShrinks
+	np.ISRExpands = pp.ISRExpands
+	np.UncleanElections = pp.UncleanElections
+	if np.ELRStale() && !pp.ELRStale() && pp.Leader == np.Leader && sameMembers(pp.ISR, np.ISR) {
+		// The ELR read raced an election, but the partition's
+		// state is the previous refresh's: so is its ELR.
+		np.setELR(pp.ELR(), pp.LastKnownELR(), false)
+	}
+}
+
+// countPartitionTransitions advances one partition's counters and its
+// brokers' from its previous entry pp to np, and lists the events:
+// leader changes, unclean elections, ISR changes, min ISR crossings.
+func countPartitionTransitions(prev, next *Snapshot, pt, nt *Topic, pp, np *Partition) {
+	at := next.ReadAt
+	if np.Leader != pp.Leader {
+		np.LeaderChanges++
+		if b := findBroker(next.Brokers, pp.Leader); b != nil {
+			b.Transitions.LeadershipsLost++
+		}
+		if b := findBroker(next.Brokers, np.Leader); b != nil {
+			b.Transitions.LeadershipsGained++
+		}
+		kind := EventLeaderChange
+		switch {
+		case np.Offline():
+			kind = EventPartitionOffline
+		case pp.Offline():
+			kind = EventPartitionOnline
+		}
+		next.Events.Add(at, kind, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
+	}
+	if elrKnown(prev, pt) && !pp.ELRStale() && uncleanElection(pp, np) {
+		np.UncleanElections++
+		if b := findBroker(next.Brokers, np.Leader); b != nil {
+			b.Transitions.UncleanElections++
+		}
+		next.Events.Add(at, EventUncleanElection, events.PartitionSubject(nt.Name, np.ID), leaderText(pp.Leader), leaderText(np.Leader))
+	}
+	shrank, expanded := lostMember(pp.ISR, np.ISR), lostMember(np.ISR, pp.ISR)
+	if shrank {
+		np.ISRShrinks++
+		countMembers(next.Brokers, pp.ISR, np.ISR, func(t *BrokerTransitions) { t.ISRShrinks++ })
+	}
+	if expanded {
+		np.ISRExpands++
+		countMembers(next.Brokers, np.ISR, pp.ISR, func(t *BrokerTransitions) { t.ISRExpands++ })
+	}
+	if kind, ok := isrEventKind(shrank, expanded); ok {
+		next.Events.Add(at, kind, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
+	}
+	if nt.MinISR > 0 && pt.MinISR > 0 {
+		was, is := pp.UnderMinISR(pt.MinISR), np.UnderMinISR(nt.MinISR)
+		switch {
+		case is && !was:
+			next.Events.Add(at, EventUnderMinISRBegin, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
+		case was && !is:
+			next.Events.Add(at, EventUnderMinISREnd, events.PartitionSubject(nt.Name, np.ID), brokerIDsText(pp.ISR), brokerIDsText(np.ISR))
+		}
+	}
 }
 
 // countMembers calls count for the transitions of each broker in from that
@@ -269,13 +292,13 @@ func carryReassignmentBase(prev, next *Snapshot) *Snapshot {
 func addReassignmentEvents(list *events.List, at time.Time, subject events.Subject, prev, next *Partition) {
 	if origin, seenAt, held := prev.heldFinish(); held {
 		if !next.Reassigning() {
-			list.Add(seenAt, events.KafkaReassignmentFinished, subject, brokerIDsText(origin), brokerIDsText(next.Replicas))
+			list.Add(seenAt, EventReassignmentFinished, subject, brokerIDsText(origin), brokerIDsText(next.Replicas))
 			return
 		}
 		// Another reassignment began within the refresh: the held one had
 		// finished on the replicas prev read.
-		list.Add(seenAt, events.KafkaReassignmentFinished, subject, brokerIDsText(origin), brokerIDsText(prev.Replicas))
-		list.Add(at, events.KafkaReassignmentStarted, subject, brokerIDsText(prev.Replicas), brokerIDsText(reassignmentTarget(next)))
+		list.Add(seenAt, EventReassignmentFinished, subject, brokerIDsText(origin), brokerIDsText(prev.Replicas))
+		list.Add(at, EventReassignmentStarted, subject, brokerIDsText(prev.Replicas), brokerIDsText(reassignmentTarget(next)))
 		return
 	}
 	if prev.Reassigning() && !next.Reassigning() && len(prev.AddingReplicas()) > 0 && slices.Equal(prev.Replicas, next.Replicas) {
@@ -302,13 +325,13 @@ func addReassignmentEvents(list *events.List, at time.Time, subject events.Subje
 func reassignmentEvent(prev, next *Partition) (kind events.Kind, before, after string, ok bool) {
 	switch {
 	case next.Reassigning() && !prev.Reassigning():
-		return events.KafkaReassignmentStarted, brokerIDsText(prev.Replicas), brokerIDsText(reassignmentTarget(next)), true
+		return EventReassignmentStarted, brokerIDsText(prev.Replicas), brokerIDsText(reassignmentTarget(next)), true
 	case next.Reassigning() && !slices.Equal(reassignmentTarget(prev), reassignmentTarget(next)):
-		return events.KafkaReassignmentStarted, brokerIDsText(reassignmentOrigin(next)), brokerIDsText(reassignmentTarget(next)), true
+		return EventReassignmentStarted, brokerIDsText(reassignmentOrigin(next)), brokerIDsText(reassignmentTarget(next)), true
 	case prev.Reassigning() && !next.Reassigning():
-		return events.KafkaReassignmentFinished, brokerIDsText(reassignmentOrigin(prev)), brokerIDsText(next.Replicas), true
+		return EventReassignmentFinished, brokerIDsText(reassignmentOrigin(prev)), brokerIDsText(next.Replicas), true
 	case !prev.Reassigning() && !next.Reassigning() && !slices.Equal(prev.Replicas, next.Replicas):
-		return events.KafkaReassignmentFinished, brokerIDsText(prev.Replicas), brokerIDsText(next.Replicas), true
+		return EventReassignmentFinished, brokerIDsText(prev.Replicas), brokerIDsText(next.Replicas), true
 	}
 	return "", "", "", false
 }
@@ -349,11 +372,11 @@ func brokerIDsText(ids []int32) string { return fmt.Sprint(ids) }
 func isrEventKind(shrank, expanded bool) (kind events.Kind, ok bool) {
 	switch {
 	case shrank && expanded:
-		return events.KafkaISRChange, true
+		return EventISRChange, true
 	case shrank:
-		return events.KafkaISRShrink, true
+		return EventISRShrink, true
 	case expanded:
-		return events.KafkaISRExpand, true
+		return EventISRExpand, true
 	}
 	return "", false
 }

@@ -91,12 +91,12 @@ func TestISRChangesAreOneEvent(t *testing.T) {
 	}{
 		{"no change", []int32{1, 2, 3}, []int32{1, 2, 3}, 0, 0, nil},
 		{"order only", []int32{1, 2, 3}, []int32{3, 1, 2}, 0, 0, nil},
-		{"pure shrink", []int32{1, 2, 3}, []int32{2, 3}, 1, 0, []ev{{events.KafkaISRShrink, "t/0", "[1 2 3]", "[2 3]"}}},
-		{"shrink to empty", []int32{1}, nil, 1, 0, []ev{{events.KafkaISRShrink, "t/0", "[1]", "[]"}}},
-		{"pure expand", []int32{2, 3}, []int32{2, 3, 1}, 0, 1, []ev{{events.KafkaISRExpand, "t/0", "[2 3]", "[2 3 1]"}}},
-		{"replacement", []int32{3}, []int32{1}, 1, 1, []ev{{events.KafkaISRChange, "t/0", "[3]", "[1]"}}},
-		{"replacement that grows", []int32{1, 2}, []int32{2, 3, 4}, 1, 1, []ev{{events.KafkaISRChange, "t/0", "[1 2]", "[2 3 4]"}}},
-		{"replacement that shrinks", []int32{1, 2, 3}, []int32{1, 4}, 1, 1, []ev{{events.KafkaISRChange, "t/0", "[1 2 3]", "[1 4]"}}},
+		{"pure shrink", []int32{1, 2, 3}, []int32{2, 3}, 1, 0, []ev{{EventISRShrink, "t/0", "[1 2 3]", "[2 3]"}}},
+		{"shrink to empty", []int32{1}, nil, 1, 0, []ev{{EventISRShrink, "t/0", "[1]", "[]"}}},
+		{"pure expand", []int32{2, 3}, []int32{2, 3, 1}, 0, 1, []ev{{EventISRExpand, "t/0", "[2 3]", "[2 3 1]"}}},
+		{"replacement", []int32{3}, []int32{1}, 1, 1, []ev{{EventISRChange, "t/0", "[3]", "[1]"}}},
+		{"replacement that grows", []int32{1, 2}, []int32{2, 3, 4}, 1, 1, []ev{{EventISRChange, "t/0", "[1 2]", "[2 3 4]"}}},
+		{"replacement that shrinks", []int32{1, 2, 3}, []int32{1, 4}, 1, 1, []ev{{EventISRChange, "t/0", "[1 2 3]", "[1 4]"}}},
 	}
 	replicas := []int32{1, 2, 3, 4}
 	for _, c := range cases {
@@ -175,20 +175,20 @@ func TestTransitionsAreEvents(t *testing.T) {
 	}
 	summarize := func(s *Snapshot) []ev { return summarizeEvents(t, s) }
 	wantAfter := []ev{
-		{events.KafkaBrokerDown, "1", "", ""},
-		{events.KafkaLeaderChange, "t/0", "1", "2"},
-		{events.KafkaISRShrink, "t/0", "[1 2]", "[2]"},
-		{events.KafkaUnderMinISRBegin, "t/0", "[1 2]", "[2]"},
-		{events.KafkaPartitionOffline, "t/1", "1", "none"},
+		{EventBrokerDown, "1", "", ""},
+		{EventLeaderChange, "t/0", "1", "2"},
+		{EventISRShrink, "t/0", "[1 2]", "[2]"},
+		{EventUnderMinISRBegin, "t/0", "[1 2]", "[2]"},
+		{EventPartitionOffline, "t/1", "1", "none"},
 	}
 	if got := summarize(after); !slices.Equal(got, wantAfter) {
 		t.Errorf("events after the kill:\n got %+v\nwant %+v", got, wantAfter)
 	}
 	wantBack := []ev{
-		{events.KafkaBrokerUp, "1", "", ""},
-		{events.KafkaISRExpand, "t/0", "[2]", "[2 1]"},
-		{events.KafkaUnderMinISREnd, "t/0", "[2]", "[2 1]"},
-		{events.KafkaPartitionOnline, "t/1", "none", "1"},
+		{EventBrokerUp, "1", "", ""},
+		{EventISRExpand, "t/0", "[2]", "[2 1]"},
+		{EventUnderMinISREnd, "t/0", "[2]", "[2 1]"},
+		{EventPartitionOnline, "t/1", "none", "1"},
 	}
 	if got := summarize(back); !slices.Equal(got, wantBack) {
 		t.Errorf("events after the return:\n got %+v\nwant %+v", got, wantBack)
@@ -256,15 +256,15 @@ func TestCarryTransitionsCountsUncleanElections(t *testing.T) {
 			evs := summarizeEvents(t, next)
 			var unclean []ev
 			for i, e := range evs {
-				if e.kind != events.KafkaUncleanElection {
+				if e.kind != EventUncleanElection {
 					continue
 				}
 				unclean = append(unclean, e)
-				if i == 0 || (evs[i-1].kind != events.KafkaLeaderChange && evs[i-1].kind != events.KafkaPartitionOnline) {
+				if i == 0 || (evs[i-1].kind != EventLeaderChange && evs[i-1].kind != EventPartitionOnline) {
 					t.Errorf("unclean_election at %d does not follow the leader's event: %+v", i, evs)
 				}
 			}
-			want := []ev{{events.KafkaUncleanElection, "t/0", leaderText(c.before.Leader), leaderText(c.after.Leader)}}
+			want := []ev{{EventUncleanElection, "t/0", leaderText(c.before.Leader), leaderText(c.after.Leader)}}
 			if c.want == 0 {
 				want = nil
 			}
@@ -299,41 +299,41 @@ func TestReassignmentsAreEvents(t *testing.T) {
 	}{
 		{"adding a replica starts",
 			state{part{1, []int32{1, 2}, []int32{1, 2}}, none}, addingThree,
-			[]ev{{events.KafkaReassignmentStarted, "t/0", "[1 2]", "[1 2 3]"}}},
+			[]ev{{EventReassignmentStarted, "t/0", "[1 2]", "[1 2 3]"}}},
 		{"still copying: nothing", addingThree, addingThree, nil},
 		{"the new replica caught up: the finish is held a refresh (TestHeldReassignmentFinish)",
 			addingThree, state{part{1, rs, rs}, none},
-			[]ev{{events.KafkaISRExpand, "t/0", "[1 2]", "[1 2 3]"}}},
+			[]ev{{EventISRExpand, "t/0", "[1 2]", "[1 2 3]"}}},
 		{"a move from 1 to 3 finishes: leadership and ISR follow",
 			state{part{1, []int32{2, 3, 1}, rs}, reassigning([]int32{2, 3, 1}, []int32{3}, []int32{1})},
 			state{part{2, []int32{2, 3}, []int32{2, 3}}, none},
 			[]ev{
-				{events.KafkaReassignmentFinished, "t/0", "[2 1]", "[2 3]"},
-				{events.KafkaLeaderChange, "t/0", "1", "2"},
-				{events.KafkaISRShrink, "t/0", "[1 2 3]", "[2 3]"},
+				{EventReassignmentFinished, "t/0", "[2 1]", "[2 3]"},
+				{EventLeaderChange, "t/0", "1", "2"},
+				{EventISRShrink, "t/0", "[1 2 3]", "[2 3]"},
 			}},
 		{"cancelled: back on the replicas it started from",
 			state{part{2, []int32{2, 1, 3}, []int32{2, 1}}, reassigning([]int32{2, 1, 3}, []int32{3}, nil)},
 			state{part{2, []int32{2, 1}, []int32{2, 1}}, none},
-			[]ev{{events.KafkaReassignmentFinished, "t/0", "[2 1]", "[2 1]"}}},
+			[]ev{{EventReassignmentFinished, "t/0", "[2 1]", "[2 1]"}}},
 		{"a new target while in progress: started again",
 			addingThree,
 			state{part{1, []int32{1, 3, 2}, []int32{1, 2}}, reassigning([]int32{1, 3, 2}, []int32{3}, []int32{2})},
-			[]ev{{events.KafkaReassignmentStarted, "t/0", "[1 2]", "[1 3]"}}},
+			[]ev{{EventReassignmentStarted, "t/0", "[1 2]", "[1 3]"}}},
 		{"metadata read just before a move began: the target still shows",
 			state{part{1, []int32{1, 2}, []int32{1, 2}}, none},
 			state{part{1, []int32{1, 2}, []int32{1, 2}}, reassigning([]int32{2, 3, 1}, []int32{3}, []int32{1})},
-			[]ev{{events.KafkaReassignmentStarted, "t/0", "[1 2]", "[2 3]"}}},
+			[]ev{{EventReassignmentStarted, "t/0", "[1 2]", "[2 3]"}}},
 		{"reordered at once, never seen in progress: finished",
 			state{part{1, rs, rs}, none}, state{part{1, []int32{3, 2, 1}, rs}, none},
-			[]ev{{events.KafkaReassignmentFinished, "t/0", "[1 2 3]", "[3 2 1]"}}},
+			[]ev{{EventReassignmentFinished, "t/0", "[1 2 3]", "[3 2 1]"}}},
 		{"reassignments not answered before: no started",
 			state{part{1, rs, []int32{1, 2}}, nil}, addingThree, nil},
 		{"reassignments not answered after: no finished",
 			addingThree, state{part{1, rs, []int32{1, 2}}, nil}, nil},
 		{"not answered after, the replica caught up: only the ISR change",
 			addingThree, state{part{1, rs, rs}, nil},
-			[]ev{{events.KafkaISRExpand, "t/0", "[1 2]", "[1 2 3]"}}},
+			[]ev{{EventISRExpand, "t/0", "[1 2]", "[1 2 3]"}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -371,14 +371,14 @@ func TestHeldReassignmentFinish(t *testing.T) {
 				{part{1, rs, rs}, none},
 				{part{1, rs, rs}, none},
 			},
-			[]ev{{events.KafkaReassignmentFinished, "t/0", "[1 2]", "[1 2 3]"}}},
+			[]ev{{EventReassignmentFinished, "t/0", "[1 2]", "[1 2 3]"}}},
 		{"cancelled, the first read from a lagging broker",
 			[3]state{
 				{part{2, []int32{2, 1, 3}, []int32{2, 1}}, reassigning([]int32{2, 1, 3}, []int32{3}, nil)},
 				{part{2, []int32{2, 1, 3}, []int32{2, 1}}, none},
 				{part{2, []int32{2, 1}, []int32{2, 1}}, none},
 			},
-			[]ev{{events.KafkaReassignmentFinished, "t/0", "[2 1]", "[2 1]"}}},
+			[]ev{{EventReassignmentFinished, "t/0", "[2 1]", "[2 1]"}}},
 		{"finished, and another one started",
 			[3]state{
 				{part{1, rs, []int32{1, 2}}, reassigning(rs, []int32{3}, nil)},
@@ -386,8 +386,8 @@ func TestHeldReassignmentFinish(t *testing.T) {
 				{part{1, []int32{2, 3, 1}, rs}, reassigning([]int32{2, 3, 1}, nil, []int32{1})},
 			},
 			[]ev{
-				{events.KafkaReassignmentFinished, "t/0", "[1 2]", "[1 2 3]"},
-				{events.KafkaReassignmentStarted, "t/0", "[1 2 3]", "[2 3]"},
+				{EventReassignmentFinished, "t/0", "[1 2]", "[1 2 3]"},
+				{EventReassignmentStarted, "t/0", "[1 2 3]", "[2 3]"},
 			}},
 		{"the reassignments unanswered in between: still held",
 			[3]state{
@@ -410,11 +410,11 @@ func TestHeldReassignmentFinish(t *testing.T) {
 			var got []ev
 			for i, s := range snaps[1:] {
 				for _, e := range s.Events.All() {
-					if e.Kind != events.KafkaReassignmentFinished && e.Kind != events.KafkaReassignmentStarted {
+					if e.Kind != EventReassignmentFinished && e.Kind != EventReassignmentStarted {
 						continue
 					}
 					want := snaps[2].ReadAt
-					if e.Kind == events.KafkaReassignmentFinished {
+					if e.Kind == EventReassignmentFinished {
 						want = snaps[1].ReadAt
 					}
 					if i != 1 || !e.Time.Equal(want) {
@@ -486,7 +486,7 @@ func reassignmentEventsOf(snaps []*Snapshot) []string {
 	for i := 1; i < len(snaps); i++ {
 		carryTransitions(snaps[i-1], snaps[i])
 		for _, e := range snaps[i].Events.All() {
-			if e.Kind == events.KafkaReassignmentStarted || e.Kind == events.KafkaReassignmentFinished {
+			if e.Kind == EventReassignmentStarted || e.Kind == EventReassignmentFinished {
 				out = append(out, fmt.Sprintf("refresh %d: %s %s -> %s", i, e.Kind, e.Before, e.After))
 			}
 		}
@@ -528,7 +528,7 @@ func TestReassignmentEventsAreCapped(t *testing.T) {
 	if len(got) != events.MaxPerRefresh+1 {
 		t.Fatalf("%d events, want %d and one events_truncated", len(got), events.MaxPerRefresh)
 	}
-	if got[0].Kind != events.KafkaReassignmentStarted || got[0].Before != "[1 2]" || got[0].After != "[1 2 3]" {
+	if got[0].Kind != EventReassignmentStarted || got[0].Before != "[1 2]" || got[0].After != "[1 2 3]" {
 		t.Errorf("first event = %+v, want reassignment_started [1 2] → [1 2 3]", got[0])
 	}
 	if last := got[len(got)-1]; last.Kind != events.EventsTruncated || last.After != "5" {

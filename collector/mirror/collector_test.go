@@ -10,7 +10,6 @@ import (
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 )
@@ -151,7 +150,7 @@ func TestTransitions(t *testing.T) {
 	after.ReadAt = next.ReadAt.Add(5 * time.Second)
 	after.SourceUp = false // topics not compared
 	findTransitions(next, after)
-	if evs := after.Events.All(); len(evs) != 1 || evs[0].Kind != events.MirrorResumed || evs[0].Before != "heartbeat age 45s" {
+	if evs := after.Events.All(); len(evs) != 1 || evs[0].Kind != EventResumed || evs[0].Before != "heartbeat age 45s" {
 		t.Errorf("resumed: %+v", evs)
 	}
 }

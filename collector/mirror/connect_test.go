@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/config"
 )
 
@@ -205,7 +204,7 @@ func TestConnectExpositionAndEvents(t *testing.T) {
 	findTransitions(snap, next)
 	var got []string
 	for _, e := range next.Events.All() {
-		if e.Kind != events.MirrorConnectorState {
+		if e.Kind != EventConnectorState {
 			continue
 		}
 		subject := e.Subject.Connector

@@ -8,7 +8,8 @@
 // replicated from sparse offset syncs, seconds behind, records a group
 // would re-read); read.go fetches records at offsets and follows the
 // internal topics between refreshes; source.go reads both clusters once
-// per refresh into a Snapshot; transitions.go finds the events;
+// per refresh into a Snapshot; judge.go judges what it read (records not
+// replicated, RPO, stall); transitions.go finds the events;
 // collector.go serves the metrics. docs/mirror.md says how exact each
 // figure is.
 package mirror

@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/kafkaclient"
 )
 
 // What a read was of, in Snapshot.Errors and the
@@ -107,7 +107,7 @@ func NewSource(m config.Mirror, logger log.Logger) (*Source, error) {
 }
 
 func newCluster(k config.KafkaCluster) (*cluster, error) {
-	opts, err := kafka.FranzOptions(k)
+	opts, err := kafkaclient.FranzOptions(k)
 	if err != nil {
 		return nil, err
 	}
@@ -391,53 +391,6 @@ func (s *Source) readHeartbeat(ctx context.Context, now time.Time) HeartbeatStat
 	return newest
 }
 
-// topicLags works out every replicated partition's records not
-// replicated.
-func (s *Source) topicLags(topics []string, starts, ends, targetEnds map[partitionKey]int64, targetUp bool) []Topic {
-	out := make([]Topic, 0, len(topics))
-	for _, name := range topics {
-		t := Topic{Name: name, Remote: s.policy.remoteTopic(name), Partitions: len(s.src.topics[name].leaders), RPOKnown: true}
-		remote, present := s.dst.topics[t.Remote]
-		if targetUp {
-			t.Missing = !present
-			t.RemotePartitions = len(remote.leaders)
-		}
-		for _, p := range s.src.topics[name].partitions() {
-			key := partitionKey{name, p}
-			start, okStart := starts[key]
-			end, okEnd := ends[key]
-			if !okStart || !okEnd || !targetUp {
-				t.Unknown++
-				t.RPOKnown = false
-				continue
-			}
-			// A partition the remote topic lacks (MM2 has not added it yet)
-			// holds nothing: targetEnd 0. One it has whose offset was not
-			// read is unknown.
-			targetEnd, okTarget := targetEnds[partitionKey{t.Remote, p}]
-			_, remoteHas := remote.leaders[p]
-			if present && remoteHas && !okTarget {
-				t.Unknown++
-				t.RPOKnown = false
-				continue
-			}
-			var sync *OffsetSync
-			if got, ok := s.latestSync[key]; ok {
-				sync = &got
-			}
-			part := Partition{ID: p, SourceStart: start, SourceEnd: end, TargetEnd: targetEnd, Lag: partitionLag(start, end, targetEnd, sync)}
-			if !part.Known {
-				t.Unknown++
-				t.RPOKnown = false
-			}
-			t.NotReplicated += part.NotReplicated
-			t.Parts = append(t.Parts, part)
-		}
-		out = append(out, t)
-	}
-	return out
-}
-
 // readTimestamps reads, for every partition that is behind, the newest
 // source record and the newest replicated one (on the target; on the
 // source, the first record not replicated, when the target has none), and
@@ -485,29 +438,6 @@ func (s *Source) readTimestamps(ctx context.Context, snap *Snapshot) {
 	}
 	for i := range snap.Topics {
 		s.setTopicRPO(&snap.Topics[i], newest, firstMissing, ref)
-	}
-}
-
-func (s *Source) setTopicRPO(t *Topic, newest, firstMissing, ref map[partitionKey]*kgo.Record) {
-	for i := range t.Parts {
-		p := &t.Parts[i]
-		if !p.Known {
-			continue
-		}
-		var newestTS, refTS time.Time
-		if r := newest[partitionKey{t.Name, p.ID}]; r != nil {
-			newestTS = r.Timestamp
-		}
-		if r := ref[partitionKey{t.Remote, p.ID}]; r != nil {
-			refTS = r.Timestamp
-		} else if r := firstMissing[partitionKey{t.Name, p.ID}]; r != nil {
-			refTS = r.Timestamp
-		}
-		p.RPO, p.RPOKnown = secondsBehind(p.NotReplicated, newestTS, refTS)
-		if !p.RPOKnown {
-			t.RPOKnown = false
-		}
-		t.RPO = max(t.RPO, p.RPO)
 	}
 }
 
@@ -669,19 +599,4 @@ func (s *Source) committedOffsets(ctx context.Context, groups []string) (map[che
 		}
 	}
 	return out, failed
-}
-
-// judgeStall sets Stalled from the heartbeat's age; while the target is
-// unreachable the previous verdict stands.
-func (s *Source) judgeStall(snap, prev *Snapshot) {
-	switch {
-	case snap.Heartbeat.Known:
-		snap.Stalled = snap.Heartbeat.Age > s.cfg.StallAfter
-	case snap.TargetUp:
-		// No heartbeat on a target that answered: MM2 never replicated
-		// one, or the topic is gone.
-		snap.Stalled = true
-	case prev != nil:
-		snap.Stalled = prev.Stalled
-	}
 }

@@ -26,7 +26,7 @@ var Spec = system.Spec[Snapshot, config.Mirror]{
 		return system.Source[Snapshot]{Refresh: src.Refresh, Close: src.Close}, nil
 	},
 	Events:     func(s *Snapshot) []events.Event { return s.Events.All() },
-	EventKinds: []events.Kind{events.MirrorStalled, events.MirrorResumed, events.MirrorTopicMissing, events.MirrorTopicAppeared, events.MirrorConnectorState, events.EventsTruncated},
+	EventKinds: []events.Kind{EventStalled, EventResumed, EventTopicMissing, EventTopicAppeared, EventConnectorState, events.EventsTruncated},
 	NewCollector: func() system.Collector[Snapshot, config.Mirror] {
 		return servingCollector{NewCollector()}
 	},

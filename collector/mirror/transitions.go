@@ -19,9 +19,9 @@ func findTransitions(prev, snap *Snapshot) {
 	at := snap.ReadAt
 	switch {
 	case snap.Stalled && !prev.Stalled:
-		snap.Events.Add(at, events.MirrorStalled, events.Subject{}, "", heartbeatText(snap.Heartbeat))
+		snap.Events.Add(at, EventStalled, events.Subject{}, "", heartbeatText(snap.Heartbeat))
 	case !snap.Stalled && prev.Stalled:
-		snap.Events.Add(at, events.MirrorResumed, events.Subject{}, heartbeatText(prev.Heartbeat), heartbeatText(snap.Heartbeat))
+		snap.Events.Add(at, EventResumed, events.Subject{}, heartbeatText(prev.Heartbeat), heartbeatText(snap.Heartbeat))
 	}
 	if prev.Connect.Read && snap.Connect.Read {
 		connectorTransitions(prev.Connect, snap)
@@ -37,9 +37,9 @@ func findTransitions(prev, snap *Snapshot) {
 		missing, known := wasMissing[t.Name]
 		switch {
 		case t.Missing && (!known || !missing):
-			snap.Events.Add(at, events.MirrorTopicMissing, events.Subject{Topic: t.Name}, "", t.Remote)
+			snap.Events.Add(at, EventTopicMissing, events.Subject{Topic: t.Name}, "", t.Remote)
 		case !t.Missing && known && missing:
-			snap.Events.Add(at, events.MirrorTopicAppeared, events.Subject{Topic: t.Name}, "", t.Remote)
+			snap.Events.Add(at, EventTopicAppeared, events.Subject{Topic: t.Name}, "", t.Remote)
 		}
 	}
 }
@@ -63,11 +63,11 @@ func connectorTransitions(prev ConnectState, snap *Snapshot) {
 		old, known := was[c.Name]
 		delete(was, c.Name)
 		if !known {
-			snap.Events.Add(at, events.MirrorConnectorState, events.ConnectorSubject(c.Name, nil), "", stateText(c.State, c.Trace))
+			snap.Events.Add(at, EventConnectorState, events.ConnectorSubject(c.Name, nil), "", stateText(c.State, c.Trace))
 			continue
 		}
 		if old.State != c.State {
-			snap.Events.Add(at, events.MirrorConnectorState, events.ConnectorSubject(c.Name, nil), old.State, stateText(c.State, c.Trace))
+			snap.Events.Add(at, EventConnectorState, events.ConnectorSubject(c.Name, nil), old.State, stateText(c.State, c.Trace))
 		}
 		oldTasks := map[int32]string{}
 		for _, t := range old.Tasks {
@@ -76,12 +76,12 @@ func connectorTransitions(prev ConnectState, snap *Snapshot) {
 		for _, t := range c.Tasks {
 			if oldTasks[t.ID] != t.State {
 				id := t.ID
-				snap.Events.Add(at, events.MirrorConnectorState, events.ConnectorSubject(c.Name, &id), oldTasks[t.ID], stateText(t.State, t.Trace))
+				snap.Events.Add(at, EventConnectorState, events.ConnectorSubject(c.Name, &id), oldTasks[t.ID], stateText(t.State, t.Trace))
 			}
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(was)) {
-		snap.Events.Add(at, events.MirrorConnectorState, events.ConnectorSubject(name, nil), was[name].State, "gone")
+		snap.Events.Add(at, EventConnectorState, events.ConnectorSubject(name, nil), was[name].State, "gone")
 	}
 }
 

@@ -107,6 +107,9 @@ func lossOf(s *Snapshot) loss {
 }
 
 // flowStats are the section's summary boxes.
+// long: one summary box after another, in the page's order, each a few
+// lines built from the same snapshot and loss: split, the boxes would be
+// scattered over functions that each take both.
 func flowStats(s *Snapshot, l loss) []model.Stat {
 	heartbeat := "no heartbeat on the target"
 	if s.Heartbeat.Known {

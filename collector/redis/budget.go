@@ -272,24 +272,38 @@ func (a *stopAssessor) assess(stopped map[string]bool) *StopOutcome {
 	if b.Degraded != "" {
 		o.add(ReasonClusterDegraded, 0, "the cluster is degraded already (%s): recover it before stopping anything", b.Degraded)
 	}
-	votersLost := 0
-	for id := range stopped {
-		if n := a.node(id); n != nil && isVoter(n) {
-			votersLost++
-		}
-	}
+	votersLost := a.votersLost(stopped)
 	majorityHolds := b.Voters-votersLost >= b.Majority
 	if votersLost > 0 && !majorityHolds {
 		o.add(ReasonMastersMajority, b.Voters-votersLost,
 			"the stop leaves %d of %d slot-serving masters able to vote, fewer than the majority of %d a failover needs: no failover could be authorised",
 			b.Voters-votersLost, a.snap.Masters, b.Majority)
 	}
+	var tally stopTally
+	for _, i := range a.affectedShards(stopped) {
+		if m := &a.snap.Nodes[i]; m.Role == RoleMaster && m.Slots > 0 {
+			a.assessShard(m, stopped, majorityHolds, o, &tally)
+		}
+	}
+	tally.report(o)
+	return o
+}
 
-	var servesSlots, noReplica, lastReplica int
-	var serving, without, last []string
-	var advice, failoverTo []string
-	// Only the shards of the stopped nodes can change: their masters, and
-	// the masters of stopped replicas. In snapshot order, for stable text.
+// votersLost counts the voting masters in stopped.
+func (a *stopAssessor) votersLost(stopped map[string]bool) int {
+	lost := 0
+	for id := range stopped {
+		if n := a.node(id); n != nil && isVoter(n) {
+			lost++
+		}
+	}
+	return lost
+}
+
+// affectedShards are the indexes in snap.Nodes of the masters whose shards
+// the stop can change, in snapshot order, for stable text: the stopped
+// masters and the masters of stopped replicas.
+func (a *stopAssessor) affectedShards(stopped map[string]bool) []int {
 	shards := map[int]bool{}
 	for id := range stopped {
 		n := a.node(id)
@@ -308,67 +322,78 @@ func (a *stopAssessor) assess(stopped map[string]bool) *StopOutcome {
 		order = append(order, i)
 	}
 	slices.Sort(order)
-	for _, i := range order {
-		m := &a.snap.Nodes[i]
-		if m.Role != RoleMaster || m.Slots == 0 {
-			continue
+	return order
+}
+
+// stopTally adds up, over the shards a stop changes, what assess reports.
+type stopTally struct {
+	servesSlots, noReplica, lastReplica int
+	serving, without, last              []string
+	advice, failoverTo                  []string
+}
+
+// assessShard adds to o and tally what the stop does to the shard of m, a
+// master that serves slots.
+func (a *stopAssessor) assessShard(m *Node, stopped map[string]bool, majorityHolds bool, o *StopOutcome, tally *stopTally) {
+	var outside, inside []*Node
+	for _, r := range a.replicas[m.ID] {
+		if stopped[r.ID] {
+			inside = append(inside, r)
+		} else {
+			outside = append(outside, r)
 		}
-		var outside, inside []*Node
-		for _, r := range a.replicas[m.ID] {
-			if stopped[r.ID] {
-				inside = append(inside, r)
-			} else {
-				outside = append(outside, r)
-			}
-		}
-		if !stopped[m.ID] {
-			if b.Headroom && len(inside) > 0 && len(outside) == 0 {
-				lastReplica += m.Slots
-				last = append(last, nodeName(m))
-				o.AtRisk = append(o.AtRisk, a.ranges[m.ID]...)
-			}
-			continue
-		}
-		servesSlots += m.Slots
-		serving = append(serving, nodeName(m))
-		o.AtRisk = append(o.AtRisk, a.ranges[m.ID]...)
-		switch {
-		case len(outside) == 0:
-			noReplica += m.Slots
-			without = append(without, nodeName(m))
-			o.UnservedNever += m.Slots
-		case !majorityHolds:
-			o.UnservedNever += m.Slots
-		default:
-			o.UnservedFailover += m.Slots
-		}
-		if loss, ok := failoverLoss(outside); ok {
-			o.DataLossBytes += loss
-			o.HasDataLoss = true
-		}
-		text, to := a.advise(m, outside)
-		advice = append(advice, text)
-		failoverTo = append(failoverTo, to)
 	}
-	if len(failoverTo) == 1 {
-		o.FailoverTo = failoverTo[0]
+	if !stopped[m.ID] {
+		if a.b.Headroom && len(inside) > 0 && len(outside) == 0 {
+			tally.lastReplica += m.Slots
+			tally.last = append(tally.last, nodeName(m))
+			o.AtRisk = append(o.AtRisk, a.ranges[m.ID]...)
+		}
+		return
 	}
-	if servesSlots > 0 {
-		o.add(ReasonServesSlots, servesSlots, "%s %d slots: fail over first, or they are unserved while a replica is promoted", pluralServe(serving), servesSlots)
+	tally.servesSlots += m.Slots
+	tally.serving = append(tally.serving, nodeName(m))
+	o.AtRisk = append(o.AtRisk, a.ranges[m.ID]...)
+	switch {
+	case len(outside) == 0:
+		tally.noReplica += m.Slots
+		tally.without = append(tally.without, nodeName(m))
+		o.UnservedNever += m.Slots
+	case !majorityHolds:
+		o.UnservedNever += m.Slots
+	default:
+		o.UnservedFailover += m.Slots
 	}
-	if noReplica > 0 {
-		o.add(ReasonNoHealthyReplica, noReplica, "%s no healthy replica to take over: %d slots would be unserved until it is back", pluralHave(without), noReplica)
+	if loss, ok := failoverLoss(outside); ok {
+		o.DataLossBytes += loss
+		o.HasDataLoss = true
 	}
-	if lastReplica > 0 {
-		o.add(ReasonLastHealthyReplica, lastReplica, "the stop takes the last healthy replica of %s (%d slots), which would serve on with none (healthy_replica_headroom)", strings.Join(bounded(last), ", "), lastReplica)
+	text, to := a.advise(m, outside)
+	tally.advice = append(tally.advice, text)
+	tally.failoverTo = append(tally.failoverTo, to)
+}
+
+// report writes the tally's reasons, slots at risk and advice into o.
+func (tally *stopTally) report(o *StopOutcome) {
+	if len(tally.failoverTo) == 1 {
+		o.FailoverTo = tally.failoverTo[0]
+	}
+	if tally.servesSlots > 0 {
+		o.add(ReasonServesSlots, tally.servesSlots, "%s %d slots: fail over first, or they are unserved while a replica is promoted", pluralServe(tally.serving), tally.servesSlots)
+	}
+	if tally.noReplica > 0 {
+		o.add(ReasonNoHealthyReplica, tally.noReplica, "%s no healthy replica to take over: %d slots would be unserved until it is back", pluralHave(tally.without), tally.noReplica)
+	}
+	if tally.lastReplica > 0 {
+		o.add(ReasonLastHealthyReplica, tally.lastReplica, "the stop takes the last healthy replica of %s (%d slots), which would serve on with none (healthy_replica_headroom)", strings.Join(bounded(tally.last), ", "), tally.lastReplica)
 	}
 	slices.SortFunc(o.AtRisk, func(x, y SlotRange) int { return cmp.Compare(x.First, y.First) })
 	o.AtRisk = slices.Compact(o.AtRisk)
+	advice := tally.advice
 	if len(advice) > maxAdvised {
 		advice = append(advice[:maxAdvised], fmt.Sprintf("and %d more masters", len(advice)-maxAdvised))
 	}
 	o.Advice = strings.Join(advice, "; ")
-	return o
 }
 
 func (a *stopAssessor) node(id string) *Node {

@@ -12,6 +12,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // bnode is one node of a hand-built budget topology.
@@ -30,7 +31,7 @@ type bnode struct {
 // the slots' states, and cluster_state from the masters' states.
 func budgetSnapshot(nodes ...bnode) *Snapshot {
 	s := &Snapshot{StateOK: true}
-	owners := new([SlotCount]string)
+	owners := new([redisproto.SlotCount]string)
 	index := map[string]int{}
 	for _, b := range nodes {
 		n := Node{ID: b.id, Addr: b.addr, State: b.state, LinkConnected: true, Reachable: b.state == NodeStateOK, Zone: b.zone}
@@ -260,7 +261,7 @@ func TestBudgetAtRiskIsBounded(t *testing.T) {
 	for i := range snap.SlotRanges {
 		snap.SlotRanges[i].Owner = "" // rebuilt below
 	}
-	owners := new([SlotCount]string)
+	owners := new([redisproto.SlotCount]string)
 	for slot := range owners {
 		owners[slot] = []string{"A", "B"}[slot%2]
 	}

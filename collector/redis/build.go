@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // nodeView is what one reachable node told the exporter in one refresh.
@@ -90,7 +92,7 @@ type mergedViews struct {
 	ids []string
 	// owners holds the id of every slot's owner, "" for unassigned;
 	// disputed are the slots on which the views disagree.
-	owners   *[SlotCount]string
+	owners   *[redisproto.SlotCount]string
 	disputed []int
 }
 
@@ -188,60 +190,91 @@ func buildSnapshot(nodeViews []nodeView) (*Snapshot, error) {
 	snap.ViewsConsistent = len(snap.disputes) == 0
 	index := map[string]int{}
 	for _, id := range ids {
-		m := merged[id]
-		line := m.line()
-		n := Node{
-			ID:            id,
-			Addr:          m.addr(),
-			MasterID:      line.MasterID,
-			ConfigEpoch:   line.ConfigEpoch,
-			Role:          RoleMaster,
-			LinkConnected: true,
-		}
-		if line.Flags.Replica {
-			n.Role = RoleReplica
-		}
-		if m.other != nil {
-			// Link state is per observer; a node's own line always says connected.
-			n.LinkConnected = m.other.LinkConnected
-		}
-		switch {
-		case m.failSeen:
-			n.State = NodeStateFail
-		case m.pfailSeen:
-			n.State = NodeStatePFail
-		case m.noaddrSeen || line.Flags.NoAddr:
-			n.State = NodeStateNoAddr
-		case m.handshakeSeen || line.Flags.Handshake:
-			n.State = NodeStateHandshake
-		default:
-			n.State = NodeStateOK
-		}
-		if v := m.view; v != nil {
-			n.Reachable = true
-			n.ClusterStateOK = v.Info.StateOK
-			n.MigratingSlots = len(m.own.Migrating)
-			n.ImportingSlots = len(m.own.Importing)
-			n.MasterLinkUp = !v.Replication.IsMaster && v.Replication.MasterLinkUp
-			n.Keys = v.Keys
-			n.MemoryUsed = v.UsedMemory
-			n.Zone = v.Zone
-			if v.MigrationsRead {
-				n.Migrations = &NodeMigrations{Jobs: v.Migrations}
-			}
-		}
 		index[id] = len(snap.Nodes)
-		snap.Nodes = append(snap.Nodes, n)
+		snap.Nodes = append(snap.Nodes, mergedNodeEntry(id, merged[id]))
 	}
-
 	for _, owner := range owners {
 		if owner == "" {
 			continue
 		}
 		snap.Nodes[index[owner]].Slots++
 	}
+	linkReplicas(snap, index, merged)
+	snap.SlotRanges = slotRanges(owners)
+	countSlotStates(snap, index, owners)
 
-	// Replica health and replication lag need the master's entry.
+	assessFailureDomains(snap)
+	snap.StateOK = clusterStateOK(snap, merged)
+	for _, v := range views {
+		snap.CurrentEpoch = max(snap.CurrentEpoch, v.Info.CurrentEpoch)
+	}
+	for _, n := range snap.Nodes {
+		if n.Slots > 0 {
+			snap.Masters++
+		}
+	}
+	snap.KnownNodes = len(snap.Nodes)
+	slices.SortFunc(snap.Nodes, func(a, b Node) int {
+		if c := cmp.Compare(a.Addr, b.Addr); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return snap, nil
+}
+
+// mergedNodeEntry is the snapshot's entry for one member, from its merged
+// line and, when it was reachable, its own view. Slots and replica counts
+// are filled later, from the other members.
+func mergedNodeEntry(id string, m *mergedNode) Node {
+	line := m.line()
+	n := Node{
+		ID:            id,
+		Addr:          m.addr(),
+		MasterID:      line.MasterID,
+		ConfigEpoch:   line.ConfigEpoch,
+		Role:          RoleMaster,
+		LinkConnected: true,
+	}
+	if line.Flags.Replica {
+		n.Role = RoleReplica
+	}
+	if m.other != nil {
+		// Link state is per observer; a node's own line always says connected.
+		n.LinkConnected = m.other.LinkConnected
+	}
+	switch {
+	case m.failSeen:
+		n.State = NodeStateFail
+	case m.pfailSeen:
+		n.State = NodeStatePFail
+	case m.noaddrSeen || line.Flags.NoAddr:
+		n.State = NodeStateNoAddr
+	case m.handshakeSeen || line.Flags.Handshake:
+		n.State = NodeStateHandshake
+	default:
+		n.State = NodeStateOK
+	}
+	if v := m.view; v != nil {
+		n.Reachable = true
+		n.ClusterStateOK = v.Info.StateOK
+		n.MigratingSlots = len(m.own.Migrating)
+		n.ImportingSlots = len(m.own.Importing)
+		n.MasterLinkUp = !v.Replication.IsMaster && v.Replication.MasterLinkUp
+		n.Keys = v.Keys
+		n.MemoryUsed = v.UsedMemory
+		n.Zone = v.Zone
+		if v.MigrationsRead {
+			n.Migrations = &NodeMigrations{Jobs: v.Migrations}
+		}
+	}
+	return n
+}
+
+// linkReplicas counts each master's healthy replicas and reads each
+// replica's replication lag from its master's view: both need the
+// master's entry.
+func linkReplicas(snap *Snapshot, index map[string]int, merged map[string]*mergedNode) {
 	for i := range snap.Nodes {
 		r := &snap.Nodes[i]
 		if r.Role != RoleReplica || r.MasterID == "" {
@@ -267,8 +300,11 @@ func buildSnapshot(nodeViews []nodeView) (*Snapshot, error) {
 			}
 		}
 	}
+}
 
-	snap.SlotRanges = slotRanges(owners)
+// countSlotStates counts the slots by their owner's state, and those
+// whose owner has no healthy replica.
+func countSlotStates(snap *Snapshot, index map[string]int, owners *[redisproto.SlotCount]string) {
 	for _, owner := range owners {
 		if owner == "" {
 			snap.SlotsUnassigned++
@@ -287,25 +323,6 @@ func buildSnapshot(nodeViews []nodeView) (*Snapshot, error) {
 			snap.SlotsWithoutReplica++
 		}
 	}
-
-	assessFailureDomains(snap)
-	snap.StateOK = clusterStateOK(snap, merged)
-	for _, v := range views {
-		snap.CurrentEpoch = max(snap.CurrentEpoch, v.Info.CurrentEpoch)
-	}
-	for _, n := range snap.Nodes {
-		if n.Slots > 0 {
-			snap.Masters++
-		}
-	}
-	snap.KnownNodes = len(snap.Nodes)
-	slices.SortFunc(snap.Nodes, func(a, b Node) int {
-		if c := cmp.Compare(a.Addr, b.Addr); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
-	return snap, nil
 }
 
 // servesSlots reports whether the view is a master's that owns slots by its
@@ -349,16 +366,16 @@ func dedupeViews(views []nodeView) []nodeView {
 // epoch wins, which is the rule Redis Cluster itself uses to settle
 // conflicts; views are ranked so that equal epochs go to the most up-to-date
 // view. Whether a disagreement is a conflict is for settleDisputes.
-func mergeSlotOwners(views []nodeView, members map[string]bool) (owners *[SlotCount]string, disputed []int) {
+func mergeSlotOwners(views []nodeView, members map[string]bool) (owners *[redisproto.SlotCount]string, disputed []int) {
 	// On the heap, not the stack: the per-slot tables are over 400 KB, and
 	// a goroutine stack grown to hold them stays grown (and is copied on
 	// every growth) for no other use.
-	owners = new([SlotCount]string)
-	epochs := make([]uint64, SlotCount)
-	claimed := make([]bool, SlotCount)
+	owners = new([redisproto.SlotCount]string)
+	epochs := make([]uint64, redisproto.SlotCount)
+	claimed := make([]bool, redisproto.SlotCount)
 	// Claims in line order (for painting) and sorted (for comparing).
 	var first, current, firstSorted, currentSorted []ownedRange
-	var firstOwners, currentOwners *[SlotCount]string // only when views differ
+	var firstOwners, currentOwners *[redisproto.SlotCount]string // only when views differ
 	var differs []bool
 	for vi := range views {
 		current = appendClaims(current[:0], &views[vi], members)
@@ -379,10 +396,10 @@ func mergeSlotOwners(views []nodeView, members map[string]bool) (owners *[SlotCo
 		}
 		// The views may differ: compare slot by slot.
 		if firstOwners == nil {
-			firstOwners, currentOwners = paintClaims(new([SlotCount]string), first), new([SlotCount]string)
-			differs = make([]bool, SlotCount)
+			firstOwners, currentOwners = paintClaims(new([redisproto.SlotCount]string), first), new([redisproto.SlotCount]string)
+			differs = make([]bool, redisproto.SlotCount)
 		}
-		*currentOwners = [SlotCount]string{}
+		*currentOwners = [redisproto.SlotCount]string{}
 		paintClaims(currentOwners, current)
 		for slot := range currentOwners {
 			differs[slot] = differs[slot] || currentOwners[slot] != firstOwners[slot]
@@ -442,7 +459,7 @@ func sameClaims(a, b []ownedRange) bool {
 }
 
 // paintClaims sets each claimed slot's owner in line order.
-func paintClaims(owners *[SlotCount]string, claims []ownedRange) *[SlotCount]string {
+func paintClaims(owners *[redisproto.SlotCount]string, claims []ownedRange) *[redisproto.SlotCount]string {
 	for _, c := range claims {
 		for slot := c.First; slot <= c.Last; slot++ {
 			owners[slot] = c.ID
@@ -479,7 +496,7 @@ func clusterStateOK(snap *Snapshot, merged map[string]*mergedNode) bool {
 
 // slotRanges turns the slot map into runs of consecutive slots with the
 // same owner ("" for unassigned), in slot order.
-func slotRanges(owners *[SlotCount]string) []SlotRange {
+func slotRanges(owners *[redisproto.SlotCount]string) []SlotRange {
 	var runs []SlotRange
 	for slot, owner := range owners {
 		if n := len(runs); n > 0 && runs[n-1].Owner == owner {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // healthyLines is a 3+3 cluster: A, B, C masters; D, E, F their replicas.
@@ -80,7 +82,7 @@ func TestBuildSnapshotHealthy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !snap.StateOK || snap.SlotsOK != SlotCount || snap.SlotsWithoutReplica != 0 || snap.Masters != 3 ||
+	if !snap.StateOK || snap.SlotsOK != redisproto.SlotCount || snap.SlotsWithoutReplica != 0 || snap.Masters != 3 ||
 		snap.KnownNodes != 6 || snap.CurrentEpoch != 6 || !snap.ViewsConsistent {
 		t.Errorf("cluster: %+v", *snap)
 	}
@@ -127,7 +129,7 @@ func TestBuildSnapshotMasterFailed(t *testing.T) {
 	if snap.StateOK {
 		t.Error("state_ok: a reachable master says fail")
 	}
-	if snap.SlotsFail != 5461 || snap.SlotsOK != SlotCount-5461 || snap.SlotsPFail != 0 || snap.SlotsUnassigned != 0 {
+	if snap.SlotsFail != 5461 || snap.SlotsOK != redisproto.SlotCount-5461 || snap.SlotsPFail != 0 || snap.SlotsUnassigned != 0 {
 		t.Errorf("slots ok %d pfail %d fail %d unassigned %d", snap.SlotsOK, snap.SlotsPFail, snap.SlotsFail, snap.SlotsUnassigned)
 	}
 	// D's link to A is down, so A has no healthy replica; E and F were not
@@ -171,7 +173,7 @@ func TestBuildSnapshotAfterFailoverWithConflictingViews(t *testing.T) {
 	if a := nodeByID(t, snap, idA); a.Slots != 0 || a.State != NodeStateFail {
 		t.Errorf("A: %+v", a)
 	}
-	if snap.SlotsOK != SlotCount || snap.Masters != 3 || snap.CurrentEpoch != 7 || !snap.StateOK {
+	if snap.SlotsOK != redisproto.SlotCount || snap.Masters != 3 || snap.CurrentEpoch != 7 || !snap.StateOK {
 		t.Errorf("cluster: ok %d masters %d epoch %d state %v", snap.SlotsOK, snap.Masters, snap.CurrentEpoch, snap.StateOK)
 	}
 	// The higher epoch wins whatever the order of the views.
@@ -196,7 +198,7 @@ func TestBuildSnapshotPFailAndMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.SlotsPFail != SlotCount-10923 || !snap.ViewsConsistent {
+	if snap.SlotsPFail != redisproto.SlotCount-10923 || !snap.ViewsConsistent {
 		t.Errorf("pfail slots %d consistent %v", snap.SlotsPFail, snap.ViewsConsistent)
 	}
 	if n := nodeByID(t, snap, idC); n.State != NodeStatePFail {
@@ -216,7 +218,7 @@ func TestBuildSnapshotWithoutReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.SlotsWithoutReplica != SlotCount || snap.KnownNodes != 3 {
+	if snap.SlotsWithoutReplica != redisproto.SlotCount || snap.KnownNodes != 3 {
 		t.Errorf("slots without replica %d known %d", snap.SlotsWithoutReplica, snap.KnownNodes)
 	}
 	if _, err := buildSnapshot(nil); err == nil {

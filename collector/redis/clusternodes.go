@@ -7,10 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-)
 
-// SlotCount is the number of hash slots in a Redis Cluster.
-const SlotCount = 16384
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
+)
 
 // nodeFlags are the flags of one CLUSTER NODES line.
 type nodeFlags struct {
@@ -306,7 +305,7 @@ func parseSlot(s string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("not a slot number: %q", s)
 	}
-	if n < 0 || n >= SlotCount {
+	if n < 0 || n >= redisproto.SlotCount {
 		return 0, fmt.Errorf("slot %d out of range", n)
 	}
 	return n, nil

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 const (
@@ -128,8 +130,8 @@ func TestParseClusterNodesLab(t *testing.T) {
 			replicas++
 		}
 	}
-	if slots != SlotCount || replicas != 3 {
-		t.Errorf("slots %d replicas %d, want %d and 3", slots, replicas, SlotCount)
+	if slots != redisproto.SlotCount || replicas != 3 {
+		t.Errorf("slots %d replicas %d, want %d and 3", slots, replicas, redisproto.SlotCount)
 	}
 }
 
@@ -204,12 +206,12 @@ func FuzzParseClusterNodes(f *testing.F) {
 				t.Errorf("accepted invalid id %q", l.ID)
 			}
 			for _, r := range l.Slots {
-				if r.First < 0 || r.Last >= SlotCount || r.First > r.Last {
+				if r.First < 0 || r.Last >= redisproto.SlotCount || r.First > r.Last {
 					t.Errorf("accepted bad slot range %+v", r)
 				}
 			}
 			for _, m := range append(l.Migrating, l.Importing...) {
-				if m.Slot < 0 || m.Slot >= SlotCount || !validNodeID(m.NodeID) {
+				if m.Slot < 0 || m.Slot >= redisproto.SlotCount || !validNodeID(m.NodeID) {
 					t.Errorf("accepted bad slot move %+v", m)
 				}
 			}

@@ -240,15 +240,18 @@ func bool01(b bool) float64 {
 }
 
 func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot) {
-	// Label values are filled into slices reused for every series, as in
-	// the Kafka collector: a fresh variadic slice per series would be an
-	// allocation per series. Sinks copy what they keep.
-	slotLabels := []string{cluster, ""}
-	nodeLabels := []string{cluster, "", ""}
-	stateLabels := []string{cluster, "", "", ""}
-	infoLabels := []string{cluster, "", "", "", ""}
-	domainLabels := []string{cluster, "", "", ""}
+	emitCluster(ch, cluster, s)
+	emitEpisodes(ch, cluster, s)
+	emitSlotStats(ch, cluster, s)
+	emitMigrations(ch, cluster, s)
+	emitBudget(ch, cluster, s)
+	emitNodes(ch, cluster, s)
+}
 
+// emitCluster emits the cluster-wide series: state, slot counts, epochs,
+// failure domains and foreign nodes.
+func emitCluster(ch exposition.Sink, cluster string, s *Snapshot) {
+	slotLabels := []string{cluster, ""}
 	ch.Add(metrics.stateOK, bool01(s.StateOK), cluster)
 	for _, slots := range []struct {
 		state string
@@ -273,10 +276,17 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot) {
 	for _, f := range s.Foreign {
 		ch.Add(metrics.foreignNodeInfo, 1, cluster, f.ID, f.Addr, string(f.Role), string(f.Reason))
 	}
-	emitEpisodes(ch, cluster, s)
-	emitSlotStats(ch, cluster, s)
-	emitMigrations(ch, cluster, s)
-	emitBudget(ch, cluster, s)
+}
+
+// emitNodes emits every node's series.
+func emitNodes(ch exposition.Sink, cluster string, s *Snapshot) {
+	// Label values are filled into slices reused for every series, as in
+	// the Kafka collector: a fresh variadic slice per series would be an
+	// allocation per series. Sinks copy what they keep.
+	nodeLabels := []string{cluster, "", ""}
+	stateLabels := []string{cluster, "", "", ""}
+	infoLabels := []string{cluster, "", "", "", ""}
+	domainLabels := []string{cluster, "", "", ""}
 
 	for i := range s.Nodes {
 		n := &s.Nodes[i]

@@ -16,6 +16,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // staticWatcher returns a watcher that has refreshed once with snap (or err).
@@ -188,12 +189,12 @@ func TestWriteTextMatchesCollect(t *testing.T) {
 
 // snapshot100Nodes is a cluster of 50 masters with one replica each.
 func snapshot100Nodes() *Snapshot {
-	snap := &Snapshot{StateOK: true, SlotsOK: SlotCount, Masters: 50, KnownNodes: 100, ViewsConsistent: true}
+	snap := &Snapshot{StateOK: true, SlotsOK: redisproto.SlotCount, Masters: 50, KnownNodes: 100, ViewsConsistent: true}
 	for i := range 50 {
 		masterID := fmt.Sprintf("%040x", i)
 		snap.Nodes = append(snap.Nodes,
 			Node{ID: masterID, Addr: fmt.Sprintf("10.0.0.%d:6379", i), Role: RoleMaster, State: NodeStateOK,
-				LinkConnected: true, ConfigEpoch: uint64(i), Slots: SlotCount / 50, HealthyReplicas: 1,
+				LinkConnected: true, ConfigEpoch: uint64(i), Slots: redisproto.SlotCount / 50, HealthyReplicas: 1,
 				ReplicasOtherHost: 1, Reachable: true, Keys: 1e6, MemoryUsed: 1e9},
 			Node{ID: fmt.Sprintf("%040x", 1000+i), Addr: fmt.Sprintf("10.0.1.%d:6379", i), Role: RoleReplica,
 				MasterID: masterID, State: NodeStateOK, LinkConnected: true, ConfigEpoch: uint64(i),

@@ -2,6 +2,8 @@ package redis
 
 import (
 	"time"
+
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // Consistency: do the members agree, or are they merely converging?
@@ -34,10 +36,10 @@ func findDisputes(views []nodeView, merged map[string]*mergedNode, disputedSlots
 	// inMigration: slots in migrating or importing state, or in an atomic
 	// slot migration job in progress (Valkey 9.0+, Redis 8.4+); explained
 	// also holds the slots of jobs that just succeeded (markMigrationSlots).
-	var inMigration, explained [SlotCount]bool
+	var inMigration, explained [redisproto.SlotCount]bool
 	mark := func(moves []slotMove) {
 		for _, mv := range moves {
-			if mv.Slot >= 0 && mv.Slot < SlotCount {
+			if mv.Slot >= 0 && mv.Slot < redisproto.SlotCount {
 				inMigration[mv.Slot], explained[mv.Slot] = true, true
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // TestIntegrationConsistency: a reshard is not a split brain, and a split
@@ -88,8 +89,8 @@ sampling:
 			v, _ := s.value("redis_cluster_slots", "state", state)
 			sum += v
 		}
-		if sum != SlotCount {
-			t.Errorf("slot states sum to %g, want %d", sum, SlotCount)
+		if sum != redisproto.SlotCount {
+			t.Errorf("slot states sum to %g, want %d", sum, redisproto.SlotCount)
 		}
 		if v, _ := s.value("redis_cluster_slots_in_migration"); v > 0 {
 			migrationSeen++

@@ -3,6 +3,8 @@ package redis
 import (
 	"testing"
 	"time"
+
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // reshardViews: slot 100 moves from A to B. B already owns it (SETSLOT NODE
@@ -36,7 +38,7 @@ func TestConsistencyDuringReshard(t *testing.T) {
 	if b := nodeByID(t, snap, idB); b.Slots != 5463 {
 		t.Errorf("B owns %d slots, want 5463", b.Slots)
 	}
-	if snap.SlotsOK != SlotCount {
+	if snap.SlotsOK != redisproto.SlotCount {
 		t.Errorf("slots ok %d", snap.SlotsOK)
 	}
 

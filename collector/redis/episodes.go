@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/episode"
-	"github.com/failover-exporter/failover_exporter/collector/events"
 )
 
 // Episodes are the timed conditions of a cluster, carried from snapshot to
@@ -93,7 +92,7 @@ func failureEvidence(prev *Snapshot, n *Node) time.Time {
 func annotateFirstFailures(prev, next *Snapshot) {
 	for i := range next.Events.Events {
 		ev := &next.Events.Events[i]
-		if ev.Kind != events.RedisNodePFail && ev.Kind != events.RedisNodeFail {
+		if ev.Kind != EventNodePFail && ev.Kind != EventNodeFail {
 			continue
 		}
 		for j := range next.Nodes {
@@ -140,15 +139,6 @@ func carryEpisodes(prev, next *Snapshot) {
 	for i := range next.Nodes {
 		byID[next.Nodes[i].ID] = &next.Nodes[i]
 	}
-	replicasOf := func(masterID string) []string {
-		var ids []string
-		for i := range next.Nodes {
-			if next.Nodes[i].Role == RoleReplica && next.Nodes[i].MasterID == masterID {
-				ids = append(ids, next.Nodes[i].ID)
-			}
-		}
-		return ids
-	}
 
 	next.Episodes.FailoverSeconds = before.FailoverSeconds
 	next.Episodes.SlotsUnservedSeconds = before.SlotsUnservedSeconds
@@ -158,8 +148,40 @@ func carryEpisodes(prev, next *Snapshot) {
 		next.Episodes.FailoverSeconds = episode.Empty()
 		next.Episodes.SlotsUnservedSeconds = episode.Empty()
 	}
+	failovers := carryFailovers(before.Failovers, next, byID)
+	between := 0
+	if !first {
+		between = failoversBetween(prev, byID, before.Failovers)
+		for range between {
+			next.Episodes.FailoverSeconds = next.Episodes.FailoverSeconds.ObserveDuration(now.Sub(prev.ReadAt))
+		}
+	}
+	openFailovers(prev, next, failovers)
+	if len(failovers) > 0 {
+		next.Episodes.Failovers = failovers
+	}
+	carrySlotsUnserved(prev, next, before.SlotsUnserved, between)
+}
+
+// replicasOf lists the IDs of next's replicas of the master.
+func replicasOf(next *Snapshot, masterID string) []string {
+	var ids []string
+	for i := range next.Nodes {
+		if next.Nodes[i].Role == RoleReplica && next.Nodes[i].MasterID == masterID {
+			ids = append(ids, next.Nodes[i].ID)
+		}
+	}
+	return ids
+}
+
+// carryFailovers carries the failovers open before (by master ID) that
+// are still under way in next, adding the master's new replicas to each;
+// those a replica ended by taking over are observed in
+// next.Episodes.FailoverSeconds.
+func carryFailovers(before map[string]FailoverEpisode, next *Snapshot, byID map[string]*Node) map[string]FailoverEpisode {
+	now := next.ReadAt
 	failovers := map[string]FailoverEpisode{}
-	for id, f := range before.Failovers {
+	for id, f := range before {
 		promoted := slices.ContainsFunc(f.Replicas, func(rid string) bool {
 			r := byID[rid]
 			return r != nil && r.Role == RoleMaster && r.Slots > 0 && !failing(r)
@@ -176,20 +198,21 @@ func carryEpisodes(prev, next *Snapshot) {
 			// the cluster without a replica taking over: no failover to time.
 			continue
 		}
-		for _, rid := range replicasOf(id) {
+		for _, rid := range replicasOf(next, id) {
 			if !slices.Contains(f.Replicas, rid) {
 				f.Replicas = append(slices.Clip(f.Replicas), rid)
 			}
 		}
 		failovers[id] = f
 	}
-	between := 0
-	if !first {
-		between = failoversBetween(prev, byID, before.Failovers)
-		for range between {
-			next.Episodes.FailoverSeconds = next.Episodes.FailoverSeconds.ObserveDuration(now.Sub(prev.ReadAt))
-		}
-	}
+	return failovers
+}
+
+// openFailovers opens a failover in failovers for each failing master of
+// next that owns slots and has none open yet.
+func openFailovers(prev, next *Snapshot, failovers map[string]FailoverEpisode) {
+	first := prev == nil
+	now := next.ReadAt
 	for i := range next.Nodes {
 		n := &next.Nodes[i]
 		if n.Role != RoleMaster || n.Slots == 0 || !failing(n) {
@@ -198,7 +221,7 @@ func carryEpisodes(prev, next *Snapshot) {
 		if _, open := failovers[n.ID]; open {
 			continue
 		}
-		replicas := replicasOf(n.ID)
+		replicas := replicasOf(next, n.ID)
 		if prev != nil {
 			// A replica promoted in the very refresh that first saw its
 			// master fail is already listed as a master now.
@@ -217,19 +240,23 @@ func carryEpisodes(prev, next *Snapshot) {
 		}
 		failovers[n.ID] = FailoverEpisode{Open: episode.Open{Since: since, StartSeen: !first && known}, Replicas: replicas}
 	}
-	if len(failovers) > 0 {
-		next.Episodes.Failovers = failovers
-	}
+}
 
+// carrySlotsUnserved carries, opens or ends the unserved-slots episode
+// (before is prev's); between is the number of failovers that began and
+// ended between prev and next.
+func carrySlotsUnserved(prev, next *Snapshot, before *episode.Open, between int) {
+	first := prev == nil
+	now := next.ReadAt
 	unserved := next.SlotsPFail+next.SlotsFail+next.SlotsUnassigned > 0
 	switch {
-	case unserved && before.SlotsUnserved != nil:
-		next.Episodes.SlotsUnserved = before.SlotsUnserved
+	case unserved && before != nil:
+		next.Episodes.SlotsUnserved = before
 	case unserved:
 		next.Episodes.SlotsUnserved = &episode.Open{Since: unservedSince(prev, next), StartSeen: !first}
-	case before.SlotsUnserved != nil && before.SlotsUnserved.StartSeen:
-		next.Episodes.SlotsUnservedSeconds = next.Episodes.SlotsUnservedSeconds.ObserveDuration(before.SlotsUnserved.Age(now))
-	case before.SlotsUnserved == nil && between > 0:
+	case before != nil && before.StartSeen:
+		next.Episodes.SlotsUnservedSeconds = next.Episodes.SlotsUnservedSeconds.ObserveDuration(before.Age(now))
+	case before == nil && between > 0:
 		next.Episodes.SlotsUnservedSeconds = next.Episodes.SlotsUnservedSeconds.ObserveDuration(now.Sub(prev.ReadAt))
 	}
 }

@@ -280,11 +280,11 @@ func TestForeignNodesAreEvents(t *testing.T) {
 	s1.Foreign = []ForeignNode{{ID: idB, Addr: "127.0.0.1:7001", Reason: ForeignNotListed}}
 	s2 := at(2, master(idA, 16384, NodeStateOK))
 	chain(s0, s1, s2)
-	if got := s1.Events.All(); len(got) != 1 || got[0].Kind != events.RedisForeignNodeSeen || got[0].Subject.NodeID != idB ||
+	if got := s1.Events.All(); len(got) != 1 || got[0].Kind != EventForeignNodeSeen || got[0].Subject.NodeID != idB ||
 		got[0].Subject.Address != "127.0.0.1:7001" || got[0].After != string(ForeignNotListed) {
 		t.Errorf("a foreign node answering: %+v", got)
 	}
-	if got := s2.Events.All(); len(got) != 1 || got[0].Kind != events.RedisForeignNodeGone || got[0].Before != string(ForeignNotListed) {
+	if got := s2.Events.All(); len(got) != 1 || got[0].Kind != EventForeignNodeGone || got[0].Before != string(ForeignNotListed) {
 		t.Errorf("a foreign node gone: %+v", got)
 	}
 }
@@ -331,7 +331,7 @@ func TestOutageClockBackdatesToFirstFailedProbe(t *testing.T) {
 		}
 		var flagged *events.Event
 		for i, ev := range open.Events.Events {
-			if ev.Kind == events.RedisNodePFail {
+			if ev.Kind == EventNodePFail {
 				flagged = &open.Events.Events[i]
 			}
 		}

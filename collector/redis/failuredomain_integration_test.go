@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // TestIntegrationFailureDomains: nodes on two loopback "hosts"; a master
@@ -91,7 +92,7 @@ func TestIntegrationFailureDomains(t *testing.T) {
 		}
 		c.CLI(t, n.Port, "CONFIG", "SET", "availability-zone", zone)
 	}
-	third := SlotCount - m.Slots - m2.Slots
+	third := redisproto.SlotCount - m.Slots - m2.Slots
 	lab.RedisWaitFor(t, 10*time.Second, "masters with their replica in their own zone flagged", func() error {
 		s := e.gather()
 		return firstError(

@@ -19,6 +19,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // Timings of the integration tests. The refresh interval is short so that
@@ -155,7 +156,7 @@ func (e *exporter) waitHealthy(c *lab.RedisCluster, replicas int) {
 		errs := []error{
 			s.expect(1, "redis_cluster_up"),
 			s.expect(1, "redis_cluster_state_ok"),
-			s.expect(SlotCount, "redis_cluster_slots", "state", "ok"),
+			s.expect(redisproto.SlotCount, "redis_cluster_slots", "state", "ok"),
 			s.expect(float64(len(c.Ports())), "redis_cluster_known_nodes"),
 			s.expect(1, "redis_cluster_views_consistent"),
 		}
@@ -191,7 +192,7 @@ func keyInSlotsOf(t *testing.T, master lab.RedisNode, prefix string) string {
 	t.Helper()
 	for i := range 100000 {
 		key := prefix + strconv.Itoa(i)
-		if master.OwnsSlot(KeySlot(key)) {
+		if master.OwnsSlot(redisproto.KeySlot(key)) {
 			return key
 		}
 	}
@@ -323,7 +324,7 @@ func TestIntegrationWithReplicas(t *testing.T) {
 				s.expect(float64(master.Slots), "redis_cluster_node_slots", addrLabel(replica.Port)...),
 				s.expect(1, "redis_cluster_node_state", nodeLabels3(master.Port, "state", "fail")...),
 				s.expect(0, "redis_cluster_node_up", addrLabel(master.Port)...),
-				s.expect(SlotCount, "redis_cluster_slots", "state", "ok"),
+				s.expect(redisproto.SlotCount, "redis_cluster_slots", "state", "ok"),
 				s.expect(1, "redis_cluster_state_ok"),
 				s.expect(failovers+1, "redis_cluster_failovers_total"),
 			)
@@ -405,7 +406,7 @@ func TestIntegrationWithReplicas(t *testing.T) {
 				s.expect(float64(master.Slots), "redis_cluster_node_slots", addrLabel(replica.Port)...),
 				s.expect(0, "redis_cluster_node_slots", addrLabel(master.Port)...),
 				s.expect(failovers+1, "redis_cluster_failovers_total"),
-				s.expect(SlotCount, "redis_cluster_slots", "state", "ok"),
+				s.expect(redisproto.SlotCount, "redis_cluster_slots", "state", "ok"),
 			)
 		})
 		close(stop)
@@ -430,7 +431,7 @@ func TestIntegrationWithoutReplicas(t *testing.T) {
 	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 0})
 	e := startExporter(t, c.Addrs())
 	e.waitHealthy(c, 0)
-	if err := e.gather().expect(SlotCount, "redis_cluster_slots_without_replica"); err != nil {
+	if err := e.gather().expect(redisproto.SlotCount, "redis_cluster_slots_without_replica"); err != nil {
 		t.Error(err)
 	}
 
@@ -446,7 +447,7 @@ func TestIntegrationWithoutReplicas(t *testing.T) {
 			s := e.gather()
 			return firstError(
 				s.expect(float64(master.Slots), "redis_cluster_slots", "state", "fail"),
-				s.expect(float64(SlotCount-master.Slots), "redis_cluster_slots", "state", "ok"),
+				s.expect(float64(redisproto.SlotCount-master.Slots), "redis_cluster_slots", "state", "ok"),
 				s.expect(0, "redis_cluster_state_ok"),
 				s.expect(1, "redis_cluster_node_state", nodeLabels3(master.Port, "state", "fail")...),
 				s.expect(0, "redis_cluster_node_up", addrLabel(master.Port)...),
@@ -467,7 +468,7 @@ func testResharding(t *testing.T, c *lab.RedisCluster, e *exporter) {
 	keysPerSlot := map[int][]string{}
 	for i := 0; len(keysPerSlot[slots[0]]) < 5 || len(keysPerSlot[slots[1]]) < 5 || len(keysPerSlot[slots[2]]) < 5; i++ {
 		key := "reshard:" + strconv.Itoa(i)
-		if slot := KeySlot(key); slot >= first && slot <= first+2 && len(keysPerSlot[slot]) < 5 {
+		if slot := redisproto.KeySlot(key); slot >= first && slot <= first+2 && len(keysPerSlot[slot]) < 5 {
 			keysPerSlot[slot] = append(keysPerSlot[slot], key)
 			c.CLI(t, source.Port, "SET", key, "v")
 		}
@@ -505,7 +506,7 @@ func testResharding(t *testing.T, c *lab.RedisCluster, e *exporter) {
 			s.expect(0, "redis_cluster_node_importing_slots", addrLabel(target.Port)...),
 			s.expect(0, "redis_cluster_node_keys", addrLabel(source.Port)...),
 			s.expect(15, "redis_cluster_node_keys", addrLabel(target.Port)...),
-			s.expect(SlotCount, "redis_cluster_slots", "state", "ok"),
+			s.expect(redisproto.SlotCount, "redis_cluster_slots", "state", "ok"),
 			s.expect(1, "redis_cluster_views_consistent"),
 		)
 	})
@@ -554,8 +555,8 @@ func testSlotOwners(t *testing.T, c *lab.RedisCluster) {
 		if err != nil {
 			t.Fatalf("CLUSTER KEYSLOT %q: %v", keys[i], err)
 		}
-		if got := KeySlot(keys[i]); got != int(want) {
-			t.Errorf("KeySlot(%q) = %d, CLUSTER KEYSLOT says %d", keys[i], got, want)
+		if got := redisproto.KeySlot(keys[i]); got != int(want) {
+			t.Errorf("redisproto.KeySlot(%q) = %d, CLUSTER KEYSLOT says %d", keys[i], got, want)
 		}
 	}
 

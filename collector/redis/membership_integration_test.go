@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // TestIntegrationMembership: nodes the cluster no longer counts answer the
@@ -29,7 +30,7 @@ func TestIntegrationMembership(t *testing.T) {
 			s := e.gather()
 			return firstError(
 				s.expect(1, "redis_cluster_state_ok"),
-				s.expect(SlotCount, "redis_cluster_slots", "state", "ok"),
+				s.expect(redisproto.SlotCount, "redis_cluster_slots", "state", "ok"),
 				s.expect(1, "redis_cluster_views_consistent"),
 				s.expect(3, "redis_cluster_masters"),
 				s.expect(float64(len(all)-1), "redis_cluster_known_nodes"),

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // without returns the lines minus the one of node id.
@@ -66,7 +68,7 @@ func TestBuildSnapshotResetReplica(t *testing.T) {
 	if !snap.StateOK {
 		t.Error("state_ok is 0 because of the reset node, which is not a member")
 	}
-	if snap.SlotsOK != SlotCount || snap.KnownNodes != 5 || snap.Masters != 3 || snap.SlotsWithoutReplica != 5461 {
+	if snap.SlotsOK != redisproto.SlotCount || snap.KnownNodes != 5 || snap.Masters != 3 || snap.SlotsWithoutReplica != 5461 {
 		t.Errorf("cluster: ok %d known %d masters %d without replica %d",
 			snap.SlotsOK, snap.KnownNodes, snap.Masters, snap.SlotsWithoutReplica)
 	}
@@ -153,7 +155,7 @@ func views100Nodes(b *testing.B) []nodeView {
 	ids := make([]string, 100)
 	for i := range 50 {
 		ids[i], ids[50+i] = fmt.Sprintf("%040x", i), fmt.Sprintf("%040x", 1000+i)
-		first, last := i*SlotCount/50, (i+1)*SlotCount/50-1
+		first, last := i*redisproto.SlotCount/50, (i+1)*redisproto.SlotCount/50-1
 		fmt.Fprintf(&text, "%s 10.0.0.%d:6379@16379 master - 0 0 %d connected %d-%d\n", ids[i], i, i+1, first, last)
 		fmt.Fprintf(&text, "%s 10.0.1.%d:6379@16379 slave %s 0 0 %d connected\n", ids[50+i], i, ids[i], i+1)
 	}
@@ -202,7 +204,7 @@ func BenchmarkParseNodeView100Nodes(b *testing.B) {
 		if i == 0 {
 			flags = "myself,master"
 		}
-		first, last := i*SlotCount/50, (i+1)*SlotCount/50-1
+		first, last := i*redisproto.SlotCount/50, (i+1)*redisproto.SlotCount/50-1
 		fmt.Fprintf(&nodes, "%s 10.0.0.%d:6379@16379 %s - 0 1764000000000 %d connected %d-%d\n", master, i, flags, i+1, first, last)
 		fmt.Fprintf(&nodes, "%s 10.0.1.%d:6379@16379 slave %s 0 1764000000000 %d connected\n", replica, i, master, i+1)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
@@ -103,10 +104,10 @@ func TestValkey9AtomicSlotMigration(t *testing.T) {
 				s.expect(1, "redis_cluster_views_consistent"),
 			)
 		})
-		ev := log.wait(t, events.RedisSlotMigrationFinished, 1)
+		ev := log.wait(t, EventSlotMigrationFinished, 1)
 		t.Logf("%s slots, %d keys moved %s → %s: the source said success within %s (%d polls), the exporter %s after MIGRATESLOTS (in flight seen by the exporter: %v); event: %s",
 			slots, keys, m0.Addr, m1.Addr, moved.Round(time.Millisecond), polls, exporterSaw.Round(time.Millisecond), sawInFlight, ev.After)
-		log.want(t, events.RedisSlotMigrationStarted, 1)
+		log.want(t, EventSlotMigrationStarted, 1)
 		if !strings.Contains(ev.After, "slots 0-3000 (3001) "+m0.ID[:8]+" → "+m1.ID[:8]+": success") || ev.Subject.NodeID != m0.ID {
 			t.Errorf("finished event %+v", ev)
 		}
@@ -135,7 +136,7 @@ func TestValkey9AtomicSlotMigration(t *testing.T) {
 			}
 			return nil
 		})
-		log.wait(t, events.RedisSlotMigrationStarted, 2)
+		log.wait(t, EventSlotMigrationStarted, 2)
 		c.CLI(t, m1.Port, "CLUSTER", "CANCELSLOTMIGRATIONS")
 		cancelled := time.Now()
 		took = lab.RedisWaitFor(t, 10*time.Second, "cancelled migration in the exporter", func() error {
@@ -144,7 +145,7 @@ func TestValkey9AtomicSlotMigration(t *testing.T) {
 				s.expect(1, "redis_cluster_node_slot_migration_last_outcome", nodeLabels3(m1.Port, "outcome", "cancelled")...),
 				s.expect(0, "redis_cluster_slots_in_migration"))
 		})
-		ev := log.wait(t, events.RedisSlotMigrationCancelled, 1)
+		ev := log.wait(t, EventSlotMigrationCancelled, 1)
 		t.Logf("cancelled: seen %s after CANCELSLOTMIGRATIONS, %s after MIGRATESLOTS; event: %s",
 			took.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), ev.After)
 		_ = cancelled
@@ -167,14 +168,14 @@ func TestValkey9AtomicSlotMigration(t *testing.T) {
 			return firstError(finished("failed", 1)(),
 				s.expect(1, "redis_cluster_node_slot_migration_last_outcome", nodeLabels3(m1.Port, "outcome", "failed")...))
 		})
-		ev := log.wait(t, events.RedisSlotMigrationFailed, 1)
+		ev := log.wait(t, EventSlotMigrationFailed, 1)
 		t.Logf("target %s (pid %d) killed: failure seen %s after the kill, %s after MIGRATESLOTS; event: %s",
 			m2.Addr, pid, took.Round(time.Millisecond), killed.Sub(start).Round(time.Millisecond)+took.Round(time.Millisecond), ev.After)
 		if ev.Subject.NodeID != m1.ID || !strings.Contains(ev.After, "→ "+m2.ID[:8]+": failed") {
 			t.Errorf("failed event %+v", ev)
 		}
 	})
-	log.want(t, events.RedisSlotMigrationStarted, 3)
+	log.want(t, EventSlotMigrationStarted, 3)
 
 	// The minimal ACL user (docs/redis.md) reads the jobs with
 	// +cluster|getslotmigrations; without it the rest is read, the
@@ -235,7 +236,7 @@ func loadKeys(t *testing.T, c *lab.RedisCluster, port, first, last, n int) {
 	value := strings.Repeat("v", 100)
 	for i, written := 0, 0; written < n; i++ {
 		key := "migrate:" + strconv.Itoa(i)
-		if slot := KeySlot(key); slot < first || slot > last {
+		if slot := redisproto.KeySlot(key); slot < first || slot > last {
 			continue
 		}
 		fmt.Fprintf(&b, "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", len(key), key, len(value), value)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 func TestMigrationAPIOf(t *testing.T) {
@@ -127,7 +129,7 @@ func FuzzParseSlotSpans(f *testing.F) {
 			return
 		}
 		for _, s := range spans {
-			if s.First < 0 || s.Last >= SlotCount || s.First > s.Last {
+			if s.First < 0 || s.Last >= redisproto.SlotCount || s.First > s.Last {
 				t.Fatalf("%q: span %+v", text, s)
 			}
 		}

@@ -3,6 +3,7 @@ package redis
 import (
 	"fmt"
 
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
@@ -38,8 +39,8 @@ func slotMoves(s *Snapshot, byID map[string]*Node) (moves []model.SlotMove, more
 		}
 		for _, sp := range job.Slots {
 			m.Bands = append(m.Bands, model.MoveBand{First: sp.First, Last: sp.Last,
-				Left:    fmt.Sprintf("%.4f", float64(sp.First)*100/SlotCount),
-				Percent: fmt.Sprintf("%.4f", float64(sp.Last-sp.First+1)*100/SlotCount)})
+				Left:    fmt.Sprintf("%.4f", float64(sp.First)*100/redisproto.SlotCount),
+				Percent: fmt.Sprintf("%.4f", float64(sp.Last-sp.First+1)*100/redisproto.SlotCount)})
 		}
 		moves = append(moves, m)
 	}

@@ -5,17 +5,19 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // mergeSlotOwnersBySlot is mergeSlotOwners as it was first written: every
 // view painted into a full slot table and compared slot by slot. It is the
 // reference the faster version must agree with.
-func mergeSlotOwnersBySlot(views []nodeView, members map[string]bool) (owners [SlotCount]string, disputed []int) {
-	var epochs [SlotCount]uint64
-	var claimed, differs [SlotCount]bool
-	var first, current [SlotCount]string
+func mergeSlotOwnersBySlot(views []nodeView, members map[string]bool) (owners [redisproto.SlotCount]string, disputed []int) {
+	var epochs [redisproto.SlotCount]uint64
+	var claimed, differs [redisproto.SlotCount]bool
+	var first, current [redisproto.SlotCount]string
 	for vi := range views {
-		current = [SlotCount]string{}
+		current = [redisproto.SlotCount]string{}
 		for _, line := range views[vi].Nodes {
 			if !members[line.ID] {
 				continue
@@ -58,7 +60,7 @@ func randomSlotViews(r *rand.Rand, nodes, views int) ([]nodeView, map[string]boo
 	}
 	cuts := []int{0}
 	for len(cuts) < nodes {
-		cuts = append(cuts, 1+r.IntN(SlotCount-1))
+		cuts = append(cuts, 1+r.IntN(redisproto.SlotCount-1))
 	}
 	slices.Sort(cuts)
 	cuts = slices.Compact(cuts)
@@ -66,7 +68,7 @@ func randomSlotViews(r *rand.Rand, nodes, views int) ([]nodeView, map[string]boo
 	for i := range base {
 		base[i] = clusterNodeLine{ID: ids[i], ConfigEpoch: uint64(i + 1)}
 		if i < len(cuts) {
-			last := SlotCount - 1
+			last := redisproto.SlotCount - 1
 			if i+1 < len(cuts) {
 				last = cuts[i+1] - 1
 			}
@@ -90,8 +92,8 @@ func randomSlotViews(r *rand.Rand, nodes, views int) ([]nodeView, map[string]boo
 			}
 		case 1: // another node claims some slots, with a higher epoch
 			l := &lines[r.IntN(nodes)]
-			first := r.IntN(SlotCount)
-			l.Slots = append(l.Slots, slotRange{first, min(first+r.IntN(50), SlotCount-1)})
+			first := r.IntN(redisproto.SlotCount)
+			l.Slots = append(l.Slots, slotRange{first, min(first+r.IntN(50), redisproto.SlotCount-1)})
 			l.ConfigEpoch += uint64(nodes)
 		case 2: // a node's slots are unassigned in this view
 			lines[r.IntN(nodes)].Slots = nil

@@ -10,6 +10,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // Slot ownership has one rule, mergeViews: members only (by the majority
@@ -27,7 +28,7 @@ const NoOwner = "-"
 // they list, merged by the one slot-ownership rule. It is what the slot
 // command prints, and names the owner /metrics would for the same replies.
 // cfg must have its defaults applied (config.Config.Complete).
-func ReadSlotOwners(ctx context.Context, cfg config.RedisCluster) (*[SlotCount]string, error) {
+func ReadSlotOwners(ctx context.Context, cfg config.RedisCluster) (*[redisproto.SlotCount]string, error) {
 	s, err := newSource(cfg, log.NewNopLogger())
 	if err != nil {
 		return nil, err
@@ -45,12 +46,12 @@ func ReadSlotOwners(ctx context.Context, cfg config.RedisCluster) (*[SlotCount]s
 
 // slotOwnerAddrs maps every slot to its owner's address, NoOwner where
 // there is none.
-func (s *Snapshot) slotOwnerAddrs() *[SlotCount]string {
+func (s *Snapshot) slotOwnerAddrs() *[redisproto.SlotCount]string {
 	addrs := make(map[string]string, len(s.Nodes))
 	for _, n := range s.Nodes {
 		addrs[n.ID] = n.Addr
 	}
-	owners := new([SlotCount]string)
+	owners := new([redisproto.SlotCount]string)
 	for _, r := range s.SlotRanges {
 		addr := addrs[r.Owner]
 		if r.Owner == "" || addr == "" {
@@ -101,8 +102,8 @@ type Master struct {
 
 // SlotMap is which master owns each slot, by the one slot-ownership rule.
 type SlotMap struct {
-	owners  *[SlotCount]string // node ids, "" unassigned
-	masters map[string]Master  // by id, the masters that own slots
+	owners  *[redisproto.SlotCount]string // node ids, "" unassigned
+	masters map[string]Master             // by id, the masters that own slots
 }
 
 // NewSlotMap merges the views by the rule the watcher's snapshot uses.
@@ -126,7 +127,7 @@ func NewSlotMap(views []ClusterView) (*SlotMap, error) {
 
 // Owner returns the master owning slot, false if the slot is unassigned.
 func (m *SlotMap) Owner(slot int) (Master, bool) {
-	if slot < 0 || slot >= SlotCount || m.owners[slot] == "" {
+	if slot < 0 || slot >= redisproto.SlotCount || m.owners[slot] == "" {
 		return Master{}, false
 	}
 	return m.masters[m.owners[slot]], true

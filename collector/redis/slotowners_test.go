@@ -3,6 +3,8 @@ package redis
 import (
 	"errors"
 	"testing"
+
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // The write canary's slot map (NewSlotMap) and the slot command's owners
@@ -77,11 +79,11 @@ func TestSlotOwnershipOneRule(t *testing.T) {
 func TestSlotOwnerAddrsNoOwner(t *testing.T) {
 	snap := &Snapshot{
 		Nodes:      []Node{{ID: "a", Addr: "127.0.0.1:1"}, {ID: "b"}},
-		SlotRanges: []SlotRange{{0, 99, "a"}, {100, 199, ""}, {200, SlotCount - 1, "b"}},
+		SlotRanges: []SlotRange{{0, 99, "a"}, {100, 199, ""}, {200, redisproto.SlotCount - 1, "b"}},
 	}
 	addrs := snap.slotOwnerAddrs()
-	if addrs[0] != "127.0.0.1:1" || addrs[99] != "127.0.0.1:1" || addrs[100] != NoOwner || addrs[SlotCount-1] != NoOwner {
-		t.Errorf("owners: %s %s %s %s", addrs[0], addrs[99], addrs[100], addrs[SlotCount-1])
+	if addrs[0] != "127.0.0.1:1" || addrs[99] != "127.0.0.1:1" || addrs[100] != NoOwner || addrs[redisproto.SlotCount-1] != NoOwner {
+		t.Errorf("owners: %s %s %s %s", addrs[0], addrs[99], addrs[100], addrs[redisproto.SlotCount-1])
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // SlotStat is one slot's counters from CLUSTER SLOT-STATS. CPU time and
@@ -214,7 +215,7 @@ func slotStatEntries(reply rueidis.RedisResult) ([]slotStatEntry, error) {
 func hottestSlots(entries []slotStatEntry, metric string, top int) ([]SlotStat, error) {
 	var out []SlotStat
 	for _, e := range entries {
-		if e.slot < 0 || e.slot >= SlotCount {
+		if e.slot < 0 || e.slot >= redisproto.SlotCount {
 			return nil, fmt.Errorf("slot %d out of range", e.slot)
 		}
 		value, ok := e.fields[metric]

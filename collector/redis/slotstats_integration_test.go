@@ -15,6 +15,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // lockedBuffer is a log sink the test reads while the watcher writes.
@@ -102,7 +103,7 @@ func testHotSlotsValkey(t *testing.T) {
 	tags := map[int]string{}   // slot -> hash tag
 	for i := 0; len(tags) < len(masters)*len(counts); i++ {
 		tag := "hs" + strconv.Itoa(i)
-		slot := KeySlot(tag)
+		slot := redisproto.KeySlot(tag)
 		if _, taken := tags[slot]; taken {
 			continue
 		}

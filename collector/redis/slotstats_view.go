@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
@@ -20,22 +21,44 @@ const maxHotSlots = 10
 // (DBSIZE minus those) are shared evenly among its other slots, which is
 // all the exporter knows of them. nil when no master's slot stats were read.
 func keyMap(s *Snapshot) *model.KeyMap {
-	byID := make(map[string]*Node, len(s.Nodes))
 	read := false
 	for i := range s.Nodes {
-		n := &s.Nodes[i]
-		byID[n.ID] = n
-		read = read || n.SlotStats != nil
+		read = read || s.Nodes[i].SlotStats != nil
 	}
 	if !read {
 		return nil
 	}
 	km := &model.KeyMap{}
-	// Per slot: the exact count where known, else the owner's share.
-	exact := map[int]int64{}
-	var hot []SlotStat
-	owners := map[int]*Node{}
-	share := map[string]float64{}
+	keys := countSlotKeys(s)
+	km.Usage = keys.usage
+	bandKeys, hottest := keys.bands(s.SlotRanges)
+	const width = redisproto.SlotCount / keyBands
+	most := slices.Max(bandKeys)
+	for b := range keyBands {
+		band := model.KeyBand{First: b * width, Last: (b+1)*width - 1, Keys: int64(bandKeys[b] + 0.5),
+			Color: keyShade(bandKeys[b], most), Percent: fmt.Sprintf("%.4f", 100.0/keyBands), Hottest: hottest[b]}
+		if hottest[b] >= 0 {
+			band.HottestKeys = keys.exact[hottest[b]]
+		}
+		km.Bands = append(km.Bands, band)
+	}
+	km.Hot = keys.hotRows()
+	return km
+}
+
+// slotKeyCounts is what keyMap knows of the slots' keys: per slot, the exact
+// count where known (exact, with the slot's owner), else the owner's share
+// of its other keys (share, by master id).
+type slotKeyCounts struct {
+	exact  map[int]int64
+	owners map[int]*Node
+	share  map[string]float64
+	hot    []SlotStat
+	usage  bool // some master's slot stats have usage figures
+}
+
+func countSlotKeys(s *Snapshot) slotKeyCounts {
+	k := slotKeyCounts{exact: map[int]int64{}, owners: map[int]*Node{}, share: map[string]float64{}}
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
 		if n.Role != RoleMaster || n.Slots == 0 || !n.Reachable {
@@ -44,48 +67,50 @@ func keyMap(s *Snapshot) *model.KeyMap {
 		rest := n.Keys
 		others := n.Slots
 		if st := n.SlotStats; st != nil {
-			km.Usage = km.Usage || st.Usage
+			k.usage = k.usage || st.Usage
 			for _, h := range st.ByKeys {
-				exact[h.Slot] = h.Keys
-				owners[h.Slot] = n
+				k.exact[h.Slot] = h.Keys
+				k.owners[h.Slot] = n
 				rest -= h.Keys
 				others--
-				hot = append(hot, h)
+				k.hot = append(k.hot, h)
 			}
 		}
 		if others > 0 && rest > 0 {
-			share[n.ID] = float64(rest) / float64(others)
+			k.share[n.ID] = float64(rest) / float64(others)
 		}
 	}
-	bandKeys := make([]float64, keyBands)
-	hottest := make([]int, keyBands)
+	return k
+}
+
+// bands adds up the keys of each band's slots, and finds each band's
+// hottest slot of exact count (-1 for none).
+func (k *slotKeyCounts) bands(ranges []SlotRange) (bandKeys []float64, hottest []int) {
+	bandKeys = make([]float64, keyBands)
+	hottest = make([]int, keyBands)
 	for b := range hottest {
 		hottest[b] = -1
 	}
-	const width = SlotCount / keyBands
-	for _, r := range s.SlotRanges {
+	const width = redisproto.SlotCount / keyBands
+	for _, r := range ranges {
 		for slot := r.First; slot <= r.Last; slot++ {
 			b := slot / width
-			if keys, ok := exact[slot]; ok {
+			if keys, ok := k.exact[slot]; ok {
 				bandKeys[b] += float64(keys)
-				if hottest[b] < 0 || keys > exact[hottest[b]] {
+				if hottest[b] < 0 || keys > k.exact[hottest[b]] {
 					hottest[b] = slot
 				}
 				continue
 			}
-			bandKeys[b] += share[r.Owner]
+			bandKeys[b] += k.share[r.Owner]
 		}
 	}
-	most := slices.Max(bandKeys)
-	for b := range keyBands {
-		band := model.KeyBand{First: b * width, Last: (b+1)*width - 1, Keys: int64(bandKeys[b] + 0.5),
-			Color: keyShade(bandKeys[b], most), Percent: fmt.Sprintf("%.4f", 100.0/keyBands), Hottest: hottest[b]}
-		if hottest[b] >= 0 {
-			band.HottestKeys = exact[hottest[b]]
-		}
-		km.Bands = append(km.Bands, band)
-	}
-	slices.SortFunc(hot, func(a, b SlotStat) int {
+	return bandKeys, hottest
+}
+
+// hotRows is the table of the hottest slots, most keys first.
+func (k *slotKeyCounts) hotRows() []model.HotSlot {
+	slices.SortFunc(k.hot, func(a, b SlotStat) int {
 		if a.Keys != b.Keys {
 			if a.Keys > b.Keys {
 				return -1
@@ -94,15 +119,16 @@ func keyMap(s *Snapshot) *model.KeyMap {
 		}
 		return a.Slot - b.Slot
 	})
-	for _, h := range hot[:min(len(hot), maxHotSlots)] {
-		row := model.HotSlot{Slot: h.Slot, Keys: h.Keys, Owner: owners[h.Slot].Addr}
-		if owners[h.Slot].SlotStats.Usage {
+	var rows []model.HotSlot
+	for _, h := range k.hot[:min(len(k.hot), maxHotSlots)] {
+		row := model.HotSlot{Slot: h.Slot, Keys: h.Keys, Owner: k.owners[h.Slot].Addr}
+		if k.owners[h.Slot].SlotStats.Usage {
 			row.CPU = fmt.Sprintf("%.3f s", float64(h.CPUMicroseconds)/1e6)
 			row.NetworkIn, row.NetworkOut = byteSize(h.NetworkBytesIn), byteSize(h.NetworkBytesOut)
 		}
-		km.Hot = append(km.Hot, row)
+		rows = append(rows, row)
 	}
-	return km
+	return rows
 }
 
 // keyShade is a band's colour: from a pale blue-grey for no keys to a dark

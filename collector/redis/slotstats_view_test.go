@@ -3,6 +3,8 @@ package redis
 import (
 	"testing"
 	"time"
+
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // TestKeyMap: the slot map shaded by keys. Master B (slots 8192-16383, 8,300
@@ -23,7 +25,7 @@ func TestKeyMap(t *testing.T) {
 		t.Fatalf("key map %+v, want %d bands", km, keyBands)
 	}
 	share := 300.0 / 8190
-	const width = SlotCount / keyBands
+	const width = redisproto.SlotCount / keyBands
 	for i, band := range km.Bands {
 		if band.First != i*width || band.Last != (i+1)*width-1 {
 			t.Errorf("band %d covers %d-%d", i, band.First, band.Last)

@@ -28,10 +28,10 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 	},
 	Events: func(s *Snapshot) []events.Event { return s.Events.All() },
 	EventKinds: []events.Kind{
-		events.RedisNodePFail, events.RedisNodeFail, events.RedisNodeRecovered, events.RedisNodeState,
-		events.RedisPromotion, events.RedisRoleChange, events.RedisSlotsMoved, events.RedisClusterState,
-		events.RedisNodeJoined, events.RedisNodeLeft, events.RedisForeignNodeSeen, events.RedisForeignNodeGone,
-		events.RedisSlotMigrationStarted, events.RedisSlotMigrationFinished, events.RedisSlotMigrationFailed, events.RedisSlotMigrationCancelled,
+		EventNodePFail, EventNodeFail, EventNodeRecovered, EventNodeState,
+		EventPromotion, EventRoleChange, EventSlotsMoved, EventClusterState,
+		EventNodeJoined, EventNodeLeft, EventForeignNodeSeen, EventForeignNodeGone,
+		EventSlotMigrationStarted, EventSlotMigrationFinished, EventSlotMigrationFailed, EventSlotMigrationCancelled,
 		events.EventsTruncated,
 	},
 	NewCollector: func() system.Collector[Snapshot, config.RedisCluster] {

@@ -58,7 +58,7 @@ func carryTransitions(prev, next *Snapshot) {
 func transitionEvents(prev, next *Snapshot) {
 	at := next.ReadAt
 	if prev.StateOK != next.StateOK {
-		next.Events.Add(at, events.RedisClusterState, events.Subject{}, clusterStateText(prev.StateOK), clusterStateText(next.StateOK))
+		next.Events.Add(at, EventClusterState, events.Subject{}, clusterStateText(prev.StateOK), clusterStateText(next.StateOK))
 	}
 	before := make(map[string]*Node, len(prev.Nodes))
 	for i := range prev.Nodes {
@@ -71,35 +71,35 @@ func transitionEvents(prev, next *Snapshot) {
 		subject := events.NodeSubject(n.ID, n.Addr)
 		p, ok := before[n.ID]
 		if !ok {
-			next.Events.Add(at, events.RedisNodeJoined, subject, "", roleText(n))
+			next.Events.Add(at, EventNodeJoined, subject, "", roleText(n))
 			continue
 		}
 		if p.State != n.State {
-			kind := events.RedisNodeState // handshake, noaddr
+			kind := EventNodeState // handshake, noaddr
 			switch n.State {
 			case NodeStatePFail:
-				kind = events.RedisNodePFail
+				kind = EventNodePFail
 			case NodeStateFail:
-				kind = events.RedisNodeFail
+				kind = EventNodeFail
 			case NodeStateOK:
-				kind = events.RedisNodeRecovered
+				kind = EventNodeRecovered
 			}
 			next.Events.Add(at, kind, subject, string(p.State), string(n.State))
 		}
 		if p.Role != n.Role || p.MasterID != n.MasterID {
-			kind := events.RedisRoleChange
+			kind := EventRoleChange
 			if p.Role == RoleReplica && n.Role == RoleMaster && n.Slots > 0 {
-				kind = events.RedisPromotion
+				kind = EventPromotion
 			}
 			next.Events.Add(at, kind, subject, roleText(p), roleText(n))
 		}
 		if p.Slots != n.Slots {
-			next.Events.Add(at, events.RedisSlotsMoved, subject, strconv.Itoa(p.Slots), strconv.Itoa(n.Slots))
+			next.Events.Add(at, EventSlotsMoved, subject, strconv.Itoa(p.Slots), strconv.Itoa(n.Slots))
 		}
 	}
 	for i := range prev.Nodes {
 		if p := &prev.Nodes[i]; !seen[p.ID] {
-			next.Events.Add(at, events.RedisNodeLeft, events.NodeSubject(p.ID, p.Addr), roleText(p), "")
+			next.Events.Add(at, EventNodeLeft, events.NodeSubject(p.ID, p.Addr), roleText(p), "")
 		}
 	}
 	foreignBefore := make(map[string]bool, len(prev.Foreign))
@@ -110,12 +110,12 @@ func transitionEvents(prev, next *Snapshot) {
 	for _, f := range next.Foreign {
 		foreignNow[f.ID] = true
 		if !foreignBefore[f.ID] {
-			next.Events.Add(at, events.RedisForeignNodeSeen, events.NodeSubject(f.ID, f.Addr), "", string(f.Reason))
+			next.Events.Add(at, EventForeignNodeSeen, events.NodeSubject(f.ID, f.Addr), "", string(f.Reason))
 		}
 	}
 	for _, f := range prev.Foreign {
 		if !foreignNow[f.ID] {
-			next.Events.Add(at, events.RedisForeignNodeGone, events.NodeSubject(f.ID, f.Addr), string(f.Reason), "")
+			next.Events.Add(at, EventForeignNodeGone, events.NodeSubject(f.ID, f.Addr), string(f.Reason), "")
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
@@ -140,7 +141,7 @@ func slotStrip(s *Snapshot, byID map[string]*Node) []model.SlotRun {
 	ownerIndex := make(map[string]int)
 	for _, r := range s.SlotRanges {
 		run := model.SlotRun{First: r.First, Last: r.Last, Owner: "unassigned", State: "unassigned", Color: colorUnassigned,
-			Percent: fmt.Sprintf("%.4f", float64(r.Last-r.First+1)*100/SlotCount)}
+			Percent: fmt.Sprintf("%.4f", float64(r.Last-r.First+1)*100/redisproto.SlotCount)}
 		if n := byID[r.Owner]; n != nil {
 			i, seen := ownerIndex[r.Owner]
 			if !seen {

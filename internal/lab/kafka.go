@@ -93,27 +93,8 @@ func StartKafka(t testing.TB, opts KafkaOptions) *KafkaCluster {
 	if nodes <= 0 {
 		nodes = 3
 	}
-	base := opts.BasePort
-	if base == 0 {
-		var offsets []int
-		for i := range nodes {
-			offsets = append(offsets, i, 100+i)
-			if opts.Security != "" {
-				offsets = append(offsets, 200+i)
-			}
-		}
-		base = PickBasePort(t, offsets...)
-	}
-	version := opts.Version
-	if version == "" {
-		version = DefaultKafkaVersion
-	}
-	if !slices.Contains(KafkaVersions, version) {
-		t.Fatalf("lab: Kafka version %q: the lab runs %v", version, KafkaVersions)
-	}
-	if opts.ZooKeeper && version != "3.9" {
-		t.Fatalf("lab: Kafka %s has no ZooKeeper mode; only 3.9 in the lab", version)
-	}
+	base := kafkaBasePort(t, opts, nodes)
+	version := kafkaVersion(t, opts)
 	c := &KafkaCluster{
 		script:   filepath.Join(RepoRoot(t), "scripts", "kafka", "cluster.sh"),
 		dir:      filepath.Join(t.TempDir(), "kafka"),
@@ -127,29 +108,7 @@ func StartKafka(t testing.TB, opts KafkaOptions) *KafkaCluster {
 	if opts.ZooKeeper {
 		mode = "zookeeper"
 	}
-	c.env = append([]string{
-		"KAFKA_LAB_DIR=" + c.dir,
-		"KAFKA_LAB_BASE_PORT=" + strconv.Itoa(base),
-		"KAFKA_LAB_NODES=" + strconv.Itoa(nodes),
-		"KAFKA_LAB_VERSION=" + version,
-		"KAFKA_LAB_MODE=" + mode,
-		// The script's watchdog stops the cluster if this test binary dies
-		// without running its cleanups (go test -timeout, SIGKILL).
-		"KAFKA_LAB_OWNER_PID=" + strconv.Itoa(os.Getpid()),
-	}, opts.Env...)
-	for _, kv := range [][2]string{
-		{"KAFKA_LAB_SECURITY", opts.Security},
-		{"KAFKA_LAB_TLS_DIR", opts.TLSDir},
-		{"KAFKA_LAB_USERS_FILE", opts.UsersFile},
-		{"KAFKA_LAB_CLIENT_AUTH", opts.ClientAuth},
-	} {
-		if kv[1] != "" {
-			c.env = append(c.env, kv[0]+"="+kv[1])
-		}
-	}
-	if opts.Authorizer {
-		c.env = append(c.env, "KAFKA_LAB_AUTHORIZER=1")
-	}
+	c.env = kafkaEnv(c, opts, mode)
 
 	// Registered after t.TempDir, so it runs before the directory is removed.
 	t.Cleanup(func() {
@@ -175,6 +134,68 @@ func StartKafka(t testing.TB, opts KafkaOptions) *KafkaCluster {
 	t.Logf("lab: kafka %s (%s) %d nodes up in %s at %s (state in %s)",
 		version, mode, nodes, time.Since(start).Round(time.Millisecond), strings.Join(c.Bootstrap(), ","), c.dir)
 	return c
+}
+
+// kafkaBasePort is opts.BasePort, or a free base for the nodes' ports
+// (broker, controller, and with security a third listener).
+func kafkaBasePort(t testing.TB, opts KafkaOptions, nodes int) int {
+	t.Helper()
+	if opts.BasePort != 0 {
+		return opts.BasePort
+	}
+	var offsets []int
+	for i := range nodes {
+		offsets = append(offsets, i, 100+i)
+		if opts.Security != "" {
+			offsets = append(offsets, 200+i)
+		}
+	}
+	return PickBasePort(t, offsets...)
+}
+
+// kafkaVersion is the version opts asks for, checked against what the lab
+// runs.
+func kafkaVersion(t testing.TB, opts KafkaOptions) string {
+	t.Helper()
+	version := opts.Version
+	if version == "" {
+		version = DefaultKafkaVersion
+	}
+	if !slices.Contains(KafkaVersions, version) {
+		t.Fatalf("lab: Kafka version %q: the lab runs %v", version, KafkaVersions)
+	}
+	if opts.ZooKeeper && version != "3.9" {
+		t.Fatalf("lab: Kafka %s has no ZooKeeper mode; only 3.9 in the lab", version)
+	}
+	return version
+}
+
+// kafkaEnv is cluster.sh's environment for the cluster c.
+func kafkaEnv(c *KafkaCluster, opts KafkaOptions, mode string) []string {
+	env := append([]string{
+		"KAFKA_LAB_DIR=" + c.dir,
+		"KAFKA_LAB_BASE_PORT=" + strconv.Itoa(c.basePort),
+		"KAFKA_LAB_NODES=" + strconv.Itoa(c.nodes),
+		"KAFKA_LAB_VERSION=" + c.version,
+		"KAFKA_LAB_MODE=" + mode,
+		// The script's watchdog stops the cluster if this test binary dies
+		// without running its cleanups (go test -timeout, SIGKILL).
+		"KAFKA_LAB_OWNER_PID=" + strconv.Itoa(os.Getpid()),
+	}, opts.Env...)
+	for _, kv := range [][2]string{
+		{"KAFKA_LAB_SECURITY", opts.Security},
+		{"KAFKA_LAB_TLS_DIR", opts.TLSDir},
+		{"KAFKA_LAB_USERS_FILE", opts.UsersFile},
+		{"KAFKA_LAB_CLIENT_AUTH", opts.ClientAuth},
+	} {
+		if kv[1] != "" {
+			env = append(env, kv[0]+"="+kv[1])
+		}
+	}
+	if opts.Authorizer {
+		env = append(env, "KAFKA_LAB_AUTHORIZER=1")
+	}
+	return env
 }
 
 func (c *KafkaCluster) run(timeout time.Duration, args ...string) RunResult {

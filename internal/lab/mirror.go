@@ -127,29 +127,7 @@ func StartMirror(t testing.TB, o MirrorOptions) *Mirror {
 	if o.IdentityPolicy {
 		policy = "identity"
 	}
-	m.env = []string{
-		"MIRROR_LAB_DIR=" + m.dir,
-		"MIRROR_LAB_SOURCE_BOOTSTRAP=" + strings.Join(o.Source.InternalBootstrap(), ","),
-		"MIRROR_LAB_TARGET_BOOTSTRAP=" + strings.Join(o.Target.InternalBootstrap(), ","),
-		"MIRROR_LAB_SOURCE_ALIAS=" + m.sourceAlias,
-		"MIRROR_LAB_TARGET_ALIAS=" + m.targetAlias,
-		"MIRROR_LAB_POLICY=" + policy,
-		// The script's watchdog stops MirrorMaker if this test binary dies
-		// without running its cleanups.
-		"MIRROR_LAB_OWNER_PID=" + strconv.Itoa(os.Getpid()),
-	}
-	if o.Topics != "" {
-		m.env = append(m.env, "MIRROR_LAB_TOPICS="+o.Topics)
-	}
-	if o.Groups != "" {
-		m.env = append(m.env, "MIRROR_LAB_GROUPS="+o.Groups)
-	}
-	if o.Separator != "" {
-		m.env = append(m.env, "MIRROR_LAB_SEPARATOR="+o.Separator)
-	}
-	if o.OffsetLagMax > 0 {
-		m.env = append(m.env, "MIRROR_LAB_OFFSET_LAG_MAX="+strconv.Itoa(o.OffsetLagMax))
-	}
+	m.env = mirrorEnv(m, o, policy)
 	if o.Connect {
 		port := PickBasePort(t, 0)
 		m.connectURL = "http://127.0.0.1:" + strconv.Itoa(port)
@@ -191,6 +169,35 @@ func StartMirror(t testing.TB, o MirrorOptions) *Mirror {
 		m.sourceAlias, m.targetAlias, policy, m.mode(), m.startTook.Round(time.Millisecond), heartbeats,
 		time.Since(start).Round(time.Millisecond), m.dir)
 	return m
+}
+
+// mirrorEnv is mirror.sh's environment for m, but for the Connect mode's
+// and o.Env.
+func mirrorEnv(m *Mirror, o MirrorOptions, policy string) []string {
+	env := []string{
+		"MIRROR_LAB_DIR=" + m.dir,
+		"MIRROR_LAB_SOURCE_BOOTSTRAP=" + strings.Join(o.Source.InternalBootstrap(), ","),
+		"MIRROR_LAB_TARGET_BOOTSTRAP=" + strings.Join(o.Target.InternalBootstrap(), ","),
+		"MIRROR_LAB_SOURCE_ALIAS=" + m.sourceAlias,
+		"MIRROR_LAB_TARGET_ALIAS=" + m.targetAlias,
+		"MIRROR_LAB_POLICY=" + policy,
+		// The script's watchdog stops MirrorMaker if this test binary dies
+		// without running its cleanups.
+		"MIRROR_LAB_OWNER_PID=" + strconv.Itoa(os.Getpid()),
+	}
+	if o.Topics != "" {
+		env = append(env, "MIRROR_LAB_TOPICS="+o.Topics)
+	}
+	if o.Groups != "" {
+		env = append(env, "MIRROR_LAB_GROUPS="+o.Groups)
+	}
+	if o.Separator != "" {
+		env = append(env, "MIRROR_LAB_SEPARATOR="+o.Separator)
+	}
+	if o.OffsetLagMax > 0 {
+		env = append(env, "MIRROR_LAB_OFFSET_LAG_MAX="+strconv.Itoa(o.OffsetLagMax))
+	}
+	return env
 }
 
 func (m *Mirror) mode() string {

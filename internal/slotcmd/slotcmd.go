@@ -11,6 +11,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // Run prints "KEY SLOT" for every key, in order, or "KEY SLOT ADDR" when
@@ -24,7 +25,7 @@ func Run(ctx context.Context, out io.Writer, keys []string, cluster config.Redis
 	if len(keys) == 0 {
 		return errors.New("no keys given")
 	}
-	var owners *[redis.SlotCount]string
+	var owners *[redisproto.SlotCount]string
 	if len(cluster.Addrs) > 0 {
 		cfg := &config.Config{Redis: []config.RedisCluster{cluster}}
 		if err := cfg.Complete(); err != nil {
@@ -36,7 +37,7 @@ func Run(ctx context.Context, out io.Writer, keys []string, cluster config.Redis
 		}
 	}
 	for _, key := range keys {
-		slot := redis.KeySlot(key)
+		slot := redisproto.KeySlot(key)
 		var err error
 		if owners == nil {
 			_, err = fmt.Fprintf(out, "%s %d\n", key, slot)

@@ -11,6 +11,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/go-kit/log"
 
+	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
@@ -205,8 +206,8 @@ func TestKafkaCanaryFailover(t *testing.T) {
 		t.Errorf("%d acknowledged records lost, want 0", n)
 	}
 	// The event log says so, with the error kind.
-	if !slices.ContainsFunc(canaryEvents(elog, events.CanaryWriteFailing, -1), func(e events.Event) bool { return e.After == "NOT_ENOUGH_REPLICAS" }) {
-		t.Errorf("no write_failing event with NOT_ENOUGH_REPLICAS: %+v", canaryEvents(elog, events.CanaryWriteFailing, -1))
+	if !slices.ContainsFunc(canaryEvents(elog, canary.EventWriteFailing, -1), func(e events.Event) bool { return e.After == "NOT_ENOUGH_REPLICAS" }) {
+		t.Errorf("no write_failing event with NOT_ENOUGH_REPLICAS: %+v", canaryEvents(elog, canary.EventWriteFailing, -1))
 	}
 	t.Logf("FIGURE kafka canary under min ISR: %d NOT_ENOUGH_REPLICAS failures, %d acknowledged since the stop settled",
 		sum(w, any2, failuresOf("NOT_ENOUGH_REPLICAS")), sum(w, any2, acknowledged)-settled)
@@ -235,11 +236,11 @@ func TestKafkaCanaryFailover(t *testing.T) {
 	}
 	// Partition 0 refused writes under min ISR and takes them again: its
 	// newest write event is the recovery; nothing was logged lost.
-	failing, recovered := canaryEvents(elog, events.CanaryWriteFailing, 0), canaryEvents(elog, events.CanaryWriteRecovered, 0)
+	failing, recovered := canaryEvents(elog, canary.EventWriteFailing, 0), canaryEvents(elog, canary.EventWriteRecovered, 0)
 	if len(failing) == 0 || len(recovered) == 0 || recovered[0].Time.Before(failing[0].Time) {
 		t.Errorf("partition 0: write_failing %+v, write_recovered %+v, want the newest to be a recovery", failing, recovered)
 	}
-	if evs := canaryEvents(elog, events.CanaryAcknowledgedWritesLost, -1); len(evs) != 0 {
+	if evs := canaryEvents(elog, canary.EventAcknowledgedWritesLost, -1); len(evs) != 0 {
 		t.Errorf("acknowledged_writes_lost events with acks=all and min ISR 2: %+v", evs)
 	}
 }

@@ -19,9 +19,10 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
+	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
-	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/kafkaclient"
 )
 
 // source owns the canary's clients and what it knows of the records it
@@ -81,7 +82,7 @@ func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
 	if cfg.Canary.Interval <= 0 {
 		return nil, errors.New("canary interval must be positive; was config.Complete called?")
 	}
-	conf, err := kafka.SaramaConfig(cfg)
+	conf, err := kafkaclient.SaramaConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -393,10 +394,10 @@ func (s *source) apply(next *Snapshot, at time.Time, r produceResult) {
 	// and the e2e tests point users at it).
 	subject := s.subject(r.partition, r.leader)
 	if r.errKind != "" {
-		next.Events.Add(at, events.CanaryWriteFailing, subject, "", r.errKind)
+		next.Events.Add(at, canary.EventWriteFailing, subject, "", r.errKind)
 		level.Warn(s.logger).Log("msg", "canary write failing", "partition", r.partition, "leader", r.leader, "error", r.errKind, "err", r.err)
 	} else {
-		next.Events.Add(at, events.CanaryWriteRecovered, subject, s.lastError[r.partition], "")
+		next.Events.Add(at, canary.EventWriteRecovered, subject, s.lastError[r.partition], "")
 	}
 	s.lastError[r.partition] = r.errKind
 }
@@ -446,7 +447,7 @@ func (s *source) readBack(ctx context.Context, next *Snapshot, at time.Time, p i
 	for _, l := range leaders {
 		next.stats(p, l).Lost += lost[l]
 		// The subject is the broker that acknowledged the lost records.
-		next.Events.Add(at, events.CanaryAcknowledgedWritesLost, s.subject(p, l), "", strconv.FormatUint(lost[l], 10))
+		next.Events.Add(at, canary.EventAcknowledgedWritesLost, s.subject(p, l), "", strconv.FormatUint(lost[l], 10))
 		// Warn, with the new leader, for whoever reads the logs first.
 		level.Warn(s.logger).Log("msg", "acknowledged canary records lost", "partition", p, "acknowledged_by", l, "lost", lost[l], "leader", leader)
 	}

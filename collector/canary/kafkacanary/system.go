@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-kit/log"
 
+	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
@@ -45,7 +46,7 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 		return system.Source[Snapshot]{Refresh: src.round, Close: src.close}, nil
 	},
 	Events:     func(s *Snapshot) []events.Event { return s.Events.All() },
-	EventKinds: []events.Kind{events.CanaryWriteFailing, events.CanaryWriteRecovered, events.CanaryAcknowledgedWritesLost},
+	EventKinds: []events.Kind{canary.EventWriteFailing, canary.EventWriteRecovered, canary.EventAcknowledgedWritesLost},
 	NewCollector: func() system.Collector[Snapshot, config.KafkaCluster] {
 		return system.Unconfigured[Snapshot, config.KafkaCluster](NewCollector())
 	},

@@ -22,6 +22,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 func staticWatcher(t testing.TB, snap *Snapshot, err error) *watch.Watcher[Snapshot] {
@@ -171,7 +172,7 @@ func TestApplyCountsLostWrites(t *testing.T) {
 			// for the event log; no loss, no event.
 			var want []events.Event
 			if c.wantLost > 0 {
-				want = []events.Event{{Time: at, Kind: events.CanaryAcknowledgedWritesLost,
+				want = []events.Event{{Time: at, Kind: canary.EventAcknowledgedWritesLost,
 					Subject: events.NodeSubject(old.ID, old.Addr), After: strconv.FormatUint(c.wantLost, 10)}}
 			}
 			if got := next.Events.All(); !reflect.DeepEqual(got, want) {
@@ -219,7 +220,7 @@ func TestChooseKey(t *testing.T) {
 			idB + " 127.0.0.1:7001@17001 myself,master - 0 0 2 connected 12345\n",
 	})
 	key, slot, ok := src.chooseKey(idB, slots)
-	if !ok || slot != 12345 || redis.KeySlot(key) != 12345 || !strings.HasPrefix(key, "p:{") {
+	if !ok || slot != 12345 || redisproto.KeySlot(key) != 12345 || !strings.HasPrefix(key, "p:{") {
 		t.Errorf("chooseKey(B) = %q, slot %d, %v", key, slot, ok)
 	}
 	if again, _, _ := src.chooseKey(idB, slots); again != key {

@@ -12,11 +12,12 @@ import (
 
 	"github.com/go-kit/log"
 
+	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
-	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 const testInterval = 200 * time.Millisecond
@@ -215,15 +216,15 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 		}
 		// The event log has the loss once, about the old master, with the
 		// count the metric has, and the old master's writes failing.
-		if lost := canaryEvents(elog, events.CanaryAcknowledgedWritesLost, master.ID); len(lost) != 1 ||
+		if lost := canaryEvents(elog, canary.EventAcknowledgedWritesLost, master.ID); len(lost) != 1 ||
 			lost[0].System != "redis" || lost[0].Subject.Address != master.Addr || lost[0].After != strconv.FormatUint(old.Lost, 10) {
 			t.Errorf("acknowledged_writes_lost events of %s: %+v, want one with address %s and after %d", master.Addr, lost, master.Addr, old.Lost)
 		}
-		if failing := canaryEvents(elog, events.CanaryWriteFailing, master.ID); len(failing) == 0 {
+		if failing := canaryEvents(elog, canary.EventWriteFailing, master.ID); len(failing) == 0 {
 			t.Errorf("no write_failing event for the dead master %s", master.Addr)
 		}
 		for _, m := range masters[1:] {
-			if evs := canaryEvents(elog, events.CanaryAcknowledgedWritesLost, m.ID); len(evs) != 0 {
+			if evs := canaryEvents(elog, canary.EventAcknowledgedWritesLost, m.ID); len(evs) != 0 {
 				t.Errorf("acknowledged_writes_lost events for untouched master %s: %+v", m.Addr, evs)
 			}
 		}
@@ -269,13 +270,13 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 		if old.Lost != 0 {
 			t.Errorf("old master %s: %d acknowledged writes lost with WAIT on, want 0", master.Addr, old.Lost)
 		}
-		if evs := canaryEvents(elog, events.CanaryAcknowledgedWritesLost, master.ID); len(evs) != 0 {
+		if evs := canaryEvents(elog, canary.EventAcknowledgedWritesLost, master.ID); len(evs) != 0 {
 			t.Errorf("acknowledged_writes_lost events with WAIT on: %+v", evs)
 		}
 		// The paused replica makes writes fail as not_replicated. On a
 		// loaded machine a SET may also time out, and the kill ends with a
 		// connection error: some event, not a given one, says not_replicated.
-		if evs := canaryEvents(elog, events.CanaryWriteFailing, master.ID); !slices.ContainsFunc(evs, func(e events.Event) bool { return e.After == "not_replicated" }) {
+		if evs := canaryEvents(elog, canary.EventWriteFailing, master.ID); !slices.ContainsFunc(evs, func(e events.Event) bool { return e.After == "not_replicated" }) {
 			t.Errorf("write_failing events of %s: %+v, want one to say not_replicated", master.Addr, evs)
 		}
 		if atKill-atPause > 1 {
@@ -305,7 +306,7 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 		masters := c.Masters(t)
 		from, to := masters[0], masters[1]
 		key := stats(w, from.ID).Key
-		slot := strconv.Itoa(redis.KeySlot(key))
+		slot := strconv.Itoa(redisproto.KeySlot(key))
 		// The steps of redis-cli --cluster reshard, for the one slot.
 		c.CLI(t, to.Port, "CLUSTER", "SETSLOT", slot, "IMPORTING", from.ID)
 		c.CLI(t, from.Port, "CLUSTER", "SETSLOT", slot, "MIGRATING", to.ID)
@@ -322,8 +323,8 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 			return nil
 		})
 		newKey := stats(w, from.ID).Key
-		if !c.Node(t, from.Port).OwnsSlot(redis.KeySlot(newKey)) {
-			t.Errorf("new key %s of %s is in slot %d, which it does not own", newKey, from.Addr, redis.KeySlot(newKey))
+		if !c.Node(t, from.Port).OwnsSlot(redisproto.KeySlot(newKey)) {
+			t.Errorf("new key %s of %s is in slot %d, which it does not own", newKey, from.Addr, redisproto.KeySlot(newKey))
 		}
 		for id, m := range w.Current().Snapshot.Masters {
 			if m.Lost != 0 {

@@ -17,9 +17,11 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/redis/rueidis"
 
+	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // clientName is how the canary's connections show up in CLIENT LIST,
@@ -64,7 +66,7 @@ func newSource(cfg config.RedisCluster, logger log.Logger) (*source, error) {
 	if cfg.Canary.Interval <= 0 || cfg.CommandTimeout <= 0 || cfg.Canary.KeyTTL <= 0 {
 		return nil, errors.New("canary interval, key TTL and command timeout must be positive; was config.Complete called?")
 	}
-	option, err := redis.ClientOption(cfg)
+	option, err := redisproto.ClientOption(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +244,7 @@ func (s *source) apply(next *Snapshot, at time.Time, st *keyState, r writeResult
 		}
 		if lost > 0 {
 			next.master(st.owner, st.ownerAddr).Lost += lost
-			next.Events.Add(at, events.CanaryAcknowledgedWritesLost, events.NodeSubject(st.owner, st.ownerAddr), "", strconv.FormatUint(lost, 10))
+			next.Events.Add(at, canary.EventAcknowledgedWritesLost, events.NodeSubject(st.owner, st.ownerAddr), "", strconv.FormatUint(lost, 10))
 			level.Warn(s.logger).Log("msg", "acknowledged writes lost in a failover", "key", st.key, "lost", lost,
 				"old_master", st.owner, "old_address", st.ownerAddr, "acknowledged_up_to", st.acked,
 				"new_master", r.owner.ID, "new_address", r.owner.Addr, "found", r.found)
@@ -266,10 +268,10 @@ func (s *source) apply(next *Snapshot, at time.Time, st *keyState, r writeResult
 	}
 	if r.errKind != m.LastError {
 		if r.errKind != "" {
-			next.Events.Add(at, events.CanaryWriteFailing, events.NodeSubject(r.owner.ID, r.owner.Addr), "", r.errKind)
+			next.Events.Add(at, canary.EventWriteFailing, events.NodeSubject(r.owner.ID, r.owner.Addr), "", r.errKind)
 			level.Warn(s.logger).Log("msg", "canary write failing", "master", r.owner.ID, "address", r.owner.Addr, "error", r.errKind, "err", r.err)
 		} else {
-			next.Events.Add(at, events.CanaryWriteRecovered, events.NodeSubject(r.owner.ID, r.owner.Addr), m.LastError, "")
+			next.Events.Add(at, canary.EventWriteRecovered, events.NodeSubject(r.owner.ID, r.owner.Addr), m.LastError, "")
 		}
 	}
 	m.LastError = r.errKind
@@ -320,7 +322,7 @@ func (s *source) chooseKey(masterID string, slots *redis.SlotMap) (string, int, 
 	// found within a few times 16384 tags.
 	for i := range 1 << 20 {
 		tag := strconv.Itoa(i)
-		slot := redis.KeySlot(tag)
+		slot := redisproto.KeySlot(tag)
 		if owner, ok := slots.Owner(slot); ok && owner.ID == masterID {
 			return s.cfg.Canary.KeyPrefix + "{" + tag + "}", slot, true
 		}

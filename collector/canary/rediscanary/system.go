@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-kit/log"
 
+	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
@@ -41,7 +42,7 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 		return system.Source[Snapshot]{Refresh: src.round, Close: src.close}, nil
 	},
 	Events:     func(s *Snapshot) []events.Event { return s.Events.All() },
-	EventKinds: []events.Kind{events.CanaryWriteFailing, events.CanaryWriteRecovered, events.CanaryAcknowledgedWritesLost},
+	EventKinds: []events.Kind{canary.EventWriteFailing, canary.EventWriteRecovered, canary.EventAcknowledgedWritesLost},
 	NewCollector: func() system.Collector[Snapshot, config.RedisCluster] {
 		return system.Unconfigured[Snapshot, config.RedisCluster](NewCollector())
 	},

@@ -1,4 +1,4 @@
-package redis
+package redisproto
 
 import "testing"
 

@@ -1,6 +1,9 @@
-package redis
+package redisproto
 
 import "strings"
+
+// SlotCount is the number of hash slots in a Redis Cluster.
+const SlotCount = 16384
 
 // KeySlot returns the hash slot of key as Redis Cluster computes it:
 // CRC16/XMODEM of the key modulo 16384, where only the part between the

@@ -1,4 +1,4 @@
-package kafka
+package kafkaclient
 
 import (
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -11,16 +11,6 @@ import (
 // as the watcher's own clients have them, for another system that reads
 // the cluster (collector/mirror). The client keeps its own metadata.
 func FranzOptions(cfg config.KafkaCluster) ([]kgo.Opt, error) {
-	_, security, err := clientConfigs(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return append(security,
-		kgo.SeedBrokers(cfg.BootstrapServers...),
-		kgo.ClientID(cfg.ClientID),
-		kgo.DialTimeout(cfg.DialTimeout),
-		kgo.RequestTimeoutOverhead(cfg.RequestTimeout),
-		kgo.RetryTimeout(cfg.RequestTimeout),
-		kgo.RequestRetries(1),
-	), nil
+	_, opts, err := Configs(cfg)
+	return opts, err
 }

@@ -1,0 +1,59 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// KafkaVersion is a Kafka protocol version as sarama numbers it: major,
+// minor, very minor and patch, the last used only before 1.0 (0.11.0.2).
+// config checks versions without linking sarama; internal/kafkaclient's
+// tests hold ParseKafkaVersion to sarama.ParseKafkaVersion, which builds
+// the client from the same string.
+type KafkaVersion [4]uint
+
+// ParseKafkaVersion reads v as sarama.ParseKafkaVersion does: "0.a.b.c"
+// before 1.0, "a.b.c" from 1.0 on, ASCII digits only.
+func ParseKafkaVersion(v string) (KafkaVersion, bool) {
+	parts := strings.Split(v, ".")
+	var version KafkaVersion
+	fields := version[:3]
+	if strings.HasPrefix(v, "0") {
+		if len(parts) != 4 || parts[0] != "0" {
+			return KafkaVersion{}, false
+		}
+		parts, fields = parts[1:], version[1:]
+	}
+	if len(parts) != 3 {
+		return KafkaVersion{}, false
+	}
+	for i, part := range parts {
+		if part == "" || strings.Trim(part, "0123456789") != "" {
+			return KafkaVersion{}, false
+		}
+		n, err := strconv.ParseUint(part, 10, strconv.IntSize)
+		if err != nil {
+			return KafkaVersion{}, false
+		}
+		fields[i] = uint(n)
+	}
+	return version, true
+}
+
+// IsAtLeast reports whether v is other or later.
+func (v KafkaVersion) IsAtLeast(other KafkaVersion) bool {
+	for i := range v {
+		if v[i] != other[i] {
+			return v[i] > other[i]
+		}
+	}
+	return true
+}
+
+func (v KafkaVersion) String() string {
+	if v[0] == 0 {
+		return fmt.Sprintf("0.%d.%d.%d", v[1], v[2], v[3])
+	}
+	return fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2])
+}

@@ -1,0 +1,178 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Defaults of a Redis Cluster's own settings.
+const (
+	DefaultRedisClusterName    = "redis"
+	DefaultRedisCommandTimeout = 2 * time.Second
+)
+
+// RedisCluster describes one Redis Cluster to watch.
+type RedisCluster struct {
+	// Name is the value of the redis_cluster label.
+	Name string `yaml:"name"`
+	// Addrs are seed nodes; any reachable one is enough.
+	Addrs           []string      `yaml:"addrs" example:"[host:6379]"`
+	Username        string        `yaml:"username"`
+	Password        Secret        `yaml:"password"`
+	RefreshInterval time.Duration `yaml:"refresh_interval"`
+	RefreshTimeout  time.Duration `yaml:"refresh_timeout"`
+	DialTimeout     time.Duration `yaml:"dial_timeout"`
+	// BackdateLimit is how far back a failover or unserved-slots episode
+	// may start, at the exporter's first failed probe of the master that
+	// caused it (the outage clock, collector/episode/backdate.go). Set it
+	// above cluster-node-timeout plus a refresh.
+	BackdateLimit time.Duration `yaml:"backdate_limit"`
+	// CommandTimeout bounds each command sent to one node.
+	CommandTimeout time.Duration `yaml:"command_timeout"`
+	TLS            TLS           `yaml:"tls"`
+	// Canary writes to the cluster; it is off unless enabled.
+	Canary RedisCanary `yaml:"canary"`
+	// SlotStats reads each master's hottest slots; off unless top is set.
+	SlotStats RedisSlotStats `yaml:"slot_stats"`
+	// FailureBudget tunes what stopping a node or zone would do (budget_redis.go).
+	FailureBudget RedisBudget `yaml:"failure_budget"`
+}
+
+// RedisSlotStats configures the hot-slot series: CLUSTER SLOT-STATS
+// (Valkey 8.0+, Redis 8.2+) asked of every master on each refresh, for its
+// Top slots by key count, and by CPU time and network bytes where the
+// server has cluster-slot-stats-enabled on.
+type RedisSlotStats struct {
+	// Top is how many slots per master and per statistic are served; 0
+	// turns the series off.
+	Top int `yaml:"top"`
+}
+
+// MaxSlotStatsTop bounds slot_stats.top: the series are per slot, so their
+// number is top times the masters, per statistic.
+const MaxSlotStatsTop = 100
+
+// RedisCanary configures the Redis write canary: per master, one key in a
+// slot the master owns, SET with an increasing value every interval, and
+// after a promotion a read from the new master to count acknowledged
+// writes it does not have.
+type RedisCanary struct {
+	Enabled bool `yaml:"enabled"`
+	// Interval between two rounds of writes; default the refresh interval.
+	Interval time.Duration `yaml:"interval"`
+	// KeyPrefix starts every canary key; the canary touches no other key.
+	KeyPrefix string `yaml:"key_prefix"`
+	// KeyTTL is set on every write, so keys vanish when the canary stops.
+	KeyTTL time.Duration `yaml:"key_ttl"`
+	// Wait, if positive, follows each SET with WAIT 1 <Wait>: a write counts
+	// as acknowledged only once a replica has it.
+	Wait time.Duration `yaml:"wait" zero:"allowed"` // 0s: no WAIT after the SET
+}
+
+// Defaults of the write canaries.
+const (
+	DefaultRedisCanaryKeyPrefix = "__failover_exporter_canary:"
+	DefaultRedisCanaryKeyTTL    = time.Hour
+)
+
+func (r *RedisCluster) applyDefaults() {
+	if r.Name == "" {
+		r.Name = DefaultRedisClusterName
+	}
+	if r.RefreshInterval == 0 {
+		r.RefreshInterval = DefaultRefreshInterval
+	}
+	if r.RefreshTimeout == 0 {
+		r.RefreshTimeout = refreshTimeoutFor(r.RefreshInterval)
+	}
+	if r.DialTimeout == 0 {
+		r.DialTimeout = DefaultDialTimeout
+	}
+	if r.CommandTimeout == 0 {
+		r.CommandTimeout = DefaultRedisCommandTimeout
+	}
+	if r.BackdateLimit == 0 {
+		r.BackdateLimit = DefaultBackdateLimit
+	}
+	if r.Canary.Interval == 0 {
+		r.Canary.Interval = r.RefreshInterval
+	}
+	if r.Canary.KeyPrefix == "" {
+		r.Canary.KeyPrefix = DefaultRedisCanaryKeyPrefix
+	}
+	if r.Canary.KeyTTL == 0 {
+		r.Canary.KeyTTL = DefaultRedisCanaryKeyTTL
+	}
+}
+
+func (r *RedisCluster) validate() error {
+	var errs []error
+	if len(r.Addrs) == 0 {
+		errs = append(errs, errors.New("addrs is empty"))
+	}
+	for _, s := range r.Addrs {
+		if err := CheckAddr(s); err != nil {
+			errs = append(errs, fmt.Errorf("addr %w", err))
+		}
+	}
+	errs = append(errs, validateTimings(r.RefreshInterval, r.RefreshTimeout, r.DialTimeout, r.CommandTimeout, "command_timeout")...)
+	if err := r.FailureBudget.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkBackdateLimit(r.BackdateLimit); err != nil {
+		errs = append(errs, err)
+	}
+	if r.Password.IsSet() {
+		if err := r.Password.validate("password"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := r.TLS.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := r.Canary.validate(r.RefreshInterval); err != nil {
+		errs = append(errs, err)
+	}
+	if r.SlotStats.Top < 0 || r.SlotStats.Top > MaxSlotStatsTop {
+		errs = append(errs, fmt.Errorf("slot_stats.top %d must be between 0 (off) and %d", r.SlotStats.Top, MaxSlotStatsTop))
+	}
+	return errors.Join(errs...)
+}
+
+// validate checks the canary's settings; refreshInterval is the cluster's,
+// which the interval defaults to and which is checked (once) on its own.
+func (c RedisCanary) validate(refreshInterval time.Duration) error {
+	var errs []error
+	if c.Interval != refreshInterval {
+		if err := CheckRefreshInterval("canary.interval", c.Interval); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// The canary picks the hash tag itself; a brace in the prefix would
+	// become the tag and put every key in one slot.
+	if strings.ContainsAny(c.KeyPrefix, "{}") {
+		errs = append(errs, fmt.Errorf("canary.key_prefix %q must not contain { or }", c.KeyPrefix))
+	}
+	if c.KeyTTL < time.Second {
+		errs = append(errs, fmt.Errorf("canary.key_ttl %s is shorter than 1s", c.KeyTTL))
+	}
+	if c.Wait < 0 {
+		errs = append(errs, fmt.Errorf("canary.wait %s is negative", c.Wait))
+	}
+	// A round (topology, then SET and WAIT) must fit in the interval.
+	if c.Wait*2 > c.Interval {
+		errs = append(errs, fmt.Errorf("canary.wait %s is more than half of canary.interval %s", c.Wait, c.Interval))
+	}
+	return errors.Join(errs...)
+}
+
+// redisSection is the redis list of the file.
+var redisSection = NewSection(SectionSpec[RedisCluster]{
+	Key: "redis", Noun: "redis cluster",
+	List:     func(c *Config) *[]RedisCluster { return &c.Redis },
+	Defaults: (*RedisCluster).applyDefaults,
+	Name:     func(r *RedisCluster) string { return r.Name },
+	Validate: func(*Config) func(*RedisCluster) error { return (*RedisCluster).validate },
+})

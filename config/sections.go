@@ -1,0 +1,207 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+)
+
+// A Section is one system's list of clusters in the config file: its key,
+// what one entry is called in messages, and how an entry is completed.
+// Complete, the strict decoder and the type hints walk the sections table,
+// so a system's format is its file in this package and its entry there.
+type Section struct {
+	// Key is the file's top-level key: "kafka".
+	Key string
+	// Noun names one entry in messages: "kafka cluster", "mirror".
+	Noun string
+
+	typ      reflect.Type                 // []C
+	get      func(*Config) reflect.Value  // the entries, a []C
+	set      func(*Config, reflect.Value) // replaces them
+	complete func(*Config) func(i int) (name string, nameErr, err error)
+}
+
+// SectionSpec describes a section of entries of type C.
+type SectionSpec[C any] struct {
+	Key, Noun string
+	// List is where the entries live in a Config; nil keeps them in the
+	// config's own table, read with Entries, for a system whose settings
+	// Config has no field of (one defined outside this package).
+	List func(*Config) *[]C
+	// Defaults fills in what an entry does not set, its name included.
+	Defaults func(*C)
+	// Name is an entry's name, unique within the section.
+	Name func(*C) string
+	// Validate returns the check of one entry of cfg. It is called once per
+	// Complete, after the sections before this one are complete, so that a
+	// check may read them (a mirror names clusters of the kafka list).
+	Validate func(cfg *Config) func(*C) error
+}
+
+// NewSection turns a spec into a Section of the table.
+func NewSection[C any](spec SectionSpec[C]) Section {
+	list := spec.List
+	if list == nil {
+		list = func(cfg *Config) *[]C {
+			if cfg.entries == nil {
+				cfg.entries = map[string]any{}
+			}
+			entries, _ := cfg.entries[spec.Key].(*[]C)
+			if entries == nil {
+				entries = new([]C)
+				cfg.entries[spec.Key] = entries
+			}
+			return entries
+		}
+	}
+	return Section{
+		Key:  spec.Key,
+		Noun: spec.Noun,
+		typ:  reflect.TypeOf([]C(nil)),
+		get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(*list(cfg)) },
+		set:  func(cfg *Config, v reflect.Value) { *list(cfg) = v.Interface().([]C) },
+		complete: func(cfg *Config) func(int) (string, error, error) {
+			entries := *list(cfg)
+			validate := spec.Validate(cfg)
+			return func(i int) (string, error, error) {
+				e := &entries[i]
+				spec.Defaults(e)
+				name := spec.Name(e)
+				if err := checkName(name); err != nil {
+					return name, err, nil
+				}
+				return name, nil, validate(e)
+			}
+		},
+	}
+}
+
+// Entries are the entries of the section key that lives in the config's
+// own table (a SectionSpec without List), nil when it has none.
+func Entries[C any](cfg *Config, key string) []C {
+	if entries, ok := cfg.entries[key].(*[]C); ok {
+		return *entries
+	}
+	return nil
+}
+
+// SetEntries replaces the entries of such a section, for configs built in
+// code; Complete then completes them.
+func SetEntries[C any](cfg *Config, key string, entries []C) {
+	if cfg.entries == nil {
+		cfg.entries = map[string]any{}
+	}
+	cfg.entries[key] = &entries
+}
+
+// sections is the table, in the order the file's sections are completed
+// and their errors reported: mirrors after kafka, whose clusters they name.
+var sections = []Section{kafkaSection, redisSection, mirrorSection}
+
+var (
+	sectionsMu sync.RWMutex
+	// fileTypeCache is the type the file decodes into, built from the table.
+	fileTypeCache reflect.Type
+)
+
+// Register adds a section to the table, after those of this package, for
+// a system whose format is defined elsewhere (a test's). It is called
+// before the first Parse; a key already in the table is refused.
+func Register(s Section) error {
+	sectionsMu.Lock()
+	defer sectionsMu.Unlock()
+	for _, have := range sections {
+		if have.Key == s.Key {
+			return fmt.Errorf("config section %q is registered twice", s.Key)
+		}
+	}
+	sections = append(sections, s)
+	fileTypeCache = nil
+	return nil
+}
+
+// Sections are the table's sections, in order.
+func Sections() []Section {
+	sectionsMu.RLock()
+	defer sectionsMu.RUnlock()
+	return append([]Section(nil), sections...)
+}
+
+// fileType is the struct the file decodes into: one field per section,
+// tagged with its key, so that the strict decoder and the type walk know
+// every section and refuse any other key.
+func fileType() reflect.Type {
+	sectionsMu.Lock()
+	defer sectionsMu.Unlock()
+	if fileTypeCache == nil {
+		fields := make([]reflect.StructField, len(sections))
+		for i, s := range sections {
+			fields[i] = reflect.StructField{Name: fmt.Sprintf("Section%d", i), Type: s.typ, Tag: reflect.StructTag(`yaml:"` + s.Key + `"`)}
+		}
+		fileTypeCache = reflect.StructOf(fields)
+	}
+	return fileTypeCache
+}
+
+// fromFile stores the decoded file's sections in cfg.
+func fromFile(cfg *Config, file reflect.Value) {
+	for i, s := range Sections() {
+		if v := file.Field(i); !v.IsNil() {
+			s.set(cfg, v)
+		}
+	}
+}
+
+// fileTypeError names the file's type as config.Config in the decoder's
+// messages ("field x not found in type config.Config"), whatever the
+// sections.
+func fileTypeError(err error, file reflect.Type) error {
+	if err == nil || !strings.Contains(err.Error(), file.String()) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), file.String(), "config.Config"))
+}
+
+// sectionKeys lists the keys for messages: "kafka, redis and mirrors".
+func sectionKeys() string {
+	var keys []string
+	for _, s := range Sections() {
+		keys = append(keys, s.Key)
+	}
+	if len(keys) < 2 {
+		return strings.Join(keys, "")
+	}
+	return strings.Join(keys[:len(keys)-1], ", ") + " and " + keys[len(keys)-1]
+}
+
+// Complete applies defaults and validates, section by section of the
+// table. It is called by Parse and must be called on configs built in code
+// (for example from flags).
+func (c *Config) Complete() error {
+	var errs []error
+	for _, s := range Sections() {
+		n := s.get(c).Len()
+		if n == 0 {
+			continue
+		}
+		complete := s.complete(c)
+		seen := map[string]bool{}
+		for i := range n {
+			name, nameErr, err := complete(i)
+			switch {
+			case nameErr != nil:
+				errs = append(errs, fmt.Errorf("%s %d: %w", s.Noun, i+1, nameErr))
+			case err != nil:
+				errs = append(errs, fmt.Errorf("%s %d (%q): %w", s.Noun, i+1, name, err))
+			}
+			if seen[name] {
+				errs = append(errs, fmt.Errorf("%s %q is defined twice", s.Noun, name))
+			}
+			seen[name] = true
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,130 @@
+package layering
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/failover-exporter/failover_exporter"
+
+// clientLibraries are the modules that talk to clusters; config must link
+// none of them, so that reading and checking a config file needs no
+// client.
+var clientLibraries = []string{
+	"github.com/IBM/sarama",
+	"github.com/twmb/franz-go",
+	"github.com/redis/rueidis",
+}
+
+// listedPackage is the part of `go list -json` this test reads.
+type listedPackage struct {
+	ImportPath string
+	Dir        string
+	GoFiles    []string
+	Deps       []string
+	Standard   bool
+}
+
+// goList runs `go list -deps -json` on patterns from the module's root and
+// returns every package it lists, the patterns' own and their
+// dependencies, by import path.
+func goList(t *testing.T, patterns ...string) map[string]listedPackage {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-deps", "-json"}, patterns...)...)
+	cmd.Dir = "../.."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	pkgs := map[string]listedPackage{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listedPackage
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		pkgs[p.ImportPath] = p
+	}
+	return pkgs
+}
+
+// systems are the module's system packages: the collector packages that
+// have a system.go (the file with the package's registry line).
+func systems(pkgs map[string]listedPackage) []string {
+	var out []string
+	for path, p := range pkgs {
+		if strings.HasPrefix(path, module+"/collector/") && slices.Contains(p.GoFiles, "system.go") && filepath.Base(p.Dir) != "system" {
+			out = append(out, path)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// pendingSiblingImports are the sibling imports still to be undone, each
+// with what keeps it. The test fails when one of them is gone too, so that
+// the list only shrinks: remove the line when the import goes.
+var pendingSiblingImports = map[[2]string]string{
+	{"collector/canary/rediscanary", "collector/redis"}: "the slot map (ClusterView, ParseClusterView, NewSlotMap, SlotMap) is mergeViews over the watcher's nodeView; it moves to internal/redisproto with the CLUSTER NODES parser",
+}
+
+func TestNoSystemImportsASibling(t *testing.T) {
+	pkgs := goList(t, "./...")
+	found := systems(pkgs)
+	// The test must see the systems it guards; a rename that hides them
+	// from it would make it pass for nothing.
+	for _, want := range []string{"collector/kafka", "collector/redis", "collector/mirror", "collector/canary/kafkacanary", "collector/canary/rediscanary"} {
+		if !slices.Contains(found, module+"/"+want) {
+			t.Errorf("system %s not found among %v", want, found)
+		}
+	}
+	seenPending := map[[2]string]bool{}
+	for _, system := range found {
+		for _, dep := range pkgs[system].Deps {
+			if dep != system && slices.Contains(found, dep) {
+				edge := [2]string{strings.TrimPrefix(system, module+"/"), strings.TrimPrefix(dep, module+"/")}
+				if _, ok := pendingSiblingImports[edge]; ok {
+					seenPending[edge] = true
+					continue
+				}
+				t.Errorf("system %s imports system %s; move what they share to a client package (internal/kafkaclient, internal/redisproto)", strings.TrimPrefix(system, module+"/"), strings.TrimPrefix(dep, module+"/"))
+			}
+		}
+	}
+	for edge, why := range pendingSiblingImports {
+		if !seenPending[edge] {
+			t.Errorf("%s no longer imports %s; remove it from pendingSiblingImports (it was there because %s)", edge[0], edge[1], why)
+		}
+	}
+}
+
+func TestConfigLinksNoClientLibrary(t *testing.T) {
+	pkgs := goList(t, "./config/...")
+	checked := 0
+	for path, p := range pkgs {
+		if path != module+"/config" && !strings.HasPrefix(path, module+"/config/") {
+			continue
+		}
+		checked++
+		for _, lib := range clientLibraries {
+			// One error per library, naming its first package config links.
+			if i := slices.IndexFunc(p.Deps, func(dep string) bool { return dep == lib || strings.HasPrefix(dep, lib+"/") }); i >= 0 {
+				t.Errorf("%s links %s (via %s); config must build without a client library", strings.TrimPrefix(path, module+"/"), lib, p.Deps[i])
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("go list found no config package")
+	}
+}
