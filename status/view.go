@@ -153,6 +153,27 @@ func rowAttrs(attrs []model.Attr) template.HTMLAttr {
 	return template.HTMLAttr(b.String())
 }
 
+// className is a plain class name: what a strip or its segment may
+// name of the page's classes.
+var className = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+// stripClass lets a strip's or a segment's class onto the page only as a
+// plain name; anything else is dropped.
+func stripClass(class string) string {
+	if !className.MatchString(class) {
+		return ""
+	}
+	return class
+}
+
+// column is a generic table's column i, the zero column past the last.
+func column(columns []model.Column, i int) model.Column {
+	if i < len(columns) {
+		return columns[i]
+	}
+	return model.Column{}
+}
+
 // levelClass lets a generic part's level into a class attribute only as
 // one of the page's level classes.
 func levelClass(level string) string {
