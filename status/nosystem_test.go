@@ -14,12 +14,6 @@ import (
 // systemWord is a system's name in any case.
 var systemWord = regexp.MustCompile(`(?i)kafka|redis|mirror`)
 
-// stillTyped are the system parts the page still knows by name. Issue 29:
-// the Redis part (summary, slot map, keys, moves, shards, foreign nodes) is
-// still typed in status/model; once collector/redis builds generic parts,
-// this list is empty and stays so.
-var stillTyped = map[string]bool{"Redis": true}
-
 // TestPageNamesNoSystem: the page's Go code and its template's actions
 // render what the view model says and name no system, so that a new
 // system needs no change here. Comments and template text may.
@@ -46,7 +40,7 @@ func TestPageNamesNoSystem(t *testing.T) {
 			case *ast.ImportSpec:
 				return false // import paths name packages, not systems
 			}
-			if systemWord.MatchString(word) && !stillTyped[word] {
+			if systemWord.MatchString(word) {
 				t.Errorf("%s: %s names a system", name, word)
 			}
 			return true
@@ -58,7 +52,7 @@ func TestPageNamesNoSystem(t *testing.T) {
 	}
 	for _, action := range regexp.MustCompile(`\{\{.*?\}\}`).FindAllString(string(page), -1) {
 		for _, word := range regexp.MustCompile(`\w+`).FindAllString(action, -1) {
-			if systemWord.MatchString(word) && !stillTyped[word] {
+			if systemWord.MatchString(word) {
 				t.Errorf("page.html: %s names a system", action)
 			}
 		}
