@@ -54,11 +54,12 @@ type Page struct {
 var pageHTML string
 
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"inc":   func(i int) int { return i + 1 },
-	"color": cssColor,
-	"level": levelClass,
-	// numeric says whether a generic table's column i is right-aligned.
-	"numeric": func(columns []model.Column, i int) bool { return i < len(columns) && columns[i].Numeric },
+	"inc":    func(i int) int { return i + 1 },
+	"color":  cssColor,
+	"level":  levelClass,
+	"attrs":  rowAttrs,
+	"class":  stripClass,
+	"column": column,
 }).Parse(pageHTML))
 
 // ServeHTTP renders the page. Only "/" is the page; other paths are 404,

@@ -104,6 +104,7 @@ func render(t *testing.T, p *Page, path string) (int, string) {
 	rec := httptest.NewRecorder()
 	p.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
 	body, _ := io.ReadAll(rec.Body)
+	dumpPage(t, string(body))
 	return rec.Code, string(body)
 }
 

@@ -60,9 +60,9 @@ func TestPageSameNameInTwoSystems(t *testing.T) {
 		for i, name := range names {
 			part := model.Cluster{System: system, Name: name, Head: &model.Head{Up: true}}
 			if system == "kafka" {
-				part.Kafka = &model.Kafka{}
+				part.Title = "Kafka cluster " + name
 			} else {
-				part.Redis = &model.Redis{}
+				part.Title = "Redis Cluster " + name
 			}
 			parts = append(parts, part)
 			known[system] = append(known[system], name)
@@ -120,9 +120,11 @@ func TestPageSameNameInTwoSystems(t *testing.T) {
 // same name in another system stays apart.
 func TestPageMergesParts(t *testing.T) {
 	_, body := render(t, modelPage(nil,
-		model.Cluster{System: "kafka", Name: "prod", Head: &model.Head{Up: true, HasData: true}, Kafka: &model.Kafka{BrokersLive: 3, BrokersExpected: 3}},
-		model.Cluster{System: "redis", Name: "prod", Head: &model.Head{Up: true, HasData: true}, Redis: &model.Redis{StateOK: true}},
-		model.Cluster{System: "kafka", Name: "prod", KafkaCanary: &model.KafkaCanary{Up: true, Known: true, RF: "3 / 3", MinISR: "2 / 2"}},
+		model.Cluster{System: "kafka", Name: "prod", Head: &model.Head{Up: true, HasData: true}, Title: "Kafka cluster prod",
+			Stats: []model.Stat{{Name: "brokers", Label: "brokers live", Value: "3 / 3", Level: "good"}}},
+		model.Cluster{System: "redis", Name: "prod", Head: &model.Head{Up: true, HasData: true}, Title: "Redis Cluster prod",
+			Stats: []model.Stat{{Name: "state", Label: "cluster_state", Value: "ok", Level: "good"}}},
+		model.Cluster{System: "kafka", Name: "prod", Stats: []model.Stat{{Name: "canary-topic", Label: "canary topic", Value: "ok", Detail: "RF 3 / 3 · min ISR 2 / 2", Level: "good"}}},
 	), "/")
 	secs := sectionsOf(t, body)
 	if len(secs) != 2 {
@@ -165,15 +167,30 @@ func TestPageShowsANewSystem(t *testing.T) {
 	}
 }
 
-// TestPageTakesOnlyColours: a slot run's colour reaches the style attribute
-// only as #rrggbb.
+// TestPageTakesOnlyColours: a strip's colours reach the style attribute
+// only as #rrggbb, on its segments and its legend alike, and its classes
+// reach the class attribute only as plain names.
 func TestPageTakesOnlyColours(t *testing.T) {
-	_, body := render(t, modelPage(nil, model.Cluster{System: "redis", Name: "cache", Head: &model.Head{Up: true, HasData: true},
-		Redis: &model.Redis{Strip: []model.SlotRun{
-			{First: 0, Last: 99, Owner: "a", State: "ok", Color: "#317ac4", Percent: "1"},
-			{First: 100, Last: 16383, Owner: "b", State: "ok", Color: "red;background-image:url(//evil)", Percent: "99"},
-		}}}), "/")
+	evil := "red;background-image:url(//evil)"
+	strip := &model.Strip{Name: `keys" onclick="evil`, Label: "16384 hash slots by owner",
+		Segments: []model.Segment{
+			{Class: "st-ok", Width: "1", Color: "#317ac4", Title: "slots 0-99: a (ok)", Attrs: []model.Attr{{Name: "data-first", Value: "0"}, {Name: "data-last", Value: "99"}, {Name: "data-owner", Value: "a"}, {Name: "data-state", Value: "ok"}}},
+			{Class: `st-ok" onclick="evil`, Width: "99", Color: evil, Title: "slots 100-16383: b (ok)", Attrs: []model.Attr{{Name: "data-first", Value: "100"}, {Name: "data-last", Value: "16383"}, {Name: "data-owner", Value: "b"}, {Name: "data-state", Value: "ok"}}},
+		},
+		Legend: []model.LegendEntry{{Class: "st-ok", Color: "#317ac4", Text: "0–99 a (ok)"}, {Class: "st-ok", Color: evil, Text: "100–16383 b (ok)"}}}
+	_, body := render(t, modelPage(nil, model.Cluster{System: "redis", Name: "cache", Head: &model.Head{Up: true, HasData: true}, Title: "Redis Cluster cache",
+		Tables: []model.Table{{Name: "slot-map", Title: "Slot map", Strip: strip}}}), "/")
 	if !strings.Contains(body, "background-color:#317ac4") || !strings.Contains(body, "background-color:"+string(fallbackColor)) || strings.Contains(body, "evil") {
 		t.Errorf("slot colours not checked:\n%s", body)
+	}
+	for _, want := range []string{
+		`<div class="strip" role="img" aria-label="16384 hash slots by owner">`,
+		`<div class="st-ok" style="width:1%;background-color:#317ac4" title="slots 0-99: a (ok)" data-first="0" data-last="99" data-owner="a" data-state="ok"></div>`,
+		`<div style="width:99%;background-color:#999999" title="slots 100-16383: b (ok)" data-first="100" data-last="16383" data-owner="b" data-state="ok"></div>`,
+		`<span><i class="st-ok" style="background-color:#999999"></i>100–16383 b (ok)</span>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %s:\n%s", want, body)
+		}
 	}
 }

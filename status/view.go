@@ -2,9 +2,11 @@ package status
 
 import (
 	"fmt"
+	"html"
 	"html/template"
 	"net/url"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
@@ -29,9 +31,6 @@ type clusterView struct {
 	// HasHead is false when only a part such as a canary's was given.
 	HasHead bool
 	model.Head
-	Kafka       *model.Kafka
-	KafkaCanary *model.KafkaCanary
-	Redis       *model.Redis
 	// Title and the generic parts, those of every part added up.
 	Title  string
 	Stats  []model.Stat
@@ -67,15 +66,6 @@ func sections(parts []model.Cluster, log *events.Log, now time.Time) []clusterVi
 		if p.Head != nil {
 			v.HasHead, v.Head = true, *p.Head
 		}
-		if p.Kafka != nil {
-			v.Kafka = p.Kafka
-		}
-		if p.KafkaCanary != nil {
-			v.KafkaCanary = p.KafkaCanary
-		}
-		if p.Redis != nil {
-			v.Redis = p.Redis
-		}
 		if p.Title != "" {
 			v.Title = p.Title
 		}
@@ -103,24 +93,6 @@ func eventRows(log *events.Log, system, cluster string, now time.Time) []eventRo
 	}
 	var rows []eventRow
 	for _, e := range log.Query(system, cluster, time.Time{}, maxEvents) {
-		subject := e.Subject.Address
-		switch {
-		case e.Subject.Partition != nil:
-			subject = fmt.Sprintf("%s/%d", e.Subject.Topic, *e.Subject.Partition)
-			if e.Subject.NodeID != "" { // the write canary names the leader it wrote to
-				subject += " (broker " + e.Subject.NodeID + ")"
-			}
-		case e.Subject.NodeID != "" && e.Subject.Address != "":
-			subject = fmt.Sprintf("%s (%s)", e.Subject.Address, model.ShortID(e.Subject.NodeID))
-		case e.Subject.NodeID != "":
-			subject = e.Subject.NodeID
-		case e.Subject.Task != nil:
-			subject = fmt.Sprintf("%s task %d", e.Subject.Connector, *e.Subject.Task)
-		case e.Subject.Connector != "":
-			subject = e.Subject.Connector
-		case e.Subject.Topic != "":
-			subject = e.Subject.Topic
-		}
 		change := e.After
 		if e.Before != "" || e.After != "" {
 			change = e.Before + " → " + e.After
@@ -133,7 +105,7 @@ func eventRows(log *events.Log, system, cluster string, now time.Time) []eventRo
 			}
 			change = first
 		}
-		rows = append(rows, eventRow{Time: e.Time.UTC().Format("15:04:05") + " (" + model.Ago(now.Sub(e.Time)) + ")", Kind: string(e.Kind), Subject: subject, Change: change})
+		rows = append(rows, eventRow{Time: e.Time.UTC().Format("15:04:05") + " (" + model.Ago(now.Sub(e.Time)) + ")", Kind: string(e.Kind), Subject: e.Subject.Text(), Change: change})
 	}
 	return rows
 }
@@ -152,6 +124,50 @@ func cssColor(c string) template.CSS {
 		return fallbackColor
 	}
 	return template.CSS(c)
+}
+
+// dataAttr is the name of an attribute a view model may give a row.
+var dataAttr = regexp.MustCompile(`^data-[a-z][a-z0-9-]*$`)
+
+// rowAttrs writes a row's attributes: data-* ones as they are (escaped),
+// class only as one of the page's level classes; any other is dropped.
+func rowAttrs(attrs []model.Attr) template.HTMLAttr {
+	var b strings.Builder
+	for _, a := range attrs {
+		value := a.Value
+		switch {
+		case a.Name == "class":
+			value = levelClass(value)
+		case !dataAttr.MatchString(a.Name):
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(a.Name + `="` + html.EscapeString(value) + `"`)
+	}
+	return template.HTMLAttr(b.String())
+}
+
+// className is a plain class name: what a strip or its segment may
+// name of the page's classes.
+var className = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+// stripClass lets a strip's or a segment's class onto the page only as a
+// plain name; anything else is dropped.
+func stripClass(class string) string {
+	if !className.MatchString(class) {
+		return ""
+	}
+	return class
+}
+
+// column is a generic table's column i, the zero column past the last.
+func column(columns []model.Column, i int) model.Column {
+	if i < len(columns) {
+		return columns[i]
+	}
+	return model.Column{}
 }
 
 // levelClass lets a generic part's level into a class attribute only as

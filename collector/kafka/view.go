@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/watch"
@@ -31,12 +32,57 @@ func Views(states []watch.Named[Snapshot], now time.Time) []model.Cluster {
 }
 
 func view(named watch.Named[Snapshot], now time.Time) model.Cluster {
-	c := model.Cluster{System: "kafka", Name: named.Name, Head: model.HeadOf(named.State, now), Kafka: &model.Kafka{}}
-	s := named.State.Snapshot
-	if s == nil {
-		return c
+	c := model.Cluster{System: "kafka", Name: named.Name, Head: watch.Head(named.State, now), Title: "Kafka cluster " + named.Name}
+	if s := named.State.Snapshot; s != nil {
+		summarize(s).parts(&c)
 	}
-	v := c.Kafka
+	return c
+}
+
+// summary is a Kafka cluster's section as counted, bounded and formatted
+// values; parts lays it out as the page's generic parts.
+type summary struct {
+	BrokersLive, BrokersExpected          int
+	Topics, Partitions                    int
+	Offline, UnderMinISR, UnderReplicated int
+	// The age of the oldest open episode of each kind ("45s"); empty when
+	// none is open.
+	OpenOffline, OpenUnderMinISR, OpenUnderRepl string
+	// Unhealthy are the partitions with an open episode, oldest first,
+	// bounded; UnhealthyMore counts those left out.
+	Unhealthy     []partitionRow
+	UnhealthyMore int
+	Brokers       []brokerRow
+	BrokersMore   int
+}
+
+// partitionRow is an unhealthy partition.
+type partitionRow struct {
+	Topic     string
+	Partition int32
+	// Leader is a broker ID, or "none".
+	Leader     string
+	Replicas   string
+	ISR        string
+	Conditions []string
+	// Since is the age of its oldest open episode.
+	Since string
+}
+
+// brokerRow is one broker.
+type brokerRow struct {
+	ID        int32
+	Address   string
+	Rack      string
+	Up        bool
+	Reachable bool
+	Leaders   int
+	Replicas  int
+	OutOfSync int
+}
+
+func summarize(s *Snapshot) *summary {
+	v := &summary{}
 	v.BrokersLive, v.BrokersExpected = s.LiveBrokers(), len(s.Brokers)
 	v.Topics = len(s.Topics)
 	for i := range s.Topics {
@@ -66,16 +112,79 @@ func view(named watch.Named[Snapshot], now time.Time) model.Cluster {
 			break
 		}
 		b := &s.Brokers[i]
-		v.Brokers = append(v.Brokers, model.BrokerRow{ID: b.ID, Address: b.Address, Rack: b.Rack, Up: b.Up, Reachable: b.Reachable,
+		v.Brokers = append(v.Brokers, brokerRow{ID: b.ID, Address: b.Address, Rack: b.Rack, Up: b.Up, Reachable: b.Reachable,
 			Leaders: b.LeaderPartitions, Replicas: b.ReplicaPartitions, OutOfSync: b.OutOfSyncReplicas})
 	}
-	return c
+	return v
+}
+
+// parts adds the summary to the cluster's section: the counts as stats,
+// the partitions and brokers as tables.
+func (v *summary) parts(c *model.Cluster) {
+	c.Stats = append(c.Stats,
+		model.Stat{Name: "brokers", Label: "brokers live", Value: fmt.Sprintf("%d / %d", v.BrokersLive, v.BrokersExpected), Level: statLevel(v.BrokersLive < v.BrokersExpected, "bad")},
+		model.Stat{Name: "partitions", Label: "partitions", Value: fmt.Sprint(v.Partitions), Detail: fmt.Sprintf("in %d topics", v.Topics)},
+		model.Stat{Name: "offline", Label: "offline", Value: fmt.Sprint(v.Offline), Detail: oldestText(v.OpenOffline), Level: statLevel(v.Offline > 0, "bad")},
+		model.Stat{Name: "under-min-isr", Label: "under min ISR", Value: fmt.Sprint(v.UnderMinISR), Detail: oldestText(v.OpenUnderMinISR), Level: statLevel(v.UnderMinISR > 0, "bad")},
+		model.Stat{Name: "under-replicated", Label: "under-replicated", Value: fmt.Sprint(v.UnderReplicated), Detail: oldestText(v.OpenUnderRepl), Level: statLevel(v.UnderReplicated > 0, "warn")},
+	)
+	unhealthy := model.Table{Name: "unhealthy", Title: "Unhealthy partitions", Empty: "None.",
+		Columns: []model.Column{{Title: "topic"}, {Title: "partition", Numeric: true}, {Title: "leader"}, {Title: "replicas"}, {Title: "ISR"}, {Title: "condition"}, {Title: "for"}}}
+	for _, r := range v.Unhealthy {
+		unhealthy.Rows = append(unhealthy.Rows, model.Row{
+			Attrs: []model.Attr{{Name: "data-topic", Value: r.Topic}, {Name: "data-partition", Value: fmt.Sprint(r.Partition)}},
+			Cells: []string{r.Topic, fmt.Sprint(r.Partition), r.Leader, r.Replicas, r.ISR, strings.Join(r.Conditions, ", "), r.Since}})
+	}
+	if v.UnhealthyMore > 0 {
+		unhealthy.More, unhealthy.MoreText = v.UnhealthyMore, fmt.Sprintf("and %d more (oldest first; the counts above are complete)", v.UnhealthyMore)
+	}
+	brokers := model.Table{Name: "brokers", Title: "Brokers",
+		Columns: []model.Column{{Title: "broker"}, {Title: "address"}, {Title: "rack"}, {Title: "state"}, {Title: "reachable"}, {Title: "leads", Numeric: true}, {Title: "replicas", Numeric: true}, {Title: "out of sync", Numeric: true}}}
+	for _, b := range v.Brokers {
+		brokers.Rows = append(brokers.Rows, model.Row{
+			Attrs: []model.Attr{{Name: "data-broker", Value: fmt.Sprint(b.ID)}, {Name: "class", Value: badIf(!b.Up)}},
+			Cells: []string{fmt.Sprint(b.ID), b.Address, b.Rack, yesNo(b.Up, "up", "down"), yesNo(b.Reachable, "yes", "no"), fmt.Sprint(b.Leaders), fmt.Sprint(b.Replicas), fmt.Sprint(b.OutOfSync)}})
+	}
+	if v.BrokersMore > 0 {
+		brokers.More, brokers.MoreText = v.BrokersMore, fmt.Sprintf("and %d more brokers", v.BrokersMore)
+	}
+	c.Tables = append(c.Tables, unhealthy, brokers)
+}
+
+// statLevel is bad (or warn) when trouble holds, good otherwise.
+func statLevel(trouble bool, bad string) string {
+	if trouble {
+		return bad
+	}
+	return "good"
+}
+
+// badIf is a row's class: bad when trouble holds, none otherwise.
+func badIf(trouble bool) string {
+	if trouble {
+		return "bad"
+	}
+	return ""
+}
+
+func oldestText(age string) string {
+	if age == "" {
+		return ""
+	}
+	return "oldest " + age
+}
+
+func yesNo(b bool, yes, no string) string {
+	if b {
+		return yes
+	}
+	return no
 }
 
 // unhealthyPartitions lists the partitions with an open episode, oldest
 // first. The open episodes are exactly the unhealthy partitions, so the
 // cost follows the trouble, not the partition count.
-func unhealthyPartitions(s *Snapshot) ([]model.PartitionRow, int) {
+func unhealthyPartitions(s *Snapshot) ([]partitionRow, int) {
 	type row struct {
 		key        PartitionKey
 		since      time.Time
@@ -114,10 +223,10 @@ func unhealthyPartitions(s *Snapshot) ([]model.PartitionRow, int) {
 		more = len(rows) - maxUnhealthyPartitions
 		rows = rows[:maxUnhealthyPartitions]
 	}
-	out := make([]model.PartitionRow, len(rows))
+	out := make([]partitionRow, len(rows))
 	for i, r := range rows {
 		slices.Sort(r.conditions)
-		out[i] = model.PartitionRow{Topic: r.key.Topic, Partition: r.key.Partition, Since: model.Age(s.ReadAt.Sub(r.since))}
+		out[i] = partitionRow{Topic: r.key.Topic, Partition: r.key.Partition, Since: model.Age(s.ReadAt.Sub(r.since))}
 		for _, c := range r.conditions {
 			out[i].Conditions = append(out[i].Conditions, conditionText[c])
 		}

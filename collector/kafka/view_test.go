@@ -54,34 +54,34 @@ func viewOf(s *Snapshot, now time.Time) model.Cluster {
 
 func TestViews(t *testing.T) {
 	c := viewOf(deadBroker(2, 3), viewT0.Add(41*time.Second))
-	if c.System != "kafka" || c.Name != "main" || c.Redis != nil || c.KafkaCanary != nil {
+	if c.System != "kafka" || c.Name != "main" {
 		t.Errorf("part %+v, want kafka main with only its Kafka part", c)
 	}
 	if h := *c.Head; h != (model.Head{Up: true, HasData: true, LastOK: "1s ago", Refreshes: 3}) {
 		t.Errorf("head %+v", h)
 	}
-	v := c.Kafka
+	v := summarize(deadBroker(2, 3))
 	if v.BrokersLive != 2 || v.BrokersExpected != 3 || v.Topics != 2 || v.Partitions != 6 || v.Offline != 1 || v.UnderMinISR != 1 || v.UnderReplicated != 5 {
 		t.Errorf("counts %+v", v)
 	}
 	if v.OpenOffline != "45s" || v.OpenUnderMinISR != "40s" || v.OpenUnderRepl != "39s" {
 		t.Errorf("oldest episodes %q %q %q, want 45s 40s 39s", v.OpenOffline, v.OpenUnderMinISR, v.OpenUnderRepl)
 	}
-	want := model.PartitionRow{Topic: "t0", Partition: 0, Leader: "none", Replicas: "[3]", ISR: "[3]", Conditions: []string{"offline", "under min ISR"}, Since: "45s"}
+	want := partitionRow{Topic: "t0", Partition: 0, Leader: "none", Replicas: "[3]", ISR: "[3]", Conditions: []string{"offline", "under min ISR"}, Since: "45s"}
 	if len(v.Unhealthy) != 6 || fmt.Sprint(v.Unhealthy[0]) != fmt.Sprint(want) {
 		t.Errorf("first unhealthy row %+v, want %+v", v.Unhealthy[0], want)
 	}
 	if r := v.Unhealthy[1]; r.Topic != "t0" || r.Partition != 1 || r.Leader != "1" || r.ISR != "[1 2]" || !slices.Equal(r.Conditions, []string{"under-replicated"}) {
 		t.Errorf("second unhealthy row %+v", r)
 	}
-	if b := v.Brokers[2]; b != (model.BrokerRow{ID: 3, Address: "127.0.0.1:9093", Rack: "rack-2"}) || v.Brokers[0].Leaders != 5 {
+	if b := v.Brokers[2]; b != (brokerRow{ID: 3, Address: "127.0.0.1:9093", Rack: "rack-2"}) || v.Brokers[0].Leaders != 5 {
 		t.Errorf("brokers %+v", v.Brokers)
 	}
 
 	// Before the first snapshot: the head alone.
 	empty := Views([]watch.Named[Snapshot]{{Name: "new", State: &watch.State[Snapshot]{LastError: fmt.Errorf("dial: refused"), Failures: 1}}}, viewT0)[0]
-	if empty.Head.HasData || empty.Head.LastError != "dial: refused" || empty.Head.LastOK != "" || empty.Kafka == nil || empty.Kafka.Partitions != 0 {
-		t.Errorf("no snapshot yet: %+v %+v", empty.Head, empty.Kafka)
+	if empty.Head.HasData || empty.Head.LastError != "dial: refused" || empty.Head.LastOK != "" || empty.Title != "Kafka cluster new" || empty.Stats != nil || empty.Tables != nil {
+		t.Errorf("no snapshot yet: %+v %+v %+v", empty.Head, empty.Stats, empty.Tables)
 	}
 }
 
@@ -92,7 +92,7 @@ func TestViewsBoundTheTables(t *testing.T) {
 	for i := range maxBrokers {
 		s.Brokers = append(s.Brokers, Broker{ID: int32(4 + i)})
 	}
-	v := viewOf(s, s.ReadAt).Kafka
+	v := summarize(s)
 	if len(v.Unhealthy) != maxUnhealthyPartitions || v.UnhealthyMore != 100000-maxUnhealthyPartitions {
 		t.Errorf("%d rows and %d more, want %d and %d", len(v.Unhealthy), v.UnhealthyMore, maxUnhealthyPartitions, 100000-maxUnhealthyPartitions)
 	}

@@ -34,7 +34,7 @@ func Views(states []watch.Named[Snapshot], now time.Time) []model.Cluster {
 }
 
 func view(named watch.Named[Snapshot], now time.Time) model.Cluster {
-	c := model.Cluster{System: "mirror", Name: named.Name, Head: model.HeadOf(named.State, now), Title: "Cross-cluster replication " + named.Name}
+	c := model.Cluster{System: "mirror", Name: named.Name, Head: watch.Head(named.State, now), Title: "Cross-cluster replication " + named.Name}
 	s := named.State.Snapshot
 	if s == nil {
 		return c

@@ -14,11 +14,9 @@ import (
 	gokitlog "github.com/go-kit/log"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
-	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/internal/redisproto"
-	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
 // TestValkey9AtomicSlotMigration: Valkey 9.1's atomic slot migration
@@ -124,12 +122,16 @@ func TestValkey9AtomicSlotMigration(t *testing.T) {
 		// The status page marks the slots in flight on the slot map and
 		// lists the job, as its source reports it.
 		lab.RedisWaitFor(t, 3*time.Second, "the status page marks the slots in flight", func() error {
-			moving := Views([]watch.Named[Snapshot]{{Name: "lab", State: e.w.Current()}}, time.Now())[0].Redis.Moving
+			snap := e.w.Current().Snapshot
+			if snap == nil {
+				return fmt.Errorf("no snapshot yet")
+			}
+			moving := newClusterView(snap).Moving
 			if len(moving) != 1 {
 				return fmt.Errorf("jobs in flight on the page: %+v", moving)
 			}
 			m := moving[0]
-			band := model.MoveBand{First: first, Last: last, Left: "0.0000", Percent: "18.3167"}
+			band := moveBand{First: first, Last: last, Left: "0.0000", Percent: "18.3167"}
 			if m.Ranges != "0-3000" || m.Slots != last-first+1 || m.Source != m1.Addr || m.Target != m0.Addr || m.State == "" ||
 				len(m.Bands) != 1 || m.Bands[0] != band {
 				return fmt.Errorf("job in flight on the page %+v, want slots 0-3000 %s → %s in one band %+v", m, m1.Addr, m0.Addr, band)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-kit/log"
 
-	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/internal/redisproto"
@@ -192,7 +191,11 @@ func testHotSlotsValkey(t *testing.T) {
 	// with the server's count.
 	grown := slotsOf[m.Port][3]
 	count := c.CLI(t, m.Port, "CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(grown))
-	km := Views([]watch.Named[Snapshot]{{Name: "lab", State: e.w.Current()}}, time.Now())[0].Redis.Keys
+	snap := e.w.Current().Snapshot
+	if snap == nil {
+		t.Fatal("no snapshot after the hot slots agreed")
+	}
+	km := newClusterView(snap).Keys
 	if km == nil || len(km.Hot) == 0 || km.Hot[0].Slot != grown || strconv.FormatInt(km.Hot[0].Keys, 10) != count || km.Hot[0].Owner != m.Addr {
 		t.Errorf("status page's hottest slots %+v, want slot %d with %s keys (COUNTKEYSINSLOT) on %s first", km, grown, count, m.Addr)
 	}

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/failover-exporter/failover_exporter/internal/redisproto"
-	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
 // keyBands is how many equal bands the status page's key map has: 128
@@ -16,11 +15,49 @@ const keyBands = 128
 // maxHotSlots bounds the status page's table of hottest slots.
 const maxHotSlots = 10
 
-// keyMap shades the slot map by keys, for the status page. The masters'
+// keyMap shades a cluster's slot map by keys, from each master's hottest
+// slots (slot_stats) and its key count.
+type keyMap struct {
+	// Bands split the 16384 slots into equal runs, in slot order.
+	Bands []keyBand
+	// Hot are the cluster's hottest slots by keys, most first, bounded.
+	Hot []hotSlot
+	// Usage is true when some master counts CPU and network per slot, so
+	// that Hot's CPU and network columns mean something.
+	Usage bool
+}
+
+// keyBand is a run of slots shaded by the keys in it.
+type keyBand struct {
+	First, Last int
+	// Keys is exact for the masters' hottest slots and, for the rest of
+	// each master's slots, its remaining keys shared evenly among them.
+	Keys int64
+	// Color is a #rrggbb shade: darker holds more keys.
+	Color string
+	// Percent is the band's share of the strip's width.
+	Percent string
+	// Hottest is the band's hottest slot among those counted exactly, -1
+	// when none is.
+	Hottest     int
+	HottestKeys int64
+}
+
+// hotSlot is one of the cluster's hottest slots.
+type hotSlot struct {
+	Slot  int
+	Keys  int64
+	Owner string
+	// CPU ("1.2 s") and network ("3.4 MiB") counters, empty when the
+	// server does not count them.
+	CPU, NetworkIn, NetworkOut string
+}
+
+// newKeyMap shades the slot map by keys, for the status page. The masters'
 // hottest slots (slot_stats) count exactly; each master's other keys
 // (DBSIZE minus those) are shared evenly among its other slots, which is
 // all the exporter knows of them. nil when no master's slot stats were read.
-func keyMap(s *Snapshot) *model.KeyMap {
+func newKeyMap(s *Snapshot) *keyMap {
 	read := false
 	for i := range s.Nodes {
 		read = read || s.Nodes[i].SlotStats != nil
@@ -28,14 +65,14 @@ func keyMap(s *Snapshot) *model.KeyMap {
 	if !read {
 		return nil
 	}
-	km := &model.KeyMap{}
+	km := &keyMap{}
 	keys := countSlotKeys(s)
 	km.Usage = keys.usage
 	bandKeys, hottest := keys.bands(s.SlotRanges)
 	const width = redisproto.SlotCount / keyBands
 	most := slices.Max(bandKeys)
 	for b := range keyBands {
-		band := model.KeyBand{First: b * width, Last: (b+1)*width - 1, Keys: int64(bandKeys[b] + 0.5),
+		band := keyBand{First: b * width, Last: (b+1)*width - 1, Keys: int64(bandKeys[b] + 0.5),
 			Color: keyShade(bandKeys[b], most), Percent: fmt.Sprintf("%.4f", 100.0/keyBands), Hottest: hottest[b]}
 		if hottest[b] >= 0 {
 			band.HottestKeys = keys.exact[hottest[b]]
@@ -46,7 +83,7 @@ func keyMap(s *Snapshot) *model.KeyMap {
 	return km
 }
 
-// slotKeyCounts is what keyMap knows of the slots' keys: per slot, the exact
+// slotKeyCounts is what newKeyMap knows of the slots' keys: per slot, the exact
 // count where known (exact, with the slot's owner), else the owner's share
 // of its other keys (share, by master id).
 type slotKeyCounts struct {
@@ -109,7 +146,7 @@ func (k *slotKeyCounts) bands(ranges []SlotRange) (bandKeys []float64, hottest [
 }
 
 // hotRows is the table of the hottest slots, most keys first.
-func (k *slotKeyCounts) hotRows() []model.HotSlot {
+func (k *slotKeyCounts) hotRows() []hotSlot {
 	slices.SortFunc(k.hot, func(a, b SlotStat) int {
 		if a.Keys != b.Keys {
 			if a.Keys > b.Keys {
@@ -119,9 +156,9 @@ func (k *slotKeyCounts) hotRows() []model.HotSlot {
 		}
 		return a.Slot - b.Slot
 	})
-	var rows []model.HotSlot
+	var rows []hotSlot
 	for _, h := range k.hot[:min(len(k.hot), maxHotSlots)] {
-		row := model.HotSlot{Slot: h.Slot, Keys: h.Keys, Owner: k.owners[h.Slot].Addr}
+		row := hotSlot{Slot: h.Slot, Keys: h.Keys, Owner: k.owners[h.Slot].Addr}
 		if k.owners[h.Slot].SlotStats.Usage {
 			row.CPU = fmt.Sprintf("%.3f s", float64(h.CPUMicroseconds)/1e6)
 			row.NetworkIn, row.NetworkOut = byteSize(h.NetworkBytesIn), byteSize(h.NetworkBytesOut)

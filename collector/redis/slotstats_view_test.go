@@ -2,7 +2,6 @@ package redis
 
 import (
 	"testing"
-	"time"
 
 	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
@@ -12,7 +11,7 @@ import (
 // 8190 slots; master A is not reachable, so its slots count none.
 func TestKeyMap(t *testing.T) {
 	s := failingOver()
-	if keyMap(s) != nil {
+	if newKeyMap(s) != nil {
 		t.Fatal("a key map without slot stats; want none")
 	}
 	b := &s.Nodes[1]
@@ -20,7 +19,7 @@ func TestKeyMap(t *testing.T) {
 	hot := SlotStat{Slot: 9000, Keys: 5000, CPUMicroseconds: 1_500_000, NetworkBytesIn: 2048, NetworkBytesOut: 300}
 	warm := SlotStat{Slot: 16383, Keys: 3000}
 	b.SlotStats = &SlotStats{ByKeys: []SlotStat{hot, warm}, Usage: true, ByCPU: []SlotStat{hot}}
-	km := viewOf(s, viewT0.Add(41*time.Second)).Redis.Keys
+	km := newClusterView(s).Keys
 	if km == nil || len(km.Bands) != keyBands {
 		t.Fatalf("key map %+v, want %d bands", km, keyBands)
 	}

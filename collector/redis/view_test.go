@@ -39,28 +39,28 @@ func viewOf(s *Snapshot, now time.Time) model.Cluster {
 
 func TestViews(t *testing.T) {
 	c := viewOf(failingOver(), viewT0.Add(41*time.Second))
-	if c.System != "redis" || c.Name != "cache" || c.Kafka != nil || c.KafkaCanary != nil {
-		t.Errorf("part %+v, want redis cache with only its Redis part", c)
+	if c.System != "redis" || c.Name != "cache" || c.Title != "Redis Cluster cache" {
+		t.Errorf("part %+v, want redis cache", c)
 	}
 	if h := *c.Head; h != (model.Head{Up: true, HasData: true, LastOK: "1s ago", Refreshes: 9, Failures: 1}) {
 		t.Errorf("head %+v", h)
 	}
-	v := c.Redis
-	if v.OpenFailover != "3s" || v.OpenUnserved != "3s" || v.Reachable != 2 || v.SlotsFail != 8192 {
-		t.Errorf("summary %+v", v)
+	if sum := summarize(failingOver()); sum.OpenFailover != "3s" || sum.OpenUnserved != "3s" || sum.Reachable != 2 || sum.SlotsFail != 8192 {
+		t.Errorf("summary %+v", sum)
 	}
+	v := newClusterView(failingOver())
 	// The master serving slots first, its replica under it, with its lag.
 	if len(v.Shards) != 2 || v.Shards[0].Master.ID != idA || len(v.Shards[0].Replicas) != 1 ||
-		v.Shards[0].Replicas[0] != (model.Node{ID: idD, ShortID: idD[:8], Address: "127.0.0.1:7003", State: "ok", Reachable: true, Lag: "12 B", IsReplica: true}) {
+		v.Shards[0].Replicas[0] != (node{ID: idD, ShortID: idD[:8], Address: "127.0.0.1:7003", State: "ok", Reachable: true, Lag: "12 B", IsReplica: true}) {
 		t.Errorf("shards %+v", v.Shards)
 	}
-	if len(v.Foreign) != 1 || v.Foreign[0] != (model.ForeignNode{ShortID: "ffffffff", Address: "127.0.0.1:7009", Reason: "not_listed"}) {
+	if len(v.Foreign) != 1 || v.Foreign[0] != (foreignNode{ShortID: "ffffffff", Address: "127.0.0.1:7009", Reason: "not_listed"}) {
 		t.Errorf("foreign %+v", v.Foreign)
 	}
 	// Before the first snapshot: the head alone.
 	empty := Views([]watch.Named[Snapshot]{{Name: "new", State: &watch.State[Snapshot]{LastError: fmt.Errorf("dial: refused")}}}, viewT0)[0]
-	if empty.Head.HasData || empty.Head.LastError != "dial: refused" || empty.Redis == nil || len(empty.Redis.Strip) != 0 {
-		t.Errorf("no snapshot yet: %+v %+v", empty.Head, empty.Redis)
+	if empty.Head.HasData || empty.Head.LastError != "dial: refused" || len(empty.Stats) != 0 || len(empty.Tables) != 0 {
+		t.Errorf("no snapshot yet: %+v %+v %+v", empty.Head, empty.Stats, empty.Tables)
 	}
 }
 
@@ -75,7 +75,7 @@ func TestViewsBoundTheMasters(t *testing.T) {
 		}
 		s.Nodes = append(s.Nodes, n)
 	}
-	v := viewOf(s, viewT0).Redis
+	v := newClusterView(s)
 	if len(v.Shards) != maxMasters || v.ShardsMore != 20 {
 		t.Errorf("%d masters listed and %d counted, want %d and 20", len(v.Shards), v.ShardsMore, maxMasters)
 	}
@@ -194,7 +194,7 @@ func rgbDistance(t *testing.T, a, b string) float64 {
 // masters get distinct palette colours in slot order, and a promoted replica
 // takes the colour of the master whose slots it took over.
 func TestSlotMapColours(t *testing.T) {
-	strip := func(s *Snapshot) []model.SlotRun { return viewOf(s, viewT0).Redis.Strip }
+	strip := func(s *Snapshot) []slotRun { return newClusterView(s).Strip }
 	failing := strip(failingOver())
 	if len(failing) != 2 || failing[0].Color != colorFail || failing[1].Color != healthyPalette[1] {
 		t.Errorf("master A failing, B ok: strip %+v, want A %s and B %s", failing, colorFail, healthyPalette[1])

@@ -2,34 +2,30 @@
 // section shows, as plain values already counted, bounded and formatted.
 // Each system builds them from its own snapshots (a Views function next to
 // its collector); the page only renders them, so it links no client
-// library and never reads a snapshot. Of the exporter, the package imports
-// only collector/watch, for the head every system shares.
+// library and never reads a snapshot. It imports nothing of the exporter
+// (a test holds it to that), so that every system can build it.
 package model
 
 // Cluster is one cluster's part of the status page. Parts with the same
 // System and Name make one section: a write canary's part joins its
-// cluster's. A cluster whose System has no specific part below is shown
-// with its head, its generic parts (stats, notes, tables) and its events,
-// so a new system needs no template work.
+// cluster's. Every system's section is its head, its generic parts (stats,
+// notes, tables and strips) and its events, so a new system needs no
+// template work.
 type Cluster struct {
-	// System is "kafka" or "redis": with Name it names the cluster, as in
-	// the event log (names are unique only within a system).
+	// System is the system's name ("kafka", "redis"...): with Name it
+	// names the cluster, as in the event log (names are unique only within
+	// a system).
 	System string
 	Name   string
 	// Head is the cluster's refresh state; nil in a part that only adds to
 	// a cluster's section, such as a canary's.
 	Head *Head
 
-	// System-specific parts, nil when absent.
-	Kafka       *Kafka
-	KafkaCanary *KafkaCanary
-	Redis       *Redis
-
 	// Title is the section's heading; empty for the system's own (or
 	// "<system> cluster <name>").
 	Title string
-	// Generic parts (parts.go), for a system with no specific part: boxes
-	// in the summary row, paragraphs under it and tables. The parts of one
+	// Generic parts (parts.go, strip.go): boxes in the summary row,
+	// paragraphs under it and tables, some with a strip. The parts of one
 	// section add up.
 	Stats  []Stat
 	Notes  []Note
@@ -48,127 +44,4 @@ type Head struct {
 	LastOK    string
 	Refreshes uint64
 	Failures  uint64
-}
-
-// Kafka is a Kafka cluster's summary, partitions and brokers.
-type Kafka struct {
-	BrokersLive, BrokersExpected          int
-	Topics, Partitions                    int
-	Offline, UnderMinISR, UnderReplicated int
-	// The age of the oldest open episode of each kind ("45s"); empty when
-	// none is open.
-	OpenOffline, OpenUnderMinISR, OpenUnderRepl string
-	// Unhealthy are the partitions with an open episode, oldest first,
-	// bounded; UnhealthyMore counts those left out.
-	Unhealthy     []PartitionRow
-	UnhealthyMore int
-	Brokers       []BrokerRow
-	BrokersMore   int
-}
-
-// PartitionRow is an unhealthy Kafka partition.
-type PartitionRow struct {
-	Topic     string
-	Partition int32
-	// Leader is a broker ID, or "none".
-	Leader     string
-	Replicas   string
-	ISR        string
-	Conditions []string
-	// Since is the age of its oldest open episode.
-	Since string
-}
-
-// BrokerRow is one Kafka broker.
-type BrokerRow struct {
-	ID        int32
-	Address   string
-	Rack      string
-	Up        bool
-	Reachable bool
-	Leaders   int
-	Replicas  int
-	OutOfSync int
-}
-
-// KafkaCanary is the Kafka write canary's topic: its shape against the
-// configured one and the healing step.
-type KafkaCanary struct {
-	Up        bool
-	LastError string
-	// Known is true when the last round read the topic.
-	Known    bool
-	Degraded bool
-	// RF and MinISR read "2 / 3": the topic's against the configured.
-	RF, MinISR string
-	Reasons    []string
-	// Managed is false when canary.create_topic is false.
-	Managed   bool
-	Healing   string
-	HealError string
-}
-
-// Redis is a Redis Cluster's summary, slot map, shards and foreign nodes.
-type Redis struct {
-	StateOK                        bool
-	KnownNodes, Masters, Reachable int
-	SlotsOK, SlotsPFail, SlotsFail int
-	SlotsUnassigned                int
-	ViewsConsistent                bool
-	// Ages of the open failover and unserved-slots episodes; empty when
-	// none is open.
-	OpenFailover, OpenUnserved string
-	// Strip is the slot map: consecutive slots with the same owner.
-	Strip []SlotRun
-	// Keys shades the slot map by keys; nil unless slot_stats is on and
-	// some master answered CLUSTER SLOT-STATS.
-	Keys *KeyMap
-	// Moving are the atomic slot migration jobs in flight, oldest first,
-	// bounded; MovingMore counts those left out (their slots are not
-	// marked on the slot map).
-	Moving     []SlotMove
-	MovingMore int
-	Shards     []Shard
-	ShardsMore int
-	Foreign    []ForeignNode
-}
-
-// SlotRun is a range of slots with one owner.
-type SlotRun struct {
-	First, Last int
-	// Owner is the owning master's address, or "unassigned".
-	Owner string
-	// State is ok, pfail, fail, noaddr, handshake or unassigned.
-	State string
-	// Color is a #rrggbb colour; the page refuses anything else.
-	Color string
-	// Percent is the run's share of the strip's width.
-	Percent string
-}
-
-// Shard is a master and its replicas.
-type Shard struct {
-	Master   Node
-	Replicas []Node
-}
-
-// Node is one Redis node of a shard.
-type Node struct {
-	ID        string
-	ShortID   string
-	Address   string
-	State     string
-	Reachable bool
-	Slots     int
-	// Lag is the replication lag ("12 B"), empty when unknown.
-	Lag       string
-	LinkUp    bool
-	IsReplica bool
-}
-
-// ForeignNode is a node that answered but is not a member of the cluster.
-type ForeignNode struct {
-	ShortID string
-	Address string
-	Reason  string
 }

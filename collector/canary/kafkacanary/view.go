@@ -2,6 +2,7 @@ package kafkacanary
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/watch"
@@ -17,15 +18,33 @@ func Views(states []watch.Named[Snapshot], _ time.Time) []model.Cluster {
 		if named.State == nil {
 			continue
 		}
-		out = append(out, model.Cluster{System: "kafka", Name: named.Name, KafkaCanary: view(named.State)})
+		c := model.Cluster{System: "kafka", Name: named.Name}
+		view(named.State).parts(&c)
+		out = append(out, c)
 	}
 	return out
 }
 
-// view is the canary's topic on its cluster's summary: its shape against
-// the configured one and the healing step.
-func view(st *watch.State[Snapshot]) *model.KafkaCanary {
-	v := &model.KafkaCanary{Up: st.Up}
+// topicView is the write canary's topic: its shape against the configured
+// one and the healing step; parts lays it out on its cluster's section.
+type topicView struct {
+	Up        bool
+	LastError string
+	// Known is true when the last round read the topic.
+	Known    bool
+	Degraded bool
+	// RF and MinISR read "2 / 3": the topic's against the configured.
+	RF, MinISR string
+	Reasons    []string
+	// Managed is false when canary.create_topic is false.
+	Managed   bool
+	Healing   string
+	HealError string
+}
+
+// view is the canary's topic on its cluster's summary.
+func view(st *watch.State[Snapshot]) *topicView {
+	v := &topicView{Up: st.Up}
 	if st.LastError != nil {
 		v.LastError = st.LastError.Error()
 	}
@@ -43,4 +62,41 @@ func view(st *watch.State[Snapshot]) *model.KafkaCanary {
 	v.MinISR = minISR + " / " + strconv.Itoa(t.WantMinInsyncReplicas)
 	v.Healing, v.HealError = t.Healing, t.HealError
 	return v
+}
+
+// parts adds the canary's topic to its cluster's section: a stat, and
+// notes when the round failed or the topic is weaker than configured.
+func (v *topicView) parts(c *model.Cluster) {
+	stat := model.Stat{Name: "canary-topic", Label: "canary topic", Value: "ok", Level: "good"}
+	switch {
+	case !v.Up:
+		stat.Value, stat.Level = "down", "bad"
+	case !v.Known:
+		stat.Value = "unknown"
+	case v.Degraded:
+		stat.Value, stat.Level = "degraded", "warn"
+	}
+	if v.Known {
+		stat.Detail = "RF " + v.RF + " · min ISR " + v.MinISR
+	}
+	c.Stats = append(c.Stats, stat)
+	if v.LastError != "" {
+		c.Notes = append(c.Notes, model.Note{Level: "error", Attrs: []model.Attr{{Name: "data-canary", Value: "error"}},
+			Text: "Last canary round failed: " + v.LastError})
+	}
+	if v.Degraded {
+		text := "The write canary's topic is weaker than configured: " + strings.Join(v.Reasons, ", ") + ".\n"
+		var failed []model.Span
+		switch {
+		case !v.Managed:
+			text += " canary.create_topic is false: the canary does not change it."
+		case v.Healing != "":
+			text += " Healing: " + v.Healing + "."
+		}
+		if v.Managed && v.HealError != "" {
+			failed = []model.Span{{Text: " "}, {Level: "error", Text: "Failed: " + v.HealError}}
+		}
+		c.Notes = append(c.Notes, model.Note{Level: "warn", Attrs: []model.Attr{{Name: "data-canary", Value: "degraded"}},
+			Text: text, Spans: append(failed, model.Span{Text: "\nIts NOT_ENOUGH_REPLICAS failures do not page (KafkaCanaryTopicDegraded)."})})
+	}
 }

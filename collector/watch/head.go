@@ -1,0 +1,21 @@
+package watch
+
+import (
+	"time"
+
+	"github.com/failover-exporter/failover_exporter/status/model"
+)
+
+// Head is the status page's head of a cluster whose watcher published st,
+// as of now. It lives here, not in status/model, so that the view model
+// imports nothing of the exporter.
+func Head[S any](st *State[S], now time.Time) *model.Head {
+	h := &model.Head{Up: st.Up, HasData: st.Snapshot != nil, Refreshes: st.Refreshes, Failures: st.Failures}
+	if st.LastError != nil {
+		h.LastError = st.LastError.Error()
+	}
+	if !st.LastSuccess.IsZero() {
+		h.LastOK = model.Ago(now.Sub(st.LastSuccess))
+	}
+	return h
+}
