@@ -1,27 +1,16 @@
 package mirror
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
-	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/collector/watch/watchtest"
 )
-
-func staticWatcher(t testing.TB, snap *Snapshot, err error) *watch.Watcher[Snapshot] {
-	t.Helper()
-	w := watch.New("eu-us", time.Minute, time.Second, func(context.Context, *Snapshot) (*Snapshot, error) {
-		return snap, err
-	}, log.NewNopLogger())
-	w.RefreshOnce(context.Background())
-	return w
-}
 
 var readAt = time.Unix(1_700_000_100, 0)
 
@@ -49,7 +38,7 @@ func testSnapshot() *Snapshot {
 func flowText(t *testing.T, snap *Snapshot) string {
 	t.Helper()
 	c := NewCollector()
-	c.Set("eu-us", staticWatcher(t, snap, nil))
+	c.Set("eu-us", watchtest.Static[Snapshot]("eu-us", snap, nil))
 	plain, err := exposition.PlainText(c)
 	if err != nil {
 		t.Fatal(err)
@@ -59,8 +48,8 @@ func flowText(t *testing.T, snap *Snapshot) string {
 
 func TestExposition(t *testing.T) {
 	c := NewCollector()
-	c.SetEmit("eu-us", staticWatcher(t, testSnapshot(), nil), Emitter("eu", "us", true))
-	c.SetEmit("down", staticWatcher(t, nil, errors.New("source: refused; target: refused")), Emitter("eu", "ap", false))
+	c.SetEmit("eu-us", watchtest.Static[Snapshot]("eu-us", testSnapshot(), nil), Emitter("eu", "us", true))
+	c.SetEmit("down", watchtest.Static[Snapshot]("eu-us", nil, errors.New("source: refused; target: refused")), Emitter("eu", "ap", false))
 	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %+v", err, problems)
 	}

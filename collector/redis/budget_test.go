@@ -11,6 +11,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/watch/watchtest"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
@@ -353,7 +354,7 @@ func TestBudgetSeries(t *testing.T) {
 	snap.ViewsConsistent = true
 	snap.FailureBudget = assessBudget(snap, config.RedisBudget{}, time.Second)
 	c := NewCollector()
-	c.Set("main", staticWatcher(t, "main", snap, nil))
+	c.Set("main", watchtest.Static[Snapshot]("main", snap, nil))
 	plain, err := exposition.PlainText(c)
 	if err != nil {
 		t.Fatal(err)

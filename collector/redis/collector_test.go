@@ -16,18 +16,9 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/collector/watch/watchtest"
 	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
-
-// staticWatcher returns a watcher that has refreshed once with snap (or err).
-func staticWatcher(t testing.TB, name string, snap *Snapshot, err error) *watch.Watcher[Snapshot] {
-	t.Helper()
-	w := watch.New(name, time.Minute, time.Second, func(context.Context, *Snapshot) (*Snapshot, error) {
-		return snap, err
-	}, log.NewNopLogger())
-	w.RefreshOnce(context.Background())
-	return w
-}
 
 // testSnapshot is a small cluster: a master with one replica and a failed
 // master that the exporter cannot reach.
@@ -62,7 +53,7 @@ func stableNames() []string {
 
 func TestCollector(t *testing.T) {
 	c := NewCollector()
-	c.Set("main", staticWatcher(t, "main", testSnapshot(), nil))
+	c.Set("main", watchtest.Static[Snapshot]("main", testSnapshot(), nil))
 	if err := testutil.CollectAndCompare(c, strings.NewReader(expectedExposition), stableNames()...); err != nil {
 		t.Error(err)
 	}
@@ -102,8 +93,8 @@ redis_cluster_exporter_refresh_failures_total{redis_cluster="main"} 1
 
 func TestCollectorSetRemove(t *testing.T) {
 	c := NewCollector()
-	c.Set("a", staticWatcher(t, "a", testSnapshot(), nil))
-	c.Set("b", staticWatcher(t, "b", testSnapshot(), nil))
+	c.Set("a", watchtest.Static[Snapshot]("a", testSnapshot(), nil))
+	c.Set("b", watchtest.Static[Snapshot]("b", testSnapshot(), nil))
 	// Per cluster of testSnapshot: 5 health series, 16 cluster series (with
 	// the zone row of slots_in_one_failure_domain: it has zones), one series
 	// for its foreign node, and node series: 20 for the reachable master
@@ -113,7 +104,7 @@ func TestCollectorSetRemove(t *testing.T) {
 	if got := testutil.CollectAndCount(c); got != 2*(5+16+1+20+13+19) {
 		t.Errorf("two clusters: %d series, want %d", got, 2*(5+16+1+20+13+19))
 	}
-	c.Set("b", staticWatcher(t, "b", &Snapshot{ViewsConsistent: true}, nil))
+	c.Set("b", watchtest.Static[Snapshot]("b", &Snapshot{ViewsConsistent: true}, nil))
 	c.Remove("a")
 	// A cluster without nodes: the health and cluster series only, without
 	// a zone row.
@@ -129,7 +120,7 @@ func TestCollectorSetRemove(t *testing.T) {
 func TestMetricNamesAreCollected(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	c := NewCollector()
-	c.Set("main", staticWatcher(t, "main", withBudget(withMigrations(withSlotStats(withEpisodes(testSnapshot())))), nil))
+	c.Set("main", watchtest.Static[Snapshot]("main", withBudget(withMigrations(withSlotStats(withEpisodes(testSnapshot())))), nil))
 	reg.MustRegister(c)
 	families, err := reg.Gather()
 	if err != nil {
@@ -161,8 +152,8 @@ func TestMetricNamesAreCollected(t *testing.T) {
 // produce the same families, series and values.
 func TestWriteTextMatchesCollect(t *testing.T) {
 	c := NewCollector()
-	c.Set("main", staticWatcher(t, "main", withEpisodes(testSnapshot()), nil))
-	c.Set("other", staticWatcher(t, "other", nil, errors.New("no node answered")))
+	c.Set("main", watchtest.Static[Snapshot]("main", withEpisodes(testSnapshot()), nil))
+	c.Set("other", watchtest.Static[Snapshot]("other", nil, errors.New("no node answered")))
 
 	plain, err := exposition.PlainText(c)
 	if err != nil {
@@ -206,7 +197,7 @@ func snapshot100Nodes() *Snapshot {
 func BenchmarkCollect100Nodes(b *testing.B) {
 	snap := snapshot100Nodes()
 	c := NewCollector()
-	c.Set("bench", staticWatcher(b, "bench", snap, nil))
+	c.Set("bench", watchtest.Static[Snapshot]("bench", snap, nil))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	var out strings.Builder
@@ -376,7 +367,7 @@ redis_cluster_slots_in_conflict{redis_cluster="main"} 0
 // gzip scrape copies the compressed bytes).
 func BenchmarkWriteText100Nodes(b *testing.B) {
 	c := NewCollector()
-	c.Set("bench", staticWatcher(b, "bench", snapshot100Nodes(), nil))
+	c.Set("bench", watchtest.Static[Snapshot]("bench", snapshot100Nodes(), nil))
 	var out []byte
 	b.ReportAllocs()
 	b.ResetTimer()

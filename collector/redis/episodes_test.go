@@ -11,6 +11,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/episode"
 	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/watch/watchtest"
 )
 
 var episodeT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -240,7 +241,7 @@ func withEpisodes(s *Snapshot) *Snapshot {
 
 func TestEpisodeExposition(t *testing.T) {
 	c := NewCollector()
-	c.Set("main", staticWatcher(t, "main", withEpisodes(testSnapshot()), nil))
+	c.Set("main", watchtest.Static[Snapshot]("main", withEpisodes(testSnapshot()), nil))
 	want := `
 # HELP redis_cluster_failover_open_episode_seconds Age of the oldest failover under way (a master owning slots flagged PFAIL or FAIL, no replica promoted yet); absent while none is. Counted from the exporter's first failed query of the master, as the histogram is; for one already under way when the exporter started, from its first refresh. As of the last refresh.
 # TYPE redis_cluster_failover_open_episode_seconds gauge

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/failover-exporter/failover_exporter/collector/watch/watchtest"
 	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
@@ -381,7 +382,7 @@ func withMigrations(s *Snapshot) *Snapshot {
 
 func TestEmitMigrations(t *testing.T) {
 	c := NewCollector()
-	c.Set("main", staticWatcher(t, "main", withMigrations(testSnapshot()), nil))
+	c.Set("main", watchtest.Static[Snapshot]("main", withMigrations(testSnapshot()), nil))
 	const a = `address="127.0.0.1:7000",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe"`
 	const c1 = `redis_cluster="main"`
 	want := `
@@ -415,7 +416,7 @@ redis_cluster_slot_migrations_finished_total{outcome="success",redis_cluster="ma
 		t.Error(err)
 	}
 	// Without migrations read (Redis 7, Valkey 8), none of them.
-	c.Set("main", staticWatcher(t, "main", testSnapshot(), nil))
+	c.Set("main", watchtest.Static[Snapshot]("main", testSnapshot(), nil))
 	if n := testutil.CollectAndCount(c, names...); n != 0 {
 		t.Errorf("%d migration series without migrations read", n)
 	}

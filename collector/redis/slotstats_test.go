@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/failover-exporter/failover_exporter/collector/watch/watchtest"
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -86,7 +87,7 @@ func withSlotStats(s *Snapshot) *Snapshot {
 
 func TestSlotStatsExposition(t *testing.T) {
 	c := NewCollector()
-	c.Set("main", staticWatcher(t, "main", withSlotStats(testSnapshot()), nil))
+	c.Set("main", watchtest.Static[Snapshot]("main", withSlotStats(testSnapshot()), nil))
 	const labels = `address="127.0.0.1:7000",node_id="` + idA + `",redis_cluster="main"`
 	want := `
 # HELP redis_cluster_slot_keys ` + slotStatsMetrics.keys.Help + `
@@ -115,7 +116,7 @@ redis_cluster_slot_network_sent_bytes_total{` + labels + `,slot="7"} 8192
 		t.Errorf("lint: %v %+v", err, problems)
 	}
 	// Without slot stats (off, unsupported, not read) the families are absent.
-	c.Set("main", staticWatcher(t, "main", testSnapshot(), nil))
+	c.Set("main", watchtest.Static[Snapshot]("main", testSnapshot(), nil))
 	if n := testutil.CollectAndCount(c, names...); n != 0 {
 		t.Errorf("%d hot-slot series without slot stats, want none", n)
 	}

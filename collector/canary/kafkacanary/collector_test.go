@@ -16,16 +16,8 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/collector/watch/watchtest"
 )
-
-func staticWatcher(t testing.TB, snap *Snapshot, err error) *watch.Watcher[Snapshot] {
-	t.Helper()
-	w := watch.New("lab", time.Minute, time.Second, func(context.Context, *Snapshot) (*Snapshot, error) {
-		return snap, err
-	}, log.NewNopLogger())
-	w.RefreshOnce(context.Background())
-	return w
-}
 
 func testSnapshot() *Snapshot {
 	return &Snapshot{
@@ -46,8 +38,8 @@ func testSnapshot() *Snapshot {
 
 func TestWriteTextMatchesCollect(t *testing.T) {
 	c := NewCollector()
-	c.Set("lab", staticWatcher(t, testSnapshot(), nil))
-	c.Set("down", staticWatcher(t, nil, errors.New("connect: no broker")))
+	c.Set("lab", watchtest.Static[Snapshot]("lab", testSnapshot(), nil))
+	c.Set("down", watchtest.Static[Snapshot]("lab", nil, errors.New("connect: no broker")))
 	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %+v", err, problems)
 	}

@@ -21,18 +21,10 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/collector/watch/watchtest"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
-
-func staticWatcher(t testing.TB, snap *Snapshot, err error) *watch.Watcher[Snapshot] {
-	t.Helper()
-	w := watch.New("main", time.Minute, time.Second, func(context.Context, *Snapshot) (*Snapshot, error) {
-		return snap, err
-	}, log.NewNopLogger())
-	w.RefreshOnce(context.Background())
-	return w
-}
 
 func testSnapshot() *Snapshot {
 	return &Snapshot{
@@ -48,7 +40,7 @@ func testSnapshot() *Snapshot {
 
 func TestCollectorSeries(t *testing.T) {
 	c := NewCollector()
-	c.Set("main", staticWatcher(t, testSnapshot(), nil))
+	c.Set("main", watchtest.Static[Snapshot]("main", testSnapshot(), nil))
 	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %+v", err, problems)
 	}
@@ -76,8 +68,8 @@ func TestCollectorSeries(t *testing.T) {
 // counters served.
 func TestWriteTextMatchesCollect(t *testing.T) {
 	c := NewCollector()
-	c.Set("main", staticWatcher(t, testSnapshot(), nil))
-	c.Set("other", staticWatcher(t, nil, errors.New("no node answered CLUSTER NODES")))
+	c.Set("main", watchtest.Static[Snapshot]("main", testSnapshot(), nil))
+	c.Set("other", watchtest.Static[Snapshot]("main", nil, errors.New("no node answered CLUSTER NODES")))
 	plain, err := exposition.PlainText(c)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +83,7 @@ func TestWriteTextMatchesCollect(t *testing.T) {
 func TestMetricNamesAreCollected(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	c := NewCollector()
-	c.Set("main", staticWatcher(t, testSnapshot(), nil))
+	c.Set("main", watchtest.Static[Snapshot]("main", testSnapshot(), nil))
 	reg.MustRegister(c)
 	families, err := reg.Gather()
 	if err != nil {
