@@ -35,14 +35,12 @@ func testView(t testing.TB, self string, lines []string, currentEpoch uint64, st
 		}
 		b.WriteString(strings.Join(fields, " ") + "\n")
 	}
-	nodes, err := parseClusterNodes(b.String())
+	nodes, err := redisproto.ParseClusterNodes(b.String())
 	if err != nil {
 		t.Fatalf("test topology: %v", err)
 	}
 	return nodeView{
-		Addr:        addrOf[self],
-		Nodes:       nodes,
-		Info:        clusterInfo{StateOK: stateOK, CurrentEpoch: currentEpoch},
+		View:        redisproto.View{Addr: addrOf[self], Nodes: nodes, Info: redisproto.ClusterInfo{StateOK: stateOK, CurrentEpoch: currentEpoch}},
 		Replication: repl,
 		UsedMemory:  1000,
 		Keys:        10,
@@ -191,9 +189,9 @@ func TestBuildSnapshotPFailAndMigration(t *testing.T) {
 	lines := append([]string(nil), healthyLines...)
 	lines[2] = idC + " 127.0.0.1:17102@27102 master,fail? - 0 0 3 connected 10923-16383"
 	a := testView(t, idA, healthyLines, 6, true, masterRepl(0))
-	a.self().Migrating = []slotMove{{100, idB}, {101, idB}}
+	a.Self().Migrating = []redisproto.SlotMove{{Slot: 100, NodeID: idB}, {Slot: 101, NodeID: idB}}
 	b := testView(t, idB, lines, 6, true, masterRepl(0))
-	b.self().Importing = []slotMove{{100, idA}, {101, idA}}
+	b.Self().Importing = []redisproto.SlotMove{{Slot: 100, NodeID: idA}, {Slot: 101, NodeID: idA}}
 	snap, err := buildSnapshot([]nodeView{a, b, b}) // a duplicate view is ignored
 	if err != nil {
 		t.Fatal(err)

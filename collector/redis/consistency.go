@@ -32,12 +32,12 @@ type disputeKey struct {
 // findDisputes lists the disputes that a migration does not explain, and
 // counts the slots some member has in migrating or importing state (only a
 // node itself reports those, so only reached members count).
-func findDisputes(views []nodeView, merged map[string]*mergedNode, disputedSlots []int) (map[disputeKey]disputeAge, int) {
+func findDisputes(views []nodeView, merged map[string]*redisproto.MergedNode[nodeView], disputedSlots []int) (map[disputeKey]disputeAge, int) {
 	// inMigration: slots in migrating or importing state, or in an atomic
 	// slot migration job in progress (Valkey 9.0+, Redis 8.4+); explained
 	// also holds the slots of jobs that just succeeded (markMigrationSlots).
 	var inMigration, explained [redisproto.SlotCount]bool
-	mark := func(moves []slotMove) {
+	mark := func(moves []redisproto.SlotMove) {
 		for _, mv := range moves {
 			if mv.Slot >= 0 && mv.Slot < redisproto.SlotCount {
 				inMigration[mv.Slot], explained[mv.Slot] = true, true
@@ -45,7 +45,7 @@ func findDisputes(views []nodeView, merged map[string]*mergedNode, disputedSlots
 		}
 	}
 	for i := range views {
-		self := views[i].self()
+		self := views[i].Self()
 		mark(self.Migrating)
 		mark(self.Importing)
 		markMigrationSlots(&views[i], &inMigration, &explained)
@@ -63,7 +63,7 @@ func findDisputes(views []nodeView, merged map[string]*mergedNode, disputedSlots
 		}
 	}
 	for id, m := range merged {
-		if m.failSeen && m.notFailSeen {
+		if m.FailSeen && m.NotFailSeen {
 			disputes[disputeKey{Slot: -1, NodeID: id}] = disputeAge{}
 		}
 	}

@@ -15,7 +15,7 @@ func reshardViews(t *testing.T, aMigrating bool) []nodeView {
 	moved[1] = idB + " 127.0.0.1:17101@27101 master - 0 0 7 connected 100 5461-10922"
 	a := testView(t, idA, healthyLines, 7, true, masterRepl(0))
 	if aMigrating {
-		a.self().Migrating = []slotMove{{100, idB}}
+		a.Self().Migrating = []redisproto.SlotMove{{Slot: 100, NodeID: idB}}
 	}
 	return []nodeView{
 		a,

@@ -16,7 +16,7 @@ func onHosts(t *testing.T, ips map[string]string, zones map[string]string) []nod
 	}
 	var views []nodeView
 	for _, v := range healthyViews(t) {
-		id := v.self().ID
+		id := v.Self().ID
 		nv := testView(t, id, lines, 6, true, v.Replication)
 		nv.Addr = strings.Replace(v.Addr, "127.0.0.1:", ips[id]+":", 1)
 		nv.Zone = zones[id]

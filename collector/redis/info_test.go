@@ -3,6 +3,8 @@ package redis
 import (
 	"reflect"
 	"testing"
+
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 const labClusterInfo = "cluster_state:ok\r\ncluster_slots_assigned:16384\r\ncluster_slots_ok:16384\r\n" +
@@ -20,69 +22,8 @@ const labReplicaReplication = "# Replication\r\nrole:slave\r\nmaster_host:127.0.
 	"master_link_status:up\r\nmaster_last_io_seconds_ago:1\r\nmaster_sync_in_progress:0\r\n" +
 	"slave_repl_offset:1042\r\nconnected_slaves:0\r\nmaster_repl_offset:1042\r\n"
 
-func TestStripVerbatimPrefix(t *testing.T) {
-	tests := map[string]string{
-		"txt:cluster_state:ok": "cluster_state:ok",
-		"mkd:# Title":          "# Title",
-		"cluster_state:ok":     "cluster_state:ok",
-		"# Replication\r\n":    "# Replication\r\n",
-		"TXT:x":                "TXT:x",
-		"tx:":                  "tx:",
-		"":                     "",
-		"txt:":                 "",
-	}
-	for in, want := range tests {
-		if got := stripVerbatimPrefix(in); got != want {
-			t.Errorf("stripVerbatimPrefix(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestParseClusterInfo(t *testing.T) {
-	want := clusterInfo{
-		StateOK: true, CurrentEpoch: 6,
-	}
-	for _, reply := range []string{labClusterInfo, "txt:" + labClusterInfo} {
-		got, err := parseClusterInfo(reply)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Errorf("got %+v, want %+v", got, want)
-		}
-	}
-
-	failing := "cluster_state:fail\ncluster_slots_assigned:16384\ncluster_slots_ok:10923\ncluster_slots_pfail:0\n" +
-		"cluster_slots_fail:5461\ncluster_known_nodes:3\ncluster_size:3\ncluster_current_epoch:3\ncluster_my_epoch:2\n"
-	got, err := parseClusterInfo(failing)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (clusterInfo{StateOK: false, CurrentEpoch: 3}); got != want {
-		t.Errorf("got %+v, want %+v", got, want)
-	}
-
-	// Fields the exporter does not use are not checked.
-	unused := "cluster_state:ok\ncluster_slots_assigned:x\ncluster_current_epoch:4\n"
-	if got, err := parseClusterInfo(unused); err != nil || got != (clusterInfo{StateOK: true, CurrentEpoch: 4}) {
-		t.Errorf("with a bad unused field: got %+v, %v", got, err)
-	}
-
-	for name, bad := range map[string]string{
-		"empty":          "",
-		"unknown state":  "cluster_state:maybe\n",
-		"missing fields": "cluster_state:ok\n",
-		"not key:value":  "cluster_state:ok\ngarbage\n",
-		"bad number":     "cluster_state:ok\ncluster_current_epoch:x\n",
-	} {
-		if _, err := parseClusterInfo(bad); err == nil {
-			t.Errorf("%s: want an error", name)
-		}
-	}
-}
-
 func TestParseReplicationInfo(t *testing.T) {
-	fields, err := parseInfoFields("txt:" + labMasterReplication)
+	fields, err := redisproto.ParseInfoFields("txt:" + labMasterReplication)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +43,7 @@ func TestParseReplicationInfo(t *testing.T) {
 		t.Errorf("master: got %+v, want %+v", got, want)
 	}
 
-	fields, err = parseInfoFields(labReplicaReplication)
+	fields, err = redisproto.ParseInfoFields(labReplicaReplication)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +63,7 @@ func TestParseReplicationInfo(t *testing.T) {
 		"bad slave offset":   "role:master\nconnected_slaves:1\nslave0:ip=1.2.3.4,port=1,offset=x\nmaster_repl_offset:0\n",
 		"slave not kv":       "role:master\nconnected_slaves:1\nslave0:ip\nmaster_repl_offset:0\n",
 	} {
-		fields, err := parseInfoFields(bad)
+		fields, err := redisproto.ParseInfoFields(bad)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -135,7 +76,7 @@ func TestParseReplicationInfo(t *testing.T) {
 // A replica line whose state or lag this parser does not understand still
 // gives the replica's offset: neither is used.
 func TestParseReplicationInfoIgnoresUnusedFields(t *testing.T) {
-	fields, err := parseInfoFields("role:master\nconnected_slaves:1\nslave0:ip=1.2.3.4,port=1,state=new-state,offset=5,lag=x\nmaster_repl_offset:9\n")
+	fields, err := redisproto.ParseInfoFields("role:master\nconnected_slaves:1\nslave0:ip=1.2.3.4,port=1,state=new-state,offset=5,lag=x\nmaster_repl_offset:9\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +88,7 @@ func TestParseReplicationInfoIgnoresUnusedFields(t *testing.T) {
 }
 
 func TestParseUsedMemory(t *testing.T) {
-	fields, err := parseInfoFields("txt:# Memory\r\nused_memory:1954360\r\nused_memory_human:1.86M\r\n")
+	fields, err := redisproto.ParseInfoFields("txt:# Memory\r\nused_memory:1954360\r\nused_memory_human:1.86M\r\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +96,7 @@ func TestParseUsedMemory(t *testing.T) {
 	if err != nil || used != 1954360 {
 		t.Errorf("got %d, %v; want 1954360", used, err)
 	}
-	if _, err := parseUsedMemory(infoFields("")); err == nil {
+	if _, err := parseUsedMemory(redisproto.InfoFields("")); err == nil {
 		t.Error("missing used_memory: want an error")
 	}
 }
@@ -166,7 +107,7 @@ func TestParseNodeView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.self().ID != idA || v.Keys != 7 || v.UsedMemory != 100 || !v.Replication.IsMaster || v.Info != (clusterInfo{StateOK: true, CurrentEpoch: 6}) {
+	if v.Self().ID != idA || v.Keys != 7 || v.UsedMemory != 100 || !v.Replication.IsMaster || v.Info != (redisproto.ClusterInfo{StateOK: true, CurrentEpoch: 6}) {
 		t.Errorf("unexpected view %+v", v)
 	}
 	noSelf := idB + " 127.0.0.1:17101@27101 master - 0 0 2 connected 0-16383"
@@ -182,7 +123,7 @@ func FuzzParseInfo(f *testing.F) {
 	f.Add("# Memory\r\nused_memory:1\r\n")
 	f.Add("role:master\nconnected_slaves:1\nslave0:ip=1.2.3.4,port=1,state=online,offset=5,lag=0\nmaster_repl_offset:9\n")
 	f.Fuzz(func(t *testing.T, reply string) {
-		fields, err := parseInfoFields(reply)
+		fields, err := redisproto.ParseInfoFields(reply)
 		if err != nil {
 			return
 		}
@@ -194,6 +135,6 @@ func FuzzParseInfo(f *testing.F) {
 			}
 		}
 		_, _ = parseUsedMemory(fields)
-		_, _ = parseClusterInfo(reply)
+		_, _ = redisproto.ParseClusterInfo(reply)
 	})
 }

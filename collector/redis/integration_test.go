@@ -622,7 +622,7 @@ func testVerbatimStrings(t *testing.T, c *lab.RedisCluster) {
 		}
 	}
 	text, _ := replies[1].ToString()
-	if _, err := parseClusterInfo(text); err != nil {
+	if _, err := redisproto.ParseClusterInfo(text); err != nil {
 		t.Errorf("parse real CLUSTER INFO: %v", err)
 	}
 }

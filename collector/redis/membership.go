@@ -1,34 +1,19 @@
 package redis
 
-import (
-	"cmp"
-	"slices"
-)
+import "github.com/failover-exporter/failover_exporter/internal/redisproto"
 
-// Membership: which of the nodes that answered belong to the cluster.
-//
-// The exporter reaches every address any node mentions, and a node answers
-// for itself whether or not the cluster still counts it: a replica removed
-// with CLUSTER FORGET keeps listing the others, a node after CLUSTER RESET
-// SOFT lists only itself, a seed address may serve another cluster. Redis
-// Cluster decides such questions by the majority of the masters that serve
-// slots (failure reports, failover votes), so the exporter does the same: a
-// node is a member when a majority of those masters list it, and, if the
-// exporter reached it, when it lists a majority of them in turn. Everything
-// else that answered is reported apart as a foreign node and is kept out of
-// every member metric.
+// Membership (which of the nodes that answered belong to the cluster) is
+// decided by redisproto.Merge, by the majority of the slot-serving masters;
+// the nodes it leaves out are reported apart as foreign nodes and kept out
+// of every member metric.
 
 // ForeignReason says why a node that answered is not a member.
-type ForeignReason string
+type ForeignReason = redisproto.ForeignReason
 
+// Why a node is not a member (redisproto's reasons).
 const (
-	// ForeignNotListed: the majority of the cluster's slot-serving masters
-	// do not list the node (it was forgotten, or never met).
-	ForeignNotListed ForeignReason = "not_listed"
-	// ForeignNotListing: the cluster lists the node, but the node does not
-	// list the majority of the cluster's masters (it was reset, or belongs
-	// to another cluster that shares a seed).
-	ForeignNotListing ForeignReason = "not_listing_cluster"
+	ForeignNotListed  = redisproto.ForeignNotListed
+	ForeignNotListing = redisproto.ForeignNotListing
 )
 
 // ForeignNode is a node that answered the exporter but is not a member.
@@ -45,143 +30,16 @@ type ForeignNode struct {
 	KnownNodes int
 }
 
-// membership is the outcome of decideMembership.
-type membership struct {
-	// views are the member nodes' own views, the only ones that count.
-	views []nodeView
-	// members holds every member id, reached or not.
-	members map[string]bool
-	foreign []ForeignNode
-}
-
-// decideMembership splits the views into members and foreign nodes. Views
-// must be deduplicated (one per node id).
-func decideMembership(views []nodeView) membership {
-	// The ids each view lists, by the view's address (one view per node).
-	listed := make(map[string]map[string]bool, len(views))
-	for _, v := range views {
-		ids := make(map[string]bool, len(v.Nodes))
-		for _, line := range v.Nodes {
-			ids[line.ID] = true
-		}
-		listed[v.Addr] = ids
-	}
-	lists := func(v nodeView, id string) bool { return listed[v.Addr][id] }
-
-	voters := chooseVoters(views, lists)
-	quorum := len(voters)/2 + 1
-	listedBy := map[string]int{}
-	voterIDs := make([]string, 0, len(voters))
-	for _, v := range voters {
-		voterIDs = append(voterIDs, v.self().ID)
-		for _, line := range v.Nodes {
-			listedBy[line.ID]++
-		}
-	}
-
-	m := membership{members: map[string]bool{}}
-	for id, n := range listedBy {
-		if n >= quorum {
-			m.members[id] = true
-		}
-	}
-	for _, v := range views {
-		self := v.self()
-		reason := ForeignReason("")
-		switch {
-		case !m.members[self.ID]:
-			reason = ForeignNotListed
-		case countListed(v, voterIDs, lists) < quorum:
-			reason = ForeignNotListing
-			delete(m.members, self.ID)
-		}
-		if reason == "" {
-			m.views = append(m.views, v)
-			continue
-		}
+// foreignNodes are the snapshot's entries for the nodes Merge found not
+// to be members, in its order.
+func foreignNodes(foreign []redisproto.Foreign) []ForeignNode {
+	var out []ForeignNode
+	for _, f := range foreign {
 		role := RoleMaster
-		if self.Flags.Replica {
+		if f.Self.Flags.Replica {
 			role = RoleReplica
 		}
-		m.foreign = append(m.foreign, ForeignNode{
-			ID: self.ID, Addr: v.Addr, Reason: reason,
-			Role: role, Slots: self.SlotCount(), KnownNodes: len(v.Nodes),
-		})
+		out = append(out, ForeignNode{ID: f.Self.ID, Addr: f.Addr, Reason: f.Reason, Role: role, Slots: f.Self.SlotCount(), KnownNodes: f.KnownNodes})
 	}
-	slices.SortFunc(m.foreign, func(a, b ForeignNode) int {
-		return cmp.Or(cmp.Compare(a.Addr, b.Addr), cmp.Compare(a.ID, b.ID))
-	})
-	return m
-}
-
-// chooseVoters returns the views of the masters whose majority decides
-// membership: the reached nodes whose own line says they serve slots. Masters
-// that know each other form one cluster; if several clusters answered (a
-// foreign one on a seed address), the one with the most slot-serving masters
-// reached is this exporter's cluster, ties going to the one with the lowest
-// address. With no slot-serving master reached (all down, or slots not yet
-// assigned) every reached node votes, by the same grouping.
-func chooseVoters(views []nodeView, lists func(nodeView, string) bool) []nodeView {
-	var candidates []nodeView
-	for _, v := range views {
-		if self := v.self(); self.Flags.Master && self.SlotCount() > 0 {
-			candidates = append(candidates, v)
-		}
-	}
-	if len(candidates) == 0 {
-		candidates = views
-	}
-
-	// Union the candidates that list each other.
-	group := make([]int, len(candidates))
-	for i := range group {
-		group[i] = i
-	}
-	var find func(int) int
-	find = func(i int) int {
-		if group[i] != i {
-			group[i] = find(group[i])
-		}
-		return group[i]
-	}
-	for i := range candidates {
-		for j := i + 1; j < len(candidates); j++ {
-			if lists(candidates[i], candidates[j].self().ID) && lists(candidates[j], candidates[i].self().ID) {
-				group[find(i)] = find(j)
-			}
-		}
-	}
-	size := map[int]int{}
-	lowest := map[int]string{}
-	for i, v := range candidates {
-		g := find(i)
-		size[g]++
-		if l, ok := lowest[g]; !ok || v.Addr < l {
-			lowest[g] = v.Addr
-		}
-	}
-	best := -1
-	for g := range size {
-		if best < 0 || size[g] > size[best] || (size[g] == size[best] && lowest[g] < lowest[best]) {
-			best = g
-		}
-	}
-	var voters []nodeView
-	for i, v := range candidates {
-		if find(i) == best {
-			voters = append(voters, v)
-		}
-	}
-	return voters
-}
-
-// countListed counts the ids the view lists.
-func countListed(v nodeView, ids []string, lists func(nodeView, string) bool) int {
-	n := 0
-	for _, id := range ids {
-		if lists(v, id) {
-			n++
-		}
-	}
-	return n
+	return out
 }

@@ -161,7 +161,7 @@ func views100Nodes(b *testing.B) []nodeView {
 	}
 	views := make([]nodeView, 100)
 	for i, id := range ids {
-		lines, err := parseClusterNodes(text.String())
+		lines, err := redisproto.ParseClusterNodes(text.String())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -174,7 +174,7 @@ func views100Nodes(b *testing.B) []nodeView {
 				addr = l.Addr
 			}
 		}
-		views[i] = nodeView{Addr: addr, Nodes: lines, Info: clusterInfo{StateOK: true, CurrentEpoch: 50},
+		views[i] = nodeView{View: redisproto.View{Addr: addr, Nodes: lines, Info: redisproto.ClusterInfo{StateOK: true, CurrentEpoch: 50}},
 			Replication: replicationInfo{IsMaster: i < 50, MasterLinkUp: i >= 50}}
 	}
 	return views

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 	"github.com/redis/rueidis"
 )
 
@@ -36,17 +37,17 @@ const (
 // valkey, or a valkey_version line) or Redis 8.4+ (redis_version, without
 // either).
 func migrationAPIOf(infoServer string) migrationAPI {
-	fields, err := parseInfoFields(infoServer)
+	fields, err := redisproto.ParseInfoFields(infoServer)
 	if err != nil {
 		return migrationAPINone
 	}
-	if v := fields.value("valkey_version"); v != "" || fields.value("server_name") == "valkey" {
+	if v := fields.Value("valkey_version"); v != "" || fields.Value("server_name") == "valkey" {
 		if major, _ := versionOf(v); major >= 9 {
 			return migrationAPIValkey
 		}
 		return migrationAPINone
 	}
-	if major, minor := versionOf(fields.value("redis_version")); major > 8 || major == 8 && minor >= 4 {
+	if major, minor := versionOf(fields.Value("redis_version")); major > 8 || major == 8 && minor >= 4 {
 		return migrationAPIRedis
 	}
 	return migrationAPINone

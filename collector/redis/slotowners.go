@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/go-kit/log"
 
@@ -13,11 +12,10 @@ import (
 	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
-// Slot ownership has one rule, mergeViews: members only (by the majority
-// of the slot-serving masters), and per slot the claim with the highest
-// config epoch. The watcher's snapshot, the write canary (SlotMap) and the
-// slot command (ReadSlotOwners) all go through it, so they name the same
-// owner for the same replies.
+// Slot ownership has one rule, redisproto.Merge: the watcher's snapshot,
+// the write canary (redisproto.SlotMap) and the slot command
+// (ReadSlotOwners) all go through it, so they name the same owner for the
+// same replies.
 
 // NoOwner is what ReadSlotOwners gives for a slot no master owns, and for
 // an owner without an address.
@@ -62,85 +60,6 @@ func (s *Snapshot) slotOwnerAddrs() *[redisproto.SlotCount]string {
 		}
 	}
 	return owners
-}
-
-// ClusterView is one node's CLUSTER NODES and CLUSTER INFO replies, for
-// readers of the slot map other than the watcher (the write canary).
-type ClusterView struct {
-	view nodeView
-}
-
-// ParseClusterView decodes the replies of the node the reader dialled at
-// addr.
-func ParseClusterView(addr, clusterNodes, clusterInfo string) (ClusterView, error) {
-	v := nodeView{Addr: addr}
-	var err error
-	if v.Nodes, err = parseClusterNodes(clusterNodes); err != nil {
-		return ClusterView{}, err
-	}
-	if v.self() == nil {
-		return ClusterView{}, errors.New("CLUSTER NODES has no myself line")
-	}
-	if v.Info, err = parseClusterInfo(clusterInfo); err != nil {
-		return ClusterView{}, err
-	}
-	return ClusterView{view: v}, nil
-}
-
-// Addrs lists every address the view's CLUSTER NODES mentions, sorted.
-func (v ClusterView) Addrs() []string {
-	return topologyAddrs([]nodeView{v.view})
-}
-
-// Master is a member master that owns slots.
-type Master struct {
-	ID string
-	// Addr is "ip:port", empty for a node without an address; chosen as the
-	// snapshot's Node.Addr is.
-	Addr string
-}
-
-// SlotMap is which master owns each slot, by the one slot-ownership rule.
-type SlotMap struct {
-	owners  *[redisproto.SlotCount]string // node ids, "" unassigned
-	masters map[string]Master             // by id, the masters that own slots
-}
-
-// NewSlotMap merges the views by the rule the watcher's snapshot uses.
-func NewSlotMap(views []ClusterView) (*SlotMap, error) {
-	nodeViews := make([]nodeView, len(views))
-	for i, v := range views {
-		nodeViews[i] = v.view
-	}
-	mv, err := mergeViews(nodeViews)
-	if err != nil {
-		return nil, err
-	}
-	sm := &SlotMap{owners: mv.owners, masters: map[string]Master{}}
-	for _, id := range mv.owners {
-		if _, ok := sm.masters[id]; id != "" && !ok {
-			sm.masters[id] = Master{ID: id, Addr: mv.nodes[id].addr()}
-		}
-	}
-	return sm, nil
-}
-
-// Owner returns the master owning slot, false if the slot is unassigned.
-func (m *SlotMap) Owner(slot int) (Master, bool) {
-	if slot < 0 || slot >= redisproto.SlotCount || m.owners[slot] == "" {
-		return Master{}, false
-	}
-	return m.masters[m.owners[slot]], true
-}
-
-// Masters lists the masters that own slots, by id.
-func (m *SlotMap) Masters() []Master {
-	out := make([]Master, 0, len(m.masters))
-	for _, master := range m.masters {
-		out = append(out, master)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
 }
 
 // noNodeAnsweredError is a refresh that no node answered, with each

@@ -7,7 +7,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
-// The write canary's slot map (NewSlotMap) and the slot command's owners
+// The write canary's slot map (redisproto.NewSlotMap) and the slot command's owners
 // (Snapshot.slotOwnerAddrs) name, for every slot, the owner the snapshot
 // behind /metrics names: one rule. The cases are those where a simpler rule
 // would not: a view that has not heard of a failover (listed first, as a
@@ -44,11 +44,11 @@ func TestSlotOwnershipOneRule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			clusterViews := make([]ClusterView, len(c.views))
+			protoViews := make([]redisproto.View, len(c.views))
 			for i, v := range c.views {
-				clusterViews[i] = ClusterView{view: v}
+				protoViews[i] = v.View
 			}
-			slots, err := NewSlotMap(clusterViews)
+			slots, err := redisproto.NewSlotMap(protoViews)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,26 +84,6 @@ func TestSlotOwnerAddrsNoOwner(t *testing.T) {
 	addrs := snap.slotOwnerAddrs()
 	if addrs[0] != "127.0.0.1:1" || addrs[99] != "127.0.0.1:1" || addrs[100] != NoOwner || addrs[redisproto.SlotCount-1] != NoOwner {
 		t.Errorf("owners: %s %s %s %s", addrs[0], addrs[99], addrs[100], addrs[redisproto.SlotCount-1])
-	}
-}
-
-func TestParseClusterView(t *testing.T) {
-	const info = "cluster_state:ok\r\ncluster_current_epoch:7\r\n"
-	v, err := ParseClusterView("10.0.0.1:6379", idA+" 10.0.0.1:6379@16379 myself,master - 0 0 1 connected 0-16383\n"+idD+" 10.0.0.2:6379@16379 slave "+idA+" 0 0 1 connected\n", info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := v.Addrs(); len(got) != 2 || got[0] != "10.0.0.1:6379" || got[1] != "10.0.0.2:6379" {
-		t.Errorf("Addrs() = %v", got)
-	}
-	if _, err := ParseClusterView("x", idD+" 10.0.0.2:6379@16379 slave "+idA+" 0 0 1 connected\n", info); err == nil {
-		t.Error("a reply without a myself line: want an error")
-	}
-	if _, err := ParseClusterView("x", idA+" 10.0.0.1:6379@16379 myself,master - 0 0 1 connected\n", "cluster_state:maybe\r\n"); err == nil {
-		t.Error("a bad CLUSTER INFO: want an error")
-	}
-	if _, err := NewSlotMap(nil); err == nil {
-		t.Error("no views: want an error")
 	}
 }
 

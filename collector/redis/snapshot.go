@@ -3,10 +3,10 @@
 // far replicas lag, and how often shards fail over.
 //
 // Data flows one way, in the same steps and file names as collector/kafka:
-// source.go reads every node with rueidis, the pure parsers
-// (clusternodes.go, info.go) decode the replies, membership.go decides
-// which nodes the cluster counts, build.go merges the members' views into a
-// Snapshot, transitions.go counts transitions against the previous
+// source.go reads every node with rueidis, the pure parsers (those of
+// internal/redisproto, and info.go) decode the replies, redisproto.Merge
+// decides which nodes the cluster counts and who owns each slot, build.go
+// turns the merged views into a Snapshot, transitions.go counts transitions against the previous
 // Snapshot, watcher.go refreshes it on an interval, and collector.go turns
 // the current Snapshot into metrics without talking to the cluster.
 package redis
@@ -97,7 +97,7 @@ type Snapshot struct {
 	// Nodes are the cluster's members, sorted by address, then id.
 	Nodes []Node
 	// Foreign are the nodes that answered but are not members (see
-	// membership.go), sorted by address, then id. They count in no other
+	// redisproto.Merge), sorted by address, then id. They count in no other
 	// field.
 	Foreign []ForeignNode
 	// SlotRanges is the merged slot map as runs of consecutive slots with

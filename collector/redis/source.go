@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -165,20 +164,7 @@ func lastAnswer(views []nodeView) time.Time {
 }
 
 // topologyAddrs lists every address the views mention.
-func topologyAddrs(views []nodeView) []string {
-	seen := map[string]bool{}
-	var addrs []string
-	for _, v := range views {
-		for _, line := range v.Nodes {
-			if line.Addr != "" && !seen[line.Addr] {
-				seen[line.Addr] = true
-				addrs = append(addrs, line.Addr)
-			}
-		}
-	}
-	sort.Strings(addrs)
-	return addrs
-}
+func topologyAddrs(views []nodeView) []string { return redisproto.Addrs(views) }
 
 // queryNodes queries the nodes concurrently and returns the views of those
 // that answered before ctx ended. A node that has not answered by then is
@@ -429,25 +415,19 @@ var commandNames = []string{"CLUSTER NODES", "CLUSTER INFO", "INFO replication",
 
 // parseNodeView decodes one node's replies.
 func parseNodeView(addr, nodes, info, replication, memory string, keys int64) (nodeView, error) {
-	v := nodeView{Addr: addr, Keys: keys}
-	var err error
-	if v.Nodes, err = parseClusterNodes(nodes); err != nil {
+	view, err := redisproto.ParseView(addr, nodes, info)
+	v := nodeView{View: view, Keys: keys}
+	if err != nil {
 		return v, err
 	}
-	if v.self() == nil {
-		return v, errors.New("CLUSTER NODES has no myself line")
-	}
-	if v.Info, err = parseClusterInfo(info); err != nil {
-		return v, err
-	}
-	fields, err := parseInfoFields(replication)
+	fields, err := redisproto.ParseInfoFields(replication)
 	if err != nil {
 		return v, fmt.Errorf("INFO replication: %w", err)
 	}
 	if v.Replication, err = parseReplicationInfo(fields); err != nil {
 		return v, err
 	}
-	if fields, err = parseInfoFields(memory); err != nil {
+	if fields, err = redisproto.ParseInfoFields(memory); err != nil {
 		return v, fmt.Errorf("INFO memory: %w", err)
 	}
 	if v.UsedMemory, err = parseUsedMemory(fields); err != nil {

@@ -19,7 +19,6 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
-	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/collector/watch/watchtest"
 	"github.com/failover-exporter/failover_exporter/config"
@@ -132,8 +131,8 @@ func TestCountersStayServedWhenARoundFails(t *testing.T) {
 // acknowledged by the old owner; whatever the new owner lacks is lost.
 func TestApplyCountsLostWrites(t *testing.T) {
 	src := &source{logger: log.NewNopLogger()}
-	old := redis.Master{ID: "old", Addr: "127.0.0.1:1"}
-	promoted := redis.Master{ID: "new", Addr: "127.0.0.1:2"}
+	old := redisproto.Master{ID: "old", Addr: "127.0.0.1:1"}
+	promoted := redisproto.Master{ID: "new", Addr: "127.0.0.1:2"}
 	cases := []struct {
 		name               string
 		base, acked, found uint64

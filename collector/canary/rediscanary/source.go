@@ -19,7 +19,6 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
-	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
@@ -132,7 +131,7 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 
 // writeResult is the outcome of one key's turn in a round.
 type writeResult struct {
-	owner redis.Master
+	owner redisproto.Master
 	// checked is set when the key was read from a new owner; found is the
 	// value read.
 	checked bool
@@ -150,7 +149,7 @@ type writeResult struct {
 // writeKey reads the key from its owner when the owner changed (or the key
 // is new), then writes the next value. It runs concurrently for different
 // keys and does not touch shared state.
-func (s *source) writeKey(ctx context.Context, st *keyState, owner redis.Master) writeResult {
+func (s *source) writeKey(ctx context.Context, st *keyState, owner redisproto.Master) writeResult {
 	res := writeResult{owner: owner}
 	client, err := s.client(owner.Addr)
 	if err != nil {
@@ -317,7 +316,7 @@ func cutWord(s string) (string, string, bool) {
 // chooseKey finds the canary key of a master: the first hash tag "0",
 // "1", ... whose slot the master owns. The search is deterministic, so a
 // master's replica that takes over its slots gets the same key.
-func (s *source) chooseKey(masterID string, slots *redis.SlotMap) (string, int, bool) {
+func (s *source) chooseKey(masterID string, slots *redisproto.SlotMap) (string, int, bool) {
 	// 16384 slots and CRC16 spread tags evenly: a master owning one slot is
 	// found within a few times 16384 tags.
 	for i := range 1 << 20 {
@@ -332,12 +331,12 @@ func (s *source) chooseKey(masterID string, slots *redis.SlotMap) (string, int, 
 
 // topology asks the known masters and the seeds for CLUSTER NODES and
 // CLUSTER INFO at once and merges their answers by the exporter's one
-// slot-ownership rule (redis.NewSlotMap, the watcher's): members only, and
+// slot-ownership rule (redisproto.NewSlotMap, the watcher's): members only, and
 // per slot the claim with the highest config epoch, as Redis does. A
 // master that died still owns its slots until a replica with a higher
 // epoch claims them, so writes to it are tried and counted as failures.
 // Clients of addresses no answer mentions any more are closed.
-func (s *source) topology(ctx context.Context) (*redis.SlotMap, error) {
+func (s *source) topology(ctx context.Context) (*redisproto.SlotMap, error) {
 	seen := map[string]bool{}
 	var addrs []string
 	for _, a := range append(append([]string(nil), s.known...), s.cfg.Addrs...) {
@@ -351,7 +350,7 @@ func (s *source) topology(ctx context.Context) (*redis.SlotMap, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	type answer struct {
-		view redis.ClusterView
+		view redisproto.View
 		err  error
 	}
 	answers := make(chan answer, len(addrs))
@@ -364,7 +363,7 @@ func (s *source) topology(ctx context.Context) (*redis.SlotMap, error) {
 			answers <- answer{view, err}
 		}()
 	}
-	var views []redis.ClusterView
+	var views []redisproto.View
 	var errs []error
 	for range addrs {
 		a := <-answers
@@ -377,7 +376,7 @@ func (s *source) topology(ctx context.Context) (*redis.SlotMap, error) {
 	if len(views) == 0 {
 		return nil, fmt.Errorf("no node answered CLUSTER NODES: %w", errors.Join(errs...))
 	}
-	slots, err := redis.NewSlotMap(views)
+	slots, err := redisproto.NewSlotMap(views)
 	if err != nil {
 		return nil, err
 	}
@@ -389,29 +388,27 @@ func (s *source) topology(ctx context.Context) (*redis.SlotMap, error) {
 	}
 	// Every query of this round has returned: no write uses a client yet.
 	keep := slices.Clone(s.cfg.Addrs)
-	for _, v := range views {
-		keep = append(keep, v.Addrs()...)
-	}
+	keep = append(keep, redisproto.Addrs(views)...)
 	s.dropClientsExcept(keep)
 	return slots, nil
 }
 
 // readView reads one node's CLUSTER NODES and CLUSTER INFO in one round trip.
-func (s *source) readView(ctx context.Context, addr string) (redis.ClusterView, error) {
+func (s *source) readView(ctx context.Context, addr string) (redisproto.View, error) {
 	client, err := s.client(addr)
 	if err != nil {
-		return redis.ClusterView{}, err
+		return redisproto.View{}, err
 	}
 	replies := client.DoMulti(ctx, client.B().ClusterNodes().Build(), client.B().ClusterInfo().Build())
 	nodes, err := replies[0].ToString()
 	if err != nil {
-		return redis.ClusterView{}, fmt.Errorf("CLUSTER NODES: %w", err)
+		return redisproto.View{}, fmt.Errorf("CLUSTER NODES: %w", err)
 	}
 	info, err := replies[1].ToString()
 	if err != nil {
-		return redis.ClusterView{}, fmt.Errorf("CLUSTER INFO: %w", err)
+		return redisproto.View{}, fmt.Errorf("CLUSTER INFO: %w", err)
 	}
-	return redis.ParseClusterView(addr, nodes, info)
+	return redisproto.ParseView(addr, nodes, info)
 }
 
 // client returns the canary's connection to one node, dialled the first

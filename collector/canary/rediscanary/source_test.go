@@ -16,8 +16,8 @@ import (
 
 	"github.com/go-kit/log"
 
-	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // Node ids, 40 hex digits as Redis gives them.
@@ -31,17 +31,17 @@ var (
 
 // slotMap merges CLUSTER NODES replies, by the address that gave them, as
 // topology does.
-func slotMap(t *testing.T, replies map[string]string) *redis.SlotMap {
+func slotMap(t *testing.T, replies map[string]string) *redisproto.SlotMap {
 	t.Helper()
-	var views []redis.ClusterView
+	var views []redisproto.View
 	for addr, nodes := range replies {
-		v, err := redis.ParseClusterView(addr, nodes, "cluster_state:ok\r\ncluster_current_epoch:5\r\n")
+		v, err := redisproto.ParseView(addr, nodes, "cluster_state:ok\r\ncluster_current_epoch:5\r\n")
 		if err != nil {
 			t.Fatal(err)
 		}
 		views = append(views, v)
 	}
-	slots, err := redis.NewSlotMap(views)
+	slots, err := redisproto.NewSlotMap(views)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestTopologyRuleIsTheWatchers(t *testing.T) {
 		"127.0.0.1:7001": f(a, "") + f(b, "myself,") + f(c, "", ",fail") + f(d, "master", "-", " 10923-16383"),
 		"127.0.0.1:7004": reset,
 	})
-	for slot, want := range map[int]redis.Master{
+	for slot, want := range map[int]redisproto.Master{
 		0:     {ID: idA, Addr: "127.0.0.1:7000"},
 		5461:  {ID: idB, Addr: "127.0.0.1:7001"},
 		10923: {ID: idD, Addr: "127.0.0.1:7003"},

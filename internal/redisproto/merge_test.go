@@ -1,23 +1,22 @@
-package redis
+package redisproto
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
-
-	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // mergeSlotOwnersBySlot is mergeSlotOwners as it was first written: every
 // view painted into a full slot table and compared slot by slot. It is the
 // reference the faster version must agree with.
-func mergeSlotOwnersBySlot(views []nodeView, members map[string]bool) (owners [redisproto.SlotCount]string, disputed []int) {
-	var epochs [redisproto.SlotCount]uint64
-	var claimed, differs [redisproto.SlotCount]bool
-	var first, current [redisproto.SlotCount]string
+func mergeSlotOwnersBySlot(views []*View, members map[string]bool) (owners [SlotCount]string, disputed []int) {
+	var epochs [SlotCount]uint64
+	var claimed, differs [SlotCount]bool
+	var first, current [SlotCount]string
 	for vi := range views {
-		current = [redisproto.SlotCount]string{}
+		current = [SlotCount]string{}
 		for _, line := range views[vi].Nodes {
 			if !members[line.ID] {
 				continue
@@ -51,7 +50,7 @@ func mergeSlotOwnersBySlot(views []nodeView, members map[string]bool) (owners [r
 // ranges, then disturbs some views the ways real ones differ: lines in
 // another order, a range split in two, a range given to another node, an
 // overlapping claim, a non-member's claim.
-func randomSlotViews(r *rand.Rand, nodes, views int) ([]nodeView, map[string]bool) {
+func randomSlotViews(r *rand.Rand, nodes, views int) ([]*View, map[string]bool) {
 	ids := make([]string, nodes)
 	members := map[string]bool{}
 	for i := range ids {
@@ -60,24 +59,24 @@ func randomSlotViews(r *rand.Rand, nodes, views int) ([]nodeView, map[string]boo
 	}
 	cuts := []int{0}
 	for len(cuts) < nodes {
-		cuts = append(cuts, 1+r.IntN(redisproto.SlotCount-1))
+		cuts = append(cuts, 1+r.IntN(SlotCount-1))
 	}
 	slices.Sort(cuts)
 	cuts = slices.Compact(cuts)
-	base := make([]clusterNodeLine, nodes)
+	base := make([]NodeLine, nodes)
 	for i := range base {
-		base[i] = clusterNodeLine{ID: ids[i], ConfigEpoch: uint64(i + 1)}
+		base[i] = NodeLine{ID: ids[i], ConfigEpoch: uint64(i + 1)}
 		if i < len(cuts) {
-			last := redisproto.SlotCount - 1
+			last := SlotCount - 1
 			if i+1 < len(cuts) {
 				last = cuts[i+1] - 1
 			}
-			base[i].Slots = []slotRange{{cuts[i], last}}
+			base[i].Slots = []SlotRange{{cuts[i], last}}
 		}
 	}
-	out := make([]nodeView, views)
+	out := make([]*View, views)
 	for v := range out {
-		lines := make([]clusterNodeLine, nodes)
+		lines := make([]NodeLine, nodes)
 		for i := range base {
 			lines[i] = base[i]
 			lines[i].Slots = slices.Clone(base[i].Slots)
@@ -88,17 +87,17 @@ func randomSlotViews(r *rand.Rand, nodes, views int) ([]nodeView, map[string]boo
 			l := &lines[r.IntN(nodes)]
 			if len(l.Slots) == 1 && l.Slots[0].Last > l.Slots[0].First {
 				mid := l.Slots[0].First + (l.Slots[0].Last-l.Slots[0].First)/2
-				l.Slots = []slotRange{{l.Slots[0].First, mid}, {mid + 1, l.Slots[0].Last}}
+				l.Slots = []SlotRange{{l.Slots[0].First, mid}, {mid + 1, l.Slots[0].Last}}
 			}
 		case 1: // another node claims some slots, with a higher epoch
 			l := &lines[r.IntN(nodes)]
-			first := r.IntN(redisproto.SlotCount)
-			l.Slots = append(l.Slots, slotRange{first, min(first+r.IntN(50), redisproto.SlotCount-1)})
+			first := r.IntN(SlotCount)
+			l.Slots = append(l.Slots, SlotRange{first, min(first+r.IntN(50), SlotCount-1)})
 			l.ConfigEpoch += uint64(nodes)
 		case 2: // a node's slots are unassigned in this view
 			lines[r.IntN(nodes)].Slots = nil
 		}
-		out[v] = nodeView{Addr: fmt.Sprintf("127.0.0.1:%d", 7000+v), Nodes: lines}
+		out[v] = &View{Addr: fmt.Sprintf("127.0.0.1:%d", 7000+v), Nodes: lines}
 	}
 	return out, members
 }
@@ -129,17 +128,17 @@ func TestMergeSlotOwnersAgreesWithSlotBySlot(t *testing.T) {
 // Views that agree, in any line order and however they cut their ranges,
 // dispute nothing.
 func TestMergeSlotOwnersAgreeingViews(t *testing.T) {
-	a := testView(t, idA, healthyLines, 6, true, masterRepl(0))
+	a := testView(t, idA, healthyLines)
 	reversed := slices.Clone(healthyLines)
 	slices.Reverse(reversed)
-	b := testView(t, idB, reversed, 6, true, masterRepl(0))
+	b := testView(t, idB, reversed)
 	for i, l := range b.Nodes {
 		if l.ID == idC { // "10923-16383" as two ranges
-			b.Nodes[i].Slots = []slotRange{{10923, 12000}, {12001, 16383}}
+			b.Nodes[i].Slots = []SlotRange{{10923, 12000}, {12001, 16383}}
 		}
 	}
 	members := map[string]bool{idA: true, idB: true, idC: true, idD: true, idE: true, idF: true}
-	owners, disputed := mergeSlotOwners([]nodeView{a, b}, members)
+	owners, disputed := mergeSlotOwners([]*View{a, b}, members)
 	if len(disputed) != 0 {
 		t.Errorf("%d slots disputed between agreeing views", len(disputed))
 	}
@@ -149,7 +148,7 @@ func TestMergeSlotOwnersAgreeingViews(t *testing.T) {
 }
 
 // benchmarkMerge runs merge over the views of a 100-node cluster.
-func benchmarkMerge(b *testing.B, merge func([]nodeView, map[string]bool)) {
+func benchmarkMerge(b *testing.B, merge func([]*View, map[string]bool)) {
 	views := views100Nodes(b)
 	members := map[string]bool{}
 	for _, l := range views[0].Nodes {
@@ -162,10 +161,66 @@ func benchmarkMerge(b *testing.B, merge func([]nodeView, map[string]bool)) {
 }
 
 func BenchmarkMergeSlotOwners100Nodes(b *testing.B) {
-	benchmarkMerge(b, func(v []nodeView, m map[string]bool) { mergeSlotOwners(v, m) })
+	benchmarkMerge(b, func(v []*View, m map[string]bool) { mergeSlotOwners(v, m) })
 }
 
 // The slot-by-slot reference, for the ratio in one run.
 func BenchmarkMergeSlotOwnersBySlot100Nodes(b *testing.B) {
-	benchmarkMerge(b, func(v []nodeView, m map[string]bool) { mergeSlotOwnersBySlot(v, m) })
+	benchmarkMerge(b, func(v []*View, m map[string]bool) { mergeSlotOwnersBySlot(v, m) })
+}
+
+// healthyLines is a 3+3 cluster: A, B, C masters; D, E, F their replicas.
+var healthyLines = []string{
+	idA + " 127.0.0.1:17100@27100 master - 0 0 1 connected 0-5460",
+	idB + " 127.0.0.1:17101@27101 master - 0 0 2 connected 5461-10922",
+	idC + " 127.0.0.1:17102@27102 master - 0 0 3 connected 10923-16383",
+	idD + " 127.0.0.1:17103@27103 slave " + idA + " 0 0 1 connected",
+	idE + " 127.0.0.1:17104@27104 slave " + idB + " 0 0 2 connected",
+	idF + " 127.0.0.1:17105@27105 slave " + idC + " 0 0 3 connected",
+}
+
+// testView is the view node self has of a topology given as CLUSTER NODES
+// lines; self's line gets the myself flag.
+func testView(t testing.TB, self string, lines []string) *View {
+	t.Helper()
+	var b strings.Builder
+	addr := ""
+	for _, line := range lines {
+		fields := strings.Fields(line)
+		if fields[0] == self {
+			fields[2] = "myself," + fields[2]
+			addr, _, _ = strings.Cut(fields[1], "@")
+		}
+		b.WriteString(strings.Join(fields, " ") + "\n")
+	}
+	v, err := ParseView(addr, b.String(), "cluster_state:ok\r\ncluster_current_epoch:6\r\n")
+	if err != nil {
+		t.Fatalf("test topology: %v", err)
+	}
+	return &v
+}
+
+// views100Nodes is what 50 masters and their 50 replicas, all reached and
+// agreeing, tell one refresh.
+func views100Nodes(b *testing.B) []*View {
+	var text strings.Builder
+	ids := make([]string, 100)
+	for i := range 50 {
+		ids[i], ids[50+i] = fmt.Sprintf("%040x", i), fmt.Sprintf("%040x", 1000+i)
+		first, last := i*SlotCount/50, (i+1)*SlotCount/50-1
+		fmt.Fprintf(&text, "%s 10.0.0.%d:6379@16379 master - 0 0 %d connected %d-%d\n", ids[i], i, i+1, first, last)
+		fmt.Fprintf(&text, "%s 10.0.1.%d:6379@16379 slave %s 0 0 %d connected\n", ids[50+i], i, ids[i], i+1)
+	}
+	views := make([]*View, 100)
+	for i, id := range ids {
+		lines, err := ParseClusterNodes(text.String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for j := range lines {
+			lines[j].Flags.Myself = lines[j].ID == id
+		}
+		views[i] = &View{Addr: lines[i].Addr, Nodes: lines, Info: ClusterInfo{StateOK: true, CurrentEpoch: 50}}
+	}
+	return views
 }

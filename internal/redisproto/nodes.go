@@ -1,4 +1,4 @@
-package redis
+package redisproto
 
 import (
 	"errors"
@@ -7,12 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
-// nodeFlags are the flags of one CLUSTER NODES line.
-type nodeFlags struct {
+// NodeFlags are the flags of one CLUSTER NODES line.
+type NodeFlags struct {
 	Myself    bool
 	Master    bool
 	Replica   bool
@@ -22,35 +20,35 @@ type nodeFlags struct {
 	NoAddr    bool
 }
 
-// slotRange is an inclusive range of hash slots.
-type slotRange struct{ First, Last int }
+// SlotRange is an inclusive range of hash slots.
+type SlotRange struct{ First, Last int }
 
-// slotMove is one `[slot->-id]` (migrating) or `[slot-<-id]` (importing)
+// SlotMove is one `[slot->-id]` (migrating) or `[slot-<-id]` (importing)
 // entry: the slot and the node on the other side of the move.
-type slotMove struct {
+type SlotMove struct {
 	Slot   int
 	NodeID string
 }
 
-// clusterNodeLine is one line of CLUSTER NODES, as seen by the node that
+// NodeLine is one line of CLUSTER NODES, as seen by the node that
 // answered.
-type clusterNodeLine struct {
+type NodeLine struct {
 	ID string
 	// Addr is "ip:port" (bracketed for IPv6), empty for noaddr nodes.
 	Addr  string
-	Flags nodeFlags
+	Flags NodeFlags
 	// MasterID is the id of the master this node replicates, empty for masters.
 	MasterID      string
 	ConfigEpoch   uint64
 	LinkConnected bool
-	Slots         []slotRange
+	Slots         []SlotRange
 	// Migrating and Importing only appear on the myself line.
-	Migrating []slotMove
-	Importing []slotMove
+	Migrating []SlotMove
+	Importing []SlotMove
 }
 
 // SlotCount is how many slots the line lists for the node.
-func (l *clusterNodeLine) SlotCount() int {
+func (l *NodeLine) SlotCount() int {
 	n := 0
 	for _, r := range l.Slots {
 		n += r.Last - r.First + 1
@@ -58,16 +56,16 @@ func (l *clusterNodeLine) SlotCount() int {
 	return n
 }
 
-// parseClusterNodes parses the reply of CLUSTER NODES. Any malformed line
+// ParseClusterNodes parses the reply of CLUSTER NODES. Any malformed line
 // fails the whole reply: a half-read topology would report slots as
 // unassigned that are not.
 //
 // Every node of the cluster sends a reply listing every node on each
 // refresh, so the parser walks the reply in place: fields are substrings,
 // and nothing is allocated per line but the line itself and its slot ranges.
-func parseClusterNodes(reply string) ([]clusterNodeLine, error) {
-	reply = stripVerbatimPrefix(reply)
-	lines := make([]clusterNodeLine, 0, strings.Count(reply, "\n")+1)
+func ParseClusterNodes(reply string) ([]NodeLine, error) {
+	reply = StripVerbatim(reply)
+	lines := make([]NodeLine, 0, strings.Count(reply, "\n")+1)
 	lineNumbers := make([]int, 0, cap(lines))
 	for number, rest := 1, reply; rest != ""; number++ {
 		var raw string
@@ -95,7 +93,7 @@ func parseClusterNodes(reply string) ([]clusterNodeLine, error) {
 // findDuplicateID returns the indexes of two lines with the same id, the
 // earlier first. Sorting indexes costs one small slice where a set would
 // cost a map per reply.
-func findDuplicateID(lines []clusterNodeLine) (first, second int, found bool) {
+func findDuplicateID(lines []NodeLine) (first, second int, found bool) {
 	order := make([]int32, len(lines))
 	for i := range order {
 		order[i] = int32(i)
@@ -128,16 +126,16 @@ func nextField(s string) (field, rest string) {
 // link-state.
 const clusterNodesFixedFields = 8
 
-func parseClusterNodesLine(raw string) (clusterNodeLine, error) {
+func parseClusterNodesLine(raw string) (NodeLine, error) {
 	var fields [clusterNodesFixedFields]string
 	rest := raw
 	for i := range fields {
 		if fields[i], rest = nextField(rest); fields[i] == "" {
-			return clusterNodeLine{}, fmt.Errorf("want at least %d fields, got %d", clusterNodesFixedFields, i)
+			return NodeLine{}, fmt.Errorf("want at least %d fields, got %d", clusterNodesFixedFields, i)
 		}
 	}
 	var (
-		line clusterNodeLine
+		line NodeLine
 		err  error
 	)
 	line.ID = fields[0]
@@ -221,8 +219,8 @@ func parseNodeAddress(s string) (string, error) {
 
 // parseNodeFlags reads the flags the exporter uses; others (nofailover,
 // noflags, flags of later Redis versions) are ignored.
-func parseNodeFlags(s string) nodeFlags {
-	var f nodeFlags
+func parseNodeFlags(s string) NodeFlags {
+	var f NodeFlags
 	for s != "" {
 		var flag string
 		flag, s, _ = strings.Cut(s, ",")
@@ -247,7 +245,7 @@ func parseNodeFlags(s string) nodeFlags {
 }
 
 // addSlotField parses "N", "N-M", "[N->-id]" or "[N-<-id]".
-func (l *clusterNodeLine) addSlotField(f string) error {
+func (l *NodeLine) addSlotField(f string) error {
 	if strings.HasPrefix(f, "[") {
 		body, ok := strings.CutSuffix(f[1:], "]")
 		if !ok {
@@ -285,19 +283,19 @@ func (l *clusterNodeLine) addSlotField(f string) error {
 			return fmt.Errorf("slot range %q runs backwards", f)
 		}
 	}
-	l.Slots = append(l.Slots, slotRange{First: start, Last: end})
+	l.Slots = append(l.Slots, SlotRange{First: start, Last: end})
 	return nil
 }
 
-func parseSlotMove(slot, id string) (slotMove, error) {
+func parseSlotMove(slot, id string) (SlotMove, error) {
 	n, err := parseSlot(slot)
 	if err != nil {
-		return slotMove{}, err
+		return SlotMove{}, err
 	}
 	if !validNodeID(id) {
-		return slotMove{}, fmt.Errorf("invalid node id %q", id)
+		return SlotMove{}, fmt.Errorf("invalid node id %q", id)
 	}
-	return slotMove{Slot: n, NodeID: id}, nil
+	return SlotMove{Slot: n, NodeID: id}, nil
 }
 
 func parseSlot(s string) (int, error) {
@@ -305,7 +303,7 @@ func parseSlot(s string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("not a slot number: %q", s)
 	}
-	if n < 0 || n >= redisproto.SlotCount {
+	if n < 0 || n >= SlotCount {
 		return 0, fmt.Errorf("slot %d out of range", n)
 	}
 	return n, nil

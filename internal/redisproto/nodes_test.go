@@ -1,11 +1,9 @@
-package redis
+package redisproto
 
 import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 const (
@@ -31,80 +29,80 @@ func TestParseClusterNodes(t *testing.T) {
 	tests := []struct {
 		name  string
 		reply string
-		want  []clusterNodeLine
+		want  []NodeLine
 	}{
 		{
 			name:  "master with slot ranges and a migrating slot",
 			reply: idA + " 127.0.0.1:17100@27100 myself,master - 0 1795986152000 1 connected 0-5460 7000 [100->-" + idB + "]\n",
-			want: []clusterNodeLine{{
+			want: []NodeLine{{
 				ID: idA, Addr: "127.0.0.1:17100",
-				Flags: nodeFlags{Myself: true, Master: true}, ConfigEpoch: 1,
-				LinkConnected: true, Slots: []slotRange{{0, 5460}, {7000, 7000}},
-				Migrating: []slotMove{{100, idB}},
+				Flags: NodeFlags{Myself: true, Master: true}, ConfigEpoch: 1,
+				LinkConnected: true, Slots: []SlotRange{{0, 5460}, {7000, 7000}},
+				Migrating: []SlotMove{{100, idB}},
 			}},
 		},
 		{
 			name:  "importing slot",
 			reply: idB + " 127.0.0.1:17101@27101 myself,master - 0 0 2 connected 5461-10922 [100-<-" + idA + "]",
-			want: []clusterNodeLine{{
+			want: []NodeLine{{
 				ID: idB, Addr: "127.0.0.1:17101",
-				Flags: nodeFlags{Myself: true, Master: true}, ConfigEpoch: 2, LinkConnected: true,
-				Slots: []slotRange{{5461, 10922}}, Importing: []slotMove{{100, idA}},
+				Flags: NodeFlags{Myself: true, Master: true}, ConfigEpoch: 2, LinkConnected: true,
+				Slots: []SlotRange{{5461, 10922}}, Importing: []SlotMove{{100, idA}},
 			}},
 		},
 		{
 			name:  "failed replica with hostname, disconnected",
 			reply: idD + " 10.0.0.4:6379@16379,redis-4.example slave,fail " + idA + " 1700000000000 1699999999000 7 disconnected",
-			want: []clusterNodeLine{{
+			want: []NodeLine{{
 				ID: idD, Addr: "10.0.0.4:6379",
-				Flags: nodeFlags{Replica: true, Fail: true}, MasterID: idA, ConfigEpoch: 7,
+				Flags: NodeFlags{Replica: true, Fail: true}, MasterID: idA, ConfigEpoch: 7,
 			}},
 		},
 		{
 			name:  "hostname with auxiliary fields, pfail, nofailover",
 			reply: idE + " 10.0.0.5:6379@16379,redis-5,shard-id=abc master,fail?,nofailover - 0 0 3 connected",
-			want: []clusterNodeLine{{
+			want: []NodeLine{{
 				ID: idE, Addr: "10.0.0.5:6379",
-				Flags: nodeFlags{Master: true, PFail: true}, ConfigEpoch: 3, LinkConnected: true,
+				Flags: NodeFlags{Master: true, PFail: true}, ConfigEpoch: 3, LinkConnected: true,
 			}},
 		},
 		{
 			name:  "noaddr node",
 			reply: idF + " :0@0 master,noaddr - 1700000000000 1700000000000 0 disconnected",
-			want: []clusterNodeLine{{
+			want: []NodeLine{{
 				ID:    idF,
-				Flags: nodeFlags{Master: true, NoAddr: true},
+				Flags: NodeFlags{Master: true, NoAddr: true},
 			}},
 		},
 		{
 			name:  "handshake, noflags and unknown flags",
 			reply: idC + " 127.0.0.1:7005@17005 handshake,noflags,future - 0 0 0 connected",
-			want: []clusterNodeLine{{
+			want: []NodeLine{{
 				ID: idC, Addr: "127.0.0.1:7005",
-				Flags: nodeFlags{Handshake: true}, LinkConnected: true,
+				Flags: NodeFlags{Handshake: true}, LinkConnected: true,
 			}},
 		},
 		{
 			name:  "IPv6 address",
 			reply: idA + " ::1:7000@17000 myself,master - 0 0 1 connected",
-			want: []clusterNodeLine{{
+			want: []NodeLine{{
 				ID: idA, Addr: "[::1]:7000",
-				Flags: nodeFlags{Myself: true, Master: true}, ConfigEpoch: 1, LinkConnected: true,
+				Flags: NodeFlags{Myself: true, Master: true}, ConfigEpoch: 1, LinkConnected: true,
 			}},
 		},
 		{
 			name:  "RESP3 verbatim prefix and CRLF",
 			reply: "txt:" + idA + " 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-16383\r\n",
-			want: []clusterNodeLine{{
+			want: []NodeLine{{
 				ID: idA, Addr: "127.0.0.1:7000",
-				Flags: nodeFlags{Myself: true, Master: true}, ConfigEpoch: 1, LinkConnected: true,
-				Slots: []slotRange{{0, 16383}},
+				Flags: NodeFlags{Myself: true, Master: true}, ConfigEpoch: 1, LinkConnected: true,
+				Slots: []SlotRange{{0, 16383}},
 			}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseClusterNodes(tt.reply)
+			got, err := ParseClusterNodes(tt.reply)
 			if err != nil {
 				t.Fatalf("parseClusterNodes: %v", err)
 			}
@@ -116,7 +114,7 @@ func TestParseClusterNodes(t *testing.T) {
 }
 
 func TestParseClusterNodesLab(t *testing.T) {
-	lines, err := parseClusterNodes(labClusterNodes)
+	lines, err := ParseClusterNodes(labClusterNodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,8 +128,8 @@ func TestParseClusterNodesLab(t *testing.T) {
 			replicas++
 		}
 	}
-	if slots != redisproto.SlotCount || replicas != 3 {
-		t.Errorf("slots %d replicas %d, want %d and 3", slots, replicas, redisproto.SlotCount)
+	if slots != SlotCount || replicas != 3 {
+		t.Errorf("slots %d replicas %d, want %d and 3", slots, replicas, SlotCount)
 	}
 }
 
@@ -161,7 +159,7 @@ func TestParseClusterNodesErrors(t *testing.T) {
 	}
 	for name, reply := range tests {
 		t.Run(name, func(t *testing.T) {
-			if lines, err := parseClusterNodes(reply); err == nil {
+			if lines, err := ParseClusterNodes(reply); err == nil {
 				t.Errorf("want an error, got %+v", lines)
 			}
 		})
@@ -172,14 +170,14 @@ func TestParseClusterNodesErrors(t *testing.T) {
 // pong-recv) are not checked: a value there that this parser does not
 // understand must not fail the node's whole view.
 func TestParseClusterNodesIgnoresUnusedFields(t *testing.T) {
-	want := []clusterNodeLine{{ID: idA, Addr: "127.0.0.1:7000", Flags: nodeFlags{Master: true}, ConfigEpoch: 1, LinkConnected: true}}
+	want := []NodeLine{{ID: idA, Addr: "127.0.0.1:7000", Flags: NodeFlags{Master: true}, ConfigEpoch: 1, LinkConnected: true}}
 	for name, reply := range map[string]string{
 		"no bus port (Redis before 4.0)": idA + " 127.0.0.1:7000 master - 0 0 1 connected",
 		"bad bus port":                   idA + " 127.0.0.1:7000@x master - 0 0 1 connected",
 		"bad ping":                       idA + " 127.0.0.1:7000@17000 master - x 0 1 connected",
 		"bad pong":                       idA + " 127.0.0.1:7000@17000 master - 0 x 1 connected",
 	} {
-		got, err := parseClusterNodes(reply)
+		got, err := ParseClusterNodes(reply)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -197,7 +195,7 @@ func FuzzParseClusterNodes(f *testing.F) {
 	f.Add(idA + " 10.0.0.4:6379@16379,host,aux=1 slave,fail " + idB + " 1 2 3 connected")
 	f.Add(idA + " 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5 7 [8->-" + idB + "] [9-<-" + idC + "]")
 	f.Fuzz(func(t *testing.T, reply string) {
-		lines, err := parseClusterNodes(reply)
+		lines, err := ParseClusterNodes(reply)
 		if err != nil {
 			return
 		}
@@ -206,17 +204,17 @@ func FuzzParseClusterNodes(f *testing.F) {
 				t.Errorf("accepted invalid id %q", l.ID)
 			}
 			for _, r := range l.Slots {
-				if r.First < 0 || r.Last >= redisproto.SlotCount || r.First > r.Last {
+				if r.First < 0 || r.Last >= SlotCount || r.First > r.Last {
 					t.Errorf("accepted bad slot range %+v", r)
 				}
 			}
 			for _, m := range append(l.Migrating, l.Importing...) {
-				if m.Slot < 0 || m.Slot >= redisproto.SlotCount || !validNodeID(m.NodeID) {
+				if m.Slot < 0 || m.Slot >= SlotCount || !validNodeID(m.NodeID) {
 					t.Errorf("accepted bad slot move %+v", m)
 				}
 			}
 		}
 		// Whatever parses must merge without panicking.
-		_, _ = buildSnapshot([]nodeView{{Addr: "127.0.0.1:1", Nodes: lines}})
+		_, _ = Merge([]View{{Addr: "127.0.0.1:1", Nodes: lines}})
 	})
 }
