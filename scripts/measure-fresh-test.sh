@@ -14,6 +14,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$(mktemp -d /tmp/fresh-make-test.XXXXXX)}
 mkdir -p "$dir"
 git clone --quiet --no-hardlinks "$repo" "$dir/clone"
+rev=$(git -C "$dir/clone" rev-parse --short HEAD)
 for d in gocache gomodcache gopath labcache m2; do mkdir -p "$dir/$d"; done
 cleanup() {
 	if [[ ${KEEP:-0} != 1 ]]; then
@@ -34,5 +35,5 @@ rc=0
 	make test
 ) || rc=$?
 elapsed=$(($(date +%s) - start))
-printf 'fresh clone of %s: make test exit %d in %dm%02ds\n' "$(git -C "$repo" rev-parse --short HEAD)" "$rc" $((elapsed / 60)) $((elapsed % 60))
+printf 'fresh clone of %s: make test exit %d in %dm%02ds\n' "$rev" "$rc" $((elapsed / 60)) $((elapsed % 60))
 exit "$rc"
