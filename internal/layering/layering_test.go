@@ -109,22 +109,26 @@ func TestNoSystemImportsASibling(t *testing.T) {
 	}
 }
 
+// The config and the status page are read by every system: they link no
+// client library, so that a system's client stays its own.
 func TestConfigLinksNoClientLibrary(t *testing.T) {
-	pkgs := goList(t, "./config/...")
-	checked := 0
-	for path, p := range pkgs {
-		if path != module+"/config" && !strings.HasPrefix(path, module+"/config/") {
-			continue
-		}
-		checked++
-		for _, lib := range clientLibraries {
-			// One error per library, naming its first package config links.
-			if i := slices.IndexFunc(p.Deps, func(dep string) bool { return dep == lib || strings.HasPrefix(dep, lib+"/") }); i >= 0 {
-				t.Errorf("%s links %s (via %s); config must build without a client library", strings.TrimPrefix(path, module+"/"), lib, p.Deps[i])
+	for _, dir := range []string{"config", "status"} {
+		pkgs := goList(t, "./"+dir+"/...")
+		checked := 0
+		for path, p := range pkgs {
+			if path != module+"/"+dir && !strings.HasPrefix(path, module+"/"+dir+"/") {
+				continue
+			}
+			checked++
+			for _, lib := range clientLibraries {
+				// One error per library, naming its first package that links it.
+				if i := slices.IndexFunc(p.Deps, func(dep string) bool { return dep == lib || strings.HasPrefix(dep, lib+"/") }); i >= 0 {
+					t.Errorf("%s links %s (via %s); %s must build without a client library", strings.TrimPrefix(path, module+"/"), lib, p.Deps[i], dir)
+				}
 			}
 		}
-	}
-	if checked == 0 {
-		t.Fatal("go list found no config package")
+		if checked == 0 {
+			t.Fatalf("go list found no %s package", dir)
+		}
 	}
 }
