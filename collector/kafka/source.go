@@ -105,6 +105,14 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	if err != nil {
 		return nil, err
 	}
+	// The broker probes start first and run beside the requests that
+	// follow: those may wait on a controller the outage took (a
+	// ListPartitionReassignments without one waits out its timeout), and
+	// the outage clock dates episodes from the probes. Down brokers are
+	// probed at their last known address.
+	probedAt := s.now()
+	probed := make(chan map[string]bool, 1)
+	go func(addrs []string, connected string) { probed <- s.probeAddrs(ctx, addrs, connected) }(probeTargets(md, prev), broker.Addr())
 	var cached TopicConfigCache
 	if prev != nil {
 		cached = prev.TopicConfigs
@@ -126,12 +134,14 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	// once it has returned.
 	quorum := make(chan quorumRead, 1)
 	go func(franz franzConn, now func() time.Time) { quorum <- readQuorum(ctx, franz, now) }(s.franz, s.now)
-	// Down brokers are probed at their last known address. The probes
-	// come before carryTransitions, whose outage clock dates episodes
-	// from the first failed probe.
+	// The probes' outcome comes before carryTransitions, whose outage
+	// clock dates episodes from the first failed probe.
 	rememberDownBrokers(prev, snap)
-	snap.ProbedAt = s.now()
-	s.probeBrokers(ctx, snap, broker.Addr())
+	snap.ProbedAt = probedAt
+	reached := <-probed
+	for i := range snap.Brokers {
+		snap.Brokers[i].Reachable = reached[snap.Brokers[i].Address]
+	}
 	snap.Quorum = s.storeQuorum(<-quorum)
 	snap.backdateLimit = s.cfg.BackdateLimit
 	snap.detailHold = s.cfg.PartitionMetricsHold
@@ -312,35 +322,59 @@ func (s *source) disconnect() {
 	}
 }
 
-// probeBrokers dials every broker with a known address, concurrently, each
-// dial bounded by the dial timeout and the refresh deadline, and records
-// which ones accept a connection. connected is the broker that just
-// answered the Metadata request.
-func (s *source) probeBrokers(ctx context.Context, snap *Snapshot, connected string) {
+// probeTargets is every address a refresh probes: the brokers the
+// metadata registers, and those prev knew that it no longer does (a broker
+// that went down keeps its last known address; rememberDownBrokers gives it
+// to the new snapshot).
+func probeTargets(md *sarama.MetadataResponse, prev *Snapshot) []string {
+	addrs := make([]string, 0, len(md.Brokers))
+	registered := make(map[int32]bool, len(md.Brokers))
+	for _, b := range md.Brokers {
+		registered[b.ID()] = true
+		addrs = append(addrs, b.Addr())
+	}
+	if prev != nil {
+		for _, b := range prev.Brokers {
+			if !registered[b.ID] && b.Address != "" && !slices.Contains(addrs, b.Address) {
+				addrs = append(addrs, b.Address)
+			}
+		}
+	}
+	return addrs
+}
+
+// probeAddrs dials every address, concurrently, each dial bounded by the
+// dial timeout and the refresh deadline, and returns those that accepted a
+// connection. connected is the broker that just answered the Metadata
+// request: it counts as reached without a dial.
+func (s *source) probeAddrs(ctx context.Context, addrs []string, connected string) map[string]bool {
 	dialer := net.Dialer{Timeout: s.cfg.DialTimeout}
+	reached := make(map[string]bool, len(addrs))
+	if connected != "" {
+		reached[connected] = true
+	}
+	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for i := range snap.Brokers {
-		b := &snap.Brokers[i]
-		switch {
-		case b.Address == "":
-			continue
-		case b.Address == connected:
-			b.Reachable = true
+	for _, addr := range addrs {
+		if addr == "" || addr == connected {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			conn, err := dialer.DialContext(ctx, "tcp", b.Address)
+			conn, err := dialer.DialContext(ctx, "tcp", addr)
 			if err != nil {
-				level.Debug(s.logger).Log("msg", "broker not reachable", "broker", b.ID, "addr", b.Address, "err", err)
+				level.Debug(s.logger).Log("msg", "broker not reachable", "addr", addr, "err", err)
 				return
 			}
 			_ = conn.Close()
-			b.Reachable = true
+			mu.Lock()
+			reached[addr] = true
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
+	return reached
 }
 
 // listReassignments sends one ListPartitionReassignments request (Kafka
