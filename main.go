@@ -210,16 +210,7 @@ func runServe(f flags, logs loggers) error {
 		reload = (&reloader{flags: f, manager: manager, ok: self.ReloadOK, time: self.ReloadTime, logger: logger}).reload
 	}
 
-	mux, err := newMux(f, reg, endpoints{
-		metrics: exposition.Handler(reg, manager.TextWriters(), func(msg string, err error) {
-			level.Error(logger).Log("msg", msg, "err", err)
-		}),
-		ready:  manager.Ready,
-		reload: reload,
-		events: manager.Events().Handler(manager.Known),
-		budget: manager,
-		status: status.Sources{Clusters: manager.Views, Events: manager.Events()},
-	})
+	mux, err := newMux(f, reg, managerEndpoints(manager, reg, reload, logger))
 	if err != nil {
 		return err
 	}
@@ -341,5 +332,24 @@ func serveUntilSignal(ctx context.Context, server *http.Server, listeners []net.
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		return server.Shutdown(shutdownCtx)
+	}
+}
+
+// managerEndpoints are the HTTP endpoints of the manager's clusters: the
+// registry and every cluster on /metrics, one cluster on /probe, and what
+// reads the manager's state.
+func managerEndpoints(manager *collector.Manager, reg *prometheus.Registry, reload func() error, logger log.Logger) endpoints {
+	return endpoints{
+		metrics: exposition.Handler(reg, manager.TextWriters(), func(msg string, err error) {
+			level.Error(logger).Log("msg", msg, "err", err)
+		}),
+		probe: exposition.ProbeHandler(probeTarget(manager), func(msg string, err error) {
+			level.Error(logger).Log("msg", msg, "err", err)
+		}),
+		ready:  manager.Ready,
+		reload: reload,
+		events: manager.Events().Handler(manager.Known),
+		budget: manager,
+		status: status.Sources{Clusters: manager.Views, Events: manager.Events()},
 	}
 }

@@ -10,13 +10,16 @@ import (
 	"github.com/prometheus/common/version"
 
 	"github.com/failover-exporter/failover_exporter/collector/budget"
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/status"
 )
 
 // endpoints are what the HTTP server needs from the rest of the exporter.
 type endpoints struct {
 	metrics http.Handler
-	ready   func() bool
+	// probe serves one cluster's series: /probe?target=NAME[&system=S].
+	probe http.Handler
+	ready func() bool
 	// reload is nil when there is no config file to read again.
 	reload func() error
 	// events serves the event log as JSON.
@@ -34,6 +37,7 @@ func newMux(f flags, reg *prometheus.Registry, e endpoints) (*http.ServeMux, err
 	// InstrumentMetricHandler adds promhttp_metric_handler_requests_total
 	// and _requests_in_flight, as every exporter built on promhttp has.
 	mux.Handle(f.telemetryPath, onlyGet("scrape with GET", promhttp.InstrumentMetricHandler(reg, e.metrics)))
+	mux.Handle(probePath, onlyGet("scrape with GET", e.probe))
 	mux.Handle("/api/v1/events", e.events)
 	mux.Handle(budget.SafeToStopPath, budget.Handler(e.budget, false))
 	mux.Handle(budget.RecoveredPath, budget.Handler(e.budget, true))
@@ -74,6 +78,7 @@ func newMux(f flags, reg *prometheus.Registry, e endpoints) (*http.ServeMux, err
 	if f.telemetryPath != "/" {
 		links := []status.Link{
 			{Address: f.telemetryPath, Text: "Metrics"},
+			{Address: probePath, Text: "Probe", Description: "one cluster's series, one Prometheus target each: ?target=NAME (&system=kafka when the name is used by several systems)"},
 			{Address: "/-/healthy", Text: "Health"},
 			{Address: "/-/ready", Text: "Readiness", Description: "ready once every cluster was read once"},
 			{Address: "/api/v1/events", Text: "Events", Description: "the latest cluster events as JSON, newest first; ?system=kafka&cluster=NAME&since=15m"},
@@ -105,4 +110,29 @@ func onlyGet(hint string, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// probePath serves one configured cluster's series, in the multi-target
+// exporter pattern (blackbox_exporter's /probe).
+const probePath = "/probe"
+
+// prober finds a cluster's series by the system its events are recorded
+// under and its name (collector.Manager.Probe).
+type prober interface {
+	Probe(system, target string) ([]exposition.TextWriter, error)
+}
+
+// probeTarget reads a /probe request's target (a configured cluster's
+// name) and system (kafka, redis, mirror; needed only when several systems
+// have a cluster of that name). module= is refused by name: targets found
+// by service discovery, which it would configure, are not served yet, and a
+// scrape config that sets it must not get another cluster's series.
+func probeTarget(p prober) exposition.TargetResolver {
+	return func(r *http.Request) ([]exposition.TextWriter, error) {
+		q := r.URL.Query()
+		if q.Has("module") {
+			return nil, fmt.Errorf("module=%q: /probe serves configured clusters only; name one with target=", q.Get("module"))
+		}
+		return p.Probe(q.Get("system"), q.Get("target"))
+	}
 }

@@ -1,13 +1,19 @@
 package main
 
 import (
+	"compress/gzip"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/failover-exporter/failover_exporter/collector"
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/status"
 )
 
@@ -39,5 +45,84 @@ func TestProbesAnswerOnlyGetAndHead(t *testing.T) {
 				t.Errorf("%s %s: %d, Allow %q, %q; want 405, Allow: GET, HEAD", method, path, rec.Code, rec.Header().Get("Allow"), rec.Body.String())
 			}
 		}
+	}
+}
+
+// stubProber answers Probe with one rendered series for the target "lab"
+// and the manager's error for anything else.
+type stubProber struct{ rendered *exposition.Rendered }
+
+func (p stubProber) Probe(system, target string) ([]exposition.TextWriter, error) {
+	if target != "lab" {
+		return nil, fmt.Errorf("%w: no cluster called %q is configured", collector.ErrUnknownTarget, target)
+	}
+	return []exposition.TextWriter{p}, nil
+}
+
+func (p stubProber) AppendText(st *exposition.Stream) {
+	st.AddSet(probeSet, []*exposition.Rendered{p.rendered})
+}
+
+var probeSet = func() *exposition.Set {
+	s := &exposition.Set{}
+	s.Gauge("lab_up", "Whether the lab answered.", "cluster")
+	return s
+}()
+
+// TestProbeEndpoint: /probe serves the target's series and nothing else
+// (no Go or process series: those stay on /metrics), gzip-compressed when
+// asked; a request it cannot answer is a 400 that says why, module= is
+// refused by name, and anything but GET or HEAD is a 405.
+func TestProbeEndpoint(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector())
+	p := stubProber{rendered: probeSet.Render(nil, func(s exposition.Sink) { s.Add(probeSet.Descs()[0], 1, "lab") })}
+	mux, err := newMux(flags{telemetryPath: "/metrics"}, reg, endpoints{
+		metrics: http.NotFoundHandler(),
+		probe:   exposition.ProbeHandler(probeTarget(p), func(msg string, err error) { t.Errorf("%s: %v", msg, err) }),
+		ready:   func() bool { return true },
+		events:  http.NotFoundHandler(),
+		status:  status.Sources{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(method, url string, gzipped bool) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, url, nil)
+		if gzipped {
+			req.Header.Set("Accept-Encoding", "gzip")
+		}
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		return rec
+	}
+
+	rec := get(http.MethodGet, "/probe?target=lab", false)
+	want := "# HELP lab_up Whether the lab answered.\n# TYPE lab_up gauge\nlab_up{cluster=\"lab\"} 1\n"
+	if rec.Code != http.StatusOK || rec.Body.String() != want {
+		t.Errorf("GET /probe?target=lab: %d\n%s\nwant 200\n%s", rec.Code, rec.Body.String(), want)
+	}
+	rec = get(http.MethodGet, "/probe?target=lab", true)
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Encoding") != "gzip" {
+		t.Fatalf("gzip GET /probe: %d, Content-Encoding %q", rec.Code, rec.Header().Get("Content-Encoding"))
+	}
+	zr, err := gzip.NewReader(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body, err := io.ReadAll(zr); err != nil || string(body) != want {
+		t.Errorf("gzip GET /probe decompresses to %q (%v), want %q", body, err, want)
+	}
+
+	for _, c := range []struct{ url, says string }{
+		{"/probe?target=orders", `no cluster called "orders"`},
+		{"/probe?target=lab&module=kafka_sasl", `module="kafka_sasl": /probe serves configured clusters only`},
+	} {
+		if rec := get(http.MethodGet, c.url, false); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), c.says) {
+			t.Errorf("GET %s: %d %q, want 400 saying %q", c.url, rec.Code, rec.Body.String(), c.says)
+		}
+	}
+	if rec := get(http.MethodPost, "/probe?target=lab", false); rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /probe: %d, want 405", rec.Code)
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -388,4 +390,64 @@ func (m *Manager) BudgetSystems() []budget.System {
 		out = append(out, budget.System{Name: s.Name(), Scopes: s.BudgetScopes(), Clusters: m.serving[s.Name()].Served()})
 	}
 	return out
+}
+
+// ErrUnknownTarget and ErrAmbiguousTarget are what Probe refuses: a name
+// no system serves, and a name several systems serve when the request did
+// not say which.
+var (
+	ErrUnknownTarget   = errors.New("unknown target")
+	ErrAmbiguousTarget = errors.New("ambiguous target")
+)
+
+// Probe returns the writers of one cluster's series, for /probe: those of
+// every system recorded under eventSystem (a Kafka cluster's own and its
+// canary's for "kafka") that serves a cluster called target, in the
+// registry's order. An empty eventSystem matches any, as long as only one
+// has a cluster of that name.
+func (m *Manager) Probe(eventSystem, target string) ([]exposition.TextWriter, error) {
+	if target == "" {
+		return nil, fmt.Errorf("%w: target= is required: the name of a configured cluster", ErrUnknownTarget)
+	}
+	known := false
+	var writers []exposition.TextWriter
+	var matched []string
+	for _, s := range m.systems {
+		if eventSystem != "" && s.EventSystem() != eventSystem {
+			continue
+		}
+		known = true
+		w, ok := m.serving[s.Name()].ClusterWriter(target)
+		if !ok {
+			continue
+		}
+		writers = append(writers, w)
+		if !slices.Contains(matched, s.EventSystem()) {
+			matched = append(matched, s.EventSystem())
+		}
+	}
+	switch {
+	case !known:
+		return nil, fmt.Errorf("%w: no system %q (systems: %s)", ErrUnknownTarget, eventSystem, strings.Join(m.eventSystems(), ", "))
+	case len(matched) == 0 && eventSystem != "":
+		return nil, fmt.Errorf("%w: no %s cluster called %q is configured", ErrUnknownTarget, eventSystem, target)
+	case len(matched) == 0:
+		return nil, fmt.Errorf("%w: no cluster called %q is configured", ErrUnknownTarget, target)
+	case len(matched) > 1:
+		return nil, fmt.Errorf("%w: %s clusters are called %q; say which with system=%s",
+			ErrAmbiguousTarget, strings.Join(matched, " and "), target, strings.Join(matched, " or system="))
+	}
+	return writers, nil
+}
+
+// eventSystems are the systems' event systems, in the registry's order,
+// each once: the values system= takes.
+func (m *Manager) eventSystems() []string {
+	var names []string
+	for _, s := range m.systems {
+		if !slices.Contains(names, s.EventSystem()) {
+			names = append(names, s.EventSystem())
+		}
+	}
+	return names
 }

@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-kit/log"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
@@ -79,12 +77,35 @@ var fakeSection = config.NewSection(config.SectionSpec[fakeSettings]{
 // fakeCounted is the fake system's one event kind, declared by it.
 const fakeCounted events.Kind = "fake_counted"
 
-// fakeSeries is the fake system's metric table.
-var fakeSeries = func() *exposition.Set {
-	s := &exposition.Set{}
-	s.Counter("fake_refreshes_total", "Refreshes the fake source counted.", "fake_cluster")
-	return s
-}()
+// fakeHealth and fakeSeries are the fake system's metric tables.
+var fakeHealth, fakeSeries = countingTables("fake")
+
+// countingTables are a fake system's tables, named from prefix: whether
+// its last refresh succeeded (health), and the refreshes its snapshot
+// counted.
+func countingTables(prefix string) (health, series *exposition.Set) {
+	health, series = &exposition.Set{}, &exposition.Set{}
+	health.Gauge(prefix+"_up", "Whether the last refresh of the fake cluster succeeded.", "fake_cluster")
+	series.Counter(prefix+"_refreshes_total", "Refreshes the fake source counted.", "fake_cluster")
+	return health, series
+}
+
+// countingCollector serves the tables' series of each cluster: its
+// health, and its count once it has a snapshot.
+func countingCollector(health, series *exposition.Set) system.Collector[counted, fakeSettings] {
+	up, refreshes := health.Descs()[0], series.Descs()[0]
+	emit := func(h, sink exposition.Sink, cluster string, st *watch.State[counted]) {
+		v := 0.0
+		if st.Up {
+			v = 1
+		}
+		h.Add(up, v, cluster)
+		if st.Up && st.Snapshot != nil {
+			sink.Add(refreshes, float64(st.Snapshot.N), cluster)
+		}
+	}
+	return system.Unconfigured[counted, fakeSettings](exposition.NewCollector(emit, health, series))
+}
 
 // counted is the fake system's snapshot: how many refreshes the chain of
 // snapshots has seen, across watchers.
@@ -136,41 +157,10 @@ func (f *fakeSources) source(c fakeSettings, _ log.Logger) (system.Source[counte
 	return system.Source[counted]{Refresh: refresh, Close: closeSource}, nil
 }
 
-// fakeCollector serves nothing but keeps what it was given.
-type fakeCollector struct {
-	mu       sync.Mutex
-	watchers map[string]*watch.Watcher[counted]
-}
+func fakeSystem(f *fakeSources) system.System { return system.Define(fakeSpec(f)) }
 
-func (c *fakeCollector) AppendText(*exposition.Stream)    {}
-func (c *fakeCollector) Describe(chan<- *prometheus.Desc) {}
-func (c *fakeCollector) Collect(chan<- prometheus.Metric) {}
-
-func (c *fakeCollector) Serve(name string, w *watch.Watcher[counted], _ fakeSettings) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.watchers[name] = w
-}
-
-func (c *fakeCollector) Remove(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.watchers, name)
-}
-
-func (c *fakeCollector) States() []watch.Named[counted] {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []watch.Named[counted]
-	for name, w := range c.watchers {
-		out = append(out, watch.Named[counted]{Name: name, State: w.Current()})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-func fakeSystem(f *fakeSources) system.System {
-	return system.Define(system.Spec[counted, fakeSettings]{
+func fakeSpec(f *fakeSources) system.Spec[counted, fakeSettings] {
+	return system.Spec[counted, fakeSettings]{
 		Name:        "fake",
 		Clusters:    func(cfg *config.Config) []fakeSettings { return config.Entries[fakeSettings](cfg, "fake") },
 		ClusterName: func(c fakeSettings) string { return c.Name },
@@ -183,11 +173,11 @@ func fakeSystem(f *fakeSources) system.System {
 		Events:     func(s *counted) []events.Event { return s.Events.All() },
 		EventKinds: []events.Kind{fakeCounted},
 		NewCollector: func() system.Collector[counted, fakeSettings] {
-			return &fakeCollector{watchers: map[string]*watch.Watcher[counted]{}}
+			return countingCollector(fakeHealth, fakeSeries)
 		},
-		Sets: func() []*exposition.Set { return []*exposition.Set{fakeSeries} },
+		Sets: func() []*exposition.Set { return []*exposition.Set{fakeHealth, fakeSeries} },
 		Doc:  system.Doc{Title: "Fake", Intro: "A system of the tests."},
-	})
+	}
 }
 
 func fakeCluster(name string, interval time.Duration) fakeSettings {

@@ -127,6 +127,31 @@ func (c *Collector[S]) AppendText(st *Stream) {
 	c.renderer.AppendText(st, names)
 }
 
+// AppendClusterText adds the series of the cluster called name to a
+// response, as AppendText adds every cluster's, and reports whether the
+// collector serves that cluster (for /probe, one cluster a target).
+func (c *Collector[S]) AppendClusterText(st *Stream, name string) bool {
+	c.mu.RLock()
+	served, ok := c.clusters[name]
+	c.mu.RUnlock()
+	if !ok {
+		return false
+	}
+	if !c.renderer.Has(name) {
+		c.render(name, served)
+	}
+	c.renderer.AppendText(st, []string{name})
+	return true
+}
+
+// Serves reports whether the collector serves the cluster called name.
+func (c *Collector[S]) Serves(name string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	_, ok := c.clusters[name]
+	return ok
+}
+
 func (c *Collector[S]) render(name string, served servedCluster[S]) {
 	c.renderer.Render(name, func() (any, EmitFunc) {
 		state := served.watcher.Current()

@@ -19,6 +19,25 @@ type TextWriter interface {
 	AppendText(st *Stream)
 }
 
+// ClusterAppender adds one cluster's series to a response, reporting
+// whether it serves that cluster (Collector.AppendClusterText).
+type ClusterAppender interface {
+	AppendClusterText(st *Stream, name string) bool
+}
+
+// ClusterWriter is one cluster of c, as a TextWriter: what /probe serves
+// of a collector. A cluster removed since is left out of the response.
+func ClusterWriter(c ClusterAppender, cluster string) TextWriter {
+	return clusterWriter{c, cluster}
+}
+
+type clusterWriter struct {
+	c       ClusterAppender
+	cluster string
+}
+
+func (w clusterWriter) AppendText(st *Stream) { w.c.AppendClusterText(st, w.cluster) }
+
 // ErrorLogger receives errors that happen while serving a scrape.
 type ErrorLogger func(msg string, err error)
 
@@ -33,44 +52,71 @@ type ErrorLogger func(msg string, err error)
 // are, plain clients get them decompressed on the fly.
 func Handler(g prometheus.Gatherer, writers []TextWriter, logError ErrorLogger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		families, gatherErr := g.Gather()
-		if gatherErr != nil {
-			logError("error gathering metrics", gatherErr)
-		}
-		contentType := expfmt.NewFormat(expfmt.TypeTextPlain)
-		w.Header().Set("Content-Type", string(contentType))
-		// The body depends on Accept-Encoding; caches must key on it.
-		w.Header().Add("Vary", "Accept-Encoding")
-
-		var registryText bytes.Buffer
-		enc := expfmt.NewEncoder(&registryText, contentType)
-		for _, mf := range families {
-			if err := enc.Encode(mf); err != nil {
-				logError("error encoding metric family", err)
-				break
-			}
-		}
-		var st Stream
-		for _, tw := range writers {
-			tw.AppendText(&st)
-		}
-
-		buf := bufio.NewWriterSize(w, 64<<10)
-		var err error
-		if acceptsGzip(r) {
-			w.Header().Set("Content-Encoding", "gzip")
-			registry := compressFragment(registryText.Bytes())
-			err = st.writeGzip(buf, &registry)
-		} else if _, err = buf.Write(registryText.Bytes()); err == nil {
-			err = st.writePlain(buf)
-		}
-		if err == nil {
-			err = buf.Flush()
-		}
-		if err != nil {
-			logError("error writing metrics", fmt.Errorf("write text: %w", err))
-		}
+		serve(w, r, g, writers, logError)
 	})
+}
+
+// TargetResolver finds the writers of the target a /probe request names,
+// or an error that tells the client what is wrong with the request.
+type TargetResolver func(r *http.Request) ([]TextWriter, error)
+
+// ProbeHandler serves one target's series, as Handler serves everything
+// (pre-rendered, gzip-compressed when the client accepts it, never waiting
+// on a cluster), in the multi-target exporter pattern: each target is its
+// own Prometheus target, with its own up, scrape duration and sample
+// limit. The exporter's own series are not repeated in each target; they
+// stay on /metrics. A request resolve refuses is answered 400 with its
+// error.
+func ProbeHandler(resolve TargetResolver, logError ErrorLogger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writers, err := resolve(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		serve(w, r, prometheus.Gatherers(nil), writers, logError)
+	})
+}
+
+// serve writes g's families and the writers' as one response.
+func serve(w http.ResponseWriter, r *http.Request, g prometheus.Gatherer, writers []TextWriter, logError ErrorLogger) {
+	families, gatherErr := g.Gather()
+	if gatherErr != nil {
+		logError("error gathering metrics", gatherErr)
+	}
+	contentType := expfmt.NewFormat(expfmt.TypeTextPlain)
+	w.Header().Set("Content-Type", string(contentType))
+	// The body depends on Accept-Encoding; caches must key on it.
+	w.Header().Add("Vary", "Accept-Encoding")
+
+	var registryText bytes.Buffer
+	enc := expfmt.NewEncoder(&registryText, contentType)
+	for _, mf := range families {
+		if err := enc.Encode(mf); err != nil {
+			logError("error encoding metric family", err)
+			break
+		}
+	}
+	var st Stream
+	for _, tw := range writers {
+		tw.AppendText(&st)
+	}
+
+	buf := bufio.NewWriterSize(w, 64<<10)
+	var err error
+	if acceptsGzip(r) {
+		w.Header().Set("Content-Encoding", "gzip")
+		registry := compressFragment(registryText.Bytes())
+		err = st.writeGzip(buf, &registry)
+	} else if _, err = buf.Write(registryText.Bytes()); err == nil {
+		err = st.writePlain(buf)
+	}
+	if err == nil {
+		err = buf.Flush()
+	}
+	if err != nil {
+		logError("error writing metrics", fmt.Errorf("write text: %w", err))
+	}
 }
 
 // acceptsGzip reports whether the request's Accept-Encoding allows gzip

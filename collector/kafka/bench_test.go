@@ -221,3 +221,32 @@ func BenchmarkRefreshBrokerDeath100kPartitions(b *testing.B) { benchmarkBrokerDe
 func BenchmarkRefreshBrokerDeath100kPartitionsNoBackdate(b *testing.B) {
 	benchmarkBrokerDeath(b, 100_000, false)
 }
+
+// probeHandlerFor serves one cluster among clusters, each the snapshot's
+// copy, as /probe?target= does: its writer is that cluster of a collector
+// that serves them all. clusters 1 with the /metrics handler is the
+// one-cluster exporter it is compared with.
+func probeHandlerFor(snapshot *Snapshot, clusters int) http.Handler {
+	c := NewCollector()
+	for i := range clusters {
+		name := fmt.Sprintf("cluster-%03d", i)
+		w := watch.New(name, time.Minute, time.Minute, func(context.Context, *Snapshot) (*Snapshot, error) {
+			return snapshot, nil
+		}, log.NewNopLogger())
+		c.Set(name, w)
+		w.RefreshOnce(context.Background())
+	}
+	target := exposition.ClusterWriter(c, fmt.Sprintf("cluster-%03d", clusters/2))
+	return exposition.ProbeHandler(func(*http.Request) ([]exposition.TextWriter, error) {
+		return []exposition.TextWriter{target}, nil
+	}, func(string, error) {})
+}
+
+// /probe of one 1,000-partition cluster among 200 against /metrics of an
+// exporter that watches that one cluster only (issue 30: the same cost).
+func BenchmarkMetricsOneCluster1kPartitionsGzip(b *testing.B) {
+	benchmarkHandler(b, metricsHandlerFor(syntheticSnapshot(1_000)), true)
+}
+func BenchmarkProbeOneOf200Clusters1kPartitionsGzip(b *testing.B) {
+	benchmarkHandler(b, probeHandlerFor(syntheticSnapshot(1_000), 200), true)
+}

@@ -104,6 +104,9 @@ type Collector[S, C any] interface {
 	Remove(name string)
 	// States are the clusters' latest states, in name order.
 	States() []watch.Named[S]
+	// AppendClusterText adds one cluster's series, reporting whether the
+	// collector serves it (exposition.Collector.AppendClusterText).
+	AppendClusterText(st *exposition.Stream, name string) bool
 }
 
 // Unconfigured serves a system's clusters with a collector whose clusters
@@ -153,6 +156,9 @@ type Serving interface {
 	Plan(cfg *config.Config) ([]Unit, error)
 	// Writer serves the clusters' metrics.
 	Writer() exposition.TextWriter
+	// ClusterWriter serves one cluster's metrics, for /probe; false when
+	// the system does not serve a cluster of that name.
+	ClusterWriter(cluster string) (exposition.TextWriter, bool)
 	// States returns the latest states of the served clusters, typed
 	// []watch.Named[S].
 	States() any
@@ -286,6 +292,16 @@ func (s *serving[S, C]) Budget(cluster string, q budget.Question, now time.Time)
 
 func (s *serving[S, C]) Writer() exposition.TextWriter { return s.collector }
 func (s *serving[S, C]) States() any                   { return s.collector.States() }
+
+func (s *serving[S, C]) ClusterWriter(cluster string) (exposition.TextWriter, bool) {
+	s.servedMu.Lock()
+	_, ok := s.served[cluster]
+	s.servedMu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	return exposition.ClusterWriter(s.collector, cluster), true
+}
 
 func (s *serving[S, C]) Views(now time.Time) []model.Cluster {
 	if s.spec.Views == nil {

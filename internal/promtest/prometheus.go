@@ -26,6 +26,10 @@ type PrometheusOptions struct {
 	RulesFile string
 	// AlertmanagerURL (http://host:port) receives the alerts when set.
 	AlertmanagerURL string
+	// ScrapeConfigs are further scrape_configs entries, as YAML list items
+	// indented by two spaces ("  - job_name: ..."), written after the job of
+	// ScrapeTargets (left out when there are none).
+	ScrapeConfigs string
 	// ScrapeInterval and EvalInterval default to 1s.
 	ScrapeInterval, EvalInterval time.Duration
 }
@@ -65,14 +69,18 @@ func StartPrometheus(t testing.TB, opts PrometheusOptions) *Prometheus {
 		}
 		fmt.Fprintf(&cfg, "alerting:\n  alertmanagers:\n    - api_version: v2\n      static_configs:\n        - targets: [%s]\n", quote(u.Host))
 	}
-	fmt.Fprintf(&cfg, "scrape_configs:\n  - job_name: %s\n    static_configs:\n      - targets: [", quote(opts.JobName))
-	for i, target := range opts.ScrapeTargets {
-		if i > 0 {
-			cfg.WriteString(", ")
+	cfg.WriteString("scrape_configs:\n")
+	if len(opts.ScrapeTargets) > 0 || opts.ScrapeConfigs == "" {
+		fmt.Fprintf(&cfg, "  - job_name: %s\n    static_configs:\n      - targets: [", quote(opts.JobName))
+		for i, target := range opts.ScrapeTargets {
+			if i > 0 {
+				cfg.WriteString(", ")
+			}
+			cfg.WriteString(quote(target))
 		}
-		cfg.WriteString(quote(target))
+		cfg.WriteString("]\n")
 	}
-	cfg.WriteString("]\n")
+	cfg.WriteString(opts.ScrapeConfigs)
 	configPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(configPath, []byte(cfg.String()), 0o644); err != nil {
 		t.Fatalf("promtest: write Prometheus config: %v", err)

@@ -1,0 +1,146 @@
+package collector
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/system"
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+// probeSystems are three fake systems over the fake config section: fake,
+// its part (as a canary is its cluster's, recorded under fake), and twin,
+// another system that watches only the cluster called "shared", so that
+// "shared" names a cluster of two systems.
+func probeSystems(f *fakeSources) []system.System {
+	part := fakeSpec(f)
+	part.Name, part.EventSystem, part.Part = "fake_part", "fake", "part"
+	partHealth, partSeries := countingTables("fake_part")
+	part.Sets = func() []*exposition.Set { return []*exposition.Set{partHealth, partSeries} }
+	part.NewCollector = func() system.Collector[counted, fakeSettings] { return countingCollector(partHealth, partSeries) }
+
+	twin := fakeSpec(f)
+	twin.Name = "twin"
+	twinHealth, twinSeries := countingTables("twin")
+	twin.Sets = func() []*exposition.Set { return []*exposition.Set{twinHealth, twinSeries} }
+	twin.NewCollector = func() system.Collector[counted, fakeSettings] { return countingCollector(twinHealth, twinSeries) }
+	twin.Clusters = func(cfg *config.Config) []fakeSettings {
+		var shared []fakeSettings
+		for _, c := range config.Entries[fakeSettings](cfg, "fake") {
+			if c.Name == "shared" {
+				shared = append(shared, c)
+			}
+		}
+		return shared
+	}
+	return []system.System{fakeSystem(f), system.Define(part), system.Define(twin)}
+}
+
+// probeText is what /probe would serve for system and target.
+func probeText(t *testing.T, m *Manager, eventSystem, target string) string {
+	t.Helper()
+	writers, err := m.Probe(eventSystem, target)
+	if err != nil {
+		t.Fatalf("Probe(%q, %q): %v", eventSystem, target, err)
+	}
+	text, err := exposition.PlainText(writers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(text)
+}
+
+// seriesLines are the text's sample lines (no comments), for messages and
+// comparisons.
+func seriesLines(text string) []string {
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, l[:strings.LastIndexByte(l, ' ')])
+		}
+	}
+	return lines
+}
+
+func TestProbeServesOneClusterOfItsSystem(t *testing.T) {
+	f := &fakeSources{}
+	m := NewManagerOf(probeSystems(f), log.NewNopLogger(), 0)
+	t.Cleanup(m.Stop)
+	cfg := fakeConfig(t, fakeCluster("one", 100*time.Millisecond), fakeCluster("shared", 100*time.Millisecond))
+	if err := apply(t, m, cfg); err != nil {
+		t.Fatal(err)
+	}
+
+	// One cluster: its system's series and its part's, nothing of another
+	// cluster or another system.
+	got := seriesLines(probeText(t, m, "", "one"))
+	want := []string{`fake_up{fake_cluster="one"}`, `fake_part_up{fake_cluster="one"}`, `fake_refreshes_total{fake_cluster="one"}`, `fake_part_refreshes_total{fake_cluster="one"}`}
+	if !sameSet(got, want) {
+		t.Errorf("probe of one serves\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Everything a probe serves, /metrics serves too.
+	all, err := exposition.PlainText(m.TextWriters()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range got {
+		if !strings.Contains(string(all), line+" ") {
+			t.Errorf("/probe serves %s, /metrics does not", line)
+		}
+	}
+
+	// A name two systems serve needs system=.
+	_, err = m.Probe("", "shared")
+	if !errors.Is(err, ErrAmbiguousTarget) || !strings.Contains(err.Error(), "system=fake or system=twin") {
+		t.Errorf("Probe of a name two systems serve: err = %v, want ErrAmbiguousTarget naming system=fake or system=twin", err)
+	}
+	if got, want := seriesLines(probeText(t, m, "twin", "shared")), []string{`twin_up{fake_cluster="shared"}`, `twin_refreshes_total{fake_cluster="shared"}`}; !sameSet(got, want) {
+		t.Errorf("probe of twin/shared serves %v, want %v", got, want)
+	}
+	if got := seriesLines(probeText(t, m, "fake", "shared")); len(got) != 4 || strings.Contains(strings.Join(got, " "), "twin") {
+		t.Errorf("probe of fake/shared serves %v, want fake's and its part's four series", got)
+	}
+
+	for _, c := range []struct{ system, target, says string }{
+		{"", "", "target= is required"},
+		{"", "nowhere", `no cluster called "nowhere"`},
+		{"twin", "one", `no twin cluster called "one"`},
+		{"kafka", "one", `no system "kafka" (systems: fake, twin)`},
+	} {
+		if _, err := m.Probe(c.system, c.target); !errors.Is(err, ErrUnknownTarget) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("Probe(%q, %q): err = %v, want ErrUnknownTarget saying %q", c.system, c.target, err, c.says)
+		}
+	}
+
+	// A cluster a reload removed is no longer a target.
+	if err := m.Apply(fakeConfig(t, fakeCluster("shared", 100*time.Millisecond))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Probe("", "one"); !errors.Is(err, ErrUnknownTarget) {
+		t.Errorf("Probe of a removed cluster: err = %v, want ErrUnknownTarget", err)
+	}
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[string]int{}
+	for _, s := range a {
+		seen[s]++
+	}
+	for _, s := range b {
+		seen[s]--
+	}
+	for _, n := range seen {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
+}
