@@ -47,6 +47,8 @@ type flags struct {
 	logLevel          string
 	logFormat         string
 	eventCapacity     int
+	probeMaxTargets   int
+	probeIdleTimeout  time.Duration
 	webConfig         *web.FlagConfig
 	// given says which flags with a default the user wrote, so that a
 	// setting that would be ignored is refused instead.
@@ -80,7 +82,9 @@ func defineServeFlags(app *kingpin.Application, f *flags) {
 	app.Flag("web.enable-pprof", "Serve Go profiles under /debug/pprof/ (and link them from the landing page).").BoolVar(&f.enablePprof)
 	app.Flag("log.level", "Only log messages with the given severity or above: debug, info, warn, error.").Default("info").SetValue(&enumValue{flag: "--log.level", dst: &f.logLevel, options: []string{"debug", "info", "warn", "error"}})
 	app.Flag("log.format", "Output format of log messages: logfmt or json.").Default("logfmt").SetValue(&enumValue{flag: "--log.format", dst: &f.logFormat, options: []string{"logfmt", "json"}})
-	app.Flag("events.capacity", "How many of the latest cluster events (transitions seen between refreshes) to keep for /api/v1/events and the status page (1 to "+strconv.Itoa(config.MaxEventCapacity)+").").Default(strconv.Itoa(events.DefaultCapacity)).SetValue(&countValue{flag: "--events.capacity", dst: &f.eventCapacity, max: config.MaxEventCapacity})
+	app.Flag("events.capacity", "How many of the latest cluster events (transitions seen between refreshes) to keep for /api/v1/events and the status page (1 to "+strconv.Itoa(config.MaxEventCapacity)+").").Default(strconv.Itoa(events.DefaultCapacity)).SetValue(&countValue{flag: "--events.capacity", dst: &f.eventCapacity, min: 1, max: config.MaxEventCapacity})
+	app.Flag("probe.max-targets", "How many discovered targets (/probe with module=) may be watched at once; a probe of one more is answered 429 (0 to "+strconv.Itoa(maxProbeTargets)+"; 0 turns discovered targets off).").Default("100").SetValue(&countValue{flag: "--probe.max-targets", dst: &f.probeMaxTargets, min: 0, max: maxProbeTargets})
+	app.Flag("probe.idle-timeout", "Stop watching a discovered target no probe asked for this long, and free its memory.").Default("10m").SetValue(&durationValue{flag: "--probe.idle-timeout", dst: &f.probeIdleTimeout})
 	f.webConfig = kingpinflag.AddFlags(app, ":9877")
 }
 
@@ -154,12 +158,17 @@ func explainParseError(app *kingpin.Application, args []string, err error) error
 	return err
 }
 
+// maxProbeTargets bounds --probe.max-targets: each target is a watcher
+// and its memory.
+const maxProbeTargets = 10_000
+
 // countValue is a flag that counts something: a whole number, never 1.5
 // read as 1 or an overflow read as a negative number.
 type countValue struct {
 	flag string
 	dst  *int
-	max  int
+	// min and max bound the number in messages; checkFlags checks them.
+	min, max int
 }
 
 func (v *countValue) Set(s string) error {
@@ -167,9 +176,9 @@ func (v *countValue) Set(s string) error {
 	if err != nil {
 		var numErr *strconv.NumError
 		if errors.As(err, &numErr) && errors.Is(numErr.Err, strconv.ErrRange) {
-			return fmt.Errorf("%s %s is out of range; give a whole number from 1 to %d", v.flag, s, v.max)
+			return fmt.Errorf("%s %s is out of range; give a whole number from %d to %d", v.flag, s, v.min, v.max)
 		}
-		return fmt.Errorf("%s %q is not a whole number; give one from 1 to %d", v.flag, s, v.max)
+		return fmt.Errorf("%s %q is not a whole number; give one from %d to %d", v.flag, s, v.min, v.max)
 	}
 	*v.dst = int(n)
 	return nil
@@ -194,6 +203,12 @@ func checkFlags(f flags) error {
 	}
 	if f.idleTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--web.idle-timeout %s must be positive", f.idleTimeout))
+	}
+	if f.probeMaxTargets < 0 || f.probeMaxTargets > maxProbeTargets {
+		errs = append(errs, fmt.Errorf("--probe.max-targets %d: give a whole number from 0 to %d", f.probeMaxTargets, maxProbeTargets))
+	}
+	if f.probeIdleTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("--probe.idle-timeout %s must be at least 1s (and longer than the scrape interval of the targets)", f.probeIdleTimeout))
 	}
 	if err := config.CheckRefreshInterval("--refresh.interval", f.refreshInterval); err != nil {
 		errs = append(errs, err)

@@ -127,8 +127,8 @@ func loadConfig(f flags) (*config.Config, error) {
 	for _, n := range collector.Watched(cfg) {
 		total += n
 	}
-	if total == 0 {
-		return nil, errors.New("nothing to watch: give --kafka.server, --redis.addr or a --config.file listing clusters")
+	if total == 0 && len(cfg.KafkaModules) == 0 && len(cfg.RedisModules) == 0 {
+		return nil, errors.New("nothing to watch: give --kafka.server, --redis.addr or a --config.file listing clusters (or modules for /probe)")
 	}
 	return cfg, nil
 }
@@ -198,6 +198,7 @@ func runServe(f flags, logs loggers) error {
 	reg.MustRegister(self.Collectors()...)
 
 	manager := collector.NewManager(logger, f.eventCapacity)
+	manager.ConfigureDiscovery(collector.DiscoveryOptions{MaxTargets: f.probeMaxTargets, IdleTimeout: f.probeIdleTimeout, Metrics: self.Discovery})
 	if err := manager.Apply(cfg); err != nil {
 		return err
 	}

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
 
+	"github.com/failover-exporter/failover_exporter/collector"
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/status"
@@ -78,7 +83,7 @@ func newMux(f flags, reg *prometheus.Registry, e endpoints) (*http.ServeMux, err
 	if f.telemetryPath != "/" {
 		links := []status.Link{
 			{Address: f.telemetryPath, Text: "Metrics"},
-			{Address: probePath, Text: "Probe", Description: "one cluster's series, one Prometheus target each: ?target=NAME (&system=kafka when the name is used by several systems)"},
+			{Address: probePath, Text: "Probe", Description: "one cluster's series, one Prometheus target each: ?target=NAME (&system=kafka when the name is used by several systems); a cluster the config does not list: ?system=kafka&module=M&target=HOST:PORT"},
 			{Address: "/-/healthy", Text: "Health"},
 			{Address: "/-/ready", Text: "Readiness", Description: "ready once every cluster was read once"},
 			{Address: "/api/v1/events", Text: "Events", Description: "the latest cluster events as JSON, newest first; ?system=kafka&cluster=NAME&since=15m"},
@@ -116,23 +121,57 @@ func onlyGet(hint string, next http.Handler) http.Handler {
 // exporter pattern (blackbox_exporter's /probe).
 const probePath = "/probe"
 
-// prober finds a cluster's series by the system its events are recorded
-// under and its name (collector.Manager.Probe).
+// prober finds a cluster's series: one of the config by the system its
+// events are recorded under and its name (collector.Manager.Probe), or one
+// found by service discovery, by its address and module
+// (collector.Manager.ProbeModule).
 type prober interface {
 	Probe(system, target string) ([]exposition.TextWriter, error)
+	ProbeModule(system, module, addr string, wait time.Duration) ([]exposition.TextWriter, error)
 }
 
-// probeTarget reads a /probe request's target (a configured cluster's
-// name) and system (kafka, redis, mirror; needed only when several systems
-// have a cluster of that name). module= is refused by name: targets found
-// by service discovery, which it would configure, are not served yet, and a
-// scrape config that sets it must not get another cluster's series.
+// probeTarget reads a /probe request: target= names a cluster of the
+// config, with system= (kafka, redis, mirror) needed only when several
+// systems have a cluster of that name; with module=, target= is the
+// address of a cluster the config does not list (one host:port or several,
+// comma separated), and system= is needed only when several systems have a
+// module of that name. The first probe of such a
+// target waits for its first refresh at most the scrape's timeout (the
+// header Prometheus sends) less a margin.
 func probeTarget(p prober) exposition.TargetResolver {
 	return func(r *http.Request) ([]exposition.TextWriter, error) {
 		q := r.URL.Query()
-		if q.Has("module") {
-			return nil, fmt.Errorf("module=%q: /probe serves configured clusters only; name one with target=", q.Get("module"))
+		// The Prometheus Operator's Probe sends module= empty when it has
+		// none: that is a probe of a cluster of the config.
+		if q.Get("module") == "" {
+			return p.Probe(q.Get("system"), q.Get("target"))
 		}
-		return p.Probe(q.Get("system"), q.Get("target"))
+		writers, err := p.ProbeModule(q.Get("system"), q.Get("module"), q.Get("target"), firstProbeWait(r))
+		if errors.Is(err, collector.ErrTooManyTargets) {
+			return nil, tooManyRequests{err}
+		}
+		return writers, err
 	}
+}
+
+// tooManyRequests answers a probe past --probe.max-targets with 429.
+type tooManyRequests struct{ error }
+
+func (tooManyRequests) StatusCode() int { return http.StatusTooManyRequests }
+func (e tooManyRequests) Unwrap() error { return e.error }
+
+// Waiting for a new target's first refresh: the scrape's timeout less
+// probeWaitMargin, so that the answer beats it; probeWaitDefault without
+// the header (curl).
+const (
+	probeWaitMargin  = 500 * time.Millisecond
+	probeWaitDefault = 10 * time.Second
+)
+
+func firstProbeWait(r *http.Request) time.Duration {
+	secs, err := strconv.ParseFloat(r.Header.Get("X-Prometheus-Scrape-Timeout-Seconds"), 64)
+	if err != nil || secs <= 0 || math.IsInf(secs, 0) || math.IsNaN(secs) {
+		return probeWaitDefault - probeWaitMargin
+	}
+	return max(time.Duration(secs*float64(time.Second))-probeWaitMargin, 0)
 }

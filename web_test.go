@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -50,11 +52,25 @@ func TestProbesAnswerOnlyGetAndHead(t *testing.T) {
 
 // stubProber answers Probe with one rendered series for the target "lab"
 // and the manager's error for anything else.
-type stubProber struct{ rendered *exposition.Rendered }
+type stubProber struct {
+	rendered *exposition.Rendered
+	waited   *[]time.Duration
+}
 
 func (p stubProber) Probe(system, target string) ([]exposition.TextWriter, error) {
 	if target != "lab" {
 		return nil, fmt.Errorf("%w: no cluster called %q is configured", collector.ErrUnknownTarget, target)
+	}
+	return []exposition.TextWriter{p}, nil
+}
+
+// ProbeModule refuses module "full" as the manager does past
+// --probe.max-targets, and otherwise serves the series, recording how long
+// it was told it may wait.
+func (p stubProber) ProbeModule(system, module, addr string, wait time.Duration) ([]exposition.TextWriter, error) {
+	*p.waited = append(*p.waited, wait)
+	if module == "full" {
+		return nil, fmt.Errorf("%w: 100 discovered targets run", collector.ErrTooManyTargets)
 	}
 	return []exposition.TextWriter{p}, nil
 }
@@ -76,7 +92,7 @@ var probeSet = func() *exposition.Set {
 func TestProbeEndpoint(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector())
-	p := stubProber{rendered: probeSet.Render(nil, func(s exposition.Sink) { s.Add(probeSet.Descs()[0], 1, "lab") })}
+	p := stubProber{rendered: probeSet.Render(nil, func(s exposition.Sink) { s.Add(probeSet.Descs()[0], 1, "lab") }), waited: new([]time.Duration)}
 	mux, err := newMux(flags{telemetryPath: "/metrics"}, reg, endpoints{
 		metrics: http.NotFoundHandler(),
 		probe:   exposition.ProbeHandler(probeTarget(p), func(msg string, err error) { t.Errorf("%s: %v", msg, err) }),
@@ -87,10 +103,14 @@ func TestProbeEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var scrapeTimeout string
 	get := func(method, url string, gzipped bool) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, url, nil)
 		if gzipped {
 			req.Header.Set("Accept-Encoding", "gzip")
+		}
+		if scrapeTimeout != "" {
+			req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", scrapeTimeout)
 		}
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, req)
@@ -116,7 +136,6 @@ func TestProbeEndpoint(t *testing.T) {
 
 	for _, c := range []struct{ url, says string }{
 		{"/probe?target=orders", `no cluster called "orders"`},
-		{"/probe?target=lab&module=kafka_sasl", `module="kafka_sasl": /probe serves configured clusters only`},
 	} {
 		if rec := get(http.MethodGet, c.url, false); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), c.says) {
 			t.Errorf("GET %s: %d %q, want 400 saying %q", c.url, rec.Code, rec.Body.String(), c.says)
@@ -124,5 +143,20 @@ func TestProbeEndpoint(t *testing.T) {
 	}
 	if rec := get(http.MethodPost, "/probe?target=lab", false); rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("POST /probe: %d, want 405", rec.Code)
+	}
+
+	// A discovered target: past the limit a 429; a first probe may wait
+	// the scrape's timeout less half a second, 9.5 s without the header.
+	if rec := get(http.MethodGet, "/probe?system=kafka&module=full&target=127.0.0.1:9092", false); rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "100 discovered targets run") {
+		t.Errorf("GET /probe past the limit: %d %q, want 429 saying why", rec.Code, rec.Body.String())
+	}
+	scrapeTimeout = "3"
+	if rec := get(http.MethodGet, "/probe?system=kafka&module=sasl&target=127.0.0.1:9092", false); rec.Code != http.StatusOK || rec.Body.String() != want {
+		t.Errorf("GET /probe with module: %d %q", rec.Code, rec.Body.String())
+	}
+	scrapeTimeout = "0.2"
+	get(http.MethodGet, "/probe?system=kafka&module=sasl&target=127.0.0.1:9092", false)
+	if got, want := *p.waited, []time.Duration{9500 * time.Millisecond, 2500 * time.Millisecond, 0}; !slices.Equal(got, want) {
+		t.Errorf("first-probe waits %v, want %v (no header, 3 s, 0.2 s)", got, want)
 	}
 }

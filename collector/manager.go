@@ -59,6 +59,9 @@ type running struct {
 	watcher system.Watcher
 	cancel  context.CancelFunc
 	done    chan struct{}
+	// target is the discovered target the watcher serves; nil for a
+	// cluster of the config (discovery.go).
+	target *target
 }
 
 // Manager owns the watchers and the collectors that serve them.
@@ -77,6 +80,10 @@ type Manager struct {
 	// wasReady is set once every watcher of the first config had a state:
 	// readiness is about the process, and a reload never takes it back.
 	wasReady atomic.Bool
+	// applied is set once the first config was applied.
+	applied atomic.Bool
+
+	discovery discovery
 }
 
 // NewManager returns a manager of the registry's systems with no clusters,
@@ -95,6 +102,7 @@ func NewManagerOf(systems []system.System, logger log.Logger, eventCapacity int)
 		serving: map[string]system.Serving{},
 		running: map[string]*running{},
 	}
+	m.discovery.targets = map[string]*target{}
 	for _, s := range systems {
 		m.serving[s.Name()] = s.Serving(m.events, logger)
 	}
@@ -191,7 +199,7 @@ func (m *Manager) plan(cfg *config.Config, reuse bool) (*plan, error) {
 		}
 		for _, u := range units {
 			p.units = append(p.units, u)
-			if r, ok := m.current(u.Key()); reuse && ok && r.unit.Fingerprint == u.Fingerprint {
+			if r, ok := m.current(u.Key()); reuse && ok && r.target == nil && r.unit.Fingerprint == u.Fingerprint {
 				continue
 			}
 			w, err := u.Build()
@@ -254,6 +262,15 @@ func (m *Manager) Apply(cfg *config.Config) error {
 	m.mu.Lock()
 	var replaced, removed []*running
 	for key, r := range m.running {
+		if r.target != nil {
+			// A discovered target is the config's business only when the
+			// config now names a cluster of its name: the config's wins.
+			if wanted[key] {
+				removed = append(removed, r)
+				delete(m.running, key)
+			}
+			continue
+		}
 		switch _, rebuilt := p.built[key]; {
 		case !wanted[key]:
 			removed = append(removed, r)
@@ -287,16 +304,28 @@ func (m *Manager) Apply(cfg *config.Config) error {
 		if old, ok := previous[u.Key()]; ok {
 			w.Resume(old)
 		}
-		w.Serve()
-		ctx, cancel := context.WithCancel(context.Background())
-		r := &running{unit: u, watcher: w, cancel: cancel, done: make(chan struct{})}
-		go func() { defer close(r.done); w.Run(ctx) }()
-		m.mu.Lock()
-		m.running[u.Key()] = r
-		m.mu.Unlock()
-		level.Info(m.logger).Log("msg", "watching cluster", "collector", u.System, "cluster", u.Cluster)
+		m.start(u, w, nil)
 	}
+	m.applied.Store(true)
+	m.reconcileDiscovered(cfg)
 	return nil
+}
+
+// start serves and runs a built watcher, of target t (nil for one of the
+// config).
+func (m *Manager) start(u system.Unit, w system.Watcher, t *target) {
+	w.Serve()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{unit: u, watcher: w, cancel: cancel, done: make(chan struct{}), target: t}
+	go func() { defer close(r.done); w.Run(ctx) }()
+	m.mu.Lock()
+	m.running[u.Key()] = r
+	m.mu.Unlock()
+	kv := []any{"msg", "watching cluster", "collector", u.System, "cluster", u.Cluster}
+	if t != nil {
+		kv = append(kv, "module", t.module)
+	}
+	level.Info(m.logger).Log(kv...)
 }
 
 // stopAll cancels the watchers and waits for them in parallel, each for at
@@ -339,12 +368,15 @@ func (m *Manager) Ready() bool {
 	if m.wasReady.Load() {
 		return true
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.running) == 0 {
+	if !m.applied.Load() {
 		return false // not started yet
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for _, r := range m.running {
+		if r.target != nil {
+			continue // a probe started it; it is no part of the config
+		}
 		select {
 		case <-r.watcher.Ready():
 		default:
@@ -359,7 +391,11 @@ func (m *Manager) Ready() bool {
 func (m *Manager) Stop() {
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
+	m.stopReaper()
+	m.discovery.mu.Lock()
+	defer m.discovery.mu.Unlock()
 	m.mu.Lock()
+	clear(m.discovery.targets)
 	rs := make([]*running, 0, len(m.running))
 	for key, r := range m.running {
 		rs = append(rs, r)

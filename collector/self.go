@@ -15,6 +15,8 @@ type SelfMetrics struct {
 	ReloadOK prometheus.Gauge
 	// ReloadTime is when the config was last loaded successfully.
 	ReloadTime prometheus.Gauge
+	// Discovery counts the targets /probe started (discovery.go).
+	Discovery *DiscoveryMetrics
 }
 
 // NewSelfMetrics builds the exporter's own series.
@@ -29,10 +31,11 @@ func NewSelfMetrics() SelfMetrics {
 			Name: ExporterName + "_config_last_reload_success_timestamp_seconds",
 			Help: "Unix time of the last successful configuration load or reload.",
 		}),
+		Discovery: NewDiscoveryMetrics(),
 	}
 }
 
 // Collectors lists them for registration.
 func (s SelfMetrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{s.BuildInfo, s.ReloadOK, s.ReloadTime}
+	return append([]prometheus.Collector{s.BuildInfo, s.ReloadOK, s.ReloadTime}, s.Discovery.Collectors()...)
 }

@@ -24,9 +24,11 @@ import (
 func TestMain(m *testing.M) {
 	// The fake system's section joins the table as a system's config file
 	// would add its own.
-	if err := config.Register(fakeSection); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+	for _, s := range []config.Section{fakeSection, fakeModuleSection} {
+		if err := config.Register(s); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
 	}
 	goleak.VerifyTestMain(m)
 }
@@ -40,39 +42,49 @@ func TestMain(m *testing.M) {
 
 // fakeSettings is the fake system's entry in the config file.
 type fakeSettings struct {
-	Name            string        `yaml:"name"`
+	Name string `yaml:"name"`
+	// Addrs are a discovered target's; a fake source reads nothing.
+	Addrs           []string      `yaml:"addrs"`
 	RefreshInterval time.Duration `yaml:"refresh_interval"`
 	RefreshTimeout  time.Duration `yaml:"refresh_timeout"`
 }
 
 // fakeSection is the fake system's config format: its key, defaults,
 // validation and name, as config/kafka.go declares Kafka's.
-var fakeSection = config.NewSection(config.SectionSpec[fakeSettings]{
-	Key: "fake", Noun: "fake cluster",
-	Defaults: func(f *fakeSettings) {
-		if f.Name == "" {
-			f.Name = "fake"
-		}
-		if f.RefreshInterval == 0 {
-			f.RefreshInterval = config.DefaultRefreshInterval
-		}
-		if f.RefreshTimeout == 0 {
-			f.RefreshTimeout = f.RefreshInterval * 8 / 10
-		}
-	},
-	Name: func(f *fakeSettings) string { return f.Name },
-	Validate: func(*config.Config) func(*fakeSettings) error {
-		return func(f *fakeSettings) error {
-			if err := config.CheckRefreshInterval("refresh_interval", f.RefreshInterval); err != nil {
-				return err
+var fakeSection = config.NewSection(fakeSectionSpec("fake", "fake cluster"))
+
+func fakeSectionSpec(key, noun string) config.SectionSpec[fakeSettings] {
+	return config.SectionSpec[fakeSettings]{
+		Key: key, Noun: noun,
+		Defaults: func(f *fakeSettings) {
+			if f.Name == "" {
+				f.Name = "fake"
 			}
-			if f.RefreshTimeout <= 0 || f.RefreshTimeout > f.RefreshInterval {
-				return fmt.Errorf("refresh_timeout %s must be positive and at most refresh_interval %s", f.RefreshTimeout, f.RefreshInterval)
+			if f.RefreshInterval == 0 {
+				f.RefreshInterval = config.DefaultRefreshInterval
 			}
-			return nil
-		}
-	},
-})
+			if f.RefreshTimeout == 0 {
+				f.RefreshTimeout = f.RefreshInterval * 8 / 10
+			}
+		},
+		Name: func(f *fakeSettings) string { return f.Name },
+		Validate: func(*config.Config) func(*fakeSettings) error {
+			return func(f *fakeSettings) error {
+				if err := config.CheckRefreshInterval("refresh_interval", f.RefreshInterval); err != nil {
+					return err
+				}
+				if f.RefreshTimeout <= 0 || f.RefreshTimeout > f.RefreshInterval {
+					return fmt.Errorf("refresh_timeout %s must be positive and at most refresh_interval %s", f.RefreshTimeout, f.RefreshInterval)
+				}
+				return nil
+			}
+		},
+	}
+}
+
+// fakeModuleSection is the fake system's modules (fake_modules:), as
+// config/modules.go declares Kafka's: entries of the same type.
+var fakeModuleSection = config.NewSection(fakeSectionSpec("fake_modules", "fake module"))
 
 // fakeCounted is the fake system's one event kind, declared by it.
 const fakeCounted events.Kind = "fake_counted"
@@ -164,6 +176,15 @@ func fakeSpec(f *fakeSources) system.Spec[counted, fakeSettings] {
 		Name:        "fake",
 		Clusters:    func(cfg *config.Config) []fakeSettings { return config.Entries[fakeSettings](cfg, "fake") },
 		ClusterName: func(c fakeSettings) string { return c.Name },
+		Discover: func(cfg *config.Config, module, name string, addrs []string) (fakeSettings, bool) {
+			for _, m := range config.Entries[fakeSettings](cfg, "fake_modules") {
+				if m.Name == module {
+					m.Name, m.Addrs = name, addrs
+					return m, true
+				}
+			}
+			return fakeSettings{}, false
+		},
 		Fingerprint: func(c fakeSettings) (string, error) {
 			b, err := json.Marshal(c)
 			return string(b), err
@@ -379,7 +400,7 @@ func TestFakeSystemOwnsItsConfigSection(t *testing.T) {
 		{"fake:\n  - name: a\n    refesh_interval: 5s\n", "field refesh_interval not found in type collector.fakeSettings"},
 		{"fake:\n  - name: a\n    refresh_interval: 50ms\n", `fake cluster 1 ("a"): refresh_interval 50ms is shorter than 100ms`},
 		{"fake:\n  - name: a\n  - name: a\n", `fake cluster "a" is defined twice`},
-		{"[]\n", "the file must be a mapping of kafka, redis, mirrors and fake lists"},
+		{"[]\n", "the file must be a mapping of kafka, redis, mirrors, kafka_modules, redis_modules, fake and fake_modules lists"},
 	} {
 		_, err := config.Parse([]byte(tc.file))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -287,7 +287,7 @@ func TestTypeHintsByKeyPath(t *testing.T) {
 		{"name a list", "kafka:\n  - name: [a]\n    bootstrap_servers: [a:1]\n", []string{"kafka[0].name: a list is not a single value"}, nil},
 		{"cluster a scalar", "kafka:\n  - orders\n", []string{`kafka[0]: "orders" is not a mapping of keys`}, nil},
 		{"kafka a mapping", "kafka: {bootstrap_servers: [a:1]}\n", []string{"kafka: a mapping is not a list; write it as a list, such as [a, b]"}, nil},
-		{"file a list", "- kafka\n", []string{"line 1: the file must be a mapping of kafka, redis and mirrors lists"}, nil},
+		{"file a list", "- kafka\n", []string{"line 1: the file must be a mapping of kafka, redis, mirrors, kafka_modules and redis_modules lists"}, nil},
 		{"empty include", "kafka:\n  - bootstrap_servers: [a:1]\n    topics: {include: \"\"}\n", []string{`kafka[0].topics.include: "" matches no topic, so nothing would be watched; leave the key out for every topic`}, nil},
 		{"empty exclude", "kafka:\n  - bootstrap_servers: [a:1]\n    topics: {exclude: \"\"}\n", []string{`kafka[0].topics.exclude: "" matches no topic, so it excludes nothing`}, nil},
 		{"empty mirror topics", twoClusters + "mirrors:\n  - {name: m, source: eu, target: us, topics: ''}\n", []string{`mirrors[0].topics: "" matches no topic`}, nil},

@@ -99,7 +99,7 @@ func SetEntries[C any](cfg *Config, key string, entries []C) {
 
 // sections is the table, in the order the file's sections are completed
 // and their errors reported: mirrors after kafka, whose clusters they name.
-var sections = []Section{kafkaSection, redisSection, mirrorSection}
+var sections = []Section{kafkaSection, redisSection, mirrorSection, kafkaModuleSection, redisModuleSection}
 
 var (
 	sectionsMu sync.RWMutex

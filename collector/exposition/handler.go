@@ -3,6 +3,7 @@ package exposition
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -65,13 +66,18 @@ type TargetResolver func(r *http.Request) ([]TextWriter, error)
 // on a cluster), in the multi-target exporter pattern: each target is its
 // own Prometheus target, with its own up, scrape duration and sample
 // limit. The exporter's own series are not repeated in each target; they
-// stay on /metrics. A request resolve refuses is answered 400 with its
-// error.
+// stay on /metrics. A request resolve refuses is answered with its error,
+// 400 unless the error has a StatusCode() of its own.
 func ProbeHandler(resolve TargetResolver, logError ErrorLogger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writers, err := resolve(r)
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+			status := http.StatusBadRequest
+			var coded interface{ StatusCode() int }
+			if errors.As(err, &coded) {
+				status = coded.StatusCode()
+			}
+			http.Error(w, err.Error(), status)
 			return
 		}
 		serve(w, r, prometheus.Gatherers(nil), writers, logError)

@@ -17,6 +17,10 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 	Name:        "kafka",
 	Clusters:    func(cfg *config.Config) []config.KafkaCluster { return cfg.Kafka },
 	ClusterName: func(c config.KafkaCluster) string { return c.Name },
+	Discover: func(cfg *config.Config, module, name string, addrs []string) (config.KafkaCluster, bool) {
+		m, ok := cfg.KafkaModule(module)
+		return m.At(name, addrs), ok
+	},
 	Fingerprint: config.KafkaCluster.Fingerprint,
 	Timing:      func(c config.KafkaCluster) (time.Duration, time.Duration) { return c.RefreshInterval, c.RefreshTimeout },
 	Source: func(c config.KafkaCluster, logger log.Logger) (system.Source[Snapshot], error) {

@@ -17,6 +17,10 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 	Name:        "redis",
 	Clusters:    func(cfg *config.Config) []config.RedisCluster { return cfg.Redis },
 	ClusterName: func(c config.RedisCluster) string { return c.Name },
+	Discover: func(cfg *config.Config, module, name string, addrs []string) (config.RedisCluster, bool) {
+		m, ok := cfg.RedisModule(module)
+		return m.At(name, addrs), ok
+	},
 	Fingerprint: config.RedisCluster.Fingerprint,
 	Timing:      func(c config.RedisCluster) (time.Duration, time.Duration) { return c.RefreshInterval, c.RefreshTimeout },
 	Source: func(c config.RedisCluster, logger log.Logger) (system.Source[Snapshot], error) {

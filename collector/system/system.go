@@ -59,6 +59,12 @@ type Spec[S, C any] struct {
 	// NewCollector returns the collector that serves the system's clusters;
 	// each manager has its own.
 	NewCollector func() Collector[S, C]
+	// Discover is the cluster a /probe request asks for: cfg's module
+	// called module, at addrs, called name (config.KafkaModule and At).
+	// False when cfg has no such module, or the module does not ask for
+	// what this system watches (a canary it leaves off). Nil for a system
+	// without modules.
+	Discover func(cfg *config.Config, module, name string, addrs []string) (C, bool)
 	// Sets are the collector's metric tables: every family it can serve,
 	// for METRICS.md and the contract test.
 	Sets func() []*exposition.Set
@@ -143,6 +149,9 @@ type System interface {
 	// BudgetScopes are the scopes the system's failure budget answers; none
 	// for a system without one.
 	BudgetScopes() []budget.Scope
+	// Discovers reports whether the system watches clusters of modules,
+	// found by service discovery (Spec.Discover).
+	Discovers() bool
 	// Serving returns what serves the system's clusters for one manager,
 	// recording their events in log.
 	Serving(log *events.Log, logger log.Logger) Serving
@@ -154,6 +163,10 @@ type Serving interface {
 	// Plan lists the clusters cfg asks the system to watch, each with its
 	// fingerprint read now, so that a rotated secret counts as a change.
 	Plan(cfg *config.Config) ([]Unit, error)
+	// Discover is the unit of a cluster found by service discovery: cfg's
+	// module called module at addrs, called name. False when the system
+	// has no such module or does not watch what it asks (Spec.Discover).
+	Discover(cfg *config.Config, module, name string, addrs []string) (Unit, bool, error)
 	// Writer serves the clusters' metrics.
 	Writer() exposition.TextWriter
 	// ClusterWriter serves one cluster's metrics, for /probe; false when
@@ -228,6 +241,7 @@ func (d defined[S, C]) SeriesNames() []string           { return exposition.Seri
 func (d defined[S, C]) Doc() Doc                        { return d.spec.Doc }
 func (d defined[S, C]) BudgetScopes() []budget.Scope    { return d.spec.BudgetScopes }
 func (d defined[S, C]) Collector() prometheus.Collector { return d.spec.NewCollector() }
+func (d defined[S, C]) Discovers() bool                 { return d.spec.Discover != nil }
 
 func (d defined[S, C]) Serving(log *events.Log, logger log.Logger) Serving {
 	return &serving[S, C]{spec: d.spec, collector: d.spec.NewCollector(), events: log, logger: logger,
@@ -313,21 +327,42 @@ func (s *serving[S, C]) Views(now time.Time) []model.Cluster {
 func (s *serving[S, C]) Plan(cfg *config.Config) ([]Unit, error) {
 	var units []Unit
 	for _, c := range s.spec.Clusters(cfg) {
-		name := s.spec.ClusterName(c)
-		fp, err := s.spec.Fingerprint(c)
+		u, err := s.unit(c)
 		if err != nil {
-			return nil, s.errorf(name, err)
+			return nil, err
 		}
-		units = append(units, Unit{System: s.spec.Name, Cluster: name, Fingerprint: fp,
-			Build: func() (Watcher, error) {
-				w, err := s.build(name, c)
-				if err != nil {
-					return nil, s.errorf(name, err)
-				}
-				return w, nil
-			}})
+		units = append(units, u)
 	}
 	return units, nil
+}
+
+func (s *serving[S, C]) Discover(cfg *config.Config, module, name string, addrs []string) (Unit, bool, error) {
+	if s.spec.Discover == nil {
+		return Unit{}, false, nil
+	}
+	c, ok := s.spec.Discover(cfg, module, name, addrs)
+	if !ok {
+		return Unit{}, false, nil
+	}
+	u, err := s.unit(c)
+	return u, true, err
+}
+
+// unit is the unit of one cluster's settings, its fingerprint read now.
+func (s *serving[S, C]) unit(c C) (Unit, error) {
+	name := s.spec.ClusterName(c)
+	fp, err := s.spec.Fingerprint(c)
+	if err != nil {
+		return Unit{}, s.errorf(name, err)
+	}
+	return Unit{System: s.spec.Name, Cluster: name, Fingerprint: fp,
+		Build: func() (Watcher, error) {
+			w, err := s.build(name, c)
+			if err != nil {
+				return nil, s.errorf(name, err)
+			}
+			return w, nil
+		}}, nil
 }
 
 // errorf names the cluster an error is about as the config does:

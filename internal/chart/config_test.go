@@ -203,6 +203,8 @@ func baseConfig(section string) map[string]any {
 		return map[string]any{"kafka": []any{kafka("a")}}
 	case "redis":
 		return map[string]any{"redis": []any{map[string]any{"addrs": []any{"r:6379"}}}}
+	case "kafka_modules", "redis_modules":
+		return map[string]any{section: []any{map[string]any{"name": "m"}}}
 	case "mirrors":
 		return map[string]any{
 			"kafka":   []any{kafka("a"), kafka("b")},

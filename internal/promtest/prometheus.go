@@ -360,3 +360,7 @@ func RewriteRules(t testing.TB, src string, forDuration time.Duration) string {
 	}
 	return dst
 }
+
+// Stop stops Prometheus before the test ends (its connections to the
+// targets close with it); the cleanup then has nothing left to do.
+func (p *Prometheus) Stop() { p.proc.stop() }

@@ -60,6 +60,16 @@ redis:
   - [tls, ca_file, file]
   - [tls, cert_file, file]
   - [tls, key_file, file]
+kafka_modules:
+  - [sasl, password, secret]
+  - [tls, ca_file, file]
+  - [tls, cert_file, file]
+  - [tls, key_file, file]
+redis_modules:
+  - [password, secret]
+  - [tls, ca_file, file]
+  - [tls, cert_file, file]
+  - [tls, key_file, file]
 mirrors:
   - [connect, password, secret]
   - [connect, tls, ca_file, file]
@@ -104,7 +114,7 @@ render, since the config file is a ConfigMap.
 {{- range $section := $sections -}}
 {{- $items := index $values $section -}}
 {{- if not (or (kindIs "invalid" $items) (kindIs "slice" $items)) -}}
-{{- fail (printf "config.%s must be a list (one entry per %s, each a map of its settings), not %s" $section (ternary "flow" "cluster" (eq $section "mirrors")) (include "failover-exporter.kindName" $items)) -}}
+{{- fail (printf "config.%s must be a list (one entry per %s, each a map of its settings), not %s" $section (ternary "flow" (ternary "module" "cluster" (hasSuffix "_modules" $section)) (eq $section "mirrors")) (include "failover-exporter.kindName" $items)) -}}
 {{- end -}}
 {{- $resolvedItems := list -}}
 {{- range $i, $item := $items | default list -}}
@@ -166,8 +176,8 @@ render, since the config file is a ConfigMap.
 {{- $_ := set $config $section $resolvedItems -}}
 {{- end -}}
 {{- end -}}
-{{- if not (or $config.kafka $config.redis) -}}
-{{- fail "config lists no cluster: set config.kafka or config.redis (see values.yaml)" -}}
+{{- if not (or $config.kafka $config.redis $config.kafka_modules $config.redis_modules) -}}
+{{- fail "config lists no cluster: set config.kafka or config.redis, or modules for /probe (config.kafka_modules, config.redis_modules; see values.yaml)" -}}
 {{- end -}}
 {{- /* A flow names two clusters of the kafka list: say so here rather than in the pod's log. */ -}}
 {{- $kafkaNames := list -}}

@@ -30,6 +30,11 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 		return enabled
 	},
 	ClusterName: func(c config.KafkaCluster) string { return c.Name },
+	// A module's canary, like a cluster's, runs only when it enables it.
+	Discover: func(cfg *config.Config, module, name string, addrs []string) (config.KafkaCluster, bool) {
+		m, ok := cfg.KafkaModule(module)
+		return m.At(name, addrs), ok && m.Canary.Enabled
+	},
 	Fingerprint: config.KafkaCluster.Fingerprint,
 	// A round may outlast the interval: after a broker dies, refreshing
 	// the metadata and reading records back from a new leader each take up

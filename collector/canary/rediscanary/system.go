@@ -30,6 +30,11 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 		return enabled
 	},
 	ClusterName: func(c config.RedisCluster) string { return c.Name },
+	// A module's canary, like a cluster's, runs only when it enables it.
+	Discover: func(cfg *config.Config, module, name string, addrs []string) (config.RedisCluster, bool) {
+		m, ok := cfg.RedisModule(module)
+		return m.At(name, addrs), ok && m.Canary.Enabled
+	},
 	Fingerprint: config.RedisCluster.Fingerprint,
 	Timing: func(c config.RedisCluster) (time.Duration, time.Duration) {
 		return c.Canary.Interval, c.Canary.Interval

@@ -1,0 +1,515 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/system"
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+// Targets found by service discovery: /probe?system=S&module=M&target=ADDR
+// asks for a cluster the config does not list, with the settings of one of
+// its modules (config/modules.go). The first probe of a target starts its
+// watchers; a target nobody probes for the idle timeout is stopped and its
+// memory freed; a reload carries every target on with its module's new
+// settings, or stops it when its module is gone.
+
+// What ProbeModule refuses, besides ErrUnknownTarget.
+var (
+	// ErrBadTarget is a target that is not a list of host:port addresses,
+	// or a system that has no modules.
+	ErrBadTarget = errors.New("bad target")
+	// ErrUnknownModule is a module the config does not have.
+	ErrUnknownModule = errors.New("unknown module")
+	// ErrTargetInUse is a target already probed with another module, or
+	// named like a cluster of the config.
+	ErrTargetInUse = errors.New("target in use")
+	// ErrTooManyTargets is a new target past DiscoveryOptions.MaxTargets.
+	ErrTooManyTargets = errors.New("too many discovered targets")
+)
+
+// DiscoveryOptions bound the discovered targets.
+type DiscoveryOptions struct {
+	// MaxTargets is how many discovered targets may run at once: a probe
+	// of one more is refused until one is stopped. 0 refuses them all.
+	MaxTargets int
+	// IdleTimeout stops a target no probe asked for within it.
+	IdleTimeout time.Duration
+	// Metrics count them; nil counts nothing.
+	Metrics *DiscoveryMetrics
+}
+
+// DiscoveryMetrics are the exporter's series about its discovered targets.
+type DiscoveryMetrics struct {
+	Targets *prometheus.GaugeVec   // by system
+	Started *prometheus.CounterVec // by system
+	Stopped *prometheus.CounterVec // by system and reason: idle, reload, config
+	Refused *prometheus.CounterVec // by reason
+}
+
+// NewDiscoveryMetrics builds them, unregistered, with a zero series for
+// each system of the registry that has modules and each reason, so that
+// rate() and alerts see them from the start.
+func NewDiscoveryMetrics() *DiscoveryMetrics {
+	d := newDiscoveryMetrics()
+	for _, r := range refusalReasons {
+		d.Refused.WithLabelValues(r)
+	}
+	for _, s := range Systems {
+		if s.Part() != "" || !s.Discovers() {
+			continue
+		}
+		d.Targets.WithLabelValues(s.EventSystem())
+		d.Started.WithLabelValues(s.EventSystem())
+		for _, r := range stopReasons {
+			d.Stopped.WithLabelValues(s.EventSystem(), r)
+		}
+	}
+	return d
+}
+
+// The reasons of the refused and stopped counters.
+var (
+	refusalReasons = []string{"limit", "bad_target", "unknown_module", "in_use"}
+	stopReasons    = []string{"idle", "reload", "config"}
+)
+
+func newDiscoveryMetrics() *DiscoveryMetrics {
+	return &DiscoveryMetrics{
+		Targets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: ExporterName + "_probe_discovered_targets",
+			Help: "Clusters watched because /probe asked for them with module= (targets found by service discovery), by system.",
+		}, []string{"system"}),
+		Started: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: ExporterName + "_probe_discovered_targets_started_total",
+			Help: "Discovered targets started by a first probe, by system.",
+		}, []string{"system"}),
+		Stopped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: ExporterName + "_probe_discovered_targets_stopped_total",
+			Help: "Discovered targets stopped, by system and reason: idle (no probe within --probe.idle-timeout), reload (its module is gone), config (the config now lists a cluster of its name).",
+		}, []string{"system", "reason"}),
+		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: ExporterName + "_probe_refused_total",
+			Help: "Probes of a discovered target refused, by reason: limit (--probe.max-targets reached, answered 429), bad_target, unknown_module, in_use (answered 400).",
+		}, []string{"reason"}),
+	}
+}
+
+// Collectors lists them for registration.
+func (d *DiscoveryMetrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{d.Targets, d.Started, d.Stopped, d.Refused}
+}
+
+// discovery is the manager's discovered targets.
+type discovery struct {
+	opts DiscoveryOptions
+	// mu makes one first probe, reload or reap at a time. A probe of a
+	// running target never takes it.
+	mu sync.Mutex
+	// cfg is the config last applied: its modules are what targets start
+	// with. Set with mu held; read without it by a probe that must find
+	// its module's system.
+	cfg atomic.Pointer[config.Config]
+	// targets by event system and name; guarded by the manager's mu, so
+	// that a probe of a running target finds it without waiting.
+	targets    map[string]*target
+	reaperStop chan struct{}
+	reaperDone chan struct{}
+}
+
+// target is one discovered cluster: the units of its event system's
+// systems that its module asks for (the cluster's own, its canary's).
+type target struct {
+	eventSystem, module, name string
+	addrs                     []string
+	// units are the keys of its running watchers; guarded by
+	// discovery.mu.
+	units []string
+	// lastProbe is when a probe last asked for it, in Unix nanoseconds.
+	lastProbe atomic.Int64
+}
+
+func (t *target) touch(now time.Time) { t.lastProbe.Store(now.UnixNano()) }
+
+// idleFor is how long no probe asked for t, at now.
+func (t *target) idleFor(now time.Time) time.Duration {
+	return now.Sub(time.Unix(0, t.lastProbe.Load()))
+}
+
+func (t *target) key() string { return t.eventSystem + "/" + t.name }
+
+// ConfigureDiscovery sets the bounds of discovered targets and starts the
+// goroutine that stops idle ones; Stop stops it. Call it once, before the
+// first probe.
+func (m *Manager) ConfigureDiscovery(opts DiscoveryOptions) {
+	m.discovery.opts = opts
+	if opts.MaxTargets <= 0 || opts.IdleTimeout <= 0 {
+		return
+	}
+	m.discovery.reaperStop, m.discovery.reaperDone = make(chan struct{}), make(chan struct{})
+	// A target is stopped between one and 1.25 idle timeouts after its
+	// last probe.
+	every := min(max(opts.IdleTimeout/4, 100*time.Millisecond), 30*time.Second)
+	go func() {
+		defer close(m.discovery.reaperDone)
+		ticker := time.NewTicker(every)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-m.discovery.reaperStop:
+				return
+			case now := <-ticker.C:
+				m.reapIdle(now)
+			}
+		}
+	}()
+}
+
+func (m *Manager) stopReaper() {
+	if m.discovery.reaperStop != nil {
+		close(m.discovery.reaperStop)
+		<-m.discovery.reaperDone
+		m.discovery.reaperStop = nil
+	}
+}
+
+// ProbeModule returns the writers of a discovered target's series: the
+// cluster at addr (one host:port or several, comma separated) watched
+// with the settings of module, a module of eventSystem's systems. The
+// first probe of a target starts its watchers and waits for their first
+// refresh at most wait; later probes never wait. The cluster's name, its
+// kafka_cluster or redis_cluster label, is the target.
+func (m *Manager) ProbeModule(eventSystem, module, addr string, wait time.Duration) ([]exposition.TextWriter, error) {
+	eventSystem, t, err := m.findTarget(eventSystem, module, addr)
+	if err != nil {
+		m.refused(err)
+		return nil, err
+	}
+	if t == nil {
+		var units []string
+		if t, units, err = m.startTarget(eventSystem, module, addr); err != nil {
+			m.refused(err)
+			return nil, err
+		}
+		m.waitReady(units, wait)
+	}
+	t.touch(time.Now())
+	return m.Probe(eventSystem, t.name)
+}
+
+// findTarget checks a probe's parameters and returns its event system
+// (the one with the module when the probe names none) and its running
+// target, nil when it has none yet.
+func (m *Manager) findTarget(eventSystem, module, addr string) (string, *target, error) {
+	var withModules []string
+	for _, s := range m.systems {
+		if s.Discovers() && !slices.Contains(withModules, s.EventSystem()) {
+			withModules = append(withModules, s.EventSystem())
+		}
+	}
+	if eventSystem == "" {
+		having := m.systemsWithModule(module)
+		switch len(having) {
+		case 0:
+			return "", nil, fmt.Errorf("%w: the config has no module called %q (in %s)", ErrUnknownModule, module, strings.Join(modulesKeys(withModules), " or "))
+		case 1:
+			eventSystem = having[0]
+		default:
+			return "", nil, fmt.Errorf("%w: %s have a module called %q; say which with system=%s", ErrBadTarget, strings.Join(having, " and "), module, strings.Join(having, " or system="))
+		}
+	}
+	switch {
+	case !slices.Contains(withModules, eventSystem):
+		return "", nil, fmt.Errorf("%w: system %q has no modules (systems with modules: %s)", ErrBadTarget, eventSystem, strings.Join(withModules, ", "))
+	case m.discovery.opts.MaxTargets <= 0:
+		return "", nil, fmt.Errorf("%w: discovered targets are off (--probe.max-targets=0)", ErrBadTarget)
+	}
+	addrs, err := config.ParseTarget(addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: %w", ErrBadTarget, err)
+	}
+	key := eventSystem + "/" + strings.Join(addrs, ",")
+	m.mu.Lock()
+	t := m.discovery.targets[key]
+	m.mu.Unlock()
+	if t != nil && t.module != module {
+		return "", nil, fmt.Errorf("%w: %s target %q is probed with module %q already; one target, one module", ErrTargetInUse, eventSystem, t.name, t.module)
+	}
+	return eventSystem, t, nil
+}
+
+// systemsWithModule are the event systems whose config has a module
+// called module.
+func (m *Manager) systemsWithModule(module string) []string {
+	cfg := m.discovery.cfg.Load()
+	var having []string
+	if cfg == nil {
+		return nil
+	}
+	for _, s := range m.systems {
+		if !s.Discovers() || s.Part() != "" || slices.Contains(having, s.EventSystem()) {
+			continue
+		}
+		if _, ok, _ := m.serving[s.Name()].Discover(cfg, module, module, []string{"127.0.0.1:1"}); ok {
+			having = append(having, s.EventSystem())
+		}
+	}
+	return having
+}
+
+// modulesKeys are the config file's keys of the systems' modules.
+func modulesKeys(systems []string) []string {
+	keys := make([]string, len(systems))
+	for i, s := range systems {
+		keys[i] = s + "_modules"
+	}
+	return keys
+}
+
+// startTarget starts the watchers of a target no probe asked for before,
+// unless another probe just did, and returns it with the keys of the
+// watchers it started.
+func (m *Manager) startTarget(eventSystem, module, addr string) (*target, []string, error) {
+	addrs, _ := config.ParseTarget(addr) // checked by findTarget
+	t := &target{eventSystem: eventSystem, module: module, name: strings.Join(addrs, ","), addrs: addrs}
+	t.touch(time.Now())
+	d := &m.discovery
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	m.mu.Lock()
+	running, n := d.targets[t.key()], len(d.targets)
+	var configured bool
+	for _, s := range m.systems {
+		if r, ok := m.running[s.Name()+"/"+t.name]; ok && s.EventSystem() == eventSystem && r.target == nil {
+			configured = true
+		}
+	}
+	m.mu.Unlock()
+	switch {
+	case running != nil && running.module == module:
+		return running, nil, nil
+	case running != nil:
+		return nil, nil, fmt.Errorf("%w: %s target %q is probed with module %q already; one target, one module", ErrTargetInUse, eventSystem, t.name, running.module)
+	case configured:
+		return nil, nil, fmt.Errorf("%w: the config has a %s cluster called %q; probe it without module=", ErrTargetInUse, eventSystem, t.name)
+	case n >= d.opts.MaxTargets:
+		return nil, nil, fmt.Errorf("%w: %d discovered targets run, the most --probe.max-targets allows; %s target %q is refused until one is stopped (--probe.idle-timeout %s after its last probe)",
+			ErrTooManyTargets, n, eventSystem, t.name, d.opts.IdleTimeout)
+	case d.cfg.Load() == nil:
+		return nil, nil, fmt.Errorf("%w: no config applied yet", ErrUnknownModule)
+	}
+	found, err := m.syncTarget(d.cfg.Load(), t)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !found {
+		return nil, nil, fmt.Errorf("%w: the config has no %s module called %q (its %s_modules list)", ErrUnknownModule, eventSystem, module, eventSystem)
+	}
+	m.mu.Lock()
+	d.targets[t.key()] = t
+	m.mu.Unlock()
+	if mt := d.opts.Metrics; mt != nil {
+		mt.Started.WithLabelValues(eventSystem).Inc()
+		mt.Targets.WithLabelValues(eventSystem).Inc()
+	}
+	return t, slices.Clone(t.units), nil
+}
+
+// syncTarget makes t's running watchers match cfg's module: it starts the
+// units the module asks for that do not run, restarts from their last
+// state those whose settings changed, and stops the rest. found is false
+// when cfg has no such module for t's systems; then nothing runs. Called
+// with discovery.mu held.
+func (m *Manager) syncTarget(cfg *config.Config, t *target) (found bool, err error) {
+	var want []system.Unit
+	for _, s := range m.systems {
+		if s.EventSystem() != t.eventSystem {
+			continue
+		}
+		u, ok, err := m.serving[s.Name()].Discover(cfg, t.module, t.name, t.addrs)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			want = append(want, u)
+		}
+	}
+	// Build first: a unit that cannot be built changes nothing.
+	built := map[string]system.Watcher{}
+	for _, u := range want {
+		if r, ok := m.current(u.Key()); ok && r.unit.Fingerprint == u.Fingerprint {
+			continue
+		}
+		w, err := u.Build()
+		if err != nil {
+			for _, w := range built {
+				w.Close()
+			}
+			return false, err
+		}
+		built[u.Key()] = w
+	}
+	var keep []string
+	var stop []*running
+	m.mu.Lock()
+	for _, key := range t.units {
+		_, rebuilt := built[key]
+		if r, ok := m.running[key]; ok && r.target == t && (rebuilt || !slices.ContainsFunc(want, func(u system.Unit) bool { return u.Key() == key })) {
+			stop = append(stop, r)
+			delete(m.running, key)
+		}
+	}
+	m.mu.Unlock()
+	m.stop(stop)
+	previous := map[string]system.Watcher{}
+	for _, r := range stop {
+		previous[r.unit.Key()] = r.watcher
+	}
+	for _, u := range want {
+		keep = append(keep, u.Key())
+		w, ok := built[u.Key()]
+		if !ok {
+			continue
+		}
+		if old, ok := previous[u.Key()]; ok {
+			w.Resume(old)
+		}
+		m.start(u, w, t)
+	}
+	t.units = keep
+	return len(want) > 0, nil
+}
+
+// stop takes running watchers out of service and stops them.
+func (m *Manager) stop(rs []*running) {
+	for _, r := range rs {
+		r.watcher.Remove()
+	}
+	m.stopAll(rs)
+}
+
+// reconcileDiscovered carries the discovered targets over to cfg, the
+// config Apply just applied: each goes on with its module's new settings;
+// a target whose module is gone is stopped, as is one the config now lists
+// a cluster of (Apply stopped its watchers already).
+func (m *Manager) reconcileDiscovered(cfg *config.Config) {
+	d := &m.discovery
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cfg.Store(cfg)
+	m.mu.Lock()
+	targets := make([]*target, 0, len(d.targets))
+	for _, t := range d.targets {
+		targets = append(targets, t)
+	}
+	m.mu.Unlock()
+	for _, t := range targets {
+		reason := "reload"
+		found, err := false, error(nil)
+		if m.targetTakenOver(t) {
+			reason = "config"
+		} else if found, err = m.syncTarget(cfg, t); err != nil {
+			level.Warn(m.logger).Log("msg", "discovered target cannot carry on with its module's new settings; stopping it", "system", t.eventSystem, "target", t.name, "module", t.module, "err", err)
+		}
+		if !found {
+			m.dropTarget(t, reason)
+		}
+	}
+}
+
+// targetTakenOver reports whether a watcher of t was stopped for a cluster
+// of the config of its name.
+func (m *Manager) targetTakenOver(t *target) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, key := range t.units {
+		if r, ok := m.running[key]; !ok || r.target != t {
+			return true
+		}
+	}
+	return false
+}
+
+// dropTarget stops what runs of t and forgets it. Called with
+// discovery.mu held.
+func (m *Manager) dropTarget(t *target, reason string) {
+	var stop []*running
+	m.mu.Lock()
+	delete(m.discovery.targets, t.key())
+	for _, key := range t.units {
+		if r, ok := m.running[key]; ok && r.target == t {
+			stop = append(stop, r)
+			delete(m.running, key)
+		}
+	}
+	m.mu.Unlock()
+	m.stop(stop)
+	level.Info(m.logger).Log("msg", "stopped watching discovered target", "system", t.eventSystem, "target", t.name, "module", t.module, "reason", reason)
+	if mt := m.discovery.opts.Metrics; mt != nil {
+		mt.Stopped.WithLabelValues(t.eventSystem, reason).Inc()
+		mt.Targets.WithLabelValues(t.eventSystem).Dec()
+	}
+}
+
+// reapIdle stops the targets no probe asked for within the idle timeout.
+func (m *Manager) reapIdle(now time.Time) {
+	d := &m.discovery
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	m.mu.Lock()
+	var idle []*target
+	for _, t := range d.targets {
+		if t.idleFor(now) > d.opts.IdleTimeout {
+			idle = append(idle, t)
+		}
+	}
+	m.mu.Unlock()
+	for _, t := range idle {
+		m.dropTarget(t, "idle")
+	}
+}
+
+// waitReady waits at most wait for every watcher of keys to have a state.
+func (m *Manager) waitReady(keys []string, wait time.Duration) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for _, key := range keys {
+		r, ok := m.current(key)
+		if !ok {
+			continue
+		}
+		select {
+		case <-r.watcher.Ready():
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+// refused counts a refused probe by its reason.
+func (m *Manager) refused(err error) {
+	mt := m.discovery.opts.Metrics
+	if mt == nil {
+		return
+	}
+	reason := "bad_target"
+	switch {
+	case errors.Is(err, ErrTooManyTargets):
+		reason = "limit"
+	case errors.Is(err, ErrUnknownModule):
+		reason = "unknown_module"
+	case errors.Is(err, ErrTargetInUse):
+		reason = "in_use"
+	}
+	mt.Refused.WithLabelValues(reason).Inc()
+}

@@ -1,0 +1,179 @@
+package collector
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+// moduleConfig is a config file with the fake system's clusters and
+// modules, each "name interval".
+func moduleConfig(t *testing.T, clusters, modules []string) *config.Config {
+	t.Helper()
+	var b strings.Builder
+	for key, entries := range map[string][]string{"fake": clusters, "fake_modules": modules} {
+		if len(entries) == 0 {
+			continue
+		}
+		b.WriteString(key + ":\n")
+		for _, e := range entries {
+			name, interval, _ := strings.Cut(e, " ")
+			b.WriteString("  - {name: \"" + name + "\", refresh_interval: " + interval + "}\n")
+		}
+	}
+	cfg, err := config.Parse([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// probeModuleText is what /probe with module= serves.
+func probeModuleText(t *testing.T, m *Manager, module, addr string) string {
+	t.Helper()
+	writers, err := m.ProbeModule("fake", module, addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("ProbeModule(fake, %s, %s): %v", module, addr, err)
+	}
+	text, err := exposition.PlainText(writers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(text)
+}
+
+// TestDiscoveredTargets: a probe with module= starts a cluster the config
+// does not list, named by its address, and its first answer has waited for
+// the first refresh; the bounds hold (one module per target, no name of the
+// config, at most MaxTargets, each refusal counted); a reload carries a
+// target on with its module's new settings, stops one whose module is
+// gone, and hands one the config now lists over to the config; a target
+// nobody probes stops after the idle timeout; nothing leaks (goleak in
+// TestMain).
+func TestDiscoveredTargets(t *testing.T) {
+	const (
+		first, second, third = "127.0.0.1:9001", "127.0.0.1:9002", "127.0.0.1:9003"
+		configured           = "127.0.0.1:9009"
+		idle                 = 1500 * time.Millisecond
+	)
+	f := &fakeSources{}
+	m := NewManagerOf(probeSystems(f), log.NewNopLogger(), 0)
+	metrics := NewDiscoveryMetrics()
+	m.ConfigureDiscovery(DiscoveryOptions{MaxTargets: 2, IdleTimeout: idle, Metrics: metrics})
+	t.Cleanup(m.Stop)
+	if err := apply(t, m, moduleConfig(t, []string{configured + " 100ms"}, []string{"fast 100ms", "slow 200ms"})); err != nil {
+		t.Fatal(err)
+	}
+
+	// The first probe waited for the first refresh: the cluster is up in
+	// its first answer, with its part's series, under its address.
+	text := probeModuleText(t, m, "fast", first)
+	for _, want := range []string{`fake_up{fake_cluster="` + first + `"} 1`, `fake_part_up{fake_cluster="` + first + `"} 1`} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("first probe of %s lacks %s:\n%s", first, want, text)
+		}
+	}
+	if strings.Contains(text, configured) || strings.Contains(text, "twin") {
+		t.Errorf("the probe of %s serves another cluster's or system's series:\n%s", first, text)
+	}
+	// Its events and status are the other clusters': Known lists it.
+	if known := m.Known()["fake"]; !strings.Contains(strings.Join(known, " "), first) {
+		t.Errorf("Known()[fake] = %v, want it to list %s", known, first)
+	}
+
+	refusals := []struct {
+		system, module, addr string
+		want                 error
+		says                 string
+	}{
+		{"fake", "slow", first, ErrTargetInUse, `probed with module "fast" already`},
+		{"fake", "fast", configured, ErrTargetInUse, "the config has a fake cluster called"},
+		{"fake", "nosuch", second, ErrUnknownModule, `no fake module called "nosuch"`},
+		{"fake", "fast", "orders", ErrBadTarget, `target "orders"`},
+		{"", "fast", second, ErrBadTarget, `fake and twin have a module called "fast"; say which with system=fake or system=twin`},
+		{"", "nosuch", second, ErrUnknownModule, `the config has no module called "nosuch" (in fake_modules or twin_modules)`},
+		{"kafka", "fast", second, ErrBadTarget, `system "kafka" has no modules`},
+	}
+	for _, r := range refusals {
+		if _, err := m.ProbeModule(r.system, r.module, r.addr, time.Second); !errors.Is(err, r.want) || !strings.Contains(err.Error(), r.says) {
+			t.Errorf("ProbeModule(%q, %q, %q): err = %v, want %v saying %q", r.system, r.module, r.addr, err, r.want, r.says)
+		}
+	}
+	probeModuleText(t, m, "slow", second)
+	if _, err := m.ProbeModule("fake", "fast", third, time.Second); !errors.Is(err, ErrTooManyTargets) {
+		t.Errorf("a third target past MaxTargets 2: err = %v, want ErrTooManyTargets", err)
+	}
+	for reason, want := range map[string]float64{"in_use": 2, "unknown_module": 2, "bad_target": 3, "limit": 1} {
+		if got := testutil.ToFloat64(metrics.Refused.WithLabelValues(reason)); got != want {
+			t.Errorf("refused{reason=%q} = %v, want %v", reason, got, want)
+		}
+	}
+	if got := testutil.ToFloat64(metrics.Targets.WithLabelValues("fake")); got != 2 {
+		t.Errorf("discovered targets = %v, want 2", got)
+	}
+
+	// A reload: fast's interval changes (first carries on, counts kept),
+	// slow is gone (second stops).
+	before := countOf(t, m, first)
+	if err := m.Apply(moduleConfig(t, []string{configured + " 100ms"}, []string{"fast 150ms"})); err != nil {
+		t.Fatal(err)
+	}
+	if after := countOf(t, m, first); after < before {
+		t.Errorf("after the reload %s counts %d refreshes, before it %d: its restart lost its state", first, after, before)
+	}
+	if _, err := m.Probe("fake", second); !errors.Is(err, ErrUnknownTarget) {
+		t.Errorf("a target whose module the reload removed is still served (err %v)", err)
+	}
+	// The config now lists a cluster called third: the config's wins.
+	probeModuleText(t, m, "fast", third)
+	if err := m.Apply(moduleConfig(t, []string{configured + " 100ms", third + " 100ms"}, []string{"fast 150ms"})); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := m.current("fake/" + third); !ok || r.target != nil {
+		t.Errorf("after the config listed %s, its watcher is %+v, want the config's", third, r)
+	}
+	for reason, want := range map[string]float64{"reload": 1, "config": 1} {
+		if got := testutil.ToFloat64(metrics.Stopped.WithLabelValues("fake", reason)); got != want {
+			t.Errorf("stopped{reason=%q} = %v, want %v", reason, got, want)
+		}
+	}
+
+	// Nobody probes first any more: it stops after the idle timeout.
+	stoppedAt := time.Now()
+	deadline := stoppedAt.Add(10 * idle)
+	for {
+		if _, err := m.Probe("fake", first); errors.Is(err, ErrUnknownTarget) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still served %s after its last probe (idle timeout %s)", first, time.Since(stoppedAt), idle)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("an idle target stopped %s after its last probe (idle timeout %s)", time.Since(stoppedAt).Round(10*time.Millisecond), idle)
+	if got := testutil.ToFloat64(metrics.Targets.WithLabelValues("fake")); got != 0 {
+		t.Errorf("discovered targets = %v after every one stopped, want 0", got)
+	}
+	if _, ok := m.current("fake_part/" + first); ok {
+		t.Errorf("the idle target's part still runs")
+	}
+}
+
+// countOf is the refreshes the fake cluster called name has counted.
+func countOf(t *testing.T, m *Manager, name string) int {
+	t.Helper()
+	for _, st := range fakeStates(t, m) {
+		if st.Name == name && st.State.Snapshot != nil {
+			return st.State.Snapshot.N
+		}
+	}
+	t.Fatalf("no state of %s", name)
+	return 0
+}

@@ -1,0 +1,72 @@
+package config
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// A module is a cluster entry without its address: checked as a cluster
+// is (every key, nested durations and secrets included), its address
+// refused by name, and At gives the cluster a probe's target asks for.
+func TestModules(t *testing.T) {
+	cfg, err := Parse([]byte(`kafka_modules:
+  - name: sasl
+    refresh_interval: 2s
+    sasl: {mechanism: PLAIN, username: u, password: {env: HOME}}
+redis_modules:
+  - name: acl
+    username: monitor
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := cfg.KafkaModule("sasl")
+	if !ok {
+		t.Fatal("no kafka module sasl")
+	}
+	k := m.At("127.0.0.1:9092,127.0.0.1:9093", []string{"127.0.0.1:9092", "127.0.0.1:9093"})
+	if k.Name != "127.0.0.1:9092,127.0.0.1:9093" || !reflect.DeepEqual(k.BootstrapServers, []string{"127.0.0.1:9092", "127.0.0.1:9093"}) ||
+		k.RefreshInterval.String() != "2s" || k.SASL.Username != "u" || k.Canary.Enabled || k.RequestTimeout != DefaultRequestTimeout {
+		t.Errorf("the module's cluster: %+v", k)
+	}
+	if r, ok := cfg.RedisModule("acl"); !ok || r.At("127.0.0.1:6379", []string{"127.0.0.1:6379"}).Username != "monitor" {
+		t.Errorf("redis module acl: %+v, %v", r, ok)
+	}
+	if _, ok := cfg.KafkaModule("acl"); ok {
+		t.Error("a Redis module's name found among the Kafka modules")
+	}
+
+	for _, c := range []struct{ file, says string }{
+		{"kafka_modules:\n  - {name: m, bootstrap_servers: [k:9092]}\n", `kafka module 1 ("m"): bootstrap_servers is set: a module holds everything but the address`},
+		{"redis_modules:\n  - {name: m, addrs: [r:6379]}\n", `redis module 1 ("m"): addrs is set`},
+		{"kafka_modules:\n  - {name: m, canary: {interval: 5}}\n", "kafka_modules[0].canary.interval: 5 is not a duration"},
+		{"kafka_modules:\n  - {name: m, sasl: {mechanism: PLAIN, username: u, password: hunter2}}\n", "secrets are not accepted inline"},
+		{"kafka_modules:\n  - {name: m}\n  - {name: m}\n", `kafka module "m" is defined twice`},
+	} {
+		_, err := Parse([]byte(c.file))
+		if err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("Parse(%q): %v, want an error saying %q", c.file, err, c.says)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("the error echoes the secret: %v", err)
+		}
+	}
+}
+
+func TestParseTarget(t *testing.T) {
+	for target, want := range map[string][]string{
+		"127.0.0.1:9092":                 {"127.0.0.1:9092"},
+		"127.0.0.1:9092, 127.0.0.1:9093": {"127.0.0.1:9092", "127.0.0.1:9093"},
+		"kafka-0.kafka:9092":             {"kafka-0.kafka:9092"},
+	} {
+		if got, err := ParseTarget(target); err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("ParseTarget(%q) = %v, %v; want %v", target, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", " ", "orders", "127.0.0.1", "127.0.0.1:9092,", "127.0.0.1:notaport"} {
+		if got, err := ParseTarget(bad); err == nil {
+			t.Errorf("ParseTarget(%q) = %v, want an error", bad, got)
+		}
+	}
+}
