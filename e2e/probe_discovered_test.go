@@ -66,27 +66,15 @@ redis_modules:
 		return path
 	}
 	job := func(name, params string, targets ...string) string {
-		return fmt.Sprintf(`  - job_name: %s
-    metrics_path: /probe
-%s    file_sd_configs:
-      - files: [%q]
-        refresh_interval: 1s
-    relabel_configs:
-      - source_labels: [__address__]
-        target_label: __param_target
-      - source_labels: [__param_target]
-        target_label: instance
-      - target_label: __address__
-        replacement: %q
-`, name, params, sd(name, targets...), exporter.Addr)
+		return probeJob(name, exporter.Addr, params, fmt.Sprintf("file_sd_configs:\n  - files: [%q]\n    refresh_interval: 1s", sd(name, targets...)))
 	}
 	root := lab.RepoRoot(t)
 	prom := promtest.StartPrometheus(t, promtest.PrometheusOptions{
 		RulesFile: promtest.RewriteRules(t, filepath.Join(root, "prometheus", "alerts.yml"), 0),
 		ScrapeConfigs: job("configured", "", configuredName) +
-			job("kafka-discovered", "    params: {system: [kafka], module: [plain]}\n", singleAddr) +
+			job("kafka-discovered", "params: {system: [kafka], module: [plain]}", singleAddr) +
 			// system= left out: only the redis list has a module "seeds".
-			job("redis-discovered", "    params: {module: [seeds]}\n", redisAddr),
+			job("redis-discovered", "params: {module: [seeds]}", redisAddr),
 	})
 
 	// One up per target, each 1, and each cluster up under its own name.

@@ -59,20 +59,8 @@ redis:
 
 	root := lab.RepoRoot(t)
 	prom := promtest.StartPrometheus(t, promtest.PrometheusOptions{
-		RulesFile: promtest.RewriteRules(t, filepath.Join(root, "prometheus", "alerts.yml"), 0),
-		// As the README's "Many clusters" section writes it.
-		ScrapeConfigs: fmt.Sprintf(`  - job_name: clusters
-    metrics_path: /probe
-    static_configs:
-      - targets: [%q, %q, %q]
-    relabel_configs:
-      - source_labels: [__address__]
-        target_label: __param_target
-      - source_labels: [__param_target]
-        target_label: instance
-      - target_label: __address__
-        replacement: %q
-`, kafkaName, redisName, typo, exporter.Addr),
+		RulesFile:     promtest.RewriteRules(t, filepath.Join(root, "prometheus", "alerts.yml"), 0),
+		ScrapeConfigs: probeJob("clusters", exporter.Addr, "", fmt.Sprintf("static_configs:\n  - targets: [%q, %q, %q]", kafkaName, redisName, typo)),
 	})
 
 	upOf := func() map[string]float64 {
@@ -153,22 +141,5 @@ redis:
 	}
 	if up := upOf(); up[kafkaName] != 1 || up[redisName] != 1 {
 		t.Errorf("up by target during the broker's outage: %v, want both clusters' targets 1", up)
-	}
-}
-
-// waitProm polls cond every 500ms until it holds, failing the test with
-// cond's last description after timeout.
-func waitProm(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, desc := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s, still waiting for %s:\n%s", timeout, what, desc)
-		}
-		time.Sleep(500 * time.Millisecond)
 	}
 }
