@@ -25,8 +25,18 @@ import (
 // replica on every Metadata request, so each refresh counts a leader change
 // for every partition and renders a page that differs from the last.
 func fakeLargeCluster(t *testing.T, partitions int, churn bool) string {
+	return fakeClusterAdvertising(t, partitions, churn, "")
+}
+
+// fakeClusterAdvertising is fakeLargeCluster whose Metadata names its
+// brokers at advertised (a proxy in front of it) instead of its own
+// address, unless advertised is empty. It returns its own address.
+func fakeClusterAdvertising(t *testing.T, partitions int, churn bool, advertised string) string {
 	broker := sarama.NewMockBrokerAddr(t, 1, "127.0.0.1:0")
 	t.Cleanup(broker.Close)
+	if advertised == "" {
+		advertised = broker.Addr()
+	}
 	rotations := 1
 	if churn {
 		rotations = 3
@@ -35,7 +45,7 @@ func fakeLargeCluster(t *testing.T, partitions int, churn bool) string {
 	for r := range mds {
 		md := &sarama.MetadataResponse{Version: 11}
 		for id := int32(1); id <= 3; id++ {
-			md.AddBroker(broker.Addr(), id)
+			md.AddBroker(advertised, id)
 		}
 		for i := 0; i < partitions; i++ {
 			topic := fmt.Sprintf("topic-%05d", i/100)

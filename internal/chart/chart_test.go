@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	"gopkg.in/yaml.v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -58,6 +59,10 @@ func newObject(apiVersion, kind string) any {
 		return &monitoringv1.PodMonitor{}
 	case "monitoring.coreos.com/v1 PrometheusRule":
 		return &monitoringv1.PrometheusRule{}
+	case "monitoring.coreos.com/v1 Probe":
+		return &monitoringv1.Probe{}
+	case "monitoring.coreos.com/v1alpha1 ScrapeConfig":
+		return &monitoringv1alpha1.ScrapeConfig{}
 	}
 	return nil
 }
