@@ -139,7 +139,7 @@ func fleetFootprint(t *testing.T, kafka, redis []string) (rssKB int, goroutines 
 	return rssKB, goroutines
 }
 
-// TestFleetIsolation (a figure run: FAILOVER_SCALE_FIGURES=1; issue 30 item
+// TestFleetIsolation (a figure run: FAILOVER_EXPORTER_SCALE_FIGURES=1; issue 30 item
 // 4): one exporter watching a fleet, each cluster its own /probe target.
 // FLEET_KAFKA fake Kafka clusters of 1,000 partitions each (sarama
 // MockBrokers behind proxies that can hang; a fleet of real ones does not
