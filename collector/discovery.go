@@ -442,7 +442,12 @@ func (m *Manager) targetTakenOver(t *target) bool {
 
 // dropTarget stops what runs of t and forgets it. Called with
 // discovery.mu held.
-func (m *Manager) dropTarget(t *target, reason string) {
+func (m *Manager) dropTarget(t *target, reason string) { m.stopAll(m.takeTarget(t, reason)) }
+
+// takeTarget forgets t and takes its watchers out of service, returning
+// them for the caller to stop (stopAll waits up to their refresh timeout,
+// which a hung cluster's takes). Called with discovery.mu held.
+func (m *Manager) takeTarget(t *target, reason string) []*running {
 	var stop []*running
 	m.mu.Lock()
 	delete(m.discovery.targets, t.key())
@@ -453,19 +458,23 @@ func (m *Manager) dropTarget(t *target, reason string) {
 		}
 	}
 	m.mu.Unlock()
-	m.stop(stop)
-	level.Info(m.logger).Log("msg", "stopped watching discovered target", "system", t.eventSystem, "target", t.name, "module", t.module, "reason", reason)
+	for _, r := range stop {
+		r.watcher.Remove()
+	}
+	level.Info(m.logger).Log("msg", "stopping the watch of a discovered target", "system", t.eventSystem, "target", t.name, "module", t.module, "reason", reason)
 	if mt := m.discovery.opts.Metrics; mt != nil {
 		mt.Stopped.WithLabelValues(t.eventSystem, reason).Inc()
 		mt.Targets.WithLabelValues(t.eventSystem).Dec()
 	}
+	return stop
 }
 
 // reapIdle stops the targets no probe asked for within the idle timeout.
+// It waits for their watchers outside the discovery lock, so that a hung
+// cluster's stop never holds up the first probe of another target.
 func (m *Manager) reapIdle(now time.Time) {
 	d := &m.discovery
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	m.mu.Lock()
 	var idle []*target
 	for _, t := range d.targets {
@@ -474,9 +483,12 @@ func (m *Manager) reapIdle(now time.Time) {
 		}
 	}
 	m.mu.Unlock()
+	var stop []*running
 	for _, t := range idle {
-		m.dropTarget(t, "idle")
+		stop = append(stop, m.takeTarget(t, "idle")...)
 	}
+	d.mu.Unlock()
+	m.stopAll(stop)
 }
 
 // waitReady waits at most wait for every watcher of keys to have a state.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -276,8 +277,16 @@ func TestFakeSystemThroughTheRegistry(t *testing.T) {
 		t.Errorf("after the reload the cluster counts %d refreshes, before it %d: the restart lost its state", after, before)
 	}
 	resumed := waitCount(t, m, after+2)
-	// Every count appears once in the event log: nothing lost, nothing twice.
-	evs := m.Events().Query("", "", time.Time{}, 0)
+	// Every count appears once in the event log: nothing lost, nothing
+	// twice. The log follows a publish on the watcher's goroutine, after
+	// the collector has rendered it: wait for the last count's event.
+	var evs []events.Event
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		evs = m.Events().Query("", "", time.Time{}, 0)
+		if slices.ContainsFunc(evs, func(e events.Event) bool { return e.After == fmt.Sprint(resumed) }) || time.Now().After(deadline) {
+			break
+		}
+	}
 	seen := map[string]int{}
 	for _, e := range evs {
 		if e.System != "fake" || e.Cluster != "one" {
