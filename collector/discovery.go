@@ -190,81 +190,74 @@ func (m *Manager) stopReaper() {
 // refresh at most wait; later probes never wait. The cluster's name, its
 // kafka_cluster or redis_cluster label, is the target.
 func (m *Manager) ProbeModule(eventSystem, module, addr string, wait time.Duration) ([]exposition.TextWriter, error) {
-	eventSystem, t, err := m.findTarget(eventSystem, module, addr)
+	t, running, err := m.findTarget(eventSystem, module, addr)
+	if err == nil && !running {
+		var units []string
+		if t, units, err = m.startTarget(t); err == nil {
+			m.waitReady(units, wait)
+		}
+	}
 	if err != nil {
 		m.refused(err)
 		return nil, err
 	}
-	if t == nil {
-		var units []string
-		if t, units, err = m.startTarget(eventSystem, module, addr); err != nil {
-			m.refused(err)
-			return nil, err
-		}
-		m.waitReady(units, wait)
-	}
 	t.touch(time.Now())
-	return m.Probe(eventSystem, t.name)
+	return m.Probe(t.eventSystem, t.name)
 }
 
-// findTarget checks a probe's parameters and returns its event system
-// (the one with the module when the probe names none) and its running
-// target, nil when it has none yet.
-func (m *Manager) findTarget(eventSystem, module, addr string) (string, *target, error) {
-	var withModules []string
-	for _, s := range m.systems {
-		if s.Discovers() && !slices.Contains(withModules, s.EventSystem()) {
-			withModules = append(withModules, s.EventSystem())
-		}
-	}
+// findTarget checks a probe's parameters and returns its target: the
+// running one (running true), or a new one, not started, of the event
+// system that has the module when the probe names none.
+func (m *Manager) findTarget(eventSystem, module, addr string) (t *target, running bool, err error) {
+	withModules := m.eventSystems(system.System.Discovers)
 	if eventSystem == "" {
 		having := m.systemsWithModule(module)
 		switch len(having) {
 		case 0:
-			return "", nil, fmt.Errorf("%w: the config has no module called %q (in %s)", ErrUnknownModule, module, strings.Join(modulesKeys(withModules), " or "))
+			return nil, false, fmt.Errorf("%w: the config has no module called %q (in %s)", ErrUnknownModule, module, strings.Join(modulesKeys(withModules), " or "))
 		case 1:
 			eventSystem = having[0]
 		default:
-			return "", nil, fmt.Errorf("%w: %s have a module called %q; say which with system=%s", ErrBadTarget, strings.Join(having, " and "), module, strings.Join(having, " or system="))
+			return nil, false, fmt.Errorf("%w: %s have a module called %q; say which with system=%s", ErrBadTarget, strings.Join(having, " and "), module, strings.Join(having, " or system="))
 		}
 	}
 	switch {
 	case !slices.Contains(withModules, eventSystem):
-		return "", nil, fmt.Errorf("%w: system %q has no modules (systems with modules: %s)", ErrBadTarget, eventSystem, strings.Join(withModules, ", "))
+		return nil, false, fmt.Errorf("%w: system %q has no modules (systems with modules: %s)", ErrBadTarget, eventSystem, strings.Join(withModules, ", "))
 	case m.discovery.opts.MaxTargets <= 0:
-		return "", nil, fmt.Errorf("%w: discovered targets are off (--probe.max-targets=0)", ErrBadTarget)
+		return nil, false, fmt.Errorf("%w: discovered targets are off (--probe.max-targets=0)", ErrBadTarget)
 	}
 	addrs, err := config.ParseTarget(addr)
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: %w", ErrBadTarget, err)
+		return nil, false, fmt.Errorf("%w: %w", ErrBadTarget, err)
 	}
-	key := eventSystem + "/" + strings.Join(addrs, ",")
+	t = &target{eventSystem: eventSystem, module: module, name: strings.Join(addrs, ","), addrs: addrs}
 	m.mu.Lock()
-	t := m.discovery.targets[key]
+	have := m.discovery.targets[t.key()]
 	m.mu.Unlock()
-	if t != nil && t.module != module {
-		return "", nil, fmt.Errorf("%w: %s target %q is probed with module %q already; one target, one module", ErrTargetInUse, eventSystem, t.name, t.module)
+	switch {
+	case have == nil:
+		return t, false, nil
+	case have.module != module:
+		return nil, false, errProbedWith(have)
 	}
-	return eventSystem, t, nil
+	return have, true, nil
+}
+
+// errProbedWith refuses a second module for the target t.
+func errProbedWith(t *target) error {
+	return fmt.Errorf("%w: %s target %q is probed with module %q already; one target, one module", ErrTargetInUse, t.eventSystem, t.name, t.module)
 }
 
 // systemsWithModule are the event systems whose config has a module
-// called module.
+// called module. It reads no lock and no file: it runs on every probe
+// that names no system.
 func (m *Manager) systemsWithModule(module string) []string {
 	cfg := m.discovery.cfg.Load()
-	var having []string
 	if cfg == nil {
 		return nil
 	}
-	for _, s := range m.systems {
-		if !s.Discovers() || s.Part() != "" || slices.Contains(having, s.EventSystem()) {
-			continue
-		}
-		if _, ok, _ := m.serving[s.Name()].Discover(cfg, module, module, []string{"127.0.0.1:1"}); ok {
-			having = append(having, s.EventSystem())
-		}
-	}
-	return having
+	return m.eventSystems(func(s system.System) bool { return s.Part() == "" && s.HasModule(cfg, module) })
 }
 
 // modulesKeys are the config file's keys of the systems' modules.
@@ -276,12 +269,10 @@ func modulesKeys(systems []string) []string {
 	return keys
 }
 
-// startTarget starts the watchers of a target no probe asked for before,
-// unless another probe just did, and returns it with the keys of the
-// watchers it started.
-func (m *Manager) startTarget(eventSystem, module, addr string) (*target, []string, error) {
-	addrs, _ := config.ParseTarget(addr) // checked by findTarget
-	t := &target{eventSystem: eventSystem, module: module, name: strings.Join(addrs, ","), addrs: addrs}
+// startTarget starts the watchers of t, a target no probe asked for
+// before, unless another probe just started it, and returns the running
+// target with the keys of the watchers it started.
+func (m *Manager) startTarget(t *target) (*target, []string, error) {
 	t.touch(time.Now())
 	d := &m.discovery
 	d.mu.Lock()
@@ -290,21 +281,21 @@ func (m *Manager) startTarget(eventSystem, module, addr string) (*target, []stri
 	running, n := d.targets[t.key()], len(d.targets)
 	var configured bool
 	for _, s := range m.systems {
-		if r, ok := m.running[s.Name()+"/"+t.name]; ok && s.EventSystem() == eventSystem && r.target == nil {
+		if r, ok := m.running[s.Name()+"/"+t.name]; ok && s.EventSystem() == t.eventSystem && r.target == nil {
 			configured = true
 		}
 	}
 	m.mu.Unlock()
 	switch {
-	case running != nil && running.module == module:
+	case running != nil && running.module == t.module:
 		return running, nil, nil
 	case running != nil:
-		return nil, nil, fmt.Errorf("%w: %s target %q is probed with module %q already; one target, one module", ErrTargetInUse, eventSystem, t.name, running.module)
+		return nil, nil, errProbedWith(running)
 	case configured:
-		return nil, nil, fmt.Errorf("%w: the config has a %s cluster called %q; probe it without module=", ErrTargetInUse, eventSystem, t.name)
+		return nil, nil, fmt.Errorf("%w: the config has a %s cluster called %q; probe it without module=", ErrTargetInUse, t.eventSystem, t.name)
 	case n >= d.opts.MaxTargets:
 		return nil, nil, fmt.Errorf("%w: %d discovered targets run, the most --probe.max-targets allows; %s target %q is refused until one is stopped (--probe.idle-timeout %s after its last probe)",
-			ErrTooManyTargets, n, eventSystem, t.name, d.opts.IdleTimeout)
+			ErrTooManyTargets, n, t.eventSystem, t.name, d.opts.IdleTimeout)
 	case d.cfg.Load() == nil:
 		return nil, nil, fmt.Errorf("%w: no config applied yet", ErrUnknownModule)
 	}
@@ -313,14 +304,14 @@ func (m *Manager) startTarget(eventSystem, module, addr string) (*target, []stri
 		return nil, nil, err
 	}
 	if !found {
-		return nil, nil, fmt.Errorf("%w: the config has no %s module called %q (its %s_modules list)", ErrUnknownModule, eventSystem, module, eventSystem)
+		return nil, nil, fmt.Errorf("%w: the config has no %s module called %q (its %s_modules list)", ErrUnknownModule, t.eventSystem, t.module, t.eventSystem)
 	}
 	m.mu.Lock()
 	d.targets[t.key()] = t
 	m.mu.Unlock()
 	if mt := d.opts.Metrics; mt != nil {
-		mt.Started.WithLabelValues(eventSystem).Inc()
-		mt.Targets.WithLabelValues(eventSystem).Inc()
+		mt.Started.WithLabelValues(t.eventSystem).Inc()
+		mt.Targets.WithLabelValues(t.eventSystem).Inc()
 	}
 	return t, slices.Clone(t.units), nil
 }
@@ -359,20 +350,30 @@ func (m *Manager) syncTarget(cfg *config.Config, t *target) (found bool, err err
 		}
 		built[u.Key()] = w
 	}
+	// As Apply does: a unit the module no longer asks for stops being
+	// served at once; a rebuilt one is served until its successor takes
+	// over from its last state.
 	var keep []string
-	var stop []*running
+	var replaced, dropped []*running
 	m.mu.Lock()
 	for _, key := range t.units {
-		_, rebuilt := built[key]
-		if r, ok := m.running[key]; ok && r.target == t && (rebuilt || !slices.ContainsFunc(want, func(u system.Unit) bool { return u.Key() == key })) {
-			stop = append(stop, r)
+		r, ok := m.running[key]
+		switch _, rebuilt := built[key]; {
+		case !ok || r.target != t:
+		case rebuilt:
+			replaced = append(replaced, r)
+		case !slices.ContainsFunc(want, func(u system.Unit) bool { return u.Key() == key }):
+			dropped = append(dropped, r)
 			delete(m.running, key)
 		}
 	}
 	m.mu.Unlock()
-	m.stop(stop)
+	for _, r := range dropped {
+		r.watcher.Remove()
+	}
+	m.stopAll(append(replaced, dropped...))
 	previous := map[string]system.Watcher{}
-	for _, r := range stop {
+	for _, r := range replaced {
 		previous[r.unit.Key()] = r.watcher
 	}
 	for _, u := range want {
@@ -388,14 +389,6 @@ func (m *Manager) syncTarget(cfg *config.Config, t *target) (found bool, err err
 	}
 	t.units = keep
 	return len(want) > 0, nil
-}
-
-// stop takes running watchers out of service and stops them.
-func (m *Manager) stop(rs []*running) {
-	for _, r := range rs {
-		r.watcher.Remove()
-	}
-	m.stopAll(rs)
 }
 
 // reconcileDiscovered carries the discovered targets over to cfg, the

@@ -464,7 +464,7 @@ func (m *Manager) Probe(eventSystem, target string) ([]exposition.TextWriter, er
 	}
 	switch {
 	case !known:
-		return nil, fmt.Errorf("%w: no system %q (systems: %s)", ErrUnknownTarget, eventSystem, strings.Join(m.eventSystems(), ", "))
+		return nil, fmt.Errorf("%w: no system %q (systems: %s)", ErrUnknownTarget, eventSystem, strings.Join(m.eventSystems(nil), ", "))
 	case len(matched) == 0 && eventSystem != "":
 		return nil, fmt.Errorf("%w: no %s cluster called %q is configured", ErrUnknownTarget, eventSystem, target)
 	case len(matched) == 0:
@@ -476,12 +476,12 @@ func (m *Manager) Probe(eventSystem, target string) ([]exposition.TextWriter, er
 	return writers, nil
 }
 
-// eventSystems are the systems' event systems, in the registry's order,
-// each once: the values system= takes.
-func (m *Manager) eventSystems() []string {
+// eventSystems are the event systems of the systems keep accepts (nil:
+// all), in the registry's order, each once: the values system= takes.
+func (m *Manager) eventSystems(keep func(system.System) bool) []string {
 	var names []string
 	for _, s := range m.systems {
-		if !slices.Contains(names, s.EventSystem()) {
+		if (keep == nil || keep(s)) && !slices.Contains(names, s.EventSystem()) {
 			names = append(names, s.EventSystem())
 		}
 	}

@@ -118,13 +118,7 @@ func (c *Collector[S]) Collect(ch chan<- prometheus.Metric) {
 // latest rendering and never waits for one in progress.
 func (c *Collector[S]) AppendText(st *Stream) {
 	names, clusters := c.sorted()
-	for i, name := range names {
-		// Only a cluster set but not refreshed yet has no rendering.
-		if !c.renderer.Has(name) {
-			c.render(name, clusters[i])
-		}
-	}
-	c.renderer.AppendText(st, names)
+	c.appendRenderings(st, names, clusters)
 }
 
 // AppendClusterText adds the series of the cluster called name to a
@@ -134,22 +128,22 @@ func (c *Collector[S]) AppendClusterText(st *Stream, name string) bool {
 	c.mu.RLock()
 	served, ok := c.clusters[name]
 	c.mu.RUnlock()
-	if !ok {
-		return false
+	if ok {
+		c.appendRenderings(st, []string{name}, []servedCluster[S]{served})
 	}
-	if !c.renderer.Has(name) {
-		c.render(name, served)
-	}
-	c.renderer.AppendText(st, []string{name})
-	return true
+	return ok
 }
 
-// Serves reports whether the collector serves the cluster called name.
-func (c *Collector[S]) Serves(name string) bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	_, ok := c.clusters[name]
-	return ok
+// appendRenderings adds the latest renderings of the clusters to st,
+// rendering those that have none yet.
+func (c *Collector[S]) appendRenderings(st *Stream, names []string, clusters []servedCluster[S]) {
+	for i, name := range names {
+		// Only a cluster set but not refreshed yet has no rendering.
+		if !c.renderer.Has(name) {
+			c.render(name, clusters[i])
+		}
+	}
+	c.renderer.AppendText(st, names)
 }
 
 func (c *Collector[S]) render(name string, served servedCluster[S]) {

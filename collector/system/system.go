@@ -152,6 +152,9 @@ type System interface {
 	// Discovers reports whether the system watches clusters of modules,
 	// found by service discovery (Spec.Discover).
 	Discovers() bool
+	// HasModule reports whether cfg has a module called module that the
+	// system watches a cluster of, reading no file (no fingerprint).
+	HasModule(cfg *config.Config, module string) bool
 	// Serving returns what serves the system's clusters for one manager,
 	// recording their events in log.
 	Serving(log *events.Log, logger log.Logger) Serving
@@ -242,6 +245,14 @@ func (d defined[S, C]) Doc() Doc                        { return d.spec.Doc }
 func (d defined[S, C]) BudgetScopes() []budget.Scope    { return d.spec.BudgetScopes }
 func (d defined[S, C]) Collector() prometheus.Collector { return d.spec.NewCollector() }
 func (d defined[S, C]) Discovers() bool                 { return d.spec.Discover != nil }
+
+func (d defined[S, C]) HasModule(cfg *config.Config, module string) bool {
+	if d.spec.Discover == nil {
+		return false
+	}
+	_, ok := d.spec.Discover(cfg, module, "", nil)
+	return ok
+}
 
 func (d defined[S, C]) Serving(log *events.Log, logger log.Logger) Serving {
 	return &serving[S, C]{spec: d.spec, collector: d.spec.NewCollector(), events: log, logger: logger,
