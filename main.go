@@ -340,17 +340,14 @@ func serveUntilSignal(ctx context.Context, server *http.Server, listeners []net.
 // registry and every cluster on /metrics, one cluster on /probe, and what
 // reads the manager's state.
 func managerEndpoints(manager *collector.Manager, reg *prometheus.Registry, reload func() error, logger log.Logger) endpoints {
+	logError := func(msg string, err error) { level.Error(logger).Log("msg", msg, "err", err) }
 	return endpoints{
-		metrics: exposition.Handler(reg, manager.TextWriters(), func(msg string, err error) {
-			level.Error(logger).Log("msg", msg, "err", err)
-		}),
-		probe: exposition.ProbeHandler(probeTarget(manager), func(msg string, err error) {
-			level.Error(logger).Log("msg", msg, "err", err)
-		}),
-		ready:  manager.Ready,
-		reload: reload,
-		events: manager.Events().Handler(manager.Known),
-		budget: manager,
-		status: status.Sources{Clusters: manager.Views, Events: manager.Events()},
+		metrics: exposition.Handler(reg, manager.TextWriters(), logError),
+		probe:   exposition.ProbeHandler(probeTarget(manager), logError),
+		ready:   manager.Ready,
+		reload:  reload,
+		events:  manager.Events().Handler(manager.Known),
+		budget:  manager,
+		status:  status.Sources{Clusters: manager.Views, Events: manager.Events()},
 	}
 }

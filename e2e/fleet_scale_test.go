@@ -214,11 +214,15 @@ func TestFleetIsolation(t *testing.T) {
 				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				probe = append(probe, time.Since(asked).Seconds()*1000)
-				if v, ok := probeValue(string(body), seriesOf(name, "exporter_refresh_duration_seconds")); ok {
+				m, err := exportertest.Parse(body)
+				if err != nil {
+					t.Fatalf("/probe?target=%s: %v", name, err)
+				}
+				if v, ok := m.Value(seriesOf(name, "exporter_refresh_duration_seconds"), nil); ok {
 					refreshes[name] = append(refreshes[name], v*1000)
 				}
-				if up, _ := probeValue(string(body), seriesOf(name, "up")); up != 1 && !hung[name] {
-					t.Errorf("%s is not up while it is not hung:\n%s", name, firstLines(string(body), 5))
+				if up, _ := m.Value(seriesOf(name, "up"), nil); up != 1 && !hung[name] {
+					t.Errorf("%s is not up while it is not hung:\n%s", name, m.Describe(seriesOf(name, "up"), nil))
 				}
 			}
 		}
@@ -248,7 +252,7 @@ func TestFleetIsolation(t *testing.T) {
 	var detect []float64
 	for name := range hung {
 		for {
-			if up, ok := probeValue(scrapeProbe(t, e, name), seriesOf(name, "up")); ok && up == 0 {
+			if up, ok := scrapeProbe(t, e, name).Value(seriesOf(name, "up"), nil); ok && up == 0 {
 				detect = append(detect, time.Since(hungAt).Seconds())
 				break
 			}
@@ -272,38 +276,25 @@ func TestFleetIsolation(t *testing.T) {
 	}
 }
 
-// seriesOf is the name of a fleet cluster's series called suffix, with
-// its label brace: kafka_up{ for k000, redis_cluster_up{ for r000.
+// seriesOf is the name of a fleet cluster's series called suffix:
+// kafka_up for k000, redis_cluster_up for r000.
 func seriesOf(cluster, suffix string) string {
 	if strings.HasPrefix(cluster, "k") {
-		return "kafka_" + suffix + "{"
+		return "kafka_" + suffix
 	}
-	return "redis_cluster_" + suffix + "{"
+	return "redis_cluster_" + suffix
 }
 
-func scrapeProbe(t *testing.T, e *exportertest.Exporter, name string) string {
+// scrapeProbe reads the fleet cluster's /probe.
+func scrapeProbe(t *testing.T, e *exportertest.Exporter, name string) exportertest.Metrics {
 	t.Helper()
 	resp, err := e.Get("/probe?target=" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return readAll(t, resp)
-}
-
-// probeValue is the value of the first sample line of body starting with
-// prefix.
-func probeValue(body, prefix string) (float64, bool) {
-	for _, line := range strings.Split(body, "\n") {
-		if !strings.HasPrefix(line, prefix) {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		return v, err == nil
+	m, err := exportertest.Parse([]byte(readAll(t, resp)))
+	if err != nil {
+		t.Fatalf("/probe?target=%s: %v", name, err)
 	}
-	return 0, false
-}
-
-func firstLines(s string, n int) string {
-	lines := strings.SplitN(s, "\n", n+1)
-	return strings.Join(lines[:min(n, len(lines))], "\n")
+	return m
 }
