@@ -5,6 +5,7 @@
 #
 # Usage: scripts/install-deps.sh [COMPONENT...]   (default: all)
 # Components: kafka redis valkey valkey9 prometheus chromium
+# (and, on request only, goreleaser and redis_exporter)
 #
 # One function per component, install_<name>; add a component by adding a
 # function and its name to ALL_COMPONENTS.
@@ -154,6 +155,14 @@ install_prometheus() {
   command -v prometheus-alertmanager >/dev/null 2>&1 || pkgs+=(prometheus-alertmanager)
   ((${#pkgs[@]} == 0)) || apt_install "${pkgs[@]}"
   log "prometheus: ok"
+}
+
+# oliver006/redis_exporter, Debian's build, for the memory comparison in
+# e2e/redis_exporter_compare_test.go only (a scale figure, not part of
+# make test; not in ALL_COMPONENTS): scripts/install-deps.sh redis_exporter
+install_redis_exporter() {
+  command -v prometheus-redis-exporter >/dev/null 2>&1 || apt_install prometheus-redis-exporter
+  log "redis_exporter: ok ($(command -v prometheus-redis-exporter))"
 }
 
 # Headless Chromium renders the status page in e2e/status_page_test.go and
