@@ -271,6 +271,30 @@ func decodeDashboard(t *testing.T, name string, raw []byte) *contract.Dashboard 
 	return &d
 }
 
+// TestSelectorOnProbedTargets: with each cluster its own target (/probe),
+// the clusters' series come from the probe job and the exporter's own from
+// its /metrics job, so a job selector must match both (mixin/README.md).
+// The mixin rendered with such a selector passes every promtool unit test
+// with its input series moved to that layout.
+func TestSelectorOnProbedTargets(t *testing.T) {
+	root := lab.RepoRoot(t)
+	probed := fmt.Sprintf(`job=~"failover_exporter|%s"`, contract.ProbeJob)
+	out := evaluate(t, root, map[string]any{"selector": probed})
+	dir := t.TempDir()
+	tests, moved, err := contract.ProbedUnitTests(dir, filepath.Join(root, "prometheus/tests/*.yml"), out.Alerts) // JSON is YAML
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved == 0 {
+		t.Fatal("no input series moved to a probed target")
+	}
+	args := []string{"test", "rules"}
+	for _, name := range tests {
+		args = append(args, filepath.Join(dir, name))
+	}
+	promtool(t, args...)
+}
+
 // checkParse runs dashboard expressions through promtool as recording
 // rules, with Grafana's variables replaced by sample values.
 func checkParse(t *testing.T, exprs []string) {
