@@ -299,7 +299,8 @@ func (m *Manager) startTarget(t *target) (*target, []string, error) {
 	case d.cfg.Load() == nil:
 		return nil, nil, fmt.Errorf("%w: no config applied yet", ErrUnknownModule)
 	}
-	found, err := m.syncTarget(d.cfg.Load(), t)
+	// A new target has no watchers to drop.
+	found, _, err := m.syncTarget(d.cfg.Load(), t)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -318,10 +319,12 @@ func (m *Manager) startTarget(t *target) (*target, []string, error) {
 
 // syncTarget makes t's running watchers match cfg's module: it starts the
 // units the module asks for that do not run, restarts from their last
-// state those whose settings changed, and stops the rest. found is false
-// when cfg has no such module for t's systems; then nothing runs. Called
-// with discovery.mu held.
-func (m *Manager) syncTarget(cfg *config.Config, t *target) (found bool, err error) {
+// state those whose settings changed (waiting for the old ones, whose last
+// state the new ones resume from), and takes the rest out of service,
+// returning them for the caller to stop once it has let go of the
+// discovery lock. found is false when cfg has no such module for t's
+// systems; then nothing runs. Called with discovery.mu held.
+func (m *Manager) syncTarget(cfg *config.Config, t *target) (found bool, stop []*running, err error) {
 	var want []system.Unit
 	for _, s := range m.systems {
 		if s.EventSystem() != t.eventSystem {
@@ -329,7 +332,7 @@ func (m *Manager) syncTarget(cfg *config.Config, t *target) (found bool, err err
 		}
 		u, ok, err := m.serving[s.Name()].Discover(cfg, t.module, t.name, t.addrs)
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
 		if ok {
 			want = append(want, u)
@@ -346,7 +349,7 @@ func (m *Manager) syncTarget(cfg *config.Config, t *target) (found bool, err err
 			for _, w := range built {
 				w.Close()
 			}
-			return false, err
+			return false, nil, err
 		}
 		built[u.Key()] = w
 	}
@@ -371,7 +374,7 @@ func (m *Manager) syncTarget(cfg *config.Config, t *target) (found bool, err err
 	for _, r := range dropped {
 		r.watcher.Remove()
 	}
-	m.stopAll(append(replaced, dropped...))
+	m.stopAll(replaced)
 	previous := map[string]system.Watcher{}
 	for _, r := range replaced {
 		previous[r.unit.Key()] = r.watcher
@@ -388,7 +391,7 @@ func (m *Manager) syncTarget(cfg *config.Config, t *target) (found bool, err err
 		m.start(u, w, t)
 	}
 	t.units = keep
-	return len(want) > 0, nil
+	return len(want) > 0, dropped, nil
 }
 
 // reconcileDiscovered carries the discovered targets over to cfg, the
@@ -397,6 +400,9 @@ func (m *Manager) syncTarget(cfg *config.Config, t *target) (found bool, err err
 // a cluster of (Apply stopped its watchers already).
 func (m *Manager) reconcileDiscovered(cfg *config.Config) {
 	d := &m.discovery
+	var stop []*running
+	// As reapIdle does: what stops is waited for outside the lock.
+	defer func() { m.stopAll(stop) }()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.cfg.Store(cfg)
@@ -408,14 +414,15 @@ func (m *Manager) reconcileDiscovered(cfg *config.Config) {
 	m.mu.Unlock()
 	for _, t := range targets {
 		reason := "reload"
-		found, err := false, error(nil)
+		found, dropped, err := false, []*running(nil), error(nil)
 		if m.targetTakenOver(t) {
 			reason = "config"
-		} else if found, err = m.syncTarget(cfg, t); err != nil {
+		} else if found, dropped, err = m.syncTarget(cfg, t); err != nil {
 			level.Warn(m.logger).Log("msg", "discovered target cannot carry on with its module's new settings; stopping it", "system", t.eventSystem, "target", t.name, "module", t.module, "err", err)
 		}
+		stop = append(stop, dropped...)
 		if !found {
-			m.dropTarget(t, reason)
+			stop = append(stop, m.takeTarget(t, reason)...)
 		}
 	}
 }
@@ -432,10 +439,6 @@ func (m *Manager) targetTakenOver(t *target) bool {
 	}
 	return false
 }
-
-// dropTarget stops what runs of t and forgets it. Called with
-// discovery.mu held.
-func (m *Manager) dropTarget(t *target, reason string) { m.stopAll(m.takeTarget(t, reason)) }
 
 // takeTarget forgets t and takes its watchers out of service, returning
 // them for the caller to stop (stopAll waits up to their refresh timeout,

@@ -177,3 +177,66 @@ func countOf(t *testing.T, m *Manager, name string) int {
 	t.Fatalf("no state of %s", name)
 	return 0
 }
+
+// TestReloadStopsAHungTargetOutsideTheLock: a reload that removes the
+// module of a target whose cluster hangs (its refresh ignores its deadline)
+// waits for that target's watchers without holding up the first probe of
+// another target.
+func TestReloadStopsAHungTargetOutsideTheLock(t *testing.T) {
+	const hung, next = "127.0.0.1:9101", "127.0.0.1:9102"
+	const hang = 3 * time.Second
+	f := &fakeSources{}
+	// Last to run: the hung refreshes finish before goleak looks.
+	t.Cleanup(func() {
+		for deadline := time.Now().Add(3 * hang); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			f.mu.Lock()
+			done := f.closed == f.built
+			f.mu.Unlock()
+			if done {
+				return
+			}
+		}
+		t.Error("sources still open after the hung refreshes ended")
+	})
+	m := NewManagerOf(probeSystems(f), log.NewNopLogger(), 0)
+	m.ConfigureDiscovery(DiscoveryOptions{MaxTargets: 4, IdleTimeout: time.Minute})
+	t.Cleanup(m.Stop)
+	// slow's refresh timeout is 80% of its 2 s interval: a stop waits for
+	// its hung refresh up to that and a second's grace.
+	if err := apply(t, m, moduleConfig(t, nil, []string{"fast 100ms", "slow 2s"})); err != nil {
+		t.Fatal(err)
+	}
+	probeModuleText(t, m, "slow", hung)
+	f.mu.Lock()
+	f.stubborn, f.delay = true, hang
+	f.mu.Unlock()
+	time.Sleep(2300 * time.Millisecond) // its next refresh has begun, and hangs
+
+	reloaded := make(chan error, 1)
+	go func() { reloaded <- m.Apply(moduleConfig(t, nil, []string{"fast 100ms"})) }()
+	for deadline := time.Now().Add(hang); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := m.Probe("fake", hung); errors.Is(err, ErrUnknownTarget) {
+			break // out of service: the reload is now waiting for it
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the reload did not take %s out of service within %s", hung, hang)
+		}
+	}
+	start := time.Now()
+	if _, err := m.ProbeModule("fake", "fast", next, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	t.Logf("first probe of %s while the reload stops the hung %s: %s", next, hung, took.Round(time.Millisecond))
+	// It waits 100 ms for a first refresh that hangs too; waiting for the
+	// hung target's stop would take the rest of the 3 s hang (2.6 s).
+	if took > time.Second {
+		t.Errorf("the first probe of %s took %s: it waited for the reload's stop of the hung %s", next, took, hung)
+	}
+	if err := <-reloaded; err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.stubborn, f.delay = false, 0 // the clusters recover: cleanup waits for one hang at most
+	f.mu.Unlock()
+}
