@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -409,8 +410,13 @@ func faultKafkaTopicChurn(t *testing.T, cluster *lab.KafkaCluster) {
 	if f, l := peak(first, rssOf), peak(last, rssOf); l > f+20*mib {
 		t.Errorf("RSS grew from %.1f MiB to %.1f MiB over the churn", f/mib, l/mib)
 	}
-	if f, l := peak(first, goOf), peak(last, goOf); l > f+3 {
-		t.Errorf("goroutines grew from %v to %v over the churn", f, l)
+	// A leaked goroutine stays: every later sample has it. One sample taken
+	// while a slow refresh waits on its brokers has a few more for a moment
+	// (24 against 19 in one run on a loaded machine), so the last third is
+	// judged by its fewest.
+	settled := slices.MinFunc(last, func(a, b sample) int { return cmp.Compare(a.goroutines, b.goroutines) }).goroutines
+	if f := peak(first, goOf); settled > f+3 {
+		t.Errorf("goroutines grew from %v to at least %v in every sample of the churn's last third", f, settled)
 	}
 }
 
