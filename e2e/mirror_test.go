@@ -424,8 +424,12 @@ func TestMirrorSourceClusterLost(t *testing.T) {
 				lag, okLag := m.Value("kafka_mirror_topic_records_not_replicated", ledger)
 				rpo, okRPO := m.Value("kafka_mirror_topic_rpo_seconds", ledger)
 				readAt, okAt := m.Value("kafka_mirror_last_refresh_success_timestamp_seconds", flow)
-				if okLag && okRPO && okAt {
-					lastSeen = reading{lag, rpo, time.Unix(0, int64(readAt*1e9))}
+				took, okTook := m.Value("kafka_mirror_refresh_duration_seconds", flow)
+				if okLag && okRPO && okAt && okTook {
+					// The offsets were read during the refresh, which the
+					// timestamp dates at its end: as of its start at the
+					// earliest.
+					lastSeen = reading{lag, rpo, time.Unix(0, int64((readAt-took)*1e9))}
 				}
 			}
 			time.Sleep(100 * time.Millisecond)
