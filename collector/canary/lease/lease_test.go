@@ -1,0 +1,64 @@
+package lease
+
+import (
+	"testing"
+	"time"
+)
+
+// The rules on a clock the test moves: a grant starts a hold that may
+// write one ttl later; renewals keep it; without them it lapses ttl (less
+// a tenth) after the last grant was sent; a grant after a lapse is a new
+// hold that waits again.
+func TestLeaseClockRules(t *testing.T) {
+	const ttl = time.Second
+	l := New(ttl)
+	t0 := time.Now()
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+
+	if l.Held(t0) || l.MayWrite(t0) {
+		t.Fatal("a new lease is held")
+	}
+	if held, changed := l.Record(at(0), false); held || changed {
+		t.Fatalf("a refused attempt: held %v, changed %v", held, changed)
+	}
+	if held, changed := l.Record(at(0), true); !held || !changed {
+		t.Fatalf("a grant: held %v, changed %v, want a new hold", held, changed)
+	}
+	first := l.Tenure()
+	if !l.Held(at(100*time.Millisecond)) || l.MayWrite(at(100*time.Millisecond)) {
+		t.Error("just granted: want held, not yet writing (it waits out its predecessor)")
+	}
+	// Renewed every 300 ms, it writes from one ttl after the grant.
+	for d := 300 * time.Millisecond; d <= 1500*time.Millisecond; d += 300 * time.Millisecond {
+		if held, changed := l.Record(at(d), true); !held || changed {
+			t.Fatalf("renewal at %s: held %v, changed %v", d, held, changed)
+		}
+	}
+	if l.MayWrite(at(999*time.Millisecond)) || !l.MayWrite(at(ttl)) || !l.MayWrite(at(2*time.Second)) {
+		t.Error("a renewed hold writes from ttl after its grant, and on")
+	}
+	// No more grants: the last was sent at 1.5 s, good until 1.5 s + 0.9 ttl.
+	if !l.MayWrite(at(2399*time.Millisecond)) || l.MayWrite(at(2400*time.Millisecond)) || l.Held(at(2400*time.Millisecond)) {
+		t.Error("a hold stops 0.9 ttl after its last grant was sent")
+	}
+	if held, changed := l.Record(at(2*time.Second), false); !held || changed {
+		t.Errorf("a refused renewal while still valid: held %v, changed %v, want still held", held, changed)
+	}
+	if held, changed := l.Record(at(2500*time.Millisecond), false); held || !changed {
+		t.Errorf("a refused renewal after the lapse: held %v, changed %v, want the hold ended", held, changed)
+	}
+	// Granted again after a lapse (a paused holder waking to find the lease
+	// free): a new hold, which waits a ttl again.
+	if held, changed := l.Record(at(5*time.Second), true); !held || !changed {
+		t.Fatalf("a grant after a lapse: held %v, changed %v", held, changed)
+	}
+	if l.Tenure() == first || l.MayWrite(at(5500*time.Millisecond)) {
+		t.Error("a grant after a lapse must start a new tenure that waits before writing")
+	}
+	// Granted at once after lapsing with no refusal in between: new too.
+	l.Record(at(5300*time.Millisecond), true)
+	second := l.Tenure()
+	if held, changed := l.Record(at(7*time.Second), true); !held || !changed || l.Tenure() == second {
+		t.Errorf("a grant 1.7 s after the previous (lapsed at 6.2 s): held %v, changed %v, tenure %d (was %d), want a new tenure", held, changed, l.Tenure(), second)
+	}
+}
