@@ -69,7 +69,16 @@ type RedisCanary struct {
 	// Wait, if positive, follows each SET with WAIT 1 <Wait>: a write counts
 	// as acknowledged only once a replica has it.
 	Wait time.Duration `yaml:"wait" zero:"allowed"` // 0s: no WAIT after the SET
+	// Lease, on unless false, makes the exporters of a cluster that enable
+	// the canary share it: one of them writes at a time, by a lease held
+	// in the cluster (docs/canary.md, several exporters). Off, every
+	// exporter writes, and two would confuse each other's counts.
+	Lease *bool `yaml:"lease"`
 }
+
+// LeaseEnabled reports whether the canary writes only while it holds the
+// cluster's canary lease.
+func (c RedisCanary) LeaseEnabled() bool { return c.Lease == nil || *c.Lease }
 
 // Defaults of the write canaries.
 const (

@@ -26,6 +26,7 @@ type descs struct {
 	duration     *exposition.Desc
 	lost         *exposition.Desc
 	checks       *exposition.Desc
+	leader       *exposition.Desc
 }
 
 // metrics is the canary's metric table, each name a literal.
@@ -51,6 +52,8 @@ var metrics = func() descs {
 			"Latency of acknowledged canary writes, SET and WAIT together.", canary.LatencyBuckets, master...),
 		lost: series.Counter("redis_canary_acknowledged_lost_writes_total",
 			"Writes this master acknowledged that the master which took over its slot did not have when the canary read the key from it.", master...),
+		leader: series.Gauge("redis_canary_leader",
+			"1 if this exporter holds the cluster's canary lease and so is the one that writes (always 1 with canary.lease false); 0 on the other exporters of the cluster, which serve no write counters.", clusterLabel),
 		checks: series.Counter("redis_canary_lost_write_checks_total",
 			"Times the canary read its key from a new master after the key's slot changed master, looking for lost acknowledged writes.", clusterLabel),
 	}
@@ -87,6 +90,15 @@ func emitState(health, sink exposition.Sink, cluster string, state *watch.State[
 		return
 	}
 	s := state.Snapshot
+	leader := 0.0
+	if s.Leader {
+		leader = 1
+	}
+	sink.Add(metrics.leader, leader, cluster)
+	if !s.Leader {
+		// Another exporter writes: its counters are the cluster's.
+		return
+	}
 	sink.Add(metrics.checks, float64(s.Checks), cluster)
 	ids := make([]string, 0, len(s.Masters))
 	for id := range s.Masters {

@@ -27,6 +27,7 @@ import (
 
 func testSnapshot() *Snapshot {
 	return &Snapshot{
+		Leader: true,
 		Checks: 1,
 		Masters: map[string]*MasterStats{
 			"aaa": {Addr: "127.0.0.1:7000", Key: "k:{0}", Attempts: 20, Acknowledged: 17, Lost: 14,
@@ -34,6 +35,31 @@ func testSnapshot() *Snapshot {
 			"bbb": {Addr: "127.0.0.1:7001", Key: "k:{0}", Attempts: 5, Acknowledged: 5, Failures: map[string]uint64{},
 				Latency: (*canary.Histogram)(nil).Observe(0.0009)},
 		},
+	}
+}
+
+// An exporter that does not hold the canary lease serves its round health
+// and redis_canary_leader 0, and no write counter: the holder's are the
+// cluster's, and two sets would be summed or compared by mistake.
+func TestCollectorServesNoCountersWithoutTheLease(t *testing.T) {
+	s := testSnapshot()
+	s.Leader = false
+	c := NewCollector()
+	c.Set("main", watchtest.Static[Snapshot]("main", s, nil))
+	plain, err := exposition.PlainText(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(plain)
+	for _, line := range []string{`redis_canary_up{redis_cluster="main"} 1`, `redis_canary_leader{redis_cluster="main"} 0`} {
+		if !strings.Contains(text, line+"\n") {
+			t.Errorf("text lacks %s:\n%s", line, text)
+		}
+	}
+	for _, name := range []string{"redis_canary_write_attempts_total", "redis_canary_writes_acknowledged_total", "redis_canary_acknowledged_lost_writes_total", "redis_canary_lost_write_checks_total"} {
+		if strings.Contains(text, name+"{") {
+			t.Errorf("a canary without the lease serves %s:\n%s", name, text)
+		}
 	}
 }
 
@@ -50,6 +76,7 @@ func TestCollectorSeries(t *testing.T) {
 	text := string(plain)
 	for _, line := range []string{
 		`redis_canary_up{redis_cluster="main"} 1`,
+		`redis_canary_leader{redis_cluster="main"} 1`,
 		`redis_canary_acknowledged_lost_writes_total{address="127.0.0.1:7000",node_id="aaa",redis_cluster="main"} 14`,
 		`redis_canary_write_failures_total{address="127.0.0.1:7000",error="connection",node_id="aaa",redis_cluster="main"} 3`,
 		`redis_canary_write_duration_seconds_bucket{address="127.0.0.1:7000",node_id="aaa",redis_cluster="main",le="0.001"} 1`,

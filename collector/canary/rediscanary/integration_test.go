@@ -237,11 +237,11 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 				t.Errorf("untouched master %s: %+v", m.Addr, st)
 			}
 		}
-		// Only canary keys were written.
+		// Only canary keys and their lease keys were written.
 		out := c.CLI(t, replica.Port, "--scan")
 		for _, key := range strings.Fields(out) {
-			if !strings.HasPrefix(key, config.DefaultRedisCanaryKeyPrefix+"{") {
-				t.Errorf("key %q on %s is not a canary key", key, replica.Addr)
+			if !strings.HasPrefix(key, config.DefaultRedisCanaryKeyPrefix+"{") && !strings.HasPrefix(key, config.DefaultRedisCanaryKeyPrefix+"lease{") {
+				t.Errorf("key %q on %s is neither a canary key nor its lease key", key, replica.Addr)
 			}
 		}
 		if ttl := c.CLI(t, replica.Port, "pttl", stats(w, replica.ID).Key); ttl == "-1" || strings.HasPrefix(ttl, "-") {
@@ -310,7 +310,9 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 		// The steps of redis-cli --cluster reshard, for the one slot.
 		c.CLI(t, to.Port, "CLUSTER", "SETSLOT", slot, "IMPORTING", from.ID)
 		c.CLI(t, from.Port, "CLUSTER", "SETSLOT", slot, "MIGRATING", to.ID)
-		c.CLI(t, from.Port, "MIGRATE", "127.0.0.1", strconv.Itoa(to.Port), "", "0", "5000", "KEYS", key)
+		// Every key of the slot, as reshard moves them: the canary key and
+		// its lease key.
+		c.CLI(t, from.Port, "MIGRATE", "127.0.0.1", strconv.Itoa(to.Port), "", "0", "5000", "KEYS", key, leaseKey(config.DefaultRedisCanaryKeyPrefix, key))
 		for _, m := range masters {
 			c.CLI(t, m.Port, "CLUSTER", "SETSLOT", slot, "NODE", to.ID)
 		}

@@ -25,6 +25,9 @@ type Snapshot struct {
 	// Checks counts reads of a key from a new master after its slot changed
 	// master: each is a chance to find acknowledged writes lost.
 	Checks uint64
+	// Leader is set when this exporter holds the cluster's canary lease (or
+	// the lease is off): only the leader writes, and serves the counters.
+	Leader bool
 	// Events are what this round saw, for the event log (write_failing,
 	// write_recovered, acknowledged_writes_lost).
 	Events events.List

@@ -41,6 +41,12 @@ type source struct {
 	// known are the master addresses of the last topology, asked first.
 	known []string
 
+	// lease is nil when the config turns the lease off: the canary then
+	// always writes. tenure is the hold s.keys belong to: a new hold starts
+	// from fresh key states, since another exporter wrote in between.
+	lease  *leaseRunner
+	tenure uint64
+
 	mu      sync.Mutex
 	clients map[string]rueidis.Client
 	closed  bool
@@ -48,7 +54,8 @@ type source struct {
 
 // keyState is what the canary knows about one of its keys. Every write
 // sets the key to acked+1, so the values base+1 .. acked are exactly the
-// writes owner acknowledged since the key was last read.
+// writes owner acknowledged since the key was last read (while this
+// exporter held the lease: the key is read again when a new hold begins).
 type keyState struct {
 	key       string
 	slot      int
@@ -56,6 +63,9 @@ type keyState struct {
 	ownerAddr string
 	base      uint64
 	acked     uint64
+	// reread is set when a new hold of the lease began: the key is read
+	// before the next write even if its owner did not change.
+	reread bool
 }
 
 func newSource(cfg config.RedisCluster, logger log.Logger) (*source, error) {
@@ -70,13 +80,17 @@ func newSource(cfg config.RedisCluster, logger log.Logger) (*source, error) {
 		return nil, err
 	}
 	option.ClientName = clientName
-	return &source{
+	s := &source{
 		cfg:     cfg,
 		option:  option,
 		logger:  logger,
 		keys:    map[string]*keyState{},
 		clients: map[string]rueidis.Client{},
-	}, nil
+	}
+	if cfg.Canary.LeaseEnabled() {
+		s.lease = newLeaseRunner(cfg.Canary.Interval, cfg.CommandTimeout)
+	}
+	return s, nil
 }
 
 // round reads the topology, then writes every master's key once.
@@ -90,11 +104,22 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	for _, m := range next.Masters {
 		m.Key = "" // set again below for masters that still own slots
 	}
+	if s.lease != nil && s.lease.Tenure() != s.tenure {
+		// Another exporter may have written the keys since this one last
+		// held the lease: read each again before writing it. A key whose
+		// slot changed master meanwhile is still checked against what this
+		// exporter saw acknowledged.
+		for _, st := range s.keys {
+			st.reread = true
+		}
+		s.tenure = s.lease.Tenure()
+	}
 
 	// One key per master that owns slots. A replica promoted in its
 	// master's place owns the same slots and so gets the same key, whose
 	// state (what the old master acknowledged) carries over to the check.
 	wanted := map[string]*keyState{}
+	var targets []leaseTarget
 	for _, m := range slots.Masters() {
 		key, slot, ok := s.chooseKey(m.ID, slots)
 		if !ok {
@@ -106,8 +131,12 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 		}
 		wanted[key] = st
 		next.master(m.ID, m.Addr).Key = key
+		targets = append(targets, leaseTarget{m.ID, m.Addr, leaseKey(s.cfg.Canary.KeyPrefix, key)})
 	}
 	s.keys = wanted
+	if !s.mayWrite(next, targets) {
+		return next, nil
+	}
 
 	type result struct {
 		st *keyState
@@ -129,6 +158,21 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	return next, nil
 }
 
+// mayWrite hands the lease the masters of this round and reports whether
+// the canary writes this round: it holds the lease, has waited out its
+// predecessor, and its key states are of this hold.
+func (s *source) mayWrite(next *Snapshot, targets []leaseTarget) bool {
+	if s.lease == nil {
+		next.Leader = true
+		return true
+	}
+	s.lease.setTargets(targets)
+	s.startLease()
+	now := time.Now()
+	next.Leader = s.lease.Held(now)
+	return s.lease.MayWrite(now) && s.lease.Tenure() == s.tenure
+}
+
 // writeResult is the outcome of one key's turn in a round.
 type writeResult struct {
 	owner redisproto.Master
@@ -144,6 +188,9 @@ type writeResult struct {
 	latency time.Duration
 	errKind string
 	err     error
+	// skipped is set when the fenced write found the master's lease key
+	// another exporter's: nothing happened, nothing is counted.
+	skipped bool
 }
 
 // writeKey reads the key from its owner when the owner changed (or the key
@@ -156,7 +203,7 @@ func (s *source) writeKey(ctx context.Context, st *keyState, owner redisproto.Ma
 		res.errKind, res.err = errorKind(err), err
 		return res
 	}
-	if st.owner != owner.ID {
+	if st.owner != owner.ID || st.reread {
 		// Read before writing: the first write to the new owner would
 		// overwrite the evidence.
 		value, err := s.get(ctx, client, st.key)
@@ -165,7 +212,7 @@ func (s *source) writeKey(ctx context.Context, st *keyState, owner redisproto.Ma
 			return res
 		}
 		res.read, res.found = true, value
-		res.checked = st.owner != ""
+		res.checked = st.owner != "" && st.owner != owner.ID
 	}
 	next := st.acked + 1
 	if res.read {
@@ -173,8 +220,16 @@ func (s *source) writeKey(ctx context.Context, st *keyState, owner redisproto.Ma
 	}
 	res.wrote = true
 	start := time.Now()
-	err = s.set(ctx, client, st.key, next)
+	if s.lease != nil {
+		err = s.fencedSet(ctx, client, st.key, next)
+	} else {
+		err = s.set(ctx, client, st.key, next)
+	}
 	res.latency = time.Since(start)
+	if isNotLeased(err) {
+		res.skipped = true
+		return res
+	}
 	if err != nil {
 		res.errKind, res.err = errorKind(err), err
 		return res
@@ -210,6 +265,13 @@ func (s *source) set(ctx context.Context, client rueidis.Client, key string, val
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommandTimeout+s.cfg.Canary.Wait)
 	defer cancel()
 	cmds := rueidis.Commands{client.B().Set().Key(key).Value(strconv.FormatUint(value, 10)).Px(s.cfg.Canary.KeyTTL).Build()}
+	return s.sendWrite(ctx, client, key, cmds)
+}
+
+// sendWrite sends a write (SET, or the fenced script) followed, with WAIT
+// on, by WAIT in the same round trip, and reports whether it was
+// acknowledged.
+func (s *source) sendWrite(ctx context.Context, client rueidis.Client, key string, cmds rueidis.Commands) error {
 	if s.cfg.Canary.Wait > 0 {
 		cmds = append(cmds, client.B().Wait().Numreplicas(1).Timeout(s.cfg.Canary.Wait.Milliseconds()).Build())
 	}
@@ -235,6 +297,12 @@ func (s *source) set(ctx context.Context, client rueidis.Client, key string, val
 // the e2e tests point users at it) and the key, values and new master of
 // a loss (the runbook does).
 func (s *source) apply(next *Snapshot, at time.Time, st *keyState, r writeResult) {
+	if r.skipped {
+		// Another exporter holds this master's lease key (it took the key
+		// while it was free, and gives it back): the key is read again
+		// next round, as if this one had not come.
+		return
+	}
 	if r.checked {
 		next.Checks++
 		lost := uint64(0)
@@ -252,9 +320,17 @@ func (s *source) apply(next *Snapshot, at time.Time, st *keyState, r writeResult
 				"old_master", st.owner, "new_master", r.owner.ID, "acknowledged_up_to", st.acked, "found", r.found)
 		}
 	}
-	if r.read {
+	switch {
+	case r.read && st.reread && st.owner == r.owner.ID:
+		// Read again after a new hold began, same owner: the writes this
+		// exporter saw acknowledged are still the owner's to keep, and any
+		// another exporter had acknowledged since come on top.
+		st.acked = max(st.acked, r.found)
+		st.reread = false
+	case r.read:
 		st.owner, st.ownerAddr = r.owner.ID, r.owner.Addr
 		st.base, st.acked = r.found, r.found
+		st.reread = false
 	}
 	m := next.master(r.owner.ID, r.owner.Addr)
 	m.Attempts++
@@ -468,8 +544,12 @@ func (s *source) dropClientsExcept(keep []string) {
 	}
 }
 
-// close closes every connection; the source cannot be used afterwards.
+// close stops the lease, giving it back if held, and closes every
+// connection; the source cannot be used afterwards.
 func (s *source) close() {
+	if s.lease != nil {
+		s.stopLease()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
