@@ -16,8 +16,9 @@ import (
 
 // canaryRedisACL is the Redis canary's ACL as docs/canary.md and
 // docs/security.md list it: the exporter's minimal ACL plus SET, GET and
-// WAIT on the canary's keys only.
-const canaryRedisACL = secRedisMinimalACL + " +set +get +wait ~__failover_exporter_canary:*"
+// WAIT on the canary's keys only, and EVAL with the PEXPIRE and DEL its
+// lease scripts call.
+const canaryRedisACL = secRedisMinimalACL + " +set +get +wait +eval +pexpire +del ~__failover_exporter_canary:*"
 
 const (
 	canaryRedisPassword   = "Redis-canary-pw-1123"
@@ -130,14 +131,18 @@ func TestCanaryRedis(t *testing.T) {
 				if v < 3 {
 					missing = append(missing, fmt.Sprintf("%s acknowledged %v", master.Addr, v))
 				}
-				f, _ := m.Value("redis_canary_write_failures_total", map[string]string{"redis_cluster": "nowrite", "node_id": master.ID, "error": "NOPERM"})
-				if f < 3 {
-					missing = append(missing, fmt.Sprintf("%s nowrite NOPERM failures %v", master.Addr, f))
-				}
+			}
+			// The user without write permission cannot take the lease, so
+			// its canary never writes.
+			if v, ok := m.Value("redis_canary_leader", map[string]string{"redis_cluster": "nowrite"}); !ok || v != 0 {
+				missing = append(missing, fmt.Sprintf("redis_canary_leader{nowrite} %v (served %v), want 0", v, ok))
 			}
 			return len(missing) == 0, strings.Join(missing, "; ")
 		})
-		t.Logf("canary writing on %d masters and NOPERM counted after %s", len(masters), took.Round(10*time.Millisecond))
+		t.Logf("canary writing on %d masters, nowrite without the lease, after %s", len(masters), took.Round(10*time.Millisecond))
+		if v, _ := m.Value("redis_canary_leader", map[string]string{"redis_cluster": "canary"}); v != 1 {
+			t.Errorf("redis_canary_leader{canary} = %v, want 1", v)
+		}
 
 		// Nothing was lost, nothing else failed for the user with the ACL.
 		for _, s := range m.Series("redis_canary_write_failures_total", map[string]string{"redis_cluster": "canary"}) {
@@ -154,45 +159,35 @@ func TestCanaryRedis(t *testing.T) {
 			t.Errorf("redis_canary_up{nowrite} = %v, want 1 (it reads the slot owners; only the writes fail)", v)
 		}
 		logs := e.Logs()
-		if !logLineWith(logs, "collector=redis_canary", "cluster=nowrite", `msg="canary write failing"`, "error=NOPERM", "no permissions to run the 'get' command") {
-			t.Errorf("no clear NOPERM error for nowrite in the logs:\n%s", logs)
+		if !logLineWith(logs, "collector=redis_canary", "cluster=nowrite", `msg="canary lease attempt failing;`, "error=NOPERM", "no permissions to run the 'eval' command") {
+			t.Errorf("no clear NOPERM error for nowrite's lease in the logs:\n%s", logs)
 		}
-		// The event log has each master's refusal once, under the cluster's
-		// name, with the error kind; the cluster with the ACL has none.
-		evs := fetchEvents(t, e, "?cluster=nowrite")
-		for _, master := range masters {
-			n := 0
-			for _, ev := range evs {
-				if ev.Kind == canary.EventWriteFailing && ev.System == "redis" && ev.Subject.NodeID == master.ID {
-					n++
-					if ev.Subject.Address != master.Addr || ev.After != "NOPERM" {
-						t.Errorf("write_failing event of %s: %+v, want address %s and after NOPERM", master.ID, ev, master.Addr)
-					}
+		if n := strings.Count(logs, "cluster=nowrite msg=\"canary lease attempt failing;"); n != 1 {
+			t.Errorf("the lease refusal logged %d times, want once (on the change)", n)
+		}
+		// Neither wrote a failing write: one writes, the other never tries.
+		for _, cluster := range []string{"canary", "nowrite"} {
+			for _, ev := range fetchEvents(t, e, "?cluster="+cluster) {
+				if ev.Kind == canary.EventWriteFailing {
+					t.Errorf("write_failing event for %s: %+v", cluster, ev)
 				}
-			}
-			if n != 1 {
-				t.Errorf("%d write_failing events for master %s of nowrite, want 1:\n%s", n, master.Addr, describeEvents(evs))
-			}
-		}
-		for _, ev := range fetchEvents(t, e, "?cluster=canary") {
-			if ev.Kind == canary.EventWriteFailing {
-				t.Errorf("write_failing event for the user with the ACL: %+v", ev)
 			}
 		}
 		secAssertNoLeaks(t, e, canaryRedisPassword, canaryNoWritePassword)
 
-		// The counters of the cluster agree: SETs arrived, only on canary keys.
-		sets := 0
+		// The counters of the cluster agree: the fenced writes (EVAL) arrived,
+		// only on canary keys and their lease keys.
+		evals := 0
 		for _, master := range masters {
-			sets += commandCalls(t, c, master.Port)["set"]
+			evals += commandCalls(t, c, master.Port)["eval"]
 			for _, key := range strings.Fields(c.CLI(t, master.Port, "--scan")) {
-				if !strings.HasPrefix(key, "__failover_exporter_canary:{") {
-					t.Errorf("key %q on %s is not a canary key", key, master.Addr)
+				if !strings.HasPrefix(key, "__failover_exporter_canary:{") && !strings.HasPrefix(key, "__failover_exporter_canary:lease{") {
+					t.Errorf("key %q on %s is neither a canary key nor its lease key", key, master.Addr)
 				}
 			}
 		}
-		if sets < 9 {
-			t.Errorf("the masters counted %d SET calls, want the canary's", sets)
+		if evals < 9 {
+			t.Errorf("the masters counted %d EVAL calls, want the canary's writes and lease", evals)
 		}
 	})
 }

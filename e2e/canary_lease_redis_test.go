@@ -1,0 +1,202 @@
+package e2e
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/failover-exporter/failover_exporter/internal/exportertest"
+	"github.com/failover-exporter/failover_exporter/internal/lab"
+)
+
+// leaseCanaryInterval is the canary interval of the lease tests: its lease
+// lasts a third of it (333 ms), and the takeover must come within two.
+const leaseCanaryInterval = time.Second
+
+// canaryAcknowledged is what an exporter serves of acknowledged canary
+// writes, over every master; served false when it serves none (it does not
+// hold the lease).
+func canaryAcknowledged(m exportertest.Metrics) (float64, bool) {
+	s := m.Series("redis_canary_writes_acknowledged_total", nil)
+	total := 0.0
+	for _, x := range s {
+		total += x.Value
+	}
+	return total, len(s) > 0
+}
+
+// canaryLeader is an exporter's redis_canary_leader, -1 when not served.
+func canaryLeader(m exportertest.Metrics) float64 {
+	if v, ok := m.Value("redis_canary_leader", nil); ok {
+		return v
+	}
+	return -1
+}
+
+// waitOneLeader waits until exactly one of es holds the canary lease and
+// writes, and returns it.
+func waitOneLeader(t *testing.T, es ...*exportertest.Exporter) *exportertest.Exporter {
+	t.Helper()
+	var leader *exportertest.Exporter
+	var last string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		leader, last = nil, ""
+		leaders := 0
+		for i, e := range es {
+			m, err := e.TryScrape()
+			if err != nil {
+				last += fmt.Sprintf("exporter %d: %v; ", i, err)
+				continue
+			}
+			l := canaryLeader(m)
+			acked, _ := canaryAcknowledged(m)
+			last += fmt.Sprintf("exporter %d: leader %v, %v acknowledged; ", i, l, acked)
+			if l == 1 && acked >= 6 {
+				leader = e
+			}
+			if l == 1 {
+				leaders++
+			}
+		}
+		if leader != nil && leaders == 1 {
+			return leader
+		}
+	}
+	t.Fatalf("no single canary leader writing within 30 s: %s", last)
+	return nil
+}
+
+// canaryValues reads every master's canary key.
+func canaryValues(t *testing.T, c *lab.RedisCluster, masters []lab.RedisNode) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	for _, m := range masters {
+		for _, key := range strings.Fields(c.CLI(t, m.Port, "--scan", "--pattern", "__failover_exporter_canary:{*")) {
+			v, err := strconv.ParseUint(c.CLI(t, m.Port, "get", key), 10, 64)
+			if err == nil {
+				out[key] = v
+			}
+		}
+	}
+	return out
+}
+
+// TestRedisCanaryLeaseTwoExporters runs two exporters with the canary on
+// against one real Redis Cluster: one writes, the other serves
+// redis_canary_leader 0 and no write counters. kill -9 of the writer: the
+// other takes over within two canary intervals, counting no acknowledged
+// write lost for the takeover. SIGSTOP of the writer for longer than its
+// lease: the other takes over, and the woken one writes nothing (every
+// canary key's value only rises, which a stale writer's lower values would
+// break) and serves leader 0.
+func TestRedisCanaryLeaseTwoExporters(t *testing.T) {
+	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1})
+	cfg := faultConfig(t, fmt.Sprintf(`redis:
+  - name: lab
+    addrs: [%s]
+    refresh_interval: 500ms
+    canary: {enabled: true, interval: %s}
+`, strings.Join(c.Addrs(), ", "), leaseCanaryInterval))
+	a := exportertest.Start(t, "--config.file="+cfg)
+	b := exportertest.Start(t, "--config.file="+cfg)
+	masters := c.Masters(t)
+
+	holder := waitOneLeader(t, a, b)
+	other := a
+	if holder == a {
+		other = b
+	}
+	if m := other.Scrape(t); canaryLeader(m) != 0 {
+		t.Errorf("the other exporter serves redis_canary_leader %v, want 0", canaryLeader(m))
+	} else if _, served := canaryAcknowledged(m); served {
+		t.Errorf("the exporter without the lease serves write counters")
+	}
+
+	// kill -9 of the writer.
+	killedAt := time.Now()
+	if err := holder.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var tookOver time.Duration
+	for deadline := killedAt.Add(10 * 2 * leaseCanaryInterval); ; time.Sleep(20 * time.Millisecond) {
+		m, err := other.TryScrape()
+		if err == nil {
+			if acked, _ := canaryAcknowledged(m); canaryLeader(m) == 1 && acked > 0 {
+				tookOver = time.Since(killedAt)
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no takeover within %s of the writer's kill -9:\n%s", 20*leaseCanaryInterval, other.Logs())
+		}
+	}
+	t.Logf("FIGURE redis canary lease: kill -9 of the writer -> the other's first acknowledged write after %s (canary interval %s, requirement two intervals)",
+		tookOver.Round(10*time.Millisecond), leaseCanaryInterval)
+	waitMetrics(t, other, 10*time.Second, "writes to every master after the takeover", func(m exportertest.Metrics) (bool, string) {
+		var short []string
+		for _, master := range masters {
+			if v, _ := m.Value("redis_canary_writes_acknowledged_total", map[string]string{"node_id": master.ID}); v < 3 {
+				short = append(short, fmt.Sprintf("%s: %v", master.Addr, v))
+			}
+		}
+		return len(short) == 0, strings.Join(short, ", ")
+	})
+	for _, s := range other.Scrape(t).Series("redis_canary_acknowledged_lost_writes_total", nil) {
+		if s.Value != 0 {
+			t.Errorf("the takeover counted acknowledged writes lost: %v", s)
+		}
+	}
+
+	// A standby again, then SIGSTOP of the writer for six leases.
+	standby := exportertest.Start(t, "--config.file="+cfg)
+	if waitOneLeader(t, other, standby) != other {
+		t.Fatal("the standby took the lease from a live writer")
+	}
+	if err := other.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stoppedAt := time.Now()
+	waitMetrics(t, standby, 10*2*leaseCanaryInterval, "the standby writing while the writer is stopped", func(m exportertest.Metrics) (bool, string) {
+		acked, _ := canaryAcknowledged(m)
+		return canaryLeader(m) == 1 && acked >= 3, fmt.Sprintf("leader %v, %v acknowledged", canaryLeader(m), acked)
+	})
+	t.Logf("FIGURE redis canary lease: SIGSTOP of the writer -> the standby writing (3 acknowledged) after %s", time.Since(stoppedAt).Round(10*time.Millisecond))
+	time.Sleep(time.Until(stoppedAt.Add(2 * time.Second)))
+	if err := other.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	// For three intervals after it wakes, every key only rises: the woken
+	// writer's next values would be lower than the standby's.
+	prev := canaryValues(t, c, masters)
+	for end := time.Now().Add(3 * leaseCanaryInterval); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		now := canaryValues(t, c, masters)
+		for key, v := range now {
+			if v < prev[key] {
+				t.Errorf("canary key %s went from %d to %d after the stopped writer woke: a stale write landed", key, prev[key], v)
+			}
+		}
+		prev = now
+	}
+	m := other.Scrape(t)
+	if l := canaryLeader(m); l != 0 {
+		t.Errorf("the woken writer serves redis_canary_leader %v, want 0", l)
+	}
+	if _, served := canaryAcknowledged(m); served {
+		t.Error("the woken writer serves write counters")
+	}
+	if !logLineWith(other.Logs(), "collector=redis_canary", `msg="canary lease lost: this exporter stops writing the canary"`) {
+		t.Errorf("the woken writer did not log that it lost the lease:\n%s", other.Logs())
+	}
+	ms := standby.Scrape(t)
+	for _, s := range ms.Series("redis_canary_acknowledged_lost_writes_total", nil) {
+		if s.Value != 0 {
+			t.Errorf("the standby counted acknowledged writes lost: %v", s)
+		}
+	}
+	if l := canaryLeader(ms); l != 1 {
+		t.Errorf("the standby serves redis_canary_leader %v after the writer woke, want 1", l)
+	}
+}
