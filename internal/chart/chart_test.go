@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -51,6 +52,8 @@ func newObject(apiVersion, kind string) any {
 		return &corev1.PodTemplate{}
 	case "apps/v1 Deployment":
 		return &appsv1.Deployment{}
+	case "policy/v1 PodDisruptionBudget":
+		return &policyv1.PodDisruptionBudget{}
 	case "networking.k8s.io/v1 NetworkPolicy":
 		return &networkingv1.NetworkPolicy{}
 	case "monitoring.coreos.com/v1 ServiceMonitor":
