@@ -16,6 +16,10 @@ const maxLimit = 100000
 // Response is the body of /api/v1/events.
 type Response struct {
 	Events []Event `json:"events"`
+	// HistoryBegins is when this exporter's kept history begins (Log.Begins):
+	// its start, or the newest event a full log let go. Events before it
+	// are unknown to this exporter, not absent.
+	HistoryBegins time.Time `json:"history_begins"`
 }
 
 // Handler serves the kept events as JSON, newest first. Query parameters:
@@ -66,7 +70,7 @@ func (l *Log) Handler(known func() map[string][]string) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		enc := json.NewEncoder(w)
-		_ = enc.Encode(Response{Events: evs})
+		_ = enc.Encode(Response{Events: evs, HistoryBegins: l.Begins()})
 	})
 }
 

@@ -22,6 +22,10 @@ type Log struct {
 	ring   []Event
 	next   int // where the next event goes
 	filled bool
+	// begins is when the kept history begins: the log's start (an exporter
+	// started mid-incident saw nothing before it), then, once the ring is
+	// full, the time of the newest event it let go.
+	begins time.Time
 }
 
 // NewLog returns a log keeping the last capacity events (DefaultCapacity
@@ -30,7 +34,17 @@ func NewLog(capacity int, logger log.Logger) *Log {
 	if capacity <= 0 {
 		capacity = DefaultCapacity
 	}
-	return &Log{logger: logger, ring: make([]Event, capacity)}
+	return &Log{logger: logger, ring: make([]Event, capacity), begins: time.Now()}
+}
+
+// Begins is when the kept history begins: nothing before it is known to
+// this log, so an empty stretch before it is not a quiet one. Two
+// exporters of one cluster agree on what both saw; one that started
+// later says so here.
+func (l *Log) Begins() time.Time {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.begins
 }
 
 // Record stamps the events with their system and cluster, logs each at
@@ -44,6 +58,9 @@ func (l *Log) Record(system, cluster string, evs []Event) {
 		e.System, e.Cluster = system, cluster
 		l.logEvent(e)
 		l.mu.Lock()
+		if old := l.ring[l.next]; l.filled && old.Time.After(l.begins) {
+			l.begins = old.Time
+		}
 		l.ring[l.next] = e
 		l.next = (l.next + 1) % len(l.ring)
 		l.filled = l.filled || l.next == 0
