@@ -5,6 +5,7 @@ package watch
 
 import (
 	"context"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -186,9 +187,14 @@ func (w *Watcher[S]) RefreshOnce(ctx context.Context) {
 	if err != nil {
 		next.Failures++
 		next.LastError = err
-		if prev.Up || prev.Refreshes == 0 {
+		switch {
+		case prev.Up || prev.Refreshes == 0:
 			level.Warn(w.logger).Log("msg", "refresh failed", "err", err)
-		} else {
+		case !sameFailure(prev.LastError, err):
+			// Still failing, for another reason (a timeout at start, then the
+			// broker's refusal): the new reason is what the user must read.
+			level.Warn(w.logger).Log("msg", "refresh failed", "err", err)
+		default:
 			level.Debug(w.logger).Log("msg", "refresh still failing", "err", err)
 		}
 	} else {
@@ -204,4 +210,17 @@ func (w *Watcher[S]) RefreshOnce(ctx context.Context) {
 		f()
 	}
 	w.readyOnce.Do(func() { close(w.ready) })
+}
+
+// digitRuns are the parts of an error's text that change between two
+// refreshes failing for the same reason (a duration, a port, a count).
+var digitRuns = regexp.MustCompile(`[0-9]+`)
+
+// sameFailure reports whether two refresh errors say the same thing, but
+// for their numbers.
+func sameFailure(a, b error) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return digitRuns.ReplaceAllString(a.Error(), "#") == digitRuns.ReplaceAllString(b.Error(), "#")
 }

@@ -1,8 +1,11 @@
 package watch
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,5 +96,36 @@ func TestRunStopsAndCallsHooks(t *testing.T) {
 	}
 	if refreshes.Load() < 2 || published.Load() != refreshes.Load() || stopped.Load() != 1 {
 		t.Errorf("refreshes %d, published %d, stopped %d", refreshes.Load(), published.Load(), stopped.Load())
+	}
+}
+
+// TestFailingForAnotherReasonIsLoggedAgain: a refresh that keeps failing is
+// logged at warn once, and again when its reason changes (a timeout at
+// start, then the server's refusal: the refusal is what the user must
+// read); the same reason with other numbers stays at debug.
+func TestFailingForAnotherReasonIsLoggedAgain(t *testing.T) {
+	results := []error{
+		errors.New("connect: no answer within 110ms"),
+		errors.New("connect: no answer within 98ms"),
+		errors.New("not authorized to send this request type"),
+		errors.New("not authorized to send this request type"),
+	}
+	calls := 0
+	var out bytes.Buffer
+	w := New("c", time.Second, time.Second, func(_ context.Context, _ *snap) (*snap, error) {
+		err := results[calls]
+		calls++
+		return nil, err
+	}, log.NewLogfmtLogger(&out))
+	for range results {
+		w.RefreshOnce(context.Background())
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		got = append(got, line[:strings.Index(line, " err=")])
+	}
+	want := []string{`level=warn msg="refresh failed"`, `level=debug msg="refresh still failing"`, `level=warn msg="refresh failed"`, `level=debug msg="refresh still failing"`}
+	if !slices.Equal(got, want) {
+		t.Errorf("log lines %q, want %q:\n%s", got, want, out.String())
 	}
 }
