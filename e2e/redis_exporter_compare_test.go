@@ -65,7 +65,7 @@ func TestRedisMemoryAgainstRedisExporter(t *testing.T) {
 	// where nothing listens, after a few refreshes have failed.
 	idle := exportertest.Start(t, fmt.Sprintf("--redis.addr=127.0.0.1:%d", exportertest.FreePort(t)),
 		"--redis.cluster-name=none", "--refresh.interval=5s")
-	waitHTTP(t, idle.URL+"/metrics")
+	idle.WaitReady(t, time.Minute)
 	time.Sleep(12 * time.Second)
 	ourIdle := readMemory(t, idle.PID())
 	idle.Stop()
@@ -134,7 +134,8 @@ func scrapeEveryNode(t *testing.T, url string, ports []int) {
 	}
 }
 
-// waitHTTP waits up to 30 s for url to answer 200.
+// waitHTTP waits up to 30 s for url to answer 200: redis_exporter has no
+// readiness endpoint (ours has /-/ready, exportertest.WaitReady).
 func waitHTTP(t *testing.T, url string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)

@@ -187,14 +187,12 @@ func (w *Watcher[S]) RefreshOnce(ctx context.Context) {
 	if err != nil {
 		next.Failures++
 		next.LastError = err
-		switch {
-		case prev.Up || prev.Refreshes == 0:
+		// Warned once per outage, and again when the reason changes (a
+		// timeout at start, then the broker's refusal): the new reason is
+		// what the user must read.
+		if prev.Up || prev.Refreshes == 0 || !sameFailure(prev.LastError, err) {
 			level.Warn(w.logger).Log("msg", "refresh failed", "err", err)
-		case !sameFailure(prev.LastError, err):
-			// Still failing, for another reason (a timeout at start, then the
-			// broker's refusal): the new reason is what the user must read.
-			level.Warn(w.logger).Log("msg", "refresh failed", "err", err)
-		default:
+		} else {
 			level.Debug(w.logger).Log("msg", "refresh still failing", "err", err)
 		}
 	} else {

@@ -34,7 +34,6 @@ type Lease struct {
 	mu         sync.Mutex
 	held       bool
 	tenure     uint64 // counts grants that started a hold
-	since      time.Time
 	writeFrom  time.Time
 	validUntil time.Time
 }
@@ -58,7 +57,7 @@ func (l *Lease) Record(sent time.Time, granted bool) (held, changed bool) {
 		// A new hold, even when our previous one merely lapsed: someone
 		// else may have held the lease since our last grant, and may still
 		// believe in theirs for up to one ttl.
-		l.held, l.tenure, l.since, l.writeFrom = true, l.tenure+1, sent, sent.Add(l.ttl)
+		l.held, l.tenure, l.writeFrom = true, l.tenure+1, sent.Add(l.ttl)
 		l.validUntil = sent.Add(l.ttl - l.ttl/10)
 		changed = true
 	case granted:

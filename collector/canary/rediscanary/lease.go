@@ -35,9 +35,9 @@ import (
 //     lease key lost early (a failover to a replica without it).
 //
 // ttl is a third of the canary interval and the lease is attempted four
-// times per ttl, so after a holder dies the lease moves within ttl and an attempt, and
-// the successor's first write comes at its first round after one more ttl:
-// within two intervals.
+// times per ttl, so after a holder dies the lease moves within ttl and an
+// attempt, and the successor's first write comes at its first round after
+// one more ttl: within two intervals.
 
 // Scripts, run with EVAL (pipelined with WAIT, and one command to allow).
 // KEYS[1] is always the master's lease key; ARGV[1] the exporter's token.
@@ -129,8 +129,8 @@ func (r *leaseRunner) currentTargets() []leaseTarget {
 	return r.targets
 }
 
-// start runs the attempts until stop, once; the first round calls it, so
-// that the source does no I/O before it runs.
+// startLease runs the attempts until stopLease, once; the first round
+// calls it, so that the source does no I/O before it runs.
 func (s *source) startLease() {
 	r := s.lease
 	r.mu.Lock()
@@ -268,8 +268,6 @@ func (s *source) releaseLease(ctx context.Context, targets []leaseTarget, grante
 // fencedSet is set for a canary that holds the lease: the write lands only
 // if the master's lease key is ours.
 func (s *source) fencedSet(ctx context.Context, client rueidis.Client, key string, value uint64) error {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommandTimeout+s.cfg.Canary.Wait)
-	defer cancel()
 	cmds := rueidis.Commands{client.B().Eval().Script(fencedSetScript).Numkeys(2).
 		Key(leaseKey(s.cfg.Canary.KeyPrefix, key), key).
 		Arg(s.lease.token, strconv.FormatUint(value, 10), strconv.FormatInt(s.cfg.Canary.KeyTTL.Milliseconds(), 10), strconv.FormatInt(s.lease.TTL().Milliseconds(), 10)).

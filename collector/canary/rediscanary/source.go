@@ -42,8 +42,9 @@ type source struct {
 	known []string
 
 	// lease is nil when the config turns the lease off: the canary then
-	// always writes. tenure is the hold s.keys belong to: a new hold starts
-	// from fresh key states, since another exporter wrote in between.
+	// always writes. tenure is the hold s.keys belong to: when a new hold
+	// begins every key is read again (keyState.reread), since another
+	// exporter may have written in between.
 	lease  *leaseRunner
 	tenure uint64
 
@@ -262,16 +263,16 @@ var errNotReplicated = errors.New("WAIT: no replica confirmed the write in time"
 // set writes value with the key's TTL and, with WAIT on, waits for a
 // replica, in one round trip.
 func (s *source) set(ctx context.Context, client rueidis.Client, key string, value uint64) error {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommandTimeout+s.cfg.Canary.Wait)
-	defer cancel()
 	cmds := rueidis.Commands{client.B().Set().Key(key).Value(strconv.FormatUint(value, 10)).Px(s.cfg.Canary.KeyTTL).Build()}
 	return s.sendWrite(ctx, client, key, cmds)
 }
 
 // sendWrite sends a write (SET, or the fenced script) followed, with WAIT
-// on, by WAIT in the same round trip, and reports whether it was
-// acknowledged.
+// on, by WAIT in the same round trip, within the command timeout and the
+// WAIT's, and reports whether it was acknowledged.
 func (s *source) sendWrite(ctx context.Context, client rueidis.Client, key string, cmds rueidis.Commands) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommandTimeout+s.cfg.Canary.Wait)
+	defer cancel()
 	if s.cfg.Canary.Wait > 0 {
 		cmds = append(cmds, client.B().Wait().Numreplicas(1).Timeout(s.cfg.Canary.Wait.Milliseconds()).Build())
 	}
