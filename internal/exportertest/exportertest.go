@@ -84,7 +84,10 @@ type Exporter struct {
 	URL  string
 	Addr string
 	cmd  *exec.Cmd
-	logs *lab.SyncBuffer
+	// logs is the file the exporter's stdout and stderr go to. A file,
+	// not a pipe: the exporter's write lands in it before write returns,
+	// so a test that saw an answer also sees what was logged before it.
+	logs string
 	done chan struct{}
 	// user and password are sent as basic auth when user is set.
 	user, password string
@@ -135,12 +138,17 @@ func start(t testing.TB, user, password string, args []string) *Exporter {
 	bin := Binary(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 	cmd := exec.Command(bin, append([]string{"--web.listen-address=" + addr}, args...)...)
-	logs := &lab.SyncBuffer{}
+	logs, err := os.CreateTemp(t.TempDir(), "exporter-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	logs.Close() // the child has its own copy
+	if err != nil {
 		t.Fatalf("start exporter: %v", err)
 	}
-	e := &Exporter{URL: "http://" + addr, Addr: addr, cmd: cmd, logs: logs, done: make(chan struct{}), user: user, password: password}
+	e := &Exporter{URL: "http://" + addr, Addr: addr, cmd: cmd, logs: logs.Name(), done: make(chan struct{}), user: user, password: password}
 	go func() { _ = cmd.Wait(); close(e.done) }()
 	t.Cleanup(func() {
 		e.Stop()
@@ -173,7 +181,13 @@ func start(t testing.TB, user, password string, args []string) *Exporter {
 func (e *Exporter) PID() int { return e.cmd.Process.Pid }
 
 // Logs returns everything the exporter wrote so far.
-func (e *Exporter) Logs() string { return e.logs.String() }
+func (e *Exporter) Logs() string {
+	b, err := os.ReadFile(e.logs)
+	if err != nil {
+		return fmt.Sprintf("(reading the exporter's log: %v)", err)
+	}
+	return string(b)
+}
 
 // Signal sends sig to the exporter.
 func (e *Exporter) Signal(sig os.Signal) error { return e.cmd.Process.Signal(sig) }
