@@ -76,7 +76,20 @@ type KafkaCanary struct {
 	// brokers return; below them the topic is reported degraded.
 	ReplicationFactor int `yaml:"replication_factor"`
 	MinInsyncReplicas int `yaml:"min_insync_replicas"`
+	// Lease, on unless false, makes the exporters of a cluster that enable
+	// the canary share it: one of them writes at a time, the leader of a
+	// consumer group of the cluster (docs/canary.md, several exporters).
+	Lease *bool `yaml:"lease"`
 }
+
+// LeaseEnabled reports whether the canary writes only while it holds the
+// cluster's canary lease.
+func (c KafkaCanary) LeaseEnabled() bool { return c.Lease == nil || *c.Lease }
+
+// LeaseGroup is the consumer group whose leader holds the canary lease:
+// named after the topic, so that exporters sharing a topic share a lease
+// and a prefixed ACL on the topic's name covers both.
+func (c KafkaCanary) LeaseGroup() string { return c.Topic + ".lease" }
 
 // CreateTopicEnabled reports whether the canary may create its topic.
 func (c KafkaCanary) CreateTopicEnabled() bool { return c.CreateTopic == nil || *c.CreateTopic }

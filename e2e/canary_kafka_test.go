@@ -12,6 +12,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
@@ -35,6 +36,12 @@ func canaryKafkaAdmin(t *testing.T, c *lab.KafkaCluster) sarama.ClusterAdmin {
 	}
 	t.Cleanup(func() { admin.Close() })
 	return admin
+}
+
+// canaryLeaseGroup is the ACL resource of the canary lease's group of the
+// topic (config.KafkaCanary.LeaseGroup).
+func canaryLeaseGroup(topic string) sarama.Resource {
+	return sarama.Resource{ResourceType: sarama.AclResourceGroup, ResourceName: config.KafkaCanary{Topic: topic}.LeaseGroup(), ResourcePatternType: sarama.AclPatternLiteral}
 }
 
 // logEndOffsets reads every partition's log end offset of the topics, with
@@ -99,6 +106,8 @@ func TestCanaryKafka(t *testing.T) {
 		{Resource: allTopics, Acls: allow(secKafkaUser, sarama.AclOperationDescribe, sarama.AclOperationDescribeConfigs)},
 		{Resource: allTopics, Acls: allow(canaryKafkaUser, sarama.AclOperationDescribe, sarama.AclOperationDescribeConfigs)},
 		{Resource: canaryTopic, Acls: allow(canaryKafkaUser, sarama.AclOperationWrite, sarama.AclOperationRead, sarama.AclOperationCreate)},
+		{Resource: canaryLeaseGroup(canaryKafkaTopic), Acls: allow(canaryKafkaUser, sarama.AclOperationRead)},
+		{Resource: canaryLeaseGroup(canaryNoWriteTopic), Acls: allow(canaryElsewhereUser, sarama.AclOperationRead)},
 		{Resource: allTopics, Acls: allow(canaryElsewhereUser, sarama.AclOperationDescribe, sarama.AclOperationDescribeConfigs)},
 		{Resource: sarama.Resource{ResourceType: sarama.AclResourceTopic, ResourceName: topic, ResourcePatternType: sarama.AclPatternLiteral},
 			Acls: allow(canaryElsewhereUser, sarama.AclOperationWrite)},
@@ -148,7 +157,10 @@ func TestCanaryKafka(t *testing.T) {
 		cfg := secWriteFile(t, filepath.Join(dir, "on.yaml"), "kafka:\n"+
 			entry("canary", canaryKafkaUser, "    canary: {enabled: true, interval: 500ms}\n")+
 			entry("nowrite", secKafkaUser, fmt.Sprintf("    canary: {enabled: true, interval: 500ms, topic: %s, create_topic: false}\n", canaryNoWriteTopic))+
-			entry("elsewhere", canaryElsewhereUser, fmt.Sprintf("    canary: {enabled: true, interval: 500ms, topic: %s, create_topic: false}\n", canaryNoWriteTopic)))
+			entry("elsewhere", canaryElsewhereUser, fmt.Sprintf("    canary: {enabled: true, interval: 500ms, topic: %s, create_topic: false}\n", canaryNoWriteTopic))+
+			// Write on this topic but no Read on its lease group: it never
+			// takes the lease, so it writes nothing, and says why.
+			entry("nogroup", canaryElsewhereUser, fmt.Sprintf("    canary: {enabled: true, interval: 500ms, topic: %s, create_topic: false}\n", topic)))
 		e := exportertest.Start(t, "--config.file="+cfg, "--log.level=debug")
 		e.WaitReady(t, 60*time.Second)
 		m, took := waitMetrics(t, e, 60*time.Second, "canary writing, nowrite refused", func(m exportertest.Metrics) (bool, string) {
@@ -162,7 +174,8 @@ func TestCanaryKafka(t *testing.T) {
 			// Write elsewhere lets the producer start; the canary topic
 			// itself refuses the records, per partition.
 			denied, _ := m.Value("kafka_canary_produce_failures_total", map[string]string{"kafka_cluster": "elsewhere", "error": "TOPIC_AUTHORIZATION_FAILED"})
-			return acked >= 3 && refused >= 3 && denied >= 3, fmt.Sprintf("canary acknowledged %v, nowrite failed rounds %v, elsewhere TOPIC_AUTHORIZATION_FAILED %v\n%s", acked, refused, denied,
+			noLease, _ := m.Value("kafka_canary_round_failures_total", map[string]string{"kafka_cluster": "nogroup"})
+			return acked >= 3 && refused >= 3 && denied >= 3 && noLease >= 3, fmt.Sprintf("canary acknowledged %v, nowrite failed rounds %v, elsewhere TOPIC_AUTHORIZATION_FAILED %v, nogroup failed rounds %v\n%s", acked, refused, denied, noLease,
 				m.Describe("kafka_canary_up", nil))
 		})
 		t.Logf("canary writing and nowrite refused %s after ready", took.Round(10*time.Millisecond))
@@ -192,6 +205,12 @@ func TestCanaryKafka(t *testing.T) {
 		if !logLineWith(logs, "collector=kafka_canary", "cluster=nowrite", `msg="refresh failed"`,
 			`err="idempotent producer (needs Write on the canary topic canary-nowrite): kafka server: The client is not authorized to send this request type"`) {
 			t.Errorf("no clear authorization error for nowrite in the logs:\n%s", logs)
+		}
+		if v := value(t, m, "kafka_canary_leader", map[string]string{"kafka_cluster": "nogroup"}); v != 0 {
+			t.Errorf("kafka_canary_leader{nogroup} = %v, want 0 (no Read on its lease group)", v)
+		}
+		if !logLineWith(logs, "collector=kafka_canary", "cluster=nogroup", `msg="refresh failed"`, "group "+topic+".lease", "GROUP_AUTHORIZATION_FAILED", "needs Read on the group") {
+			t.Errorf("no clear group authorization error for nogroup in the logs:\n%s", logs)
 		}
 		if v := value(t, m, "kafka_canary_up", map[string]string{"kafka_cluster": "elsewhere"}); v != 1 {
 			t.Errorf("kafka_canary_up{elsewhere} = %v, want 1 (only the records are refused)", v)

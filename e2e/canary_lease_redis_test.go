@@ -16,11 +16,21 @@ import (
 // lasts a third of it (333 ms), and the takeover must come within two.
 const leaseCanaryInterval = time.Second
 
-// canaryAcknowledged is what an exporter serves of acknowledged canary
-// writes, over every master; served false when it serves none (it does not
-// hold the lease).
-func canaryAcknowledged(m exportertest.Metrics) (float64, bool) {
-	s := m.Series("redis_canary_writes_acknowledged_total", nil)
+// canarySeries names one system's canary series the lease tests read.
+type canarySeries struct {
+	leader, acked, lost string
+}
+
+var (
+	redisCanarySeries = canarySeries{"redis_canary_leader", "redis_canary_writes_acknowledged_total", "redis_canary_acknowledged_lost_writes_total"}
+	kafkaCanarySeries = canarySeries{"kafka_canary_leader", "kafka_canary_produce_acknowledged_total", "kafka_canary_acknowledged_lost_total"}
+)
+
+// acknowledged is what an exporter serves of acknowledged canary writes,
+// over every master or partition; served false when it serves none (it
+// does not hold the lease).
+func (c canarySeries) acknowledged(m exportertest.Metrics) (float64, bool) {
+	s := m.Series(c.acked, nil)
 	total := 0.0
 	for _, x := range s {
 		total += x.Value
@@ -28,21 +38,33 @@ func canaryAcknowledged(m exportertest.Metrics) (float64, bool) {
 	return total, len(s) > 0
 }
 
-// canaryLeader is an exporter's redis_canary_leader, -1 when not served.
-func canaryLeader(m exportertest.Metrics) float64 {
-	if v, ok := m.Value("redis_canary_leader", nil); ok {
+// leaderValue is an exporter's *_canary_leader, -1 when not served.
+func (c canarySeries) leaderValue(m exportertest.Metrics) float64 {
+	if v, ok := m.Value(c.leader, nil); ok {
 		return v
 	}
 	return -1
 }
 
+// lostSeries are the series of acknowledged writes counted lost that are
+// not 0.
+func (c canarySeries) lostSeries(m exportertest.Metrics) []exportertest.Sample {
+	var out []exportertest.Sample
+	for _, s := range m.Series(c.lost, nil) {
+		if s.Value != 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // waitOneLeader waits until exactly one of es holds the canary lease and
-// writes, and returns it.
-func waitOneLeader(t *testing.T, es ...*exportertest.Exporter) *exportertest.Exporter {
+// has acknowledged at least acked writes, and returns it.
+func (c canarySeries) waitOneLeader(t *testing.T, timeout time.Duration, acked float64, es ...*exportertest.Exporter) *exportertest.Exporter {
 	t.Helper()
 	var leader *exportertest.Exporter
 	var last string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		leader, last = nil, ""
 		leaders := 0
 		for i, e := range es {
@@ -51,10 +73,10 @@ func waitOneLeader(t *testing.T, es ...*exportertest.Exporter) *exportertest.Exp
 				last += fmt.Sprintf("exporter %d: %v; ", i, err)
 				continue
 			}
-			l := canaryLeader(m)
-			acked, _ := canaryAcknowledged(m)
-			last += fmt.Sprintf("exporter %d: leader %v, %v acknowledged; ", i, l, acked)
-			if l == 1 && acked >= 6 {
+			l := c.leaderValue(m)
+			n, _ := c.acknowledged(m)
+			last += fmt.Sprintf("exporter %d: leader %v, %v acknowledged; ", i, l, n)
+			if l == 1 && n >= acked {
 				leader = e
 			}
 			if l == 1 {
@@ -65,8 +87,49 @@ func waitOneLeader(t *testing.T, es ...*exportertest.Exporter) *exportertest.Exp
 			return leader
 		}
 	}
-	t.Fatalf("no single canary leader writing within 30 s: %s", last)
+	t.Fatalf("no single canary leader writing within %s: %s", timeout, last)
 	return nil
+}
+
+// waitTakeover waits at most timeout from since for e to hold the lease
+// and serve acknowledged writes (scraped every 20 ms), and returns how long
+// after since it did.
+func (c canarySeries) waitTakeover(t *testing.T, e *exportertest.Exporter, since time.Time, timeout time.Duration) time.Duration {
+	t.Helper()
+	for deadline := since.Add(timeout); ; time.Sleep(20 * time.Millisecond) {
+		if m, err := e.TryScrape(); err == nil {
+			if acked, _ := c.acknowledged(m); c.leaderValue(m) == 1 && acked > 0 {
+				return time.Since(since)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no takeover within %s:\n%s", timeout, e.Logs())
+		}
+	}
+}
+
+// checkAfterWake checks, once a stopped writer woke, that it serves
+// leader 0 and no write counters and logged that it lost the lease, and
+// that the standby that took over leads and counted no write lost.
+func (c canarySeries) checkAfterWake(t *testing.T, collector string, woken, standby *exportertest.Exporter) {
+	t.Helper()
+	m := woken.Scrape(t)
+	if l := c.leaderValue(m); l != 0 {
+		t.Errorf("the woken writer serves %s %v, want 0", c.leader, l)
+	}
+	if _, served := c.acknowledged(m); served {
+		t.Error("the woken writer serves write counters")
+	}
+	if !logLineWith(woken.Logs(), "collector="+collector, `msg="canary lease lost: this exporter stops writing the canary"`) {
+		t.Errorf("the woken writer did not log that it lost the lease:\n%s", woken.Logs())
+	}
+	ms := standby.Scrape(t)
+	if lost := c.lostSeries(ms); len(lost) > 0 {
+		t.Errorf("the standby counted acknowledged writes lost: %v", lost)
+	}
+	if l := c.leaderValue(ms); l != 1 {
+		t.Errorf("the standby serves %s %v after the writer woke, want 1", c.leader, l)
+	}
 }
 
 // canaryValues reads every master's canary key.
@@ -104,14 +167,14 @@ func TestRedisCanaryLeaseTwoExporters(t *testing.T) {
 	b := exportertest.Start(t, "--config.file="+cfg)
 	masters := c.Masters(t)
 
-	holder := waitOneLeader(t, a, b)
+	holder := redisCanarySeries.waitOneLeader(t, 30*time.Second, 6, a, b)
 	other := a
 	if holder == a {
 		other = b
 	}
-	if m := other.Scrape(t); canaryLeader(m) != 0 {
-		t.Errorf("the other exporter serves redis_canary_leader %v, want 0", canaryLeader(m))
-	} else if _, served := canaryAcknowledged(m); served {
+	if m := other.Scrape(t); redisCanarySeries.leaderValue(m) != 0 {
+		t.Errorf("the other exporter serves redis_canary_leader %v, want 0", redisCanarySeries.leaderValue(m))
+	} else if _, served := redisCanarySeries.acknowledged(m); served {
 		t.Errorf("the exporter without the lease serves write counters")
 	}
 
@@ -120,19 +183,7 @@ func TestRedisCanaryLeaseTwoExporters(t *testing.T) {
 	if err := holder.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	var tookOver time.Duration
-	for deadline := killedAt.Add(10 * 2 * leaseCanaryInterval); ; time.Sleep(20 * time.Millisecond) {
-		m, err := other.TryScrape()
-		if err == nil {
-			if acked, _ := canaryAcknowledged(m); canaryLeader(m) == 1 && acked > 0 {
-				tookOver = time.Since(killedAt)
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no takeover within %s of the writer's kill -9:\n%s", 20*leaseCanaryInterval, other.Logs())
-		}
-	}
+	tookOver := redisCanarySeries.waitTakeover(t, other, killedAt, 10*2*leaseCanaryInterval)
 	t.Logf("FIGURE redis canary lease: kill -9 of the writer -> the other's first acknowledged write after %s (canary interval %s, requirement two intervals)",
 		tookOver.Round(10*time.Millisecond), leaseCanaryInterval)
 	waitMetrics(t, other, 10*time.Second, "writes to every master after the takeover", func(m exportertest.Metrics) (bool, string) {
@@ -152,7 +203,7 @@ func TestRedisCanaryLeaseTwoExporters(t *testing.T) {
 
 	// A standby again, then SIGSTOP of the writer for six leases.
 	standby := exportertest.Start(t, "--config.file="+cfg)
-	if waitOneLeader(t, other, standby) != other {
+	if redisCanarySeries.waitOneLeader(t, 30*time.Second, 6, other, standby) != other {
 		t.Fatal("the standby took the lease from a live writer")
 	}
 	if err := other.Signal(syscall.SIGSTOP); err != nil {
@@ -160,8 +211,8 @@ func TestRedisCanaryLeaseTwoExporters(t *testing.T) {
 	}
 	stoppedAt := time.Now()
 	waitMetrics(t, standby, 10*2*leaseCanaryInterval, "the standby writing while the writer is stopped", func(m exportertest.Metrics) (bool, string) {
-		acked, _ := canaryAcknowledged(m)
-		return canaryLeader(m) == 1 && acked >= 3, fmt.Sprintf("leader %v, %v acknowledged", canaryLeader(m), acked)
+		acked, _ := redisCanarySeries.acknowledged(m)
+		return redisCanarySeries.leaderValue(m) == 1 && acked >= 3, fmt.Sprintf("leader %v, %v acknowledged", redisCanarySeries.leaderValue(m), acked)
 	})
 	t.Logf("FIGURE redis canary lease: SIGSTOP of the writer -> the standby writing (3 acknowledged) after %s", time.Since(stoppedAt).Round(10*time.Millisecond))
 	time.Sleep(time.Until(stoppedAt.Add(2 * time.Second)))
@@ -180,23 +231,5 @@ func TestRedisCanaryLeaseTwoExporters(t *testing.T) {
 		}
 		prev = now
 	}
-	m := other.Scrape(t)
-	if l := canaryLeader(m); l != 0 {
-		t.Errorf("the woken writer serves redis_canary_leader %v, want 0", l)
-	}
-	if _, served := canaryAcknowledged(m); served {
-		t.Error("the woken writer serves write counters")
-	}
-	if !logLineWith(other.Logs(), "collector=redis_canary", `msg="canary lease lost: this exporter stops writing the canary"`) {
-		t.Errorf("the woken writer did not log that it lost the lease:\n%s", other.Logs())
-	}
-	ms := standby.Scrape(t)
-	for _, s := range ms.Series("redis_canary_acknowledged_lost_writes_total", nil) {
-		if s.Value != 0 {
-			t.Errorf("the standby counted acknowledged writes lost: %v", s)
-		}
-	}
-	if l := canaryLeader(ms); l != 1 {
-		t.Errorf("the standby serves redis_canary_leader %v after the writer woke, want 1", l)
-	}
+	redisCanarySeries.checkAfterWake(t, "redis_canary", other, standby)
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,7 +133,10 @@ type liveLab struct {
 	exporters []*exportertest.Exporter
 	prom      *promtest.Prometheus
 	am        *promtest.Alertmanager
-	root      string
+	// hook receives Alertmanager's notifications, one per alert firing or
+	// resolved: the pages a user would get.
+	hook *promtest.Webhook
+	root string
 }
 
 // TestLiveFailover is the whole monitoring chain with real processes on
@@ -186,7 +190,8 @@ func TestLiveFailover(t *testing.T) {
 	for _, e := range l.exporters {
 		e.WaitReady(t, 60*time.Second)
 	}
-	l.am = promtest.StartAlertmanager(t)
+	l.hook = promtest.StartWebhook(t)
+	l.am = promtest.StartAlertmanagerNotifying(t, l.hook)
 	l.prom = promtest.StartPrometheus(t, promtest.PrometheusOptions{
 		ScrapeTargets:   []string{l.exporters[0].Addr, l.exporters[1].Addr},
 		RulesFile:       rules,
@@ -219,6 +224,8 @@ func TestLiveFailover(t *testing.T) {
 	t.Run("KafkaLeaderKilled", l.kafkaLeaderKilled)
 	t.Run("RedisMasterKilledWithoutReplicas", l.redisMasterKilledWithoutReplicas)
 	t.Run("RedisMasterKilledWithReplicas", l.redisMasterKilledWithReplicas)
+	// Last: it kills one of the two exporters.
+	t.Run("ExporterKilledMidIncident", l.exporterKilledMidIncident)
 }
 
 func (l *liveLab) kafkaLeaderKilled(t *testing.T) {
@@ -232,6 +239,7 @@ func (l *liveLab) kafkaLeaderKilled(t *testing.T) {
 		t.Fatalf("%d KafkaPartitionUnderReplicated alerts before the kill", n)
 	}
 
+	notified := len(l.hook.Notifications())
 	killedAt := time.Now()
 	l.kafka.Kill(t, oldLeader)
 	t.Logf("killed leader broker %d of %s/0 (kill took %s)", oldLeader, liveTopic, time.Since(killedAt).Round(time.Millisecond))
@@ -314,6 +322,129 @@ func (l *liveLab) kafkaLeaderKilled(t *testing.T) {
 	t.Logf("FIGURE kafka restart of broker %d: KafkaPartitionUnderReplicated resolved in Prometheus after %s, in Alertmanager after %s",
 		oldLeader, resolvedProm.Sub(restartAt).Round(10*time.Millisecond), resolvedAM.Sub(restartAt).Round(10*time.Millisecond))
 	l.waitAlert(t, 30*time.Second, "KafkaBrokerDown", brokerLabels, false)
+	// Two exporters, one page: through the kill and the restart, each alert
+	// notified firing once and resolved once.
+	l.waitNotified(t, 30*time.Second, notified, "resolved", "KafkaPartitionUnderReplicated", alertLabels)
+	l.waitNotified(t, 30*time.Second, notified, "resolved", "KafkaBrokerDown", brokerLabels)
+	l.checkNotifiedOnce(t, notified, "KafkaPartitionUnderReplicated", "KafkaBrokerDown")
+}
+
+// exporterKilledMidIncident kills a Kafka broker, waits for the page, then
+// kill -9 one of the two exporters: the alerts must stay firing, with the
+// start they had, and no notification may follow (no resolve, no second
+// page); the broker's restart then resolves them once.
+func (l *liveLab) exporterKilledMidIncident(t *testing.T) {
+	p0 := fmt.Sprintf(`kafka_cluster=%q,topic=%q,partition="0"`, liveKafka, liveTopic)
+	res := l.prom.Query(t, fmt.Sprintf(`max(kafka_partition_leader{%s})`, p0))
+	if len(res) != 1 || res[0].Last() < 1 {
+		t.Fatalf("leader of %s/0 in Prometheus: %s", liveTopic, describeSeries(res))
+	}
+	broker := int32(res[0].Last())
+	notified := len(l.hook.Notifications())
+	l.kafka.Kill(t, broker)
+	alertLabels := map[string]string{"kafka_cluster": liveKafka, "topic": liveTopic, "partition": "0"}
+	brokerLabels := map[string]string{"kafka_cluster": liveKafka, "broker": fmt.Sprint(broker)}
+	l.waitAlert(t, 90*time.Second, "KafkaPartitionUnderReplicated", alertLabels, true)
+	l.waitNotified(t, 30*time.Second, notified, "firing", "KafkaPartitionUnderReplicated", alertLabels)
+	l.waitNotified(t, 30*time.Second, notified, "firing", "KafkaBrokerDown", brokerLabels)
+	startsAt := func() map[string]time.Time {
+		out := map[string]time.Time{}
+		for _, a := range l.am.AMAlerts(t) {
+			if n := a.Labels["alertname"]; n == "KafkaPartitionUnderReplicated" || n == "KafkaBrokerDown" {
+				out[alertIdentity(a.Labels)] = a.StartsAt
+			}
+		}
+		return out
+	}
+	before := startsAt()
+
+	victim := l.exporters[1]
+	killedAt := time.Now()
+	if err := victim.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	l.waitQuery(t, 30*time.Second, "Prometheus sees the killed exporter down", func(q func(string) []promtest.Series) (bool, string) {
+		res := q(fmt.Sprintf(`up{instance=%q}`, victim.Addr))
+		return len(res) == 1 && res[0].Last() == 0, describeSeries(res)
+	})
+	// Ten rule evaluations and group intervals with one exporter left.
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
+		for _, name := range []string{"KafkaPartitionUnderReplicated", "KafkaBrokerDown"} {
+			match := alertLabels
+			if name == "KafkaBrokerDown" {
+				match = brokerLabels
+			}
+			if n := len(l.promAlerts(t, name, match)); n != 1 {
+				t.Errorf("%s after an exporter was killed: %d alerts in Prometheus, want it still firing once", name, n)
+			}
+		}
+	}
+	if after := startsAt(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("Alertmanager's alerts changed when an exporter was killed mid-incident:\nbefore %v\nafter  %v", before, after)
+	}
+	for _, n := range l.hook.Notifications()[notified:] {
+		if n.Received.After(killedAt) {
+			for _, a := range n.Alerts {
+				t.Errorf("notification after the exporter was killed: %s %s", a.Status, promtest.FormatLabels(a.Labels))
+			}
+		}
+	}
+	t.Logf("FIGURE live lab: kill -9 of one of two exporters mid-incident: alerts still firing 10 s later, same start, no notification")
+
+	l.kafka.Restart(t, broker)
+	l.waitAlert(t, 120*time.Second, "KafkaPartitionUnderReplicated", alertLabels, false)
+	l.waitNotified(t, 30*time.Second, notified, "resolved", "KafkaPartitionUnderReplicated", alertLabels)
+	l.waitNotified(t, 30*time.Second, notified, "resolved", "KafkaBrokerDown", brokerLabels)
+	l.checkNotifiedOnce(t, notified, "KafkaPartitionUnderReplicated", "KafkaBrokerDown")
+}
+
+// notifications counts, from the from-th notification on, those of each
+// alert named one of names, by status and the alert's identity.
+func (l *liveLab) notifications(from int, names ...string) map[string]map[string]int {
+	counts := map[string]map[string]int{"firing": {}, "resolved": {}}
+	for _, n := range l.hook.Notifications()[from:] {
+		for _, a := range n.Alerts {
+			if slices.Contains(names, a.Labels["alertname"]) {
+				counts[a.Status][alertIdentity(a.Labels)]++
+			}
+		}
+	}
+	return counts
+}
+
+// waitNotified waits until a notification with status of the alert named
+// name whose labels include match arrived after the from-th.
+func (l *liveLab) waitNotified(t *testing.T, timeout time.Duration, from int, status, name string, match map[string]string) {
+	t.Helper()
+	lab.WaitFor(t, timeout, 200*time.Millisecond, func() (bool, string) {
+		for _, n := range l.hook.Notifications()[from:] {
+			for _, a := range n.Alerts {
+				if a.Status == status && a.Labels["alertname"] == name && labelsInclude(a.Labels, match) {
+					return true, ""
+				}
+			}
+		}
+		return false, fmt.Sprintf("no %s notification of %s%s: %v", status, name, promtest.FormatLabels(match), l.notifications(from, name))
+	})
+}
+
+// checkNotifiedOnce checks that, since the from-th notification, every
+// alert named one of names was notified firing once and resolved at most
+// once: two exporters, one page.
+func (l *liveLab) checkNotifiedOnce(t *testing.T, from int, names ...string) {
+	t.Helper()
+	counts := l.notifications(from, names...)
+	for status, byAlert := range counts {
+		for id, n := range byAlert {
+			if n != 1 {
+				t.Errorf("%d %s notifications of %s, want 1", n, status, id)
+			}
+		}
+	}
+	if len(counts["firing"]) == 0 {
+		t.Errorf("no firing notification of %v", names)
+	}
+	t.Logf("notifications: %d alerts among %v notified firing once, %d resolved once", len(counts["firing"]), names, len(counts["resolved"]))
 }
 
 // checkTopicAlerted waits up to timeout until Alertmanager holds an alert
@@ -648,20 +779,23 @@ func (l *liveLab) waitAMCount(t *testing.T, timeout time.Duration, name string, 
 // exporters apart; an alert must carry none of them.
 var targetLabels = []string{"instance", "job", "pod"}
 
+// alertIdentity is an alert's labels less the target labels: what tells
+// one problem from another, whichever exporter reported it.
+func alertIdentity(labels map[string]string) string {
+	rest := map[string]string{}
+	for k, v := range labels {
+		if !slices.Contains(targetLabels, k) {
+			rest[k] = v
+		}
+	}
+	return promtest.FormatLabels(rest)
+}
+
 // checkAlertsOnce checks that, although two exporters report every series,
 // each of the named alerts exists once per identifying label set, in
 // Prometheus and in Alertmanager, and carries no target label.
 func (l *liveLab) checkAlertsOnce(t *testing.T, names ...string) {
 	t.Helper()
-	identity := func(labels map[string]string) string {
-		rest := map[string]string{}
-		for k, v := range labels {
-			if !slices.Contains(targetLabels, k) {
-				rest[k] = v
-			}
-		}
-		return promtest.FormatLabels(rest)
-	}
 	check := func(where string, labelSets []map[string]string) {
 		seen := map[string]int{}
 		for _, labels := range labelSets {
@@ -673,7 +807,7 @@ func (l *liveLab) checkAlertsOnce(t *testing.T, names ...string) {
 					t.Errorf("%s: alert %s carries target label %s=%q", where, promtest.FormatLabels(labels), tl, v)
 				}
 			}
-			seen[identity(labels)]++
+			seen[alertIdentity(labels)]++
 		}
 		for id, n := range seen {
 			if n != 1 {

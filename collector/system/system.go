@@ -96,6 +96,10 @@ type Doc struct {
 type Source[S any] struct {
 	Refresh watch.RefreshFunc[S]
 	Close   func()
+	// Wake, when set, is handed the watcher's Trigger once, before it runs:
+	// for a source that learns between refreshes that one is due now (a
+	// canary that just took its lease writes at once, not an interval on).
+	Wake func(trigger func())
 }
 
 // Collector serves the latest state of every watched cluster of one
@@ -394,6 +398,9 @@ func (s *serving[S, C]) build(name string, c C) (*unitWatcher[S, C], error) {
 	interval, timeout := s.spec.Timing(c)
 	w := watch.New(name, interval, timeout, src.Refresh, logger)
 	w.OnStop(src.Close)
+	if src.Wake != nil {
+		src.Wake(w.Trigger)
+	}
 	return &unitWatcher[S, C]{Watcher: w, serving: s, name: name, settings: c}, nil
 }
 

@@ -24,6 +24,23 @@ receivers:
   - name: "null"
 `
 
+// webhookConfig sends every alert on its own (group_by: ['...']) to a
+// webhook, firing and resolved, and repeats a notification only after an
+// hour: each notification is then one alert changing state, which a test
+// can count.
+const webhookConfig = `route:
+  receiver: hook
+  group_by: ['...']
+  group_wait: 1s
+  group_interval: 1s
+  repeat_interval: 1h
+receivers:
+  - name: hook
+    webhook_configs:
+      - url: %s
+        send_resolved: true
+`
+
 // Alertmanager is a running Alertmanager.
 type Alertmanager struct {
 	URL  string
@@ -35,10 +52,22 @@ type Alertmanager struct {
 // waits until it is ready and stops it when the test ends.
 func StartAlertmanager(t testing.TB) *Alertmanager {
 	t.Helper()
+	return startAlertmanager(t, alertmanagerConfig)
+}
+
+// StartAlertmanagerNotifying is StartAlertmanager with every alert sent on
+// its own to the webhook, firing and resolved.
+func StartAlertmanagerNotifying(t testing.TB, hook *Webhook) *Alertmanager {
+	t.Helper()
+	return startAlertmanager(t, fmt.Sprintf(webhookConfig, hook.URL))
+}
+
+func startAlertmanager(t testing.TB, config string) *Alertmanager {
+	t.Helper()
 	bin := lookPath(t, alertmanagerBinary)
 	dir := t.TempDir()
 	configPath := filepath.Join(dir, "alertmanager.yml")
-	if err := os.WriteFile(configPath, []byte(alertmanagerConfig), 0o644); err != nil {
+	if err := os.WriteFile(configPath, []byte(config), 0o644); err != nil {
 		t.Fatalf("promtest: write Alertmanager config: %v", err)
 	}
 	addr := freeAddr(t)

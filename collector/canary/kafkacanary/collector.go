@@ -25,6 +25,7 @@ type descs struct {
 	duration     *exposition.Desc
 	lost         *exposition.Desc
 	checks       *exposition.Desc
+	leader       *exposition.Desc
 
 	topicDegraded   *exposition.Desc
 	topicRF         *exposition.Desc
@@ -45,6 +46,8 @@ var metrics = func() descs {
 			Refreshes:   healthSeries.Counter("kafka_canary_rounds_total", "Rounds of canary writes attempted since the exporter started.", clusterLabel),
 			Failures:    healthSeries.Counter("kafka_canary_round_failures_total", "Canary rounds that could not reach the cluster or the canary topic.", clusterLabel),
 		},
+		leader: series.Gauge("kafka_canary_leader",
+			"1 if this exporter holds the cluster's canary lease (leads the group named after the canary topic with .lease) and its last round succeeded, so it is the one that writes (always 1 with canary.lease false, while rounds succeed); 0 on the other exporters of the cluster, which serve no write counters.", clusterLabel),
 		attempts: series.Counter("kafka_canary_produce_attempts_total",
 			"Canary records produced (acks=all, idempotent) to the partition, by its leader at the time.", partition...),
 		acknowledged: series.Counter("kafka_canary_produce_acknowledged_total",
@@ -105,6 +108,15 @@ func emitState(health, sink exposition.Sink, cluster string, state *watch.State[
 	exposition.EmitHealth(metrics.health, health, cluster, state)
 	s := state.Snapshot
 	if s == nil {
+		return
+	}
+	leader := 0.0
+	if s.Leader && state.Up {
+		leader = 1
+	}
+	sink.Add(metrics.leader, leader, cluster)
+	if !s.Leader {
+		// Another exporter writes: its counters are the cluster's.
 		return
 	}
 	sink.Add(metrics.checks, float64(s.Checks), cluster)

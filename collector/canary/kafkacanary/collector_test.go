@@ -21,6 +21,7 @@ import (
 
 func testSnapshot() *Snapshot {
 	return &Snapshot{
+		Leader: true,
 		Checks: 2,
 		Partitions: map[int32]map[int32]*PartitionStats{
 			0: {
@@ -90,6 +91,35 @@ func TestTopicSeriesOnlyWhileUp(t *testing.T) {
 	}
 	if strings.Contains(string(text), "kafka_canary_topic_") || !strings.Contains(string(text), "kafka_canary_read_back_checks_total") {
 		t.Errorf("after a failed round, want the counters and no topic series:\n%s", text)
+	}
+	// Its rounds failing, the holder writes nothing: not the writer now.
+	if !strings.Contains(string(text), `kafka_canary_leader{kafka_cluster="lab"} 0`+"\n") {
+		t.Errorf("after a failed round, want kafka_canary_leader 0:\n%s", text)
+	}
+}
+
+// An exporter that does not hold the canary lease serves its round health
+// and kafka_canary_leader 0, and no write counter or topic series: the
+// holder's are the cluster's.
+func TestCollectorServesNoCountersWithoutTheLease(t *testing.T) {
+	s := testSnapshot()
+	s.Leader = false
+	c := NewCollector()
+	c.Set("lab", watchtest.Static[Snapshot]("lab", s, nil))
+	plain, err := exposition.PlainText(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(plain)
+	for _, line := range []string{`kafka_canary_up{kafka_cluster="lab"} 1`, `kafka_canary_leader{kafka_cluster="lab"} 0`} {
+		if !strings.Contains(text, line+"\n") {
+			t.Errorf("text lacks %s:\n%s", line, text)
+		}
+	}
+	for _, name := range []string{"kafka_canary_produce_attempts_total", "kafka_canary_produce_acknowledged_total", "kafka_canary_acknowledged_lost_total", "kafka_canary_read_back_checks_total", "kafka_canary_topic_degraded"} {
+		if strings.Contains(text, name+"{") {
+			t.Errorf("a standby serves %s:\n%s", name, text)
+		}
 	}
 }
 

@@ -30,6 +30,10 @@ type Snapshot struct {
 	Checks uint64
 	// Topic is the canary topic's shape as this round saw it.
 	Topic *TopicHealth
+	// Leader is set when this exporter holds the cluster's canary lease (or
+	// the lease is off) and wrote this round: only the leader serves the
+	// counters.
+	Leader bool
 	// Events are what this round saw, for the event log (write_failing,
 	// write_recovered, acknowledged_writes_lost).
 	Events events.List

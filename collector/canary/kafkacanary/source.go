@@ -37,6 +37,9 @@ type source struct {
 	logger log.Logger
 	// run tells this process's records apart from an earlier run's.
 	run string
+	// lease is nil when the config turns the lease off: the canary then
+	// writes whether or not another exporter does.
+	lease *leaseRunner
 
 	// c is nil until the first round connects and after close.
 	c *clients
@@ -111,7 +114,14 @@ func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
 	}
 	run := make([]byte, 4)
 	_, _ = rand.Read(run)
+	var lr *leaseRunner
+	if cfg.Canary.LeaseEnabled() {
+		if lr, err = newLeaseRunner(cfg, logger); err != nil {
+			return nil, err
+		}
+	}
 	return &source{
+		lease:     lr,
 		cfg:       cfg,
 		conf:      conf,
 		logger:    logger,
@@ -187,6 +197,9 @@ func (s *source) connect(ctx context.Context) error {
 // (abandoned by a round whose context ended): with their connections
 // closed they fail at once, and none outlives the watcher.
 func (s *source) close() {
+	if s.lease != nil {
+		s.lease.stop()
+	}
 	if s.c != nil {
 		s.c.close()
 		s.c = nil
@@ -252,6 +265,14 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	if err := s.connect(ctx); err != nil {
 		return nil, err
 	}
+	if leading, err := s.leading(); !leading {
+		// Another exporter writes, and heals the topic: this one keeps
+		// its counters from when it wrote, and serves none of them.
+		if err != nil {
+			return nil, err
+		}
+		return prev.clone(), nil
+	}
 	health, err := s.ensureTopic(ctx)
 	if err != nil {
 		return nil, err
@@ -262,7 +283,7 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 		return nil, fmt.Errorf("partitions of %s: %w", topic, err)
 	}
 	next := prev.clone()
-	next.Topic = health
+	next.Topic, next.Leader = health, true
 	if s.created {
 		// The partitions of a topic created this round have no leader
 		// everywhere yet: a write now would wait for one and could count
@@ -271,6 +292,10 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 		return next, nil
 	}
 	at := time.Now() // the time of this round's events
+	if leading, _ := s.leading(); !leading {
+		// The hold ran out while the topic was read: write nothing.
+		return prev.clone(), nil
+	}
 
 	results, err := s.produceAll(ctx, partitions)
 	if err != nil {
@@ -286,6 +311,25 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 		s.readBack(ctx, next, at, p)
 	}
 	return next, nil
+}
+
+// leading reports whether this exporter writes the canary now: the lease
+// is off, or held. A standby whose last attempt at the lease failed (the
+// coordinator unreachable, the group refused) returns why.
+func (s *source) leading() (bool, error) {
+	if s.lease == nil {
+		return true, nil
+	}
+	if err := s.lease.start(); err != nil {
+		return false, err
+	}
+	if s.lease.MayWrite(time.Now()) {
+		return true, nil
+	}
+	if err := s.lease.err(); err != nil {
+		return false, fmt.Errorf("canary lease: %w", err)
+	}
+	return false, nil
 }
 
 // produceAll writes one record to each partition, all at once, and returns

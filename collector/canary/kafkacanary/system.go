@@ -48,7 +48,12 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 		if err != nil {
 			return system.Source[Snapshot]{}, err
 		}
-		return system.Source[Snapshot]{Refresh: src.round, Close: src.close}, nil
+		out := system.Source[Snapshot]{Refresh: src.round, Close: src.close}
+		if src.lease != nil {
+			// A canary that takes the lease writes at once.
+			out.Wake = func(trigger func()) { src.lease.wake = trigger }
+		}
+		return out, nil
 	},
 	Events:     func(s *Snapshot) []events.Event { return s.Events.All() },
 	EventKinds: []events.Kind{canary.EventWriteFailing, canary.EventWriteRecovered, canary.EventAcknowledgedWritesLost},

@@ -11,13 +11,15 @@
 //     the store counts its ttl from when the attempt reached it, later.
 //     Past that, the holder stops writing, whether or not it heard back
 //     (a holder that was paused or cut off finds its lease lapsed).
-//   - A new holder waits one ttl after its grant before it writes. If the
-//     store lost the previous holder's grant early (a failover to a replica
-//     that lacked it, an eviction), that holder may still believe in it for
-//     up to one ttl; after the wait it cannot.
+//   - A new holder waits before it writes (one ttl for a Redis lease). If
+//     the store lost the previous holder's grant early (a failover to a
+//     replica that lacked it, an eviction), that holder may still believe
+//     in it for up to one ttl; after the wait it cannot. A store that never
+//     hands a grant on before it ran out (a Kafka group coordinator, which
+//     keeps its members in a replicated log) needs no wait.
 //
 // So after a holder dies the lease moves within ttl plus one attempt, and
-// its successor writes one ttl later.
+// its successor writes after its wait.
 package lease
 
 import (
@@ -29,7 +31,7 @@ import (
 // It is safe for concurrent use: the attempts run on their own schedule,
 // the writes on the canary's.
 type Lease struct {
-	ttl time.Duration
+	ttl, wait time.Duration
 
 	mu         sync.Mutex
 	held       bool
@@ -38,8 +40,9 @@ type Lease struct {
 	validUntil time.Time
 }
 
-// New returns a lease not held, whose grants last ttl.
-func New(ttl time.Duration) *Lease { return &Lease{ttl: ttl} }
+// New returns a lease not held, whose grants last ttl and whose new
+// holders wait before they write.
+func New(ttl, wait time.Duration) *Lease { return &Lease{ttl: ttl, wait: wait} }
 
 // TTL is how long a grant lasts.
 func (l *Lease) TTL() time.Duration { return l.ttl }
@@ -57,7 +60,7 @@ func (l *Lease) Record(sent time.Time, granted bool) (held, changed bool) {
 		// A new hold, even when our previous one merely lapsed: someone
 		// else may have held the lease since our last grant, and may still
 		// believe in theirs for up to one ttl.
-		l.held, l.tenure, l.writeFrom = true, l.tenure+1, sent.Add(l.ttl)
+		l.held, l.tenure, l.writeFrom = true, l.tenure+1, sent.Add(l.wait)
 		l.validUntil = sent.Add(l.ttl - l.ttl/10)
 		changed = true
 	case granted:
@@ -66,6 +69,17 @@ func (l *Lease) Record(sent time.Time, granted bool) (held, changed bool) {
 		l.held, changed = false, true
 	}
 	return l.held, changed
+}
+
+// Drop ends the hold at once, when the store said it is another's (a
+// new generation of the group with another leader, a member it removed).
+// It reports whether a hold ended.
+func (l *Lease) Drop() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	was := l.held
+	l.held = false
+	return was
 }
 
 // Held reports whether the lease is held at now (a holder waiting to

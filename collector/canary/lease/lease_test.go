@@ -11,7 +11,7 @@ import (
 // hold that waits again.
 func TestLeaseClockRules(t *testing.T) {
 	const ttl = time.Second
-	l := New(ttl)
+	l := New(ttl, ttl)
 	t0 := time.Now()
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 
@@ -60,5 +60,28 @@ func TestLeaseClockRules(t *testing.T) {
 	second := l.Tenure()
 	if held, changed := l.Record(at(7*time.Second), true); !held || !changed || l.Tenure() == second {
 		t.Errorf("a grant 1.7 s after the previous (lapsed at 6.2 s): held %v, changed %v, tenure %d (was %d), want a new tenure", held, changed, l.Tenure(), second)
+	}
+}
+
+// A lease whose store never hands a grant on early (a Kafka group) writes
+// at once; Drop, the store saying the lease is another's, ends a hold
+// that the clock still allows, and the next grant starts a new tenure.
+func TestLeaseWithoutWaitAndDrop(t *testing.T) {
+	const ttl = 6 * time.Second
+	l := New(ttl, 0)
+	t0 := time.Now()
+	l.Record(t0, true)
+	if !l.MayWrite(t0) {
+		t.Fatal("a lease without a wait must write from its grant")
+	}
+	first := l.Tenure()
+	if !l.Drop() || l.Held(t0.Add(time.Second)) || l.MayWrite(t0.Add(time.Second)) {
+		t.Fatal("after Drop the hold must be over although its grant is still good")
+	}
+	if l.Drop() {
+		t.Error("Drop of a lease not held reports a hold ended")
+	}
+	if held, changed := l.Record(t0.Add(2*time.Second), true); !held || !changed || l.Tenure() == first {
+		t.Errorf("a grant after Drop: held %v, changed %v, tenure %d (was %d), want a new hold", held, changed, l.Tenure(), first)
 	}
 }

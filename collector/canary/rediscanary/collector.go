@@ -53,7 +53,7 @@ var metrics = func() descs {
 		lost: series.Counter("redis_canary_acknowledged_lost_writes_total",
 			"Writes this master acknowledged that the master which took over its slot did not have when the canary read the key from it.", master...),
 		leader: series.Gauge("redis_canary_leader",
-			"1 if this exporter holds the cluster's canary lease and so is the one that writes (always 1 with canary.lease false); 0 on the other exporters of the cluster, which serve no write counters.", clusterLabel),
+			"1 if this exporter holds the cluster's canary lease and its last round succeeded, so it is the one that writes (always 1 with canary.lease false, while rounds succeed); 0 on the other exporters of the cluster, which serve no write counters.", clusterLabel),
 		checks: series.Counter("redis_canary_lost_write_checks_total",
 			"Times the canary read its key from a new master after the key's slot changed master, looking for lost acknowledged writes.", clusterLabel),
 	}
@@ -91,7 +91,8 @@ func emitState(health, sink exposition.Sink, cluster string, state *watch.State[
 	}
 	s := state.Snapshot
 	leader := 0.0
-	if s.Leader {
+	if s.Leader && state.Up {
+		// A holder whose rounds fail writes nothing: not the writer now.
 		leader = 1
 	}
 	sink.Add(metrics.leader, leader, cluster)

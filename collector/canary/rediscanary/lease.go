@@ -109,7 +109,7 @@ func newLeaseRunner(interval, commandTimeout time.Duration) *leaseRunner {
 	var b [16]byte
 	_, _ = cryptorand.Read(b[:]) // never fails (crypto/rand)
 	return &leaseRunner{
-		Lease:   lease.New(ttl),
+		Lease:   lease.New(ttl, ttl),
 		token:   hex.EncodeToString(b[:]),
 		period:  period,
 		timeout: min(commandTimeout, period),
