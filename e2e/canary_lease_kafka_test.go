@@ -164,3 +164,65 @@ func TestKafkaCanaryLeaseTwoExporters(t *testing.T) {
 	}
 	series.checkAfterWake(t, "kafka_canary", other, standby)
 }
+
+// TestKafkaCanaryLeaseHolderCutOff cuts the canary's writer off the
+// cluster by the network alone, the cluster and the other exporter
+// unharmed: the writer reaches the brokers through the lab's PROXIED
+// listener and a TCP proxy per broker, the other exporter directly, and
+// the proxies hold the writer's connections (timeouts, no reset). The
+// lease moves to the other within two canary intervals, and the cut-off
+// writer lands no record: what it sent while cut never reaches a broker,
+// and once its hold ran out it sends nothing.
+func TestKafkaCanaryLeaseHolderCutOff(t *testing.T) {
+	c := lab.SharedKafka(t, lab.KafkaOptions{})
+	const topic = "canary-lease-cut"
+	var proxies []*lab.Proxy
+	var proxied []string
+	for id := int32(1); id <= int32(c.Nodes()); id++ {
+		listen, advertised := c.ProxiedListener(t, id)
+		proxies = append(proxies, lab.StartProxy(t, advertised, listen))
+		proxied = append(proxied, advertised)
+	}
+	config := func(bootstrap []string) string {
+		return faultConfig(t, fmt.Sprintf(`kafka:
+  - name: lab
+    bootstrap_servers: [%s]
+    canary: {enabled: true, interval: %s, topic: %s}
+`, strings.Join(bootstrap, ", "), kafkaLeaseCanaryInterval, topic))
+	}
+	series := kafkaCanarySeries
+	writer := exportertest.Start(t, "--config.file="+config(proxied))
+	series.waitOneLeader(t, 120*time.Second, float64(2*c.Nodes()), writer)
+	direct := exportertest.Start(t, "--config.file="+config(c.Bootstrap()))
+	time.Sleep(2 * kafkaLeaseCanaryInterval) // its join, and the rebalance it starts
+	if series.waitOneLeader(t, 60*time.Second, 1, writer, direct) != writer {
+		t.Fatal("the second exporter took the lease from a live writer")
+	}
+	runs := canaryWriters(t, c, topic, nil)
+	if len(runs) != 1 {
+		t.Fatalf("records of %d runs with one writer, want 1: %v", len(runs), runs)
+	}
+	writerRun := slices.Collect(maps.Keys(runs))[0]
+
+	cutAt := time.Now()
+	for _, p := range proxies {
+		p.Cut(writer.PID())
+	}
+	mark := canaryTopicEnds(t, c, topic)
+	t.Logf("FIGURE kafka canary lease: writer cut off the cluster (proxies hold its connections) -> the other's first acknowledged record after %s (canary interval %s, requirement two intervals)",
+		series.waitTakeover(t, direct, cutAt, 10*2*kafkaLeaseCanaryInterval).Round(10*time.Millisecond), kafkaLeaseCanaryInterval)
+	lab.WaitFor(t, 30*time.Second, 200*time.Millisecond, func() (bool, string) {
+		return logLineWith(writer.Logs(), "collector=kafka_canary", `msg="canary lease lost: this exporter stops writing the canary"`), "the cut-off writer has not logged that it lost the lease"
+	})
+	for _, p := range proxies {
+		p.Restore()
+	}
+	time.Sleep(3 * kafkaLeaseCanaryInterval) // the writer back, as a standby
+	if after := canaryWriters(t, c, topic, mark); after[writerRun] != 0 || len(after) != 1 {
+		t.Errorf("records since the cut, by run: %v; want only the other exporter's (the cut-off writer is %s)", after, writerRun)
+	}
+	series.checkAfterWake(t, "kafka_canary", writer, direct)
+	if v := value(t, writer.Scrape(t), "kafka_up", nil); v != 1 {
+		t.Errorf("kafka_up of the reconnected writer = %v, want 1", v)
+	}
+}

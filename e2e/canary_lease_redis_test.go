@@ -233,3 +233,80 @@ func TestRedisCanaryLeaseTwoExporters(t *testing.T) {
 	}
 	redisCanarySeries.checkAfterWake(t, "redis_canary", other, standby)
 }
+
+// TestRedisCanaryLeaseHolderCutOff cuts the canary's writer off the
+// masters by the network alone: every master announces the port of a TCP
+// proxy of the test's (cluster-announce-port; the cluster bus stays
+// direct), so both exporters reach the masters through the proxies, and
+// the proxies hold the writer's connections alone (found by their sockets
+// in /proc): timeouts, no reset. The lease moves to the other exporter
+// within two canary intervals, no write of the cut-off writer lands (every
+// canary key's value only rises, through the cut and after it ends), and
+// once reconnected it stands by.
+func TestRedisCanaryLeaseHolderCutOff(t *testing.T) {
+	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1})
+	masters := c.Masters(t)
+	var proxies []*lab.Proxy
+	for _, m := range masters {
+		p := lab.StartProxy(t, "127.0.0.1:0", m.Addr)
+		proxies = append(proxies, p)
+		_, port, _ := strings.Cut(p.Addr, ":")
+		c.CLI(t, m.Port, "CONFIG", "SET", "cluster-announce-port", port)
+	}
+	lab.RedisWaitFor(t, 30*time.Second, "every node lists the masters at their proxies", func() error {
+		for _, addr := range c.Addrs() {
+			text, err := clusterNodes(addr)
+			if err != nil {
+				return err
+			}
+			for i, m := range masters {
+				if !strings.Contains(text, m.ID+" "+proxies[i].Addr+"@") {
+					return fmt.Errorf("%s does not list %s at %s yet", addr, m.ID, proxies[i].Addr)
+				}
+			}
+		}
+		return nil
+	})
+	cfg := faultConfig(t, fmt.Sprintf(`redis:
+  - name: lab
+    addrs: [%s]
+    refresh_interval: 500ms
+    canary: {enabled: true, interval: %s}
+`, strings.Join(c.Addrs(), ", "), leaseCanaryInterval))
+	a := exportertest.Start(t, "--config.file="+cfg)
+	b := exportertest.Start(t, "--config.file="+cfg)
+	series := redisCanarySeries
+	writer := series.waitOneLeader(t, 30*time.Second, 6, a, b)
+	other := a
+	if writer == a {
+		other = b
+	}
+
+	cutAt := time.Now()
+	for _, p := range proxies {
+		p.Cut(writer.PID())
+	}
+	// Every key only rises from the cut on: a write of the cut-off writer
+	// landing after the other's would lower it.
+	prev := canaryValues(t, c, masters)
+	watchKeys := func(d time.Duration) {
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			now := canaryValues(t, c, masters)
+			for key, v := range now {
+				if v < prev[key] {
+					t.Errorf("canary key %s went from %d to %d: a stale write landed", key, prev[key], v)
+				}
+			}
+			prev = now
+		}
+	}
+	took := series.waitTakeover(t, other, cutAt, 10*2*leaseCanaryInterval)
+	t.Logf("FIGURE redis canary lease: writer cut off the masters (proxies hold its connections) -> the other's first acknowledged write after %s (canary interval %s, requirement two intervals)",
+		took.Round(10*time.Millisecond), leaseCanaryInterval)
+	watchKeys(3 * leaseCanaryInterval)
+	for _, p := range proxies {
+		p.Restore()
+	}
+	watchKeys(3 * leaseCanaryInterval) // the writer reconnected, as a standby
+	series.checkAfterWake(t, "redis_canary", writer, other)
+}

@@ -179,6 +179,8 @@ func kafkaBasePort(t testing.TB, opts KafkaOptions, nodes int) int {
 		offsets = append(offsets, i, 100+i)
 		if opts.Security != "" {
 			offsets = append(offsets, 200+i)
+		} else if !opts.ZooKeeper {
+			offsets = append(offsets, 300+i, 400+i) // ProxiedListener
 		}
 	}
 	return PickBasePort(t, offsets...)
@@ -253,6 +255,20 @@ func (c *KafkaCluster) Bootstrap() []string {
 // equal the Kafka broker ids).
 func (c *KafkaCluster) BrokerAddr(id int32) string {
 	return fmt.Sprintf("127.0.0.1:%d", c.basePort+int(id)-1)
+}
+
+// ProxiedListener returns, for node id of a plaintext KRaft cluster, the
+// address of its PROXIED listener and the address it advertises for it,
+// where the test runs a proxy to the listener (StartProxy): a client
+// bootstrapped through the proxies of every node reaches the cluster only
+// through them, and cutting the proxies cuts that client alone off.
+func (c *KafkaCluster) ProxiedListener(t testing.TB, id int32) (listen, advertised string) {
+	t.Helper()
+	if c.zk || c.security != "" {
+		t.Fatalf("lab: only a plaintext KRaft cluster has a PROXIED listener")
+	}
+	c.checkID(t, id)
+	return fmt.Sprintf("127.0.0.1:%d", c.basePort+300+int(id)-1), fmt.Sprintf("127.0.0.1:%d", c.basePort+400+int(id)-1)
 }
 
 // ControllerAddr returns the KRaft controller listener of node id: a port
