@@ -200,6 +200,38 @@ func TestApplyCountsLostWrites(t *testing.T) {
 	}
 }
 
+// With the lease, the first read of a key (a takeover) counts what the
+// master held as acknowledged, the previous holder's writes: a failover
+// that then loses them is counted by the new holder. Without it, only the
+// exporter's own writes count.
+func TestFirstReadOfATakeoverCountsThePredecessorsWrites(t *testing.T) {
+	m := redisproto.Master{ID: "m", Addr: "127.0.0.1:1"}
+	promoted := redisproto.Master{ID: "p", Addr: "127.0.0.1:2"}
+	for _, c := range []struct {
+		name     string
+		lease    *leaseRunner
+		wantLost uint64
+	}{
+		{"lease: the predecessor's 10 and this holder's 3", newLeaseRunner(time.Second, time.Second), 13},
+		{"no lease: this exporter's 3 only", nil, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := &source{logger: log.NewNopLogger(), lease: c.lease}
+			st := &keyState{key: "k"}
+			next := (*Snapshot)(nil).clone()
+			// The first read finds 110 on the master; three writes follow.
+			src.apply(next, time.Now(), st, writeResult{owner: m, read: true, found: 110, wrote: true, ok: true})
+			src.apply(next, time.Now(), st, writeResult{owner: m, wrote: true, ok: true})
+			src.apply(next, time.Now(), st, writeResult{owner: m, wrote: true, ok: true})
+			// The replica promoted had 100: 13 writes the master applied.
+			src.apply(next, time.Now(), st, writeResult{owner: promoted, checked: true, read: true, found: 100, wrote: true, ok: true})
+			if got := next.Masters["m"].Lost; got != c.wantLost {
+				t.Errorf("lost = %d, want %d", got, c.wantLost)
+			}
+		})
+	}
+}
+
 type timeoutErr struct{}
 
 func (timeoutErr) Error() string   { return "i/o timeout" }

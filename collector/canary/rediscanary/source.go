@@ -55,8 +55,10 @@ type source struct {
 
 // keyState is what the canary knows about one of its keys. Every write
 // sets the key to acked+1, so the values base+1 .. acked are exactly the
-// writes owner acknowledged since the key was last read (while this
-// exporter held the lease: the key is read again when a new hold begins).
+// writes owner acknowledged since the key was last read from a new owner
+// (while this exporter held the lease: the key is read again when a new
+// hold begins). With the lease, the first read counts what the key held
+// as acknowledged too: the previous holder's writes.
 type keyState struct {
 	key       string
 	slot      int
@@ -329,8 +331,17 @@ func (s *source) apply(next *Snapshot, at time.Time, st *keyState, r writeResult
 		st.acked = max(st.acked, r.found)
 		st.reread = false
 	case r.read:
+		first := st.owner == ""
 		st.owner, st.ownerAddr = r.owner.ID, r.owner.Addr
 		st.base, st.acked = r.found, r.found
+		if first && s.lease != nil {
+			// A takeover (or this exporter's restart): the values up to found
+			// are writes the master applied for the exporter that held the
+			// lease before, acknowledged to it. They are the master's to keep
+			// like this exporter's own, so a failover that loses them is
+			// counted, not left to a holder that is gone.
+			st.base = 0
+		}
 		st.reread = false
 	}
 	m := next.master(r.owner.ID, r.owner.Addr)
