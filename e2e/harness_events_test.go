@@ -19,6 +19,13 @@ import (
 // fetchEvents reads /api/v1/events with the given query.
 func fetchEvents(t *testing.T, e *exportertest.Exporter, query string) []events.Event {
 	t.Helper()
+	return eventsResponse(t, e, query).Events
+}
+
+// eventsResponse is an exporter's whole /api/v1/events answer to query:
+// the events and when its kept history begins.
+func eventsResponse(t *testing.T, e *exportertest.Exporter, query string) events.Response {
+	t.Helper()
 	resp, err := e.Get("/api/v1/events" + query)
 	if err != nil {
 		t.Fatalf("GET /api/v1/events: %v", err)
@@ -31,7 +38,7 @@ func fetchEvents(t *testing.T, e *exportertest.Exporter, query string) []events.
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		t.Fatalf("decode /api/v1/events: %v", err)
 	}
-	return body.Events
+	return body
 }
 
 // waitEvents polls /api/v1/events?cluster=lab until cond holds and returns

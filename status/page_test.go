@@ -210,3 +210,17 @@ func TestPageBoundedAt100kPartitions(t *testing.T) {
 		t.Errorf("rendering took %s", took)
 	}
 }
+
+// Each cluster's events say when this exporter's history begins, so that
+// a replica started mid-incident is not read as the whole incident.
+func TestPageSaysWhenTheHistoryBegins(t *testing.T) {
+	elog := events.NewLog(0, log.NewNopLogger())
+	_, body := render(t, testPage(kafkaWithDeadBroker(2, 3), redisFailingOver(), elog), "/")
+	want := "This exporter's history begins " + elog.Begins().UTC().Format("2006-01-02 15:04:05 UTC")
+	if n := strings.Count(body, want); n != 2 {
+		t.Errorf("the page says %q %d times, want once per cluster (2):\n%s", want, n, body)
+	}
+	if strings.Contains(body, "None since the exporter started") {
+		t.Error("with a history that says when it begins, the page still says 'since the exporter started'")
+	}
+}

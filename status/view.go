@@ -39,6 +39,9 @@ type clusterView struct {
 	Events []eventRow
 	// EventsLink is this cluster's events as JSON, relative to the page.
 	EventsLink string
+	// HistoryBegins is when this exporter's kept history begins, as
+	// text: a replica started mid-incident says it saw only its end.
+	HistoryBegins string
 }
 
 type eventRow struct {
@@ -77,6 +80,10 @@ func sections(parts []model.Cluster, log *events.Log, now time.Time) []clusterVi
 		v := &out[i]
 		v.Events = eventRows(log, v.System, v.Name, now)
 		v.EventsLink = eventsLink(v.System, v.Name)
+		if log != nil {
+			begins := log.Begins()
+			v.HistoryBegins = begins.UTC().Format("2006-01-02 15:04:05 UTC") + " (" + model.Ago(now.Sub(begins)) + ")"
+		}
 	}
 	return out
 }
