@@ -40,6 +40,11 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 		if keep {
 			topic.Partitions = make([]Partition, 0, len(tm.Partitions))
 		}
+		var internal *InternalTopic
+		if feature, ok := InternalFeatures[tm.Name]; ok {
+			snap.Internal = append(snap.Internal, InternalTopic{Name: tm.Name, Feature: feature, MinISR: configs.MinISR[tm.Name]})
+			internal = &snap.Internal[len(snap.Internal)-1]
+		}
 		for _, pm := range tm.Partitions {
 			p := Partition{ID: pm.ID, Leader: pm.Leader}
 			if keep {
@@ -55,6 +60,9 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 				p.setReassignment(ra.AddingReplicas, ra.RemovingReplicas)
 			}
 			brokers.countPartition(&p, pm.OfflineReplicas)
+			if internal != nil {
+				internal.countPartition(&p)
+			}
 			if !keep {
 				continue
 			}
@@ -67,6 +75,7 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 		}
 	}
 	sort.Slice(snap.Topics, func(i, j int) bool { return snap.Topics[i].Name < snap.Topics[j].Name })
+	sortInternal(snap.Internal)
 
 	snap.Brokers = make([]Broker, 0, len(brokers))
 	for _, b := range brokers {

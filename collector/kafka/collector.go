@@ -40,6 +40,11 @@ type descs struct {
 	partitionReplicaRacks      *exposition.Desc
 	partitionISRRacks          *exposition.Desc
 
+	internalPartitions      *exposition.Desc
+	internalUnderReplicated *exposition.Desc
+	internalUnderMinISR     *exposition.Desc
+	internalOffline         *exposition.Desc
+
 	topicPartitions        *exposition.Desc
 	topicReplicationFactor *exposition.Desc
 	topicMinISR            *exposition.Desc
@@ -137,6 +142,7 @@ const openEpisodeHelp = ", as of the last successful refresh; absent while none 
 var metrics = func() descs {
 	partition := []string{"topic", "partition"}
 	topic := []string{"topic"}
+	internal := []string{"topic", "feature"}
 	broker := []string{"broker"}
 	voter := []string{"voter"}
 	x := descs{
@@ -192,6 +198,14 @@ var metrics = func() descs {
 		partitionNoCleanLeader: newGauge("kafka_partition_no_clean_leader",
 			"1 if the partition has no leader and neither an ISR nor an eligible leader replica left: only an unclean election, losing data, can bring it back; served only for partitions below min ISR"+fromRefresh, partition...),
 
+		internalPartitions: newGauge("kafka_internal_topic_partitions",
+			"Partitions of an internal topic whose loss stops a feature of the cluster (feature: consumer_offsets, transactions, share_groups, tiered_storage_metadata), served whatever the topic filter and only once the topic exists"+fromRefresh, internal...),
+		internalUnderReplicated: newGauge("kafka_internal_topic_under_replicated_partitions",
+			"Partitions of the internal topic whose ISR is smaller than their assigned replicas"+fromRefresh, internal...),
+		internalUnderMinISR: newGauge("kafka_internal_topic_under_min_isr_partitions",
+			"Partitions of the internal topic whose ISR is below its min.insync.replicas, or that have no leader: the feature's writes fail there (offset commits, transaction markers, share-group state, remote log metadata); absent while min.insync.replicas is unknown"+fromRefresh, internal...),
+		internalOffline: newGauge("kafka_internal_topic_offline_partitions",
+			"Partitions of the internal topic without a leader: the feature stops for the groups, transactions or topics they hold"+fromRefresh, internal...),
 		topicPartitions: newGauge("kafka_topic_partitions",
 			"Number of partitions of the topic"+fromRefresh, topic...),
 		topicReplicationFactor: newGauge("kafka_topic_replication_factor",
@@ -438,6 +452,7 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, mode config.P
 	}
 	emitBudget(ch, cluster, s.Budget)
 	emitBrokers(ch, cluster, s)
+	emitInternal(ch, cluster, s.Internal)
 	// While rendering one non-partition family, skip the partition loop,
 	// nine tenths of the work.
 	partitions := mode != config.PartitionMetricsNone && exposition.Wants(ch, metrics.partitionFamilies()...)
@@ -461,6 +476,20 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, mode config.P
 				emitLeanPartition(ch, s, t, p, partLabels)
 			}
 		}
+	}
+}
+
+// emitInternal emits the health of the internal topics that exist.
+func emitInternal(ch exposition.Sink, cluster string, topics []InternalTopic) {
+	for i := range topics {
+		t := &topics[i]
+		labels := []string{cluster, t.Name, t.Feature}
+		ch.Add(metrics.internalPartitions, float64(t.Partitions), labels...)
+		ch.Add(metrics.internalUnderReplicated, float64(t.UnderReplicated), labels...)
+		if t.MinISR > 0 {
+			ch.Add(metrics.internalUnderMinISR, float64(t.UnderMinISR), labels...)
+		}
+		ch.Add(metrics.internalOffline, float64(t.Offline), labels...)
 	}
 }
 

@@ -27,6 +27,9 @@ type Snapshot struct {
 	Brokers []Broker
 	// Topics are sorted by name and hold only topics that pass the filter.
 	Topics []Topic
+	// Internal is the health of the internal topics that exist
+	// (InternalFeatures), filter or not, sorted by name.
+	Internal []InternalTopic
 	// TopicConfigs caches each topic's effective min.insync.replicas so
 	// that configs are re-read only every topic_config_refresh_interval.
 	TopicConfigs TopicConfigCache

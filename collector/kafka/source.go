@@ -615,7 +615,8 @@ func (s *source) topicConfigs(broker *sarama.Broker, md *sarama.MetadataResponse
 	full := cached.ReadAt.IsZero() || now.Sub(cached.ReadAt) >= s.cfg.TopicConfigRefreshInterval
 	var wanted []string
 	for _, t := range md.Topics {
-		if !s.cfg.Topics.Match(t.Name) || (t.Err != sarama.ErrNoError && len(t.Partitions) == 0) {
+		_, internal := InternalFeatures[t.Name]
+		if !(s.cfg.Topics.Match(t.Name) || internal) || (t.Err != sarama.ErrNoError && len(t.Partitions) == 0) {
 			continue
 		}
 		if _, ok := cached.MinISR[t.Name]; full || !ok {

@@ -147,8 +147,12 @@ func (c *KafkaCluster) discard(t testing.TB, why string) {
 // clusterState is what a test is lent and must give back: the topics and
 // every broker's dynamic configs.
 type clusterState struct {
-	topics  []string
-	dynamic map[int32]map[string]string
+	topics []string
+	// internal are the internal topics (__consumer_offsets, ...): a test
+	// that made the cluster create one (a consumer group, a transaction)
+	// cannot delete it, and the next test would see its partitions.
+	internal []string
+	dynamic  map[int32]map[string]string
 }
 
 // state reads the cluster's topics and brokers' dynamic configs.
@@ -163,6 +167,16 @@ func (c *KafkaCluster) state() (clusterState, error) {
 		return clusterState{}, fmt.Errorf("list topics: %w", err)
 	}
 	s := clusterState{topics: slices.Sorted(maps.Keys(topics)), dynamic: map[int32]map[string]string{}}
+	described, err := admin.DescribeTopics(nil) // every topic, internal ones included
+	if err != nil {
+		return clusterState{}, fmt.Errorf("describe topics: %w", err)
+	}
+	for _, d := range described {
+		if d.IsInternal {
+			s.internal = append(s.internal, d.Name)
+		}
+	}
+	slices.Sort(s.internal)
 	for id := int32(1); id <= int32(c.nodes); id++ {
 		entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: strconv.Itoa(int(id))})
 		if err != nil {
@@ -198,6 +212,11 @@ func (c *KafkaCluster) restore(before clusterState) error {
 	for id, configs := range now.dynamic {
 		if !maps.Equal(configs, before.dynamic[id]) {
 			return fmt.Errorf("broker %d's dynamic configs changed from %v to %v", id, before.dynamic[id], configs)
+		}
+	}
+	for _, topic := range now.internal {
+		if !slices.Contains(before.internal, topic) {
+			return fmt.Errorf("the test made the cluster create its internal topic %s, which cannot be deleted", topic)
 		}
 	}
 	created := slices.DeleteFunc(slices.Clone(now.topics), func(topic string) bool { return slices.Contains(before.topics, topic) })
