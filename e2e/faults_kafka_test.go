@@ -26,6 +26,7 @@ const (
 	faultAPIDescribeConfigs            = 32
 	faultAPIListPartitionReassignments = 46
 	faultAPIDescribeQuorum             = 55
+	faultAPIDescribeCluster            = 60
 )
 
 // Timings of the exporter under fault: a short interval so that a test
@@ -204,7 +205,7 @@ func faultKafkaScrapeBurst(t *testing.T, cluster *lab.KafkaCluster) {
 	// count: when a window saw it leave, the exporter is started again, and
 	// the third attempt's windows are checked whatever they saw.
 	type window struct {
-		connections, metadata, describe, reassignments, quorum, other, refreshes, scrapes int
+		connections, metadata, describe, reassignments, quorum, cluster, other, refreshes, scrapes int
 		slowest                                                                           time.Duration
 	}
 	measure := func(e *exportertest.Exporter, burst bool) window {
@@ -232,6 +233,8 @@ func faultKafkaScrapeBurst(t *testing.T, cluster *lab.KafkaCluster) {
 				w.reassignments = d
 			case faultAPIDescribeQuorum:
 				w.quorum = d
+			case faultAPIDescribeCluster:
+				w.cluster = d
 			default:
 				w.other += d
 			}
@@ -266,10 +269,12 @@ func faultKafkaScrapeBurst(t *testing.T, cluster *lab.KafkaCluster) {
 		if w.metadata < w.refreshes-1 || w.metadata > w.refreshes+1 {
 			t.Errorf("%s: %d Metadata requests through the proxy for %d refreshes: the exporter is not (only) using the proxy, or refreshes send more than one", w.what, w.metadata, w.refreshes)
 		}
-		// One ListPartitionReassignments and one DescribeQuorum per refresh,
-		// whatever the partition count; nothing else while all is healthy.
-		if w.reassignments < w.refreshes-1 || w.reassignments > w.refreshes+1 || w.quorum < w.refreshes-1 || w.quorum > w.refreshes+1 {
-			t.Errorf("%s: %d ListPartitionReassignments and %d DescribeQuorum requests for %d refreshes, want one each per refresh", w.what, w.reassignments, w.quorum, w.refreshes)
+		// One ListPartitionReassignments, one DescribeQuorum and one
+		// DescribeCluster (its fenced brokers) per refresh, whatever the
+		// partition count; nothing else while all is healthy.
+		perRefresh := func(n int) bool { return n >= w.refreshes-1 && n <= w.refreshes+1 }
+		if !perRefresh(w.reassignments) || !perRefresh(w.quorum) || !perRefresh(w.cluster) {
+			t.Errorf("%s: %d ListPartitionReassignments, %d DescribeQuorum and %d DescribeCluster requests for %d refreshes, want one each per refresh", w.what, w.reassignments, w.quorum, w.cluster, w.refreshes)
 		}
 		if w.connections != 0 || w.other != 0 {
 			t.Errorf("%s: %d new connections and %d other requests in a steady state", w.what, w.connections, w.other)
@@ -280,7 +285,8 @@ func faultKafkaScrapeBurst(t *testing.T, cluster *lab.KafkaCluster) {
 	// refresh, since a loaded machine fits 4 to 6 refreshes in 5 s.
 	beyond := func(requests int, w window) int { return requests - w.refreshes }
 	if beyond(burst.metadata, burst) > beyond(idle.metadata, idle)+1 || burst.describe > idle.describe+1 ||
-		beyond(burst.reassignments, burst) > beyond(idle.reassignments, idle)+1 || beyond(burst.quorum, burst) > beyond(idle.quorum, idle)+1 {
+		beyond(burst.reassignments, burst) > beyond(idle.reassignments, idle)+1 || beyond(burst.quorum, burst) > beyond(idle.quorum, idle)+1 ||
+		beyond(burst.cluster, burst) > beyond(idle.cluster, idle)+1 {
 		t.Errorf("%d scrapes raised the requests beyond one per refresh: Metadata %d for %d refreshes (idle %d for %d), DescribeConfigs %d (idle %d), ListPartitionReassignments %d (idle %d), DescribeQuorum %d (idle %d): scrapes reach the cluster",
 			burst.scrapes, burst.metadata, burst.refreshes, idle.metadata, idle.refreshes, burst.describe, idle.describe, burst.reassignments, idle.reassignments, burst.quorum, idle.quorum)
 	}

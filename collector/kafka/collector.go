@@ -40,6 +40,8 @@ type descs struct {
 	partitionReplicaRacks      *exposition.Desc
 	partitionISRRacks          *exposition.Desc
 
+	brokerFenced *exposition.Desc
+
 	internalPartitions      *exposition.Desc
 	internalUnderReplicated *exposition.Desc
 	internalUnderMinISR     *exposition.Desc
@@ -198,6 +200,8 @@ var metrics = func() descs {
 		partitionNoCleanLeader: newGauge("kafka_partition_no_clean_leader",
 			"1 if the partition has no leader and neither an ISR nor an eligible leader replica left: only an unclean election, losing data, can bring it back; served only for partitions below min ISR"+fromRefresh, partition...),
 
+		brokerFenced: newGauge("kafka_broker_fenced",
+			"1 if the controller fenced the broker: registered, but serving nothing (dead, paused, or alive and not caught up with the metadata log); 0 if it serves. Only on Kafka 4.0+, which lists fenced brokers (DescribeCluster v2, KIP-1073); absent before"+fromRefresh, broker...),
 		internalPartitions: newGauge("kafka_internal_topic_partitions",
 			"Partitions of an internal topic whose loss stops a feature of the cluster (feature: consumer_offsets, transactions, share_groups, tiered_storage_metadata), served whatever the topic filter and only once the topic exists"+fromRefresh, internal...),
 		internalUnderReplicated: newGauge("kafka_internal_topic_under_replicated_partitions",
@@ -521,6 +525,9 @@ func emitBrokers(ch exposition.Sink, cluster string, s *Snapshot) {
 		ch.Add(metrics.brokerUp, bool01(b.Up), brokerLabels...)
 		if b.Address != "" {
 			ch.Add(metrics.brokerReachable, bool01(b.Reachable), brokerLabels...)
+		}
+		if s.FencedKnown {
+			ch.Add(metrics.brokerFenced, bool01(b.Fenced), brokerLabels...)
 		}
 		ch.Add(metrics.brokerInfo, 1, cluster, id, b.Address, b.Rack)
 		ch.Add(metrics.brokerLeaderPartitions, float64(b.LeaderPartitions), brokerLabels...)

@@ -188,6 +188,7 @@ func TestMetricNamesCoverEverythingCollected(t *testing.T) {
 	}
 	after.countRacks()
 	after.computeBudget(1)
+	after.FencedKnown = true
 	after.Internal = []InternalTopic{{Name: "__consumer_offsets", Feature: "consumer_offsets", MinISR: 2, Partitions: 50, UnderReplicated: 1}}
 	w := watcherServing(t, before, after)
 	c := NewCollector()

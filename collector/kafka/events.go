@@ -13,6 +13,12 @@ const (
 	EventUnderMinISREnd   events.Kind = "under_min_isr_end"
 	EventBrokerDown       events.Kind = "broker_down"
 	EventBrokerUp         events.Kind = "broker_up"
+	// The controller fenced a registered broker, or unfenced it (Kafka
+	// 4.0+, where the cluster lists fenced brokers): a dead or paused
+	// broker is fenced after its session timeout, a restarted one is
+	// unfenced once it caught up with the metadata log.
+	EventBrokerFenced   events.Kind = "broker_fenced"
+	EventBrokerUnfenced events.Kind = "broker_unfenced"
 	// EventISRChange is an ISR change that both lost and gained members (a
 	// replacement, [3] → [1]), as one event: isr_shrink only lost members
 	// and isr_expand only gained some. For all three, Before and After are

@@ -27,6 +27,9 @@ type Snapshot struct {
 	Brokers []Broker
 	// Topics are sorted by name and hold only topics that pass the filter.
 	Topics []Topic
+	// FencedKnown is true when the cluster listed its fenced brokers
+	// (DescribeCluster v2, Kafka 4.0+); Broker.Fenced is meaningful only then.
+	FencedKnown bool
 	// Internal is the health of the internal topics that exist
 	// (InternalFeatures), filter or not, sorted by name.
 	Internal []InternalTopic
@@ -93,6 +96,10 @@ type Broker struct {
 	// cannot: when the KRaft controller quorum is lost, metadata freezes
 	// and dead brokers stay listed as live.
 	Reachable bool
+	// Fenced is true when the controller fenced the broker (Snapshot.
+	// FencedKnown): registered, serving nothing, and so left out of
+	// Metadata: dead, paused, or alive and not caught up.
+	Fenced bool
 	// ProbeFailedSince is when the exporter's probes of the broker began to
 	// fail, in its current run of failures: zero while it accepts them, or
 	// when the run began before the exporter could see it

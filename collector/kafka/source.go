@@ -127,6 +127,7 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	reassignments := s.listReassignments(ctx, s.reassignmentsAddr(broker.Addr(), md), md)
 	snap := buildSnapshot(md, s.cfg.Topics.Match, configs, reassignments, s.now())
 	s.readELR(ctx, snap)
+	s.readFenced(ctx, snap)
 	// The quorum request is forwarded to the active controller and hangs
 	// when there is none; reading it beside the broker probes keeps it from
 	// eating the probes' time, which is when they matter most. It works on

@@ -32,7 +32,7 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 	},
 	Events: func(s *Snapshot) []events.Event { return s.Events.All() },
 	EventKinds: []events.Kind{
-		EventBrokerDown, EventBrokerUp, EventLeaderChange,
+		EventBrokerDown, EventBrokerUp, EventBrokerFenced, EventBrokerUnfenced, EventLeaderChange,
 		EventPartitionOffline, EventPartitionOnline,
 		EventISRShrink, EventISRExpand, EventISRChange,
 		EventUnderMinISRBegin, EventUnderMinISREnd, EventUncleanElection,

@@ -109,6 +109,13 @@ func countBrokerTransitions(prev, next *Snapshot) {
 		case !nb.Up && wasUp:
 			next.Events.Add(at, EventBrokerDown, events.BrokerSubject(nb.ID, pb.Address), "", "")
 		}
+		if pb != nil && prev.FencedKnown && next.FencedKnown && pb.Fenced != nb.Fenced {
+			kind := EventBrokerUnfenced
+			if nb.Fenced {
+				kind = EventBrokerFenced
+			}
+			next.Events.Add(at, kind, events.BrokerSubject(nb.ID, nb.Address), "", "")
+		}
 	}
 	for i := range prev.Brokers {
 		// A broker that vanished from the metadata holds no assignment any

@@ -76,6 +76,9 @@ type brokerRow struct {
 	Rack      string
 	Up        bool
 	Reachable bool
+	// State is up, or why not: fenced (registered, serving nothing),
+	// unregistered, or down when the cluster does not say (before 4.0).
+	State     string
 	Leaders   int
 	Replicas  int
 	OutOfSync int
@@ -112,7 +115,17 @@ func summarize(s *Snapshot) *summary {
 			break
 		}
 		b := &s.Brokers[i]
-		v.Brokers = append(v.Brokers, brokerRow{ID: b.ID, Address: b.Address, Rack: b.Rack, Up: b.Up, Reachable: b.Reachable,
+		state := "up"
+		switch {
+		case b.Up:
+		case s.FencedKnown && b.Fenced:
+			state = "fenced"
+		case s.FencedKnown:
+			state = "unregistered"
+		default:
+			state = "down"
+		}
+		v.Brokers = append(v.Brokers, brokerRow{ID: b.ID, Address: b.Address, Rack: b.Rack, Up: b.Up, Reachable: b.Reachable, State: state,
 			Leaders: b.LeaderPartitions, Replicas: b.ReplicaPartitions, OutOfSync: b.OutOfSyncReplicas})
 	}
 	return v
@@ -143,7 +156,7 @@ func (v *summary) parts(c *model.Cluster) {
 	for _, b := range v.Brokers {
 		brokers.Rows = append(brokers.Rows, model.Row{
 			Attrs: []model.Attr{{Name: "data-broker", Value: fmt.Sprint(b.ID)}, {Name: "class", Value: badIf(!b.Up)}},
-			Cells: []string{fmt.Sprint(b.ID), b.Address, b.Rack, yesNo(b.Up, "up", "down"), yesNo(b.Reachable, "yes", "no"), fmt.Sprint(b.Leaders), fmt.Sprint(b.Replicas), fmt.Sprint(b.OutOfSync)}})
+			Cells: []string{fmt.Sprint(b.ID), b.Address, b.Rack, b.State, yesNo(b.Reachable, "yes", "no"), fmt.Sprint(b.Leaders), fmt.Sprint(b.Replicas), fmt.Sprint(b.OutOfSync)}})
 	}
 	if v.BrokersMore > 0 {
 		brokers.More, brokers.MoreText = v.BrokersMore, fmt.Sprintf("and %d more brokers", v.BrokersMore)

@@ -74,8 +74,20 @@ func TestViews(t *testing.T) {
 	if r := v.Unhealthy[1]; r.Topic != "t0" || r.Partition != 1 || r.Leader != "1" || r.ISR != "[1 2]" || !slices.Equal(r.Conditions, []string{"under-replicated"}) {
 		t.Errorf("second unhealthy row %+v", r)
 	}
-	if b := v.Brokers[2]; b != (brokerRow{ID: 3, Address: "127.0.0.1:9093", Rack: "rack-2"}) || v.Brokers[0].Leaders != 5 {
+	if b := v.Brokers[2]; b != (brokerRow{ID: 3, Address: "127.0.0.1:9093", Rack: "rack-2", State: "down"}) || v.Brokers[0].Leaders != 5 {
 		t.Errorf("brokers %+v", v.Brokers)
+	}
+	// Where the cluster lists fenced brokers (Kafka 4.0+), a dead broker is
+	// fenced, or unregistered.
+	s := deadBroker(2, 3)
+	s.FencedKnown = true
+	s.Brokers[2].Fenced = true
+	if b := summarize(s).Brokers[2]; b.State != "fenced" {
+		t.Errorf("fenced broker's state %q, want fenced", b.State)
+	}
+	s.Brokers[2].Fenced = false
+	if b := summarize(s).Brokers[2]; b.State != "unregistered" {
+		t.Errorf("a down broker the cluster does not list as fenced: state %q, want unregistered", b.State)
 	}
 
 	// Before the first snapshot: the head alone.
