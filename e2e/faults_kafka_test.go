@@ -206,7 +206,7 @@ func faultKafkaScrapeBurst(t *testing.T, cluster *lab.KafkaCluster) {
 	// the third attempt's windows are checked whatever they saw.
 	type window struct {
 		connections, metadata, describe, reassignments, quorum, cluster, other, refreshes, scrapes int
-		slowest                                                                           time.Duration
+		slowest                                                                                    time.Duration
 	}
 	measure := func(e *exportertest.Exporter, burst bool) window {
 		var w window
