@@ -168,13 +168,13 @@ func TestKafkaCanaryLeaseTwoExporters(t *testing.T) {
 // TestKafkaCanaryLeaseHolderCutOff cuts the canary's writer off the
 // cluster by the network alone, the cluster and the other exporter
 // unharmed: the writer reaches the brokers through the lab's PROXIED
-// listener and a TCP proxy per broker, the other exporter directly, and
+// listener (KafkaOptions.Proxied) and a TCP proxy per broker, the other exporter directly, and
 // the proxies hold the writer's connections (timeouts, no reset). The
 // lease moves to the other within two canary intervals, and the cut-off
 // writer lands no record: what it sent while cut never reaches a broker,
 // and once its hold ran out it sends nothing.
 func TestKafkaCanaryLeaseHolderCutOff(t *testing.T) {
-	c := lab.SharedKafka(t, lab.KafkaOptions{})
+	c := lab.SharedKafka(t, lab.KafkaOptions{Proxied: true})
 	const topic = "canary-lease-cut"
 	var proxies []*lab.Proxy
 	var proxied []string

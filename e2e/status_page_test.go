@@ -120,7 +120,9 @@ func TestStatusPageInChromium(t *testing.T) {
 	dom := string(chromium(t, "--dump-dom", pageURL))
 	checks := []struct{ what, pattern string }{
 		{"the landing page links", `<a href="/metrics"[^>]*>Metrics</a>`},
-		{"broker 3 down", `<tr data-broker="3" class="bad"><td>3</td><td>[^<]+</td><td>rack-[0-9]+</td><td>down</td>`},
+		// Kafka 4.1 lists fenced brokers: a killed one is fenced (registered,
+		// serving nothing), not merely down.
+		{"broker 3 fenced", `<tr data-broker="3" class="bad"><td>3</td><td>[^<]+</td><td>rack-[0-9]+</td><td>fenced</td>`},
 		{"brokers 2 of 3 live", `data-stat="brokers">brokers live<b>2 / 3</b>`},
 		{"solo/0 offline in the unhealthy partitions", `<tr data-topic="solo" data-partition="0"><td>solo</td><td class="num">0</td><td>none</td><td>\[3\]</td><td>[^<]*</td><td>offline`},
 		{"orders partitions under-replicated", `<tr data-topic="orders" data-partition="[0-2]">.*?under-replicated`},

@@ -59,6 +59,10 @@ type KafkaOptions struct {
 	// Authorizer turns ACLs on (with Security "sasl_ssl"): SASL users may
 	// do only what ACLs allow; the INTERNAL listener is a super user.
 	Authorizer bool
+	// Proxied gives a plaintext KRaft cluster a second client listener,
+	// PROXIED, advertised at the port of a proxy the test runs
+	// (ProxiedListener), to cut one client alone off the cluster.
+	Proxied bool
 }
 
 // KafkaCluster is a running cluster started by scripts/kafka/cluster.sh in a
@@ -71,6 +75,7 @@ type KafkaCluster struct {
 	security string
 	version  string
 	zk       bool
+	proxied  bool
 	env      []string
 	// lent counts the tests a shared cluster was lent to (SharedKafka),
 	// and stopped says it was stopped for good.
@@ -124,6 +129,7 @@ func newKafka(t testing.TB, opts KafkaOptions, dir string) *KafkaCluster {
 		security: opts.Security,
 		version:  kafkaVersion(t, opts),
 		zk:       opts.ZooKeeper,
+		proxied:  opts.Proxied,
 	}
 	c.env = kafkaEnv(c, opts, c.mode())
 	return c
@@ -179,7 +185,7 @@ func kafkaBasePort(t testing.TB, opts KafkaOptions, nodes int) int {
 		offsets = append(offsets, i, 100+i)
 		if opts.Security != "" {
 			offsets = append(offsets, 200+i)
-		} else if !opts.ZooKeeper {
+		} else if opts.Proxied {
 			offsets = append(offsets, 300+i, 400+i) // ProxiedListener
 		}
 	}
@@ -228,6 +234,9 @@ func kafkaEnv(c *KafkaCluster, opts KafkaOptions, mode string) []string {
 	if opts.Authorizer {
 		env = append(env, "KAFKA_LAB_AUTHORIZER=1")
 	}
+	if opts.Proxied {
+		env = append(env, "KAFKA_LAB_PROXIED=1")
+	}
 	return env
 }
 
@@ -257,15 +266,16 @@ func (c *KafkaCluster) BrokerAddr(id int32) string {
 	return fmt.Sprintf("127.0.0.1:%d", c.basePort+int(id)-1)
 }
 
-// ProxiedListener returns, for node id of a plaintext KRaft cluster, the
+// ProxiedListener returns, for node id of a cluster started with
+// KafkaOptions.Proxied, the
 // address of its PROXIED listener and the address it advertises for it,
 // where the test runs a proxy to the listener (StartProxy): a client
 // bootstrapped through the proxies of every node reaches the cluster only
 // through them, and cutting the proxies cuts that client alone off.
 func (c *KafkaCluster) ProxiedListener(t testing.TB, id int32) (listen, advertised string) {
 	t.Helper()
-	if c.zk || c.security != "" {
-		t.Fatalf("lab: only a plaintext KRaft cluster has a PROXIED listener")
+	if !c.proxied {
+		t.Fatalf("lab: only a cluster started with KafkaOptions.Proxied has a PROXIED listener")
 	}
 	c.checkID(t, id)
 	return fmt.Sprintf("127.0.0.1:%d", c.basePort+300+int(id)-1), fmt.Sprintf("127.0.0.1:%d", c.basePort+400+int(id)-1)
