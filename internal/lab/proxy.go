@@ -154,7 +154,7 @@ func (p *Proxy) isCut(c *proxyConn) bool {
 	default:
 		// A connection's owner never changes: looked up once per process.
 		if c.checked.Load() != pid {
-			c.owned.Store(ownsSocket(pid, c.client.RemoteAddr()))
+			c.owned.Store(ownsSocket(pid, c.client.RemoteAddr(), c.client.LocalAddr()))
 			c.checked.Store(pid)
 		}
 		return c.owned.Load()
@@ -162,14 +162,11 @@ func (p *Proxy) isCut(c *proxyConn) bool {
 }
 
 // ownsSocket reports whether the process pid holds the loopback TCP socket
-// whose local address is addr (the client's end of a proxied connection),
-// from /proc: the socket's inode in /proc/net/tcp, among pid's open files.
-func ownsSocket(pid int64, addr net.Addr) bool {
-	tcp, ok := addr.(*net.TCPAddr)
-	if !ok {
-		return false
-	}
-	inode := tcpInode(tcp.Port)
+// of a proxied connection: local address client (the client's end), remote
+// address proxy. It is found by its inode in /proc/net/tcp, among pid's
+// open files.
+func ownsSocket(pid int64, client, proxy net.Addr) bool {
+	inode := tcpInode(client, proxy)
 	if inode == "" {
 		return false
 	}
@@ -185,25 +182,44 @@ func ownsSocket(pid int64, addr net.Addr) bool {
 	return false
 }
 
-// tcpInode is the inode of the IPv4 TCP socket bound to local port port,
-// "" when there is none.
-func tcpInode(port int) string {
+// tcpInode is the inode of the open IPv4 TCP socket from local to remote,
+// "" when there is none. The whole pair is matched, and sockets without an
+// inode skipped: a busy machine reuses a client port for another remote
+// while the old connection is still listed in TIME_WAIT (inode 0), and a
+// match on the local port alone found that one first, so a connection of
+// the process being cut was forwarded as nobody's.
+func tcpInode(local, remote net.Addr) string {
+	l, lok := local.(*net.TCPAddr)
+	r, rok := remote.(*net.TCPAddr)
+	if !lok || !rok {
+		return ""
+	}
 	f, err := os.Open("/proc/net/tcp")
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	want := fmt.Sprintf(":%04X", port)
+	wantLocal, wantRemote := procTCPAddr(l), procTCPAddr(r)
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 10 || !strings.HasSuffix(fields[1], want) {
+		if len(fields) < 10 || fields[1] != wantLocal || fields[2] != wantRemote {
 			continue
 		}
-		if _, err := strconv.ParseUint(fields[9], 10, 64); err == nil {
+		if inode, err := strconv.ParseUint(fields[9], 10, 64); err == nil && inode != 0 {
 			return fields[9]
 		}
 	}
 	return ""
+}
+
+// procTCPAddr writes an IPv4 address as /proc/net/tcp does: the address's
+// four bytes as one little-endian word in hex, a colon, the port in hex.
+func procTCPAddr(a *net.TCPAddr) string {
+	ip := a.IP.To4()
+	if ip == nil {
+		return ""
+	}
+	return fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], a.Port)
 }
