@@ -106,6 +106,9 @@ type Budget struct {
 	// QuorumLossesTolerated is caught-up voters minus a majority of the
 	// voters, floor 0; -1 without KRaft quorum data.
 	QuorumLossesTolerated int
+	// QuorumCaughtUp holds the voters that count as caught up
+	// (voterCaughtUp), by ID; nil without KRaft quorum data.
+	QuorumCaughtUp map[int32]bool
 }
 
 // StopEffect is what stopping one broker or one rack would do.
@@ -466,6 +469,7 @@ func (s *Snapshot) budgetQuorum(b *Budget, brokers *budgetBrokers) {
 		}
 	}
 	b.QuorumLossesTolerated = max(0, len(caughtUp)-majority)
+	b.QuorumCaughtUp = caughtUp
 	quorumDegraded := q.LeaderID == NoLeader || len(caughtUp) < len(q.Voters)
 	judge := func(e *StopEffect) {
 		taken := 0

@@ -96,6 +96,13 @@ type descs struct {
 	quorumVoterLogEndOffset *exposition.Desc
 	quorumVoterLag          *exposition.Desc
 	quorumVoterCaughtUpAge  *exposition.Desc
+	// KIP-853's dynamic quorum: who votes, who fetches, who could vote.
+	quorumVoterInfo              *exposition.Desc
+	quorumVoterOnline            *exposition.Desc
+	quorumVoterLastFetchAge      *exposition.Desc
+	quorumVoterCaughtUp          *exposition.Desc
+	quorumControllerObservers    *exposition.Desc
+	quorumControllerObserverInfo *exposition.Desc
 
 	// The failure budget (budget.go).
 	brokerSafeToStop           *exposition.Desc
@@ -302,6 +309,22 @@ var metrics = func() descs {
 			"Metadata log records the voter is behind the quorum leader (0 for the leader)"+fromRefresh, voter...),
 		quorumVoterCaughtUpAge: newGauge("kafka_quorum_voter_caught_up_age_seconds",
 			"Seconds since the voter last caught up with the quorum leader, by the leader's clock; absent while the leader does not know"+fromRefresh, voter...),
+		quorumVoterInfo: newGauge("kafka_quorum_voter_info",
+			"Always 1: the voter's metadata log directory ID (KIP-853; a voter is an ID and a directory, so a controller whose disk was replaced is another voter). "+
+				"Served on Kafka 3.9+ (DescribeQuorum v2) for quorums with directory IDs"+fromRefresh, "voter", "directory_id"),
+		quorumVoterOnline: newGauge("kafka_quorum_voter_online",
+			"1 if the voter is the quorum leader or fetched from it within the last 10 s, by the leader's clock; 0 if it did not (down, paused, cut off, or never since this leader's election). "+
+				"Absent when the leader does not say when voters fetched (DescribeQuorum v0)"+fromRefresh, voter...),
+		quorumVoterLastFetchAge: newGauge("kafka_quorum_voter_last_fetch_age_seconds",
+			"Seconds since the quorum leader last had a fetch from the voter, by its clock; absent for the leader itself and while the leader does not know"+fromRefresh, voter...),
+		quorumVoterCaughtUp: newGauge("kafka_quorum_voter_caught_up",
+			"1 if the voter counts toward a caught-up majority, as the failure budget counts it (the leader, or last caught up within 10 s, and available as a broker in combined mode); else 0"+fromRefresh, voter...),
+		quorumControllerObservers: newGauge("kafka_quorum_controller_observers",
+			"Observers of the KRaft quorum that are not brokers and fetched within the last 10 s: controllers outside the voter set (not yet added, removed, or waiting to auto-join), "+
+				"which add nothing to the quorum's failure tolerance. A combined node removed from the voters is a broker and is not counted. "+
+				"Absent when the leader does not say when observers fetched"+fromRefresh),
+		quorumControllerObserverInfo: newGauge("kafka_quorum_controller_observer_info",
+			"Always 1, for each observer counted in kafka_quorum_controller_observers: its node ID and metadata log directory ID"+fromRefresh, "node", "directory_id"),
 
 		brokerSafeToStop: newGauge("kafka_broker_safe_to_stop",
 			"1 if stopping the broker now would take no watched partition offline, under min.insync.replicas or below failure_budget.min_isr_headroom, "+
@@ -452,7 +475,7 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, mode config.P
 		ch.Add(metrics.clusterRacks, float64(s.Racks), cluster)
 	}
 	if q := s.Quorum; q != nil {
-		emitQuorum(ch, cluster, q)
+		emitQuorum(ch, cluster, s, q)
 	}
 	emitBudget(ch, cluster, s.Budget)
 	emitBrokers(ch, cluster, s)
@@ -498,12 +521,12 @@ func emitInternal(ch exposition.Sink, cluster string, topics []InternalTopic) {
 }
 
 // emitQuorum emits the KRaft quorum's series and its voters'.
-func emitQuorum(ch exposition.Sink, cluster string, q *Quorum) {
+func emitQuorum(ch exposition.Sink, cluster string, s *Snapshot, q *Quorum) {
 	ch.Add(metrics.quorumLeader, float64(q.LeaderID), cluster)
 	ch.Add(metrics.quorumLeaderEpoch, float64(q.LeaderEpoch), cluster)
 	ch.Add(metrics.quorumHighWatermark, float64(q.HighWatermark), cluster)
 	ch.Add(metrics.quorumVoters, float64(len(q.Voters)), cluster)
-	ch.Add(metrics.quorumObservers, float64(q.Observers), cluster)
+	ch.Add(metrics.quorumObservers, float64(len(q.Observers)), cluster)
 	voterLabels := []string{cluster, ""}
 	for _, v := range q.Voters {
 		voterLabels[1] = brokerLabel(v.ID)
@@ -511,6 +534,25 @@ func emitQuorum(ch exposition.Sink, cluster string, q *Quorum) {
 		ch.Add(metrics.quorumVoterLag, float64(v.Lag), voterLabels...)
 		if v.CaughtUpAge >= 0 {
 			ch.Add(metrics.quorumVoterCaughtUpAge, v.CaughtUpAge.Seconds(), voterLabels...)
+		}
+		if v.DirectoryID != "" {
+			ch.Add(metrics.quorumVoterInfo, 1, cluster, voterLabels[1], v.DirectoryID)
+		}
+		if q.FetchTimesKnown {
+			ch.Add(metrics.quorumVoterOnline, bool01(v.Online(q)), voterLabels...)
+		}
+		if v.ID != q.LeaderID && v.LastFetchAge >= 0 {
+			ch.Add(metrics.quorumVoterLastFetchAge, v.LastFetchAge.Seconds(), voterLabels...)
+		}
+		if b := s.Budget; b != nil && b.QuorumCaughtUp != nil {
+			ch.Add(metrics.quorumVoterCaughtUp, bool01(b.QuorumCaughtUp[v.ID]), voterLabels...)
+		}
+	}
+	if q.FetchTimesKnown {
+		controllers := q.ControllerObservers(s.HasBroker)
+		ch.Add(metrics.quorumControllerObservers, float64(len(controllers)), cluster)
+		for _, o := range controllers {
+			ch.Add(metrics.quorumControllerObserverInfo, 1, cluster, brokerLabel(o.ID), o.DirectoryID)
 		}
 	}
 }

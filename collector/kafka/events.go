@@ -19,6 +19,14 @@ const (
 	// unfenced once it caught up with the metadata log.
 	EventBrokerFenced   events.Kind = "broker_fenced"
 	EventBrokerUnfenced events.Kind = "broker_unfenced"
+	// A controller joined or left the KRaft voter set (KIP-853: by
+	// add-controller / remove-controller, or auto-join on Kafka 4.2+). A
+	// voter is an ID and a metadata log directory: a controller that
+	// comes back with a new disk is removed under its old directory and
+	// added under the new. Before (removed) or After (added) is the
+	// directory ID. Counted only when both refreshes read the quorum.
+	EventQuorumVoterAdded   events.Kind = "quorum_voter_added"
+	EventQuorumVoterRemoved events.Kind = "quorum_voter_removed"
 	// EventISRChange is an ISR change that both lost and gained members (a
 	// replacement, [3] → [1]), as one event: isr_shrink only lost members
 	// and isr_expand only gained some. For all three, Before and After are

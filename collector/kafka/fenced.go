@@ -22,7 +22,7 @@ const apiDescribeCluster int16 = 60
 // without DescribeCluster v2 (before Kafka 4.0) snap.FencedKnown stays
 // false and the fenced series are absent, not 0.
 func (s *source) readFenced(ctx context.Context, snap *Snapshot) {
-	fenced, err := describeFenced(ctx, &s.franz, s)
+	registered, err := describeRegistered(ctx, &s.franz, s)
 	switch {
 	case errors.Is(err, errAPIMissing):
 		level.Debug(s.logger).Log("msg", "cluster does not list fenced brokers (DescribeCluster v2, Kafka 4.0+); kafka_broker_fenced is not served")
@@ -33,13 +33,15 @@ func (s *source) readFenced(ctx context.Context, snap *Snapshot) {
 	}
 	s.logFailure("fenced", "", nil)
 	snap.FencedKnown = true
+	snap.registered = registered
 	for i := range snap.Brokers {
-		snap.Brokers[i].Fenced = fenced[snap.Brokers[i].ID]
+		snap.Brokers[i].Fenced = registered[snap.Brokers[i].ID]
 	}
 }
 
-// describeFenced returns the registered brokers that are fenced, by ID.
-func describeFenced(ctx context.Context, franz *franzConn, s *source) (map[int32]bool, error) {
+// describeRegistered returns every registered broker, by ID: true for the
+// fenced ones.
+func describeRegistered(ctx context.Context, franz *franzConn, s *source) (map[int32]bool, error) {
 	if err := franz.offers(ctx, apiDescribeCluster, s.now); err != nil {
 		return nil, err
 	}
@@ -57,11 +59,9 @@ func describeFenced(ctx context.Context, franz *franzConn, s *source) (map[int32
 		// The broker answered an older version: it cannot list fenced ones.
 		return nil, fmt.Errorf("describe cluster v%d: %w", resp.GetVersion(), errAPIMissing)
 	}
-	fenced := map[int32]bool{}
+	registered := make(map[int32]bool, len(resp.Brokers))
 	for _, b := range resp.Brokers {
-		if b.IsFenced {
-			fenced[b.NodeID] = true
-		}
+		registered[b.NodeID] = b.IsFenced
 	}
-	return fenced, nil
+	return registered, nil
 }

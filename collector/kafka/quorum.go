@@ -1,7 +1,9 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -27,13 +29,22 @@ type Quorum struct {
 	LeaderEpoch   int32
 	HighWatermark int64
 	// Voters are sorted by ID.
-	Voters    []QuorumVoter
-	Observers int
+	Voters []QuorumVoter
+	// Observers replicate the metadata log without voting: brokers, and
+	// controllers that are not (or not yet) voters. Sorted by ID.
+	Observers []QuorumObserver
+	// FetchTimesKnown is true when the leader reports when each replica
+	// last fetched (DescribeQuorum v1+, Kafka 3.3+).
+	FetchTimesKnown bool
 }
 
 // QuorumVoter is one controller voting in the quorum.
 type QuorumVoter struct {
-	ID           int32
+	ID int32
+	// DirectoryID is the voter's metadata log directory ID, as Kafka
+	// prints it (KIP-853: a voter is an ID and a directory); "" before
+	// DescribeQuorum v2 (Kafka 3.9), or for a static quorum, which has none.
+	DirectoryID  string
 	LogEndOffset int64
 	// Lag is how many records of the metadata log the voter is behind the
 	// leader (the leader's log end offset minus its own; 0 for the leader).
@@ -42,6 +53,59 @@ type QuorumVoter struct {
 	// with the leader, by the leader's clock; -1 when the leader does not
 	// know (DescribeQuorum before v1, or never since it became leader).
 	CaughtUpAge time.Duration
+	// LastFetchAge is how long before the refresh the leader last had a
+	// fetch from the voter, by its clock; 0 for the leader itself, -1 when
+	// it does not know.
+	LastFetchAge time.Duration
+}
+
+// QuorumObserver is one replica of the metadata log that does not vote.
+type QuorumObserver struct {
+	ID           int32
+	DirectoryID  string
+	LastFetchAge time.Duration
+}
+
+// quorumFetchMaxAge is how long ago the leader may last have had a fetch
+// from a replica for it to count as online. A live replica fetches all the
+// time (a fetch waits at most controller.quorum.fetch.timeout.ms, 2 s by
+// default, for data, and the log gets a record every 500 ms); the leader
+// itself resigns when a majority has not fetched for 1.5 fetch timeouts.
+// Ten seconds is several missed fetches, and a stopped controller is seen
+// within one refresh after that.
+const quorumFetchMaxAge = 10 * time.Second
+
+// Online reports whether the voter is fetching from the leader: the
+// leader itself, or a voter whose last fetch is at most quorumFetchMaxAge
+// old. Meaningful only when Quorum.FetchTimesKnown.
+func (v QuorumVoter) Online(q *Quorum) bool {
+	return v.ID == q.LeaderID || fetchedLately(v.LastFetchAge)
+}
+
+func fetchedLately(age time.Duration) bool { return age >= 0 && age <= quorumFetchMaxAge }
+
+// ControllerObservers are the observers that are not brokers of the
+// cluster (isBroker: a registered broker, fenced or not, or one the
+// exporter remembers) and fetched lately: controllers outside the voter
+// set, which add nothing to the quorum's failure tolerance (KIP-853: not
+// yet added, removed, or waiting for controller.quorum.auto.join.enable).
+// This is the derivation KAFKA-16524 leaves to tools: a client reaching
+// the brokers cannot ask for the controllers. Its limits: a combined node
+// (broker and controller) removed from the voters is a broker, so it is
+// not counted; a broker that has not registered yet is, for the seconds
+// it takes to register. Nil when the leader does not say when observers
+// fetched (an observer that stopped stays listed for minutes).
+func (q *Quorum) ControllerObservers(isBroker func(id int32) bool) []QuorumObserver {
+	if !q.FetchTimesKnown {
+		return nil
+	}
+	var controllers []QuorumObserver
+	for _, o := range q.Observers {
+		if !isBroker(o.ID) && fetchedLately(o.LastFetchAge) {
+			controllers = append(controllers, o)
+		}
+	}
+	return controllers
 }
 
 // quorumRead is what readQuorum hands back to the watcher goroutine: the
@@ -106,13 +170,13 @@ func describeQuorum(ctx context.Context, franz *franzConn, now func() time.Time)
 	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
 		return nil, fmt.Errorf("describe quorum: %w", err)
 	}
-	return quorumFrom(p, now()), nil
+	return quorumFrom(p, resp.GetVersion(), now()), nil
 }
 
-// quorumFrom turns the metadata partition's quorum state into a Quorum as
-// of now.
-func quorumFrom(p kmsg.DescribeQuorumResponseTopicPartition, now time.Time) *Quorum {
-	q := &Quorum{LeaderID: p.LeaderID, LeaderEpoch: p.LeaderEpoch, HighWatermark: p.HighWatermark, Observers: len(p.Observers)}
+// quorumFrom turns the metadata partition's quorum state, from a
+// DescribeQuorum answer of the given version, into a Quorum as of now.
+func quorumFrom(p kmsg.DescribeQuorumResponseTopicPartition, version int16, now time.Time) *Quorum {
+	q := &Quorum{LeaderID: p.LeaderID, LeaderEpoch: p.LeaderEpoch, HighWatermark: p.HighWatermark, FetchTimesKnown: version >= 1}
 	if q.LeaderID < 0 {
 		q.LeaderID = NoLeader
 	}
@@ -123,13 +187,35 @@ func quorumFrom(p kmsg.DescribeQuorumResponseTopicPartition, now time.Time) *Quo
 			leaderEnd = v.LogEndOffset
 		}
 	}
+	age := func(ms int64) time.Duration {
+		if ms < 0 {
+			return -1
+		}
+		return max(0, now.Sub(time.UnixMilli(ms)))
+	}
 	for _, v := range p.CurrentVoters {
-		voter := QuorumVoter{ID: v.ReplicaID, LogEndOffset: v.LogEndOffset, Lag: max(0, leaderEnd-v.LogEndOffset), CaughtUpAge: -1}
-		if v.LastCaughtUpTimestamp >= 0 {
-			voter.CaughtUpAge = max(0, now.Sub(time.UnixMilli(v.LastCaughtUpTimestamp)))
+		voter := QuorumVoter{
+			ID: v.ReplicaID, DirectoryID: directoryID(v.ReplicaDirectoryID), LogEndOffset: v.LogEndOffset,
+			Lag: max(0, leaderEnd-v.LogEndOffset), CaughtUpAge: age(v.LastCaughtUpTimestamp), LastFetchAge: age(v.LastFetchTimestamp),
+		}
+		if v.ReplicaID == p.LeaderID {
+			voter.LastFetchAge = 0 // the leader reports -1 for itself
 		}
 		q.Voters = append(q.Voters, voter)
 	}
-	slices.SortFunc(q.Voters, func(a, b QuorumVoter) int { return int(a.ID - b.ID) })
+	for _, o := range p.Observers {
+		q.Observers = append(q.Observers, QuorumObserver{ID: o.ReplicaID, DirectoryID: directoryID(o.ReplicaDirectoryID), LastFetchAge: age(o.LastFetchTimestamp)})
+	}
+	slices.SortFunc(q.Voters, func(a, b QuorumVoter) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(q.Observers, func(a, b QuorumObserver) int { return cmp.Compare(a.ID, b.ID) })
 	return q
+}
+
+// directoryID writes a directory ID as Kafka does (Uuid.toString: URL-safe
+// base64 without padding); "" for the zero ID, which stands for none.
+func directoryID(id [16]byte) string {
+	if id == [16]byte{} {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString(id[:])
 }

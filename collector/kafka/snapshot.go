@@ -30,6 +30,10 @@ type Snapshot struct {
 	// FencedKnown is true when the cluster listed its fenced brokers
 	// (DescribeCluster v2, Kafka 4.0+); Broker.Fenced is meaningful only then.
 	FencedKnown bool
+	// registered holds every broker the cluster listed as registered
+	// (DescribeCluster v2), true for the fenced ones; nil before Kafka 4.0.
+	// It knows brokers Metadata leaves out: fenced ones never seen live.
+	registered map[int32]bool
 	// Internal is the health of the internal topics that exist
 	// (InternalFeatures), filter or not, sorted by name.
 	Internal []InternalTopic
@@ -394,6 +398,13 @@ func (p *Partition) RackUnsafe(racks int) bool {
 // replica, where a preferred-leader election would put it.
 func (p *Partition) LeaderIsPreferred() bool {
 	return len(p.Replicas) > 0 && p.Leader == p.Replicas[0]
+}
+
+// HasBroker reports whether id is a broker of the cluster: listed, live or
+// down, or registered and fenced.
+func (s *Snapshot) HasBroker(id int32) bool {
+	_, registered := s.registered[id]
+	return registered || findBroker(s.Brokers, id) != nil
 }
 
 // LiveBrokers counts brokers that are up.

@@ -32,7 +32,8 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 	},
 	Events: func(s *Snapshot) []events.Event { return s.Events.All() },
 	EventKinds: []events.Kind{
-		EventBrokerDown, EventBrokerUp, EventBrokerFenced, EventBrokerUnfenced, EventLeaderChange,
+		EventBrokerDown, EventBrokerUp, EventBrokerFenced, EventBrokerUnfenced,
+		EventQuorumVoterAdded, EventQuorumVoterRemoved, EventLeaderChange,
 		EventPartitionOffline, EventPartitionOnline,
 		EventISRShrink, EventISRExpand, EventISRChange,
 		EventUnderMinISRBegin, EventUnderMinISREnd, EventUncleanElection,

@@ -53,6 +53,7 @@ func carryTransitions(prev, next *Snapshot) {
 // and advances the partition and broker counters and lists the events.
 func countTransitions(prev, next *Snapshot) {
 	countBrokerTransitions(prev, next)
+	listVoterChanges(prev, next)
 	prevTopics := topicsByName(prev)
 	base := carryReassignmentBase(prev, next)
 	baseTopics := prevTopics
@@ -122,6 +123,39 @@ func countBrokerTransitions(prev, next *Snapshot) {
 		// more; if it was live, it went down.
 		if pb := &prev.Brokers[i]; pb.Up && findBroker(next.Brokers, pb.ID) == nil {
 			next.Events.Add(at, EventBrokerDown, events.BrokerSubject(pb.ID, pb.Address), "", "")
+		}
+	}
+}
+
+// listVoterChanges lists the controllers that joined or left the KRaft
+// voter set, each voter known by its ID and directory. Both refreshes must
+// have read the quorum: one that could not says nothing of its voters.
+func listVoterChanges(prev, next *Snapshot) {
+	if prev.Quorum == nil || next.Quorum == nil {
+		return
+	}
+	type voterKey struct {
+		id  int32
+		dir string
+	}
+	keys := func(q *Quorum) map[voterKey]bool {
+		m := make(map[voterKey]bool, len(q.Voters))
+		for _, v := range q.Voters {
+			m[voterKey{v.ID, v.DirectoryID}] = true
+		}
+		return m
+	}
+	before, after := keys(prev.Quorum), keys(next.Quorum)
+	// Removals first, in ID order (Voters are sorted), so a replaced
+	// directory reads as removed, then added.
+	for _, v := range prev.Quorum.Voters {
+		if !after[voterKey{v.ID, v.DirectoryID}] {
+			next.Events.Add(next.ReadAt, EventQuorumVoterRemoved, events.BrokerSubject(v.ID, ""), v.DirectoryID, "")
+		}
+	}
+	for _, v := range next.Quorum.Voters {
+		if !before[voterKey{v.ID, v.DirectoryID}] {
+			next.Events.Add(next.ReadAt, EventQuorumVoterAdded, events.BrokerSubject(v.ID, ""), "", v.DirectoryID)
 		}
 	}
 }

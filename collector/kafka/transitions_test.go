@@ -35,9 +35,11 @@ func snapshotReassigning(live []int32, reassignments map[string]map[int32]*saram
 	s := buildSnapshot(md, all, TopicConfigCache{MinISR: map[string]int{"t": 2}, Unclean: map[string]bool{"t": false}}, reassignments, time.Now())
 	s.ELRKnown = true
 	s.countNoCleanLeader()
-	s.Quorum = &Quorum{LeaderID: 1, LeaderEpoch: 3, HighWatermark: 120, Voters: []QuorumVoter{
-		{ID: 1, LogEndOffset: 120, CaughtUpAge: 0}, {ID: 2, LogEndOffset: 118, Lag: 2, CaughtUpAge: time.Second}, {ID: 3, LogEndOffset: 120, CaughtUpAge: 0},
-	}}
+	s.Quorum = &Quorum{LeaderID: 1, LeaderEpoch: 3, HighWatermark: 120, FetchTimesKnown: true, Voters: []QuorumVoter{
+		{ID: 1, DirectoryID: "N2bDCyLX8L1ABKrkifKD2w", LogEndOffset: 120, CaughtUpAge: 0},
+		{ID: 2, DirectoryID: "v8E9Z6qLHsyDDJ3e_QhM1g", LogEndOffset: 118, Lag: 2, CaughtUpAge: time.Second, LastFetchAge: time.Second},
+		{ID: 3, DirectoryID: "YOUZu3kSHfynKrWJ749KIQ", LogEndOffset: 120, CaughtUpAge: 0, LastFetchAge: 200 * time.Millisecond},
+	}, Observers: []QuorumObserver{{ID: 3000, DirectoryID: "CGOcmMkKQYq1mDS3YmD0Lw", LastFetchAge: time.Second}}}
 	return s
 }
 

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -217,4 +218,69 @@ func (c *KafkaCluster) QuorumStatus(t testing.TB) map[string]string {
 		t.Fatalf("lab: kafka-metadata-quorum.sh describe --status printed no LeaderId:\n%s", r.Stdout)
 	}
 	return status
+}
+
+// QuorumReplica is one row of Kafka's MetadataQuorumCommand `describe
+// --replication`: a voter (Status Leader or Follower) or an observer.
+type QuorumReplica struct {
+	ID          int32
+	DirectoryID string
+	Status      string
+	// LastFetch is LastFetchTimestamp, by the leader's clock; zero when
+	// the tool prints -1 (the leader itself, or unknown).
+	LastFetch time.Time
+}
+
+// QuorumReplication runs `describe --replication` against the controllers
+// and returns its rows.
+func (c *KafkaCluster) QuorumReplication(t testing.TB) []QuorumReplica {
+	t.Helper()
+	r := c.run(2*time.Minute, "quorum", "describe", "--replication")
+	if r.Err != nil {
+		t.Fatalf("lab: kafka-metadata-quorum.sh describe --replication: %v\n%s", r.Err, r.Output())
+	}
+	var rows []QuorumReplica
+	for _, line := range strings.Split(r.Stdout, "\n") {
+		// NodeId DirectoryId LogEndOffset Lag LastFetchTimestamp LastCaughtUpTimestamp Status
+		f := strings.Fields(line)
+		if len(f) != 7 || f[0] == "NodeId" {
+			continue
+		}
+		id, err1 := strconv.ParseInt(f[0], 10, 32)
+		fetched, err2 := strconv.ParseInt(f[4], 10, 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("lab: describe --replication row %q: not NodeId ... LastFetchTimestamp numbers", line)
+		}
+		row := QuorumReplica{ID: int32(id), DirectoryID: f[1], Status: f[6]}
+		if fetched >= 0 {
+			row.LastFetch = time.UnixMilli(fetched)
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) == 0 {
+		t.Fatalf("lab: describe --replication printed no rows:\n%s", r.Stdout)
+	}
+	return rows
+}
+
+// RemoveController takes node id out of the KRaft voter set
+// (`remove-controller`, KIP-853); the node keeps running, as an observer.
+func (c *KafkaCluster) RemoveController(t testing.TB, id int32, directoryID string) {
+	t.Helper()
+	r := c.run(2*time.Minute, "quorum", "remove-controller", "--controller-id", strconv.Itoa(int(id)), "--controller-directory-id", directoryID)
+	if r.Err != nil {
+		t.Fatalf("lab: kafka-metadata-quorum.sh remove-controller %d: %v\n%s", id, r.Err, r.Output())
+	}
+}
+
+// AddController adds node id, running, to the KRaft voter set
+// (`add-controller` with the node's own config, KIP-853).
+func (c *KafkaCluster) AddController(t testing.TB, id int32) {
+	t.Helper()
+	c.checkID(t, id)
+	conf := filepath.Join(c.dir, fmt.Sprintf("node-%d", id), "server.properties")
+	r := c.run(2*time.Minute, "quorum", "--command-config", conf, "add-controller")
+	if r.Err != nil {
+		t.Fatalf("lab: kafka-metadata-quorum.sh add-controller %d: %v\n%s", id, r.Err, r.Output())
+	}
 }
