@@ -20,11 +20,12 @@ import (
 // (remove-controller) and added back (add-controller), each an event and
 // a step in the voter count and the failure tolerance; a voter killed by
 // PID reads offline, its last fetch dated at the kill, and online again
-// after its restart. Kafka 4.4, because removing a voter crashed the
+// after its restart; a controller-only node started outside the voters
+// is a controller observer until it is added. Kafka 4.4, because removing a voter crashed the
 // active controller of a 4.1.2 lab ("Unexpected acknowledgement from
 // non-voter").
 func TestKafkaQuorumVoterChanges(t *testing.T) {
-	cluster := lab.StartKafka(t, lab.KafkaOptions{Version: "4.4"})
+	cluster := lab.StartKafka(t, lab.KafkaOptions{Version: "4.4", SpareControllers: 1})
 	exporter := exportertest.Start(t, "--kafka.server="+strings.Join(cluster.Bootstrap(), ","), "--kafka.cluster-name=lab", "--refresh.interval=500ms")
 
 	voterDirs := func(m exportertest.Metrics) map[string]string {
@@ -156,6 +157,38 @@ func TestKafkaQuorumVoterChanges(t *testing.T) {
 	}
 	cluster.Restart(t, killed)
 	waitMetrics(t, exporter, 90*time.Second, "every voter online after the restart", func(m exportertest.Metrics) (bool, string) { return allOnline(m, 3) })
+
+	// A controller-only node outside the voter set: an observer that is no
+	// broker, so a controller the quorum does not count.
+	const spare = int32(4)
+	cluster.StartController(t, spare)
+	m, took = waitMetrics(t, exporter, 60*time.Second, "controller 4 observing", func(m exportertest.Metrics) (bool, string) {
+		n, _ := m.Value("kafka_quorum_controller_observers", nil)
+		return n == 1 && len(m.Series("kafka_quorum_controller_observer_info", map[string]string{"node": "4"})) == 1,
+			m.Describe("kafka_quorum_controller_observers", nil) + m.Describe("kafka_quorum_controller_observer_info", nil)
+	})
+	t.Logf("FIGURE kafka quorum: controller-only node started -> kafka_quorum_controller_observers 1 after %s", took.Round(10*time.Millisecond))
+	var spareDir string
+	for _, r := range cluster.QuorumReplication(t) {
+		if r.ID == spare && r.Status == "Observer" {
+			spareDir = r.DirectoryID
+		}
+	}
+	if got := m.Series("kafka_quorum_controller_observer_info", map[string]string{"node": "4"})[0].Labels["directory_id"]; spareDir == "" || got != spareDir {
+		t.Errorf("controller observer 4: exporter directory %q, kafka-metadata-quorum.sh lists it as Observer with %q", got, spareDir)
+	}
+	if v := value(t, m, "kafka_quorum_voters", nil); v != 3 {
+		t.Errorf("kafka_quorum_voters = %v with controller 4 observing, want 3", v)
+	}
+	cluster.AddController(t, spare)
+	waitMetrics(t, exporter, 60*time.Second, "controller 4 voting: 4 voters, no controller observer", func(m exportertest.Metrics) (bool, string) {
+		n, _ := m.Value("kafka_quorum_controller_observers", nil)
+		return n == 0 && voterDirs(m)["4"] == spareDir, m.Describe("kafka_quorum_controller_observers", nil) + m.Describe("kafka_quorum_voter_info", nil)
+	})
+	waitEvents(t, exporter, 10*time.Second, "quorum_voter_added of controller 4", func(evs []events.Event) bool {
+		i := eventIndex(evs, "quorum_voter_added", "", int(spare))
+		return i >= 0 && evs[i].After == spareDir
+	})
 }
 
 func countKinds(evs []events.Event, kinds ...string) int {

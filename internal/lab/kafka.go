@@ -63,6 +63,9 @@ type KafkaOptions struct {
 	// PROXIED, advertised at the port of a proxy the test runs
 	// (ProxiedListener), to cut one client alone off the cluster.
 	Proxied bool
+	// SpareControllers reserves the controller ports of that many
+	// controller-only nodes, ids Nodes+1 and up, for StartController.
+	SpareControllers int
 }
 
 // KafkaCluster is a running cluster started by scripts/kafka/cluster.sh in a
@@ -188,6 +191,9 @@ func kafkaBasePort(t testing.TB, opts KafkaOptions, nodes int) int {
 		} else if opts.Proxied {
 			offsets = append(offsets, 300+i, 400+i) // ProxiedListener
 		}
+	}
+	for j := range opts.SpareControllers {
+		offsets = append(offsets, 100+nodes+j) // StartController
 	}
 	return PickBasePort(t, offsets...)
 }

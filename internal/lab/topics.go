@@ -274,13 +274,27 @@ func (c *KafkaCluster) RemoveController(t testing.TB, id int32, directoryID stri
 }
 
 // AddController adds node id, running, to the KRaft voter set
-// (`add-controller` with the node's own config, KIP-853).
+// (`add-controller` with the node's own config, KIP-853): a node of the
+// cluster removed before, or a controller StartController started.
 func (c *KafkaCluster) AddController(t testing.TB, id int32) {
 	t.Helper()
-	c.checkID(t, id)
 	conf := filepath.Join(c.dir, fmt.Sprintf("node-%d", id), "server.properties")
 	r := c.run(2*time.Minute, "quorum", "--command-config", conf, "add-controller")
 	if r.Err != nil {
 		t.Fatalf("lab: kafka-metadata-quorum.sh add-controller %d: %v\n%s", id, r.Err, r.Output())
+	}
+}
+
+// StartController starts a controller-only node id (above the cluster's
+// nodes; KafkaOptions.SpareControllers reserved its port) outside the
+// voter set: an observer of the quorum until AddController. It stops with
+// the cluster.
+func (c *KafkaCluster) StartController(t testing.TB, id int32) {
+	t.Helper()
+	if int(id) <= c.nodes {
+		t.Fatalf("lab: controller-only node id %d must be above the %d nodes", id, c.nodes)
+	}
+	if r := c.run(kafkaNodeTimeout, "start-controller", strconv.Itoa(int(id))); r.Err != nil {
+		t.Fatalf("lab: start controller %d: %v\n%s", id, r.Err, r.Output())
 	}
 }
