@@ -41,6 +41,10 @@ type descs struct {
 	partitionISRRacks          *exposition.Desc
 
 	brokerFenced *exposition.Desc
+	// Log directories (DescribeLogDirs v5, KIP-1066).
+	brokerLogDirs         *exposition.Desc
+	brokerCordonedLogDirs *exposition.Desc
+	brokerLogDirCordoned  *exposition.Desc
 
 	internalPartitions      *exposition.Desc
 	internalUnderReplicated *exposition.Desc
@@ -209,6 +213,14 @@ var metrics = func() descs {
 
 		brokerFenced: newGauge("kafka_broker_fenced",
 			"1 if the controller fenced the broker: registered, but serving nothing (dead, paused, or alive and not caught up with the metadata log); 0 if it serves. Only on Kafka 4.0+, which lists fenced brokers (DescribeCluster v2, KIP-1073); absent before"+fromRefresh, broker...),
+		brokerLogDirs: newGauge("kafka_broker_log_dirs",
+			"Log directories the broker reports (DescribeLogDirs), as of the previous refresh: they are read beside the refreshes, so that a hung broker never holds one up. "+
+				"Only on Kafka 4.3+, whose brokers say whether a directory is cordoned (DescribeLogDirs v5, KIP-1066); absent for a broker that is down or did not answer"+fromRefresh, broker...),
+		brokerCordonedLogDirs: newGauge("kafka_broker_cordoned_log_dirs",
+			"Log directories of the broker an operator cordoned (cordoned.log.dirs, KIP-1066): no new replica is placed there. Equal to kafka_broker_log_dirs, the broker takes no new replica at all, "+
+				"and the controller refuses reassignments onto it; as kafka_broker_log_dirs, Kafka 4.3+ only"+fromRefresh, broker...),
+		brokerLogDirCordoned: newGauge("kafka_broker_log_dir_cordoned",
+			"1 if the log directory is cordoned, 0 if not; one series per directory the broker reports (label log_dir, its path), Kafka 4.3+ only"+fromRefresh, "broker", "log_dir"),
 		internalPartitions: newGauge("kafka_internal_topic_partitions",
 			"Partitions of an internal topic whose loss stops a feature of the cluster (feature: consumer_offsets, transactions, share_groups, tiered_storage_metadata), served whatever the topic filter and only once the topic exists"+fromRefresh, internal...),
 		internalUnderReplicated: newGauge("kafka_internal_topic_under_replicated_partitions",
@@ -570,6 +582,13 @@ func emitBrokers(ch exposition.Sink, cluster string, s *Snapshot) {
 		}
 		if s.FencedKnown {
 			ch.Add(metrics.brokerFenced, bool01(b.Fenced), brokerLabels...)
+		}
+		if b.LogDirs != nil {
+			ch.Add(metrics.brokerLogDirs, float64(len(b.LogDirs)), brokerLabels...)
+			ch.Add(metrics.brokerCordonedLogDirs, float64(b.CordonedLogDirs()), brokerLabels...)
+			for _, d := range b.LogDirs {
+				ch.Add(metrics.brokerLogDirCordoned, bool01(d.Cordoned), cluster, id, d.Path)
+			}
 		}
 		ch.Add(metrics.brokerInfo, 1, cluster, id, b.Address, b.Rack)
 		ch.Add(metrics.brokerLeaderPartitions, float64(b.LeaderPartitions), brokerLabels...)

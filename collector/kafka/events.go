@@ -27,6 +27,12 @@ const (
 	// directory ID. Counted only when both refreshes read the quorum.
 	EventQuorumVoterAdded   events.Kind = "quorum_voter_added"
 	EventQuorumVoterRemoved events.Kind = "quorum_voter_removed"
+	// An operator cordoned a broker's log directory, or lifted the cordon
+	// (KIP-1066, Kafka 4.3+): no new replica is placed in a cordoned
+	// directory. After (cordoned) or Before (uncordoned) is its path.
+	// Listed when the broker's directories were read both times.
+	EventLogDirCordoned   events.Kind = "log_dir_cordoned"
+	EventLogDirUncordoned events.Kind = "log_dir_uncordoned"
 	// EventISRChange is an ISR change that both lost and gained members (a
 	// replacement, [3] → [1]), as one event: isr_shrink only lost members
 	// and isr_expand only gained some. For all three, Before and After are

@@ -104,6 +104,11 @@ type Broker struct {
 	// FencedKnown): registered, serving nothing, and so left out of
 	// Metadata: dead, paused, or alive and not caught up.
 	Fenced bool
+	// LogDirs are the broker's log directories, sorted by path, as of the
+	// previous refresh's read (logDirsReader); nil when unknown: the broker
+	// is down, did not answer, or does not say whether a directory is
+	// cordoned (before Kafka 4.3).
+	LogDirs []LogDir
 	// ProbeFailedSince is when the exporter's probes of the broker began to
 	// fail, in its current run of failures: zero while it accepts them, or
 	// when the run began before the exporter could see it

@@ -43,6 +43,8 @@ type source struct {
 	// franz sends the requests sarama lacks (DescribeTopicPartitions,
 	// DescribeQuorum).
 	franz franzConn
+	// logDirs reads every broker's log directories beside the refreshes.
+	logDirs logDirsReader
 	// logged holds the last error logged per kind of optional request, so
 	// that a lasting failure is a warning once, then debug lines.
 	logged map[string]string
@@ -83,12 +85,7 @@ func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	// ApiVersions v3 is what sarama sends too; later versions add nothing
-	// used here, and sarama's MockBroker (the tests' stand-in for clusters
-	// that lack an API) decodes no later one.
-	versions := kversion.Stable()
-	versions.SetMaxKeyVersion(apiApiVersions, 3)
-	franz, err := kgo.NewClient(append(security, kgo.MaxVersions(versions))...)
+	franz, err := kgo.NewClient(append(security, franzMaxVersions())...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client config: %w", err)
 	}
@@ -128,6 +125,7 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	snap := buildSnapshot(md, s.cfg.Topics.Match, configs, reassignments, s.now())
 	s.readELR(ctx, snap)
 	s.readFenced(ctx, snap)
+	s.readLogDirs(liveBrokers(md), snap)
 	// The quorum request is forwarded to the active controller and hangs
 	// when there is none; reading it beside the broker probes keeps it from
 	// eating the probes' time, which is when they matter most. It works on
@@ -158,6 +156,25 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 		s.known = append(s.known, b.Addr())
 	}
 	return snap, nil
+}
+
+// liveBrokers are the addresses of the brokers md lists, by ID.
+func liveBrokers(md *sarama.MetadataResponse) map[int32]string {
+	brokers := make(map[int32]string, len(md.Brokers))
+	for _, b := range md.Brokers {
+		brokers[b.ID()] = b.Addr()
+	}
+	return brokers
+}
+
+// franzMaxVersions caps the request versions franz-go clients send.
+// ApiVersions v3 is what sarama sends too; later versions add nothing used
+// here, and sarama's MockBroker (the tests' stand-in for clusters that
+// lack an API) decodes no later one.
+func franzMaxVersions() kgo.Opt {
+	versions := kversion.Stable()
+	versions.SetMaxKeyVersion(apiApiVersions, 3)
+	return kgo.MaxVersions(versions)
 }
 
 // readMetadata sends one Metadata request for all topics, trying the
@@ -558,6 +575,7 @@ type forwardAttempt struct {
 // close releases the connections; the watcher calls it when it stops.
 func (s *source) close() {
 	s.disconnect()
+	s.logDirs.close()
 	for addr, done := range s.inFlight {
 		go func() { s.discard(addr, <-done) }()
 	}

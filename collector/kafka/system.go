@@ -33,7 +33,7 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 	Events: func(s *Snapshot) []events.Event { return s.Events.All() },
 	EventKinds: []events.Kind{
 		EventBrokerDown, EventBrokerUp, EventBrokerFenced, EventBrokerUnfenced,
-		EventQuorumVoterAdded, EventQuorumVoterRemoved, EventLeaderChange,
+		EventQuorumVoterAdded, EventQuorumVoterRemoved, EventLogDirCordoned, EventLogDirUncordoned, EventLeaderChange,
 		EventPartitionOffline, EventPartitionOnline,
 		EventISRShrink, EventISRExpand, EventISRChange,
 		EventUnderMinISRBegin, EventUnderMinISREnd, EventUncleanElection,

@@ -117,12 +117,34 @@ func countBrokerTransitions(prev, next *Snapshot) {
 			}
 			next.Events.Add(at, kind, events.BrokerSubject(nb.ID, nb.Address), "", "")
 		}
+		if pb != nil {
+			listCordonChanges(&next.Events, at, pb, nb)
+		}
 	}
 	for i := range prev.Brokers {
 		// A broker that vanished from the metadata holds no assignment any
 		// more; if it was live, it went down.
 		if pb := &prev.Brokers[i]; pb.Up && findBroker(next.Brokers, pb.ID) == nil {
 			next.Events.Add(at, EventBrokerDown, events.BrokerSubject(pb.ID, pb.Address), "", "")
+		}
+	}
+}
+
+// listCordonChanges lists the log directories of a broker cordoned or
+// uncordoned between two reads of them; a directory that appeared or went
+// is neither.
+func listCordonChanges(list *events.List, at time.Time, pb, nb *Broker) {
+	if pb.LogDirs == nil || nb.LogDirs == nil {
+		return
+	}
+	for _, nd := range nb.LogDirs {
+		i := slices.IndexFunc(pb.LogDirs, func(pd LogDir) bool { return pd.Path == nd.Path })
+		switch {
+		case i < 0 || pb.LogDirs[i].Cordoned == nd.Cordoned:
+		case nd.Cordoned:
+			list.Add(at, EventLogDirCordoned, events.BrokerSubject(nb.ID, nb.Address), "", nd.Path)
+		default:
+			list.Add(at, EventLogDirUncordoned, events.BrokerSubject(nb.ID, nb.Address), nd.Path, "")
 		}
 	}
 }

@@ -40,6 +40,11 @@ func snapshotReassigning(live []int32, reassignments map[string]map[int32]*saram
 		{ID: 2, DirectoryID: "v8E9Z6qLHsyDDJ3e_QhM1g", LogEndOffset: 118, Lag: 2, CaughtUpAge: time.Second, LastFetchAge: time.Second},
 		{ID: 3, DirectoryID: "YOUZu3kSHfynKrWJ749KIQ", LogEndOffset: 120, CaughtUpAge: 0, LastFetchAge: 200 * time.Millisecond},
 	}, Observers: []QuorumObserver{{ID: 3000, DirectoryID: "CGOcmMkKQYq1mDS3YmD0Lw", LastFetchAge: time.Second}}}
+	for i := range s.Brokers {
+		if b := &s.Brokers[i]; b.Up {
+			b.LogDirs = []LogDir{{Path: fmt.Sprintf("/var/lib/kafka/broker-%d", b.ID)}}
+		}
+	}
 	return s
 }
 

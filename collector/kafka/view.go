@@ -125,6 +125,9 @@ func summarize(s *Snapshot) *summary {
 		default:
 			state = "down"
 		}
+		if cordoned := b.CordonedLogDirs(); cordoned > 0 {
+			state += fmt.Sprintf(", %d of %d log dirs cordoned", cordoned, len(b.LogDirs))
+		}
 		v.Brokers = append(v.Brokers, brokerRow{ID: b.ID, Address: b.Address, Rack: b.Rack, Up: b.Up, Reachable: b.Reachable, State: state,
 			Leaders: b.LeaderPartitions, Replicas: b.ReplicaPartitions, OutOfSync: b.OutOfSyncReplicas})
 	}

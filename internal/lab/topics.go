@@ -298,3 +298,21 @@ func (c *KafkaCluster) StartController(t testing.TB, id int32) {
 		t.Fatalf("lab: start controller %d: %v\n%s", id, r.Err, r.Output())
 	}
 }
+
+// Configs runs Kafka's ConfigCommand (kafka-configs.sh) with
+// --bootstrap-server filled in and returns what it printed, failing the
+// test when it fails.
+func (c *KafkaCluster) Configs(t testing.TB, args ...string) string {
+	t.Helper()
+	r := c.run(2*time.Minute, append([]string{"configs"}, args...)...)
+	if r.Err != nil {
+		t.Fatalf("lab: kafka-configs.sh %s: %v\n%s", strings.Join(args, " "), r.Err, r.Output())
+	}
+	return r.Stdout
+}
+
+// TryTopics runs Kafka's TopicCommand (kafka-topics.sh) and returns its
+// outcome, for a test whose point is that Kafka refuses the command.
+func (c *KafkaCluster) TryTopics(args ...string) RunResult {
+	return c.run(2*time.Minute, append([]string{"topics"}, args...)...)
+}

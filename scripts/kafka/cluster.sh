@@ -40,6 +40,9 @@
 #   logs ID          path of node ID's log file
 #   topics ARGS...   Kafka's TopicCommand with --bootstrap-server filled in,
 #                    e.g. `cluster.sh topics --describe --topic demo`
+#   configs ARGS...  Kafka's ConfigCommand with --bootstrap-server filled in,
+#                    e.g. `cluster.sh configs --entity-type brokers
+#                    --entity-name 1 --alter --add-config cordoned.log.dirs=DIR`
 #   topics-batch ARGS... [';;' ARGS...]...
 #                    several TopicCommand runs in one JVM (scripts/kafka/TopicsBatch.java),
 #                    each with --bootstrap-server filled in; each run's output is
@@ -971,6 +974,18 @@ main() {
     need_java
     cmd_install
     java_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$(tool_bootstrap)" "$@"
+    ;;
+  configs)
+    load_lab_env
+    need_java
+    cmd_install
+    # Kafka's ConfigCommand moved from core (kafka.admin) to tools in 4.x;
+    # a jar's file names are stored uncompressed, so grep finds the class.
+    if grep -qs 'org/apache/kafka/tools/ConfigCommand.class' "$KAFKA_LIBS"/kafka-tools-*.jar; then
+      java_tool org.apache.kafka.tools.ConfigCommand --bootstrap-server "$(tool_bootstrap)" "$@"
+    else
+      java_tool kafka.admin.ConfigCommand --bootstrap-server "$(tool_bootstrap)" "$@"
+    fi
     ;;
   topics-batch)
     load_lab_env

@@ -1,0 +1,235 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-kit/log/level"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/failover-exporter/failover_exporter/internal/kafkaclient"
+)
+
+// logDirsCordonVersion is the DescribeLogDirs version (API 35) from which
+// a log directory says whether it is cordoned (Kafka 4.3, KIP-1066: no new
+// replica is placed there, the step before decommissioning it).
+const logDirsCordonVersion = 5
+
+// LogDir is one log directory of a broker, as the broker describes it.
+type LogDir struct {
+	Path     string
+	Cordoned bool
+	// Offline is true when the broker reports the directory failed
+	// (KAFKA_STORAGE_ERROR): its replicas are offline.
+	Offline bool
+}
+
+// logDirsRead is one read of every live broker's log directories.
+type logDirsRead struct {
+	// dirs are the directories of each broker that answered with
+	// logDirsCordonVersion or later, by broker ID.
+	dirs map[int32][]LogDir
+	// unsupported is true when brokers answered, none of them at
+	// logDirsCordonVersion.
+	unsupported bool
+	// failed counts the brokers whose request failed, and err is one of
+	// their errors.
+	failed int
+	err    error
+}
+
+// logDirsReader reads the brokers' log directories beside the refreshes,
+// never in them: DescribeLogDirs goes to every broker, and a hung one
+// would hold a refresh for a whole request timeout. A refresh starts a
+// read when none is running and serves the last one that ended, so the
+// log directory series are one refresh behind. Its fields belong to the
+// watcher goroutine, like the source's.
+type logDirsReader struct {
+	// client has the live brokers as its seeds, one connection each.
+	client *kgo.Client
+	seeds  []string
+	// pending delivers the running read's outcome; nil when none runs.
+	pending chan logDirsRead
+	// last is the last read that ended; nil before the first.
+	last *logDirsRead
+	// skipUntil pauses reads after one found no broker that says whether
+	// a directory is cordoned (before Kafka 4.3): brokers gain the field
+	// only when upgraded.
+	skipUntil time.Time
+}
+
+// readLogDirs takes the outcome of the read the previous refreshes
+// started, starts the next one for the brokers of md, and sets the log
+// directories of snap's brokers from the last read that ended.
+func (s *source) readLogDirs(brokers map[int32]string, snap *Snapshot) {
+	r := &s.logDirs
+	if r.pending != nil {
+		select {
+		case read := <-r.pending:
+			r.pending = nil
+			s.storeLogDirs(read)
+		default:
+		}
+	}
+	if r.pending == nil && !s.now().Before(r.skipUntil) && len(brokers) > 0 {
+		if err := s.startLogDirs(brokers); err != nil {
+			s.logFailure("log_dirs", "reading the brokers' log directories failed; their series are not served", err)
+		}
+	}
+	if r.last == nil {
+		return
+	}
+	for i := range snap.Brokers {
+		b := &snap.Brokers[i]
+		if dirs, ok := r.last.dirs[b.ID]; ok && b.Up {
+			b.LogDirs = dirs
+		}
+	}
+}
+
+// storeLogDirs keeps a read that ended and logs what it found wrong once.
+func (s *source) storeLogDirs(read logDirsRead) {
+	r := &s.logDirs
+	switch {
+	case read.unsupported:
+		r.last = nil
+		r.skipUntil = s.now().Add(apiVersionsMaxAge)
+		level.Debug(s.logger).Log("msg", "brokers do not say whether log directories are cordoned (DescribeLogDirs v5, Kafka 4.3+); log directory series are not served")
+		return
+	case read.err != nil:
+		s.logFailure("log_dirs", "reading some brokers' log directories failed; their log directory series are not served", read.err, "brokers", read.failed)
+	default:
+		s.logFailure("log_dirs", "", nil)
+	}
+	r.last = &read
+}
+
+// startLogDirs starts one read of the brokers' log directories, each
+// request bounded by the request timeout.
+func (s *source) startLogDirs(brokers map[int32]string) error {
+	r := &s.logDirs
+	seeds := make([]string, 0, len(brokers))
+	byAddr := make(map[string]int32, len(brokers))
+	for id, addr := range brokers {
+		seeds = append(seeds, addr)
+		byAddr[addr] = id
+	}
+	slices.Sort(seeds)
+	if r.client == nil {
+		_, security, err := kafkaclient.Configs(s.cfg)
+		if err != nil {
+			return err
+		}
+		client, err := kgo.NewClient(append(security, franzMaxVersions(), kgo.SeedBrokers(seeds...))...)
+		if err != nil {
+			return fmt.Errorf("kafka client config: %w", err)
+		}
+		r.client, r.seeds = client, seeds
+	} else if !slices.Equal(seeds, r.seeds) {
+		if err := r.client.UpdateSeedBrokers(seeds...); err != nil {
+			return fmt.Errorf("franz-go seeds %s: %w", strings.Join(seeds, ","), err)
+		}
+		r.seeds = seeds
+	}
+	pending := make(chan logDirsRead, 1)
+	r.pending = pending
+	client, timeout := r.client, s.cfg.RequestTimeout
+	go func() { pending <- describeLogDirs(client, seeds, byAddr, timeout) }()
+	return nil
+}
+
+// describeLogDirs asks every seed broker of client, at once, for its log
+// directories (no topics: only the directories). seeds are the client's
+// seeds in the order it was given them, which SeedBrokers keeps; the
+// seeds change only while no read runs.
+func describeLogDirs(client *kgo.Client, seeds []string, byAddr map[string]int32, timeout time.Duration) logDirsRead {
+	read := logDirsRead{dirs: map[int32][]LogDir{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	answered, old := 0, 0
+	for i, seed := range client.SeedBrokers() {
+		if i >= len(seeds) {
+			break
+		}
+		addr := seeds[i]
+		id, ok := byAddr[addr]
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			req := kmsg.NewPtrDescribeLogDirsRequest()
+			req.Topics = []kmsg.DescribeLogDirsRequestTopic{} // none: not null, which means all
+			kresp, err := seed.Request(ctx, req)
+			var resp *kmsg.DescribeLogDirsResponse
+			if err == nil {
+				resp = kresp.(*kmsg.DescribeLogDirsResponse)
+				err = kerr.ErrorForCode(resp.ErrorCode)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				read.failed++
+				read.err = fmt.Errorf("describe log dirs of broker %d at %s: %w", id, addr, err)
+			case resp.GetVersion() < logDirsCordonVersion:
+				answered++
+				old++
+			default:
+				answered++
+				read.dirs[id] = logDirsFrom(resp)
+			}
+		}()
+	}
+	wg.Wait()
+	read.unsupported = answered > 0 && old == answered
+	return read
+}
+
+// logDirsFrom is a DescribeLogDirs answer's directories, by path.
+func logDirsFrom(resp *kmsg.DescribeLogDirsResponse) []LogDir {
+	dirs := make([]LogDir, 0, len(resp.Dirs))
+	for _, d := range resp.Dirs {
+		dirs = append(dirs, LogDir{Path: d.Dir, Cordoned: d.IsCordoned, Offline: d.ErrorCode != 0})
+	}
+	slices.SortFunc(dirs, func(a, b LogDir) int { return strings.Compare(a.Path, b.Path) })
+	return dirs
+}
+
+// close ends the reader: its client, once the running read ended (each of
+// its requests ends within the request timeout).
+func (r *logDirsReader) close() {
+	client, pending := r.client, r.pending
+	r.client, r.pending = nil, nil
+	if client == nil {
+		return
+	}
+	if pending == nil {
+		client.Close()
+		return
+	}
+	go func() {
+		<-pending
+		client.Close()
+	}()
+}
+
+// CordonedLogDirs counts the broker's cordoned log directories.
+func (b *Broker) CordonedLogDirs() int {
+	n := 0
+	for _, d := range b.LogDirs {
+		if d.Cordoned {
+			n++
+		}
+	}
+	return n
+}
