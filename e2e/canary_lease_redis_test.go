@@ -147,6 +147,28 @@ func canaryValues(t *testing.T, c *lab.RedisCluster, masters []lab.RedisNode) ma
 	return out
 }
 
+// startRedisLeaseExporters starts two exporters with the canary on (at
+// leaseCanaryInterval) against the Redis lab c, as it is set up (the
+// cut-off test has its masters announce proxies first), waits until one
+// of them holds the lease and writes, and returns it and the other, with
+// the config file they read (to start a third).
+func startRedisLeaseExporters(t *testing.T, c *lab.RedisCluster) (writer, other *exportertest.Exporter, cfg string) {
+	t.Helper()
+	cfg = faultConfig(t, fmt.Sprintf(`redis:
+  - name: lab
+    addrs: [%s]
+    refresh_interval: 500ms
+    canary: {enabled: true, interval: %s}
+`, strings.Join(c.Addrs(), ", "), leaseCanaryInterval))
+	a := exportertest.Start(t, "--config.file="+cfg)
+	b := exportertest.Start(t, "--config.file="+cfg)
+	writer = redisCanarySeries.waitOneLeader(t, 30*time.Second, 6, a, b)
+	if writer == a {
+		return a, b, cfg
+	}
+	return b, a, cfg
+}
+
 // TestRedisCanaryLeaseTwoExporters runs two exporters with the canary on
 // against one real Redis Cluster: one writes, the other serves
 // redis_canary_leader 0 and no write counters. kill -9 of the writer: the
@@ -157,21 +179,8 @@ func canaryValues(t *testing.T, c *lab.RedisCluster, masters []lab.RedisNode) ma
 // break) and serves leader 0.
 func TestRedisCanaryLeaseTwoExporters(t *testing.T) {
 	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1})
-	cfg := faultConfig(t, fmt.Sprintf(`redis:
-  - name: lab
-    addrs: [%s]
-    refresh_interval: 500ms
-    canary: {enabled: true, interval: %s}
-`, strings.Join(c.Addrs(), ", "), leaseCanaryInterval))
-	a := exportertest.Start(t, "--config.file="+cfg)
-	b := exportertest.Start(t, "--config.file="+cfg)
+	holder, other, cfg := startRedisLeaseExporters(t, c)
 	masters := c.Masters(t)
-
-	holder := redisCanarySeries.waitOneLeader(t, 30*time.Second, 6, a, b)
-	other := a
-	if holder == a {
-		other = b
-	}
 	if m := other.Scrape(t); redisCanarySeries.leaderValue(m) != 0 {
 		t.Errorf("the other exporter serves redis_canary_leader %v, want 0", redisCanarySeries.leaderValue(m))
 	} else if _, served := redisCanarySeries.acknowledged(m); served {
@@ -267,20 +276,8 @@ func TestRedisCanaryLeaseHolderCutOff(t *testing.T) {
 		}
 		return nil
 	})
-	cfg := faultConfig(t, fmt.Sprintf(`redis:
-  - name: lab
-    addrs: [%s]
-    refresh_interval: 500ms
-    canary: {enabled: true, interval: %s}
-`, strings.Join(c.Addrs(), ", "), leaseCanaryInterval))
-	a := exportertest.Start(t, "--config.file="+cfg)
-	b := exportertest.Start(t, "--config.file="+cfg)
+	writer, other, _ := startRedisLeaseExporters(t, c)
 	series := redisCanarySeries
-	writer := series.waitOneLeader(t, 30*time.Second, 6, a, b)
-	other := a
-	if writer == a {
-		other = b
-	}
 
 	cutAt := time.Now()
 	for _, p := range proxies {
@@ -320,20 +317,8 @@ func TestRedisCanaryLeaseHolderCutOff(t *testing.T) {
 // master when it took over.
 func TestRedisCanaryLeaseTakeoverStillCountsALoss(t *testing.T) {
 	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1})
-	cfg := faultConfig(t, fmt.Sprintf(`redis:
-  - name: lab
-    addrs: [%s]
-    refresh_interval: 500ms
-    canary: {enabled: true, interval: %s}
-`, strings.Join(c.Addrs(), ", "), leaseCanaryInterval))
-	a := exportertest.Start(t, "--config.file="+cfg)
-	b := exportertest.Start(t, "--config.file="+cfg)
+	writer, other, _ := startRedisLeaseExporters(t, c)
 	series := redisCanarySeries
-	writer := series.waitOneLeader(t, 30*time.Second, 6, a, b)
-	other := a
-	if writer == a {
-		other = b
-	}
 	master := c.Masters(t)[0]
 	var replica lab.RedisNode
 	for _, n := range c.Nodes(t) {
