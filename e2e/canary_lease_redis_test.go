@@ -327,54 +327,35 @@ func TestRedisCanaryLeaseTakeoverStillCountsALoss(t *testing.T) {
 		}
 	}
 	node := map[string]string{"node_id": master.ID}
-	acked := func(e *exportertest.Exporter) float64 {
+	acked := func(e *exportertest.Exporter) uint64 {
 		v, _ := e.Scrape(t).Value(series.acked, node)
-		return v
+		return uint64(v)
 	}
 
-	// The replica stops taking the master's writes (paused, its link cut on
-	// the master), and the writer's writes are acknowledged all the same.
-	c.Pause(t, replica.Port)
-	resumed := false
-	defer func() {
-		if !resumed {
-			c.Resume(t, replica.Port)
+	// The replica stops taking the master's writes, and the writer's writes
+	// are acknowledged all the same; then the writer is killed, and its
+	// successor's are acknowledged too, until the master is killed.
+	counting, writerAtKill := writer, uint64(0)
+	atPause, byHolder := c.BurstKillPromote(t, master, replica, 2*leaseCanaryInterval, func() uint64 { return acked(counting) }, func() {
+		time.Sleep(5 * leaseCanaryInterval)
+		writerAtKill = acked(writer)
+		if err := writer.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
 		}
-	}()
-	c.CLI(t, master.Port, "client", "kill", "type", "replica")
-	atPause := acked(writer)
-	time.Sleep(5 * leaseCanaryInterval)
-	byWriter := acked(writer) - atPause
-	if err := writer.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	series.waitTakeover(t, other, time.Now(), 10*2*leaseCanaryInterval)
-	waitMetrics(t, other, 20*time.Second, "the new holder's writes to the master", func(m exportertest.Metrics) (bool, string) {
-		v, _ := m.Value(series.acked, node)
-		return v >= 2, fmt.Sprint(v, " acknowledged")
+		counting = other
+		series.waitTakeover(t, other, time.Now(), 10*2*leaseCanaryInterval)
+		waitMetrics(t, other, 20*time.Second, "the new holder's writes to the master", func(m exportertest.Metrics) (bool, string) {
+			v, _ := m.Value(series.acked, node)
+			return v >= 2, fmt.Sprint(v, " acknowledged")
+		})
 	})
-	byHolder := acked(other)
-	c.Kill(t, master.Port)
-	// A write in flight at the kill may still be counted; the dead master's
-	// series go once the cluster drops it.
-	for end := time.Now().Add(2 * leaseCanaryInterval); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		byHolder = max(byHolder, acked(other))
-	}
-	c.Resume(t, replica.Port)
-	resumed = true
-	lab.RedisWaitFor(t, 30*time.Second, "replica promoted", func() error {
-		for _, n := range c.Masters(t) {
-			if n.ID == replica.ID {
-				return nil
-			}
-		}
-		return fmt.Errorf("%s is not a master yet", replica.Addr)
-	})
+	byWriter := writerAtKill - atPause
 	m, _ := waitMetrics(t, other, 30*time.Second, "the loss counted", func(m exportertest.Metrics) (bool, string) {
 		v, _ := m.Value(series.lost, node)
 		return v > 0, m.Describe(series.lost, nil)
 	})
-	lost, _ := m.Value(series.lost, node)
+	lostValue, _ := m.Value(series.lost, node)
+	lost := uint64(lostValue)
 	t.Logf("FIGURE redis canary lease: writes acknowledged while the replica was cut off: %v by the killed writer, %v by its successor; the successor counted %v lost",
 		byWriter, byHolder, lost)
 	// Give or take the write in flight at each end, and the last before

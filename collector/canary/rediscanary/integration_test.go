@@ -111,42 +111,14 @@ func replicaOf(t *testing.T, c *lab.RedisCluster, master lab.RedisNode) lab.Redi
 	return lab.RedisNode{}
 }
 
-// burstKillPromote is the seed lesson's failover: the replica is paused,
-// the master keeps taking (and acknowledging) canary writes, the master is
-// killed, the replica resumes and is promoted without those writes. It
-// returns the master's acknowledged count when the replica was paused and
-// when the master was killed.
+// burstKillPromote is lab's failover that loses acknowledged writes
+// (RedisCluster.BurstKillPromote), read from this canary's counters: the
+// replica is paused for about 15 canary writes at 200ms, and writes in
+// flight at the kill are counted up to three intervals after it.
 func burstKillPromote(t *testing.T, c *lab.RedisCluster, w *watch.Watcher[Snapshot], master, replica lab.RedisNode) (ackedAtPause, ackedAtKill uint64) {
 	t.Helper()
-	c.Pause(t, replica.Port)
-	// A paused replica still receives the replication stream into its
-	// socket buffer and applies it on resume; cut the link on the master
-	// so that what the master acknowledges from now on stays there.
-	c.CLI(t, master.Port, "client", "kill", "type", "replica")
-	resumed := false
-	defer func() {
-		if !resumed {
-			c.Resume(t, replica.Port)
-		}
-	}()
-	ackedAtPause = stats(w, master.ID).Acknowledged
-	time.Sleep(3 * time.Second) // about 15 canary writes at 200ms
-	ackedAtKill = stats(w, master.ID).Acknowledged
-	c.Kill(t, master.Port)
-	// Writes in flight when the kill landed may still be counted.
-	time.Sleep(3 * testInterval)
-	ackedAtKill = max(ackedAtKill, stats(w, master.ID).Acknowledged)
-	c.Resume(t, replica.Port)
-	resumed = true
-	lab.RedisWaitFor(t, 30*time.Second, "replica promoted", func() error {
-		for _, n := range c.Masters(t) {
-			if n.ID == replica.ID {
-				return nil
-			}
-		}
-		return fmt.Errorf("%s is not a master yet", replica.Addr)
-	})
-	return ackedAtPause, ackedAtKill
+	acknowledged := func() uint64 { return stats(w, master.ID).Acknowledged }
+	return c.BurstKillPromote(t, master, replica, 3*testInterval, acknowledged, func() { time.Sleep(3 * time.Second) })
 }
 
 // rejoin restarts the killed master and waits until it replicates the
