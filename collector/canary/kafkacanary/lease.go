@@ -69,10 +69,10 @@ type leaseRunner struct {
 	joined     bool
 	errKind    string
 
+	attempts lease.Attempts
+
 	mu      sync.Mutex
 	lastErr error // the last attempt's, nil once one was answered
-	cancel  context.CancelFunc
-	done    chan struct{}
 }
 
 func newLeaseRunner(cfg config.KafkaCluster, logger log.Logger) (*leaseRunner, error) {
@@ -97,37 +97,23 @@ func newLeaseRunner(cfg config.KafkaCluster, logger log.Logger) (*leaseRunner, e
 // start runs the membership until stop, once; the first round calls it,
 // so that the source does no I/O before it runs.
 func (r *leaseRunner) start() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.done != nil {
+	return r.attempts.Start(func() error {
+		client, err := kgo.NewClient(r.opts...)
+		if err != nil {
+			return fmt.Errorf("canary lease client: %w", err)
+		}
+		r.client = client
 		return nil
-	}
-	client, err := kgo.NewClient(r.opts...)
-	if err != nil {
-		return fmt.Errorf("canary lease client: %w", err)
-	}
-	r.client = client
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel, r.done = cancel, make(chan struct{})
-	go func() {
-		defer close(r.done)
-		r.run(ctx)
-	}()
-	return nil
+	}, r.run)
 }
 
 // stop leaves the group, so that another exporter takes over at once (a
 // rolling restart) rather than after a session timeout, and closes the
 // client. The rounds have stopped: the watcher calls it when Run returns.
 func (r *leaseRunner) stop() {
-	r.mu.Lock()
-	cancel, done := r.cancel, r.done
-	r.mu.Unlock()
-	if done == nil {
+	if !r.attempts.Stop() {
 		return
 	}
-	cancel()
-	<-done
 	if r.memberID != "" {
 		ctx, cancelLeave := context.WithTimeout(context.Background(), r.period)
 		req := kmsg.NewPtrLeaveGroupRequest()

@@ -23,6 +23,7 @@
 package lease
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -105,4 +106,53 @@ func (l *Lease) Tenure() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.tenure
+}
+
+// Attempts owns the goroutine that attempts the lease on its own schedule,
+// apart from the canary's rounds. It starts once, at the first round, so
+// that a source does no I/O before it runs, and stops when the source
+// closes. The zero value is ready to use.
+type Attempts struct {
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Start runs run on a goroutine of its own until Stop, unless a Start
+// succeeded before. setup, when not nil, first builds what run needs; if
+// it fails, nothing runs and its error is returned, and the next Start
+// tries again.
+func (a *Attempts) Start(setup func() error, run func(ctx context.Context)) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.done != nil {
+		return nil
+	}
+	if setup != nil {
+		if err := setup(); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.cancel, a.done = cancel, make(chan struct{})
+	go func() {
+		defer close(a.done)
+		run(ctx)
+	}()
+	return nil
+}
+
+// Stop cancels run's context and waits for it to return. It reports
+// whether the attempts were started, so that the caller gives back a
+// lease it may hold.
+func (a *Attempts) Stop() bool {
+	a.mu.Lock()
+	cancel, done := a.cancel, a.done
+	a.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	cancel()
+	<-done
+	return true
 }

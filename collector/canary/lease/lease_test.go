@@ -1,6 +1,9 @@
 package lease
 
 import (
+	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -83,5 +86,46 @@ func TestLeaseWithoutWaitAndDrop(t *testing.T) {
 	}
 	if held, changed := l.Record(t0.Add(2*time.Second), true); !held || !changed || l.Tenure() == first {
 		t.Errorf("a grant after Drop: held %v, changed %v, tenure %d (was %d), want a new hold", held, changed, l.Tenure(), first)
+	}
+}
+
+// Attempts run once: a failed setup starts nothing and is tried again, a
+// later Start does nothing, and Stop waits for the goroutine to return.
+func TestAttemptsStartOnceStopWaits(t *testing.T) {
+	var a Attempts
+	if a.Stop() {
+		t.Error("Stop before any Start reports attempts started")
+	}
+	var runs, setups atomic.Int32
+	returned := make(chan struct{})
+	run := func(ctx context.Context) {
+		runs.Add(1)
+		<-ctx.Done()
+		time.Sleep(10 * time.Millisecond) // Stop must wait for this
+		close(returned)
+	}
+	refused := errors.New("refused")
+	if err := a.Start(func() error { setups.Add(1); return refused }, run); !errors.Is(err, refused) {
+		t.Fatalf("Start with a failing setup: %v, want its error", err)
+	}
+	if err := a.Start(func() error { setups.Add(1); return nil }, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(func() error { setups.Add(1); return nil }, run); err != nil {
+		t.Fatal(err)
+	}
+	if !a.Stop() {
+		t.Error("Stop after Start reports no attempts")
+	}
+	select {
+	case <-returned:
+	default:
+		t.Error("Stop returned before the attempts did")
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("%d runs, want 1", n)
+	}
+	if n := setups.Load(); n != 2 {
+		t.Errorf("%d setups, want 2 (the failed one, then the one that started)", n)
 	}
 }

@@ -92,10 +92,10 @@ type leaseRunner struct {
 	// without permission to run the lease script is told once.
 	lastError string
 
+	attempts lease.Attempts
+
 	mu      sync.Mutex
 	targets []leaseTarget
-	cancel  context.CancelFunc
-	done    chan struct{}
 }
 
 func newLeaseRunner(interval, commandTimeout time.Duration) *leaseRunner {
@@ -133,15 +133,7 @@ func (r *leaseRunner) currentTargets() []leaseTarget {
 // calls it, so that the source does no I/O before it runs.
 func (s *source) startLease() {
 	r := s.lease
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.done != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel, r.done = cancel, make(chan struct{})
-	go func() {
-		defer close(r.done)
+	_ = r.attempts.Start(nil, func(ctx context.Context) { // no setup to fail
 		for {
 			s.attemptLease(ctx)
 			// Jittered: two exporters that split the masters' votes both give
@@ -154,7 +146,7 @@ func (s *source) startLease() {
 			case <-timer.C:
 			}
 		}
-	}()
+	})
 }
 
 // stopLease stops the attempts and, if the lease is held, gives its keys
@@ -162,15 +154,7 @@ func (s *source) startLease() {
 // rolling restart) rather than after the keys expire.
 func (s *source) stopLease() {
 	r := s.lease
-	r.mu.Lock()
-	cancel, done := r.cancel, r.done
-	r.mu.Unlock()
-	if done == nil {
-		return
-	}
-	cancel()
-	<-done
-	if !r.Held(time.Now()) {
+	if !r.attempts.Stop() || !r.Held(time.Now()) {
 		return
 	}
 	ctx, cancelRelease := context.WithTimeout(context.Background(), r.timeout)
