@@ -13,7 +13,10 @@
 // whether writes it acknowledged survived the next failover.
 package canary
 
-import "github.com/failover-exporter/failover_exporter/collector/histogram"
+import (
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/histogram"
+)
 
 // LatencyBuckets are the upper bounds, in seconds, of the write latency
 // histograms: a healthy write on a LAN takes about a millisecond, a write
@@ -29,3 +32,14 @@ type Histogram = histogram.Histogram[latencyBounds]
 type latencyBounds struct{}
 
 func (latencyBounds) Bounds() []float64 { return LatencyBuckets }
+
+// EmitLeader emits a canary's *_canary_leader: 1 if this exporter holds
+// the lease (holder: the snapshot's Leader) and its last round succeeded,
+// else 0. A holder whose rounds fail writes nothing: not the writer now.
+func EmitLeader(sink exposition.Sink, leader *exposition.Desc, cluster string, holder, up bool) {
+	value := 0.0
+	if holder && up {
+		value = 1
+	}
+	sink.Add(leader, value, cluster)
+}

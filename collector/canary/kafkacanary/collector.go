@@ -110,11 +110,7 @@ func emitState(health, sink exposition.Sink, cluster string, state *watch.State[
 	if s == nil {
 		return
 	}
-	leader := 0.0
-	if s.Leader && state.Up {
-		leader = 1
-	}
-	sink.Add(metrics.leader, leader, cluster)
+	canary.EmitLeader(sink, metrics.leader, cluster, s.Leader, state.Up)
 	if !s.Leader {
 		// Another exporter writes: its counters are the cluster's.
 		return

@@ -90,12 +90,7 @@ func emitState(health, sink exposition.Sink, cluster string, state *watch.State[
 		return
 	}
 	s := state.Snapshot
-	leader := 0.0
-	if s.Leader && state.Up {
-		// A holder whose rounds fail writes nothing: not the writer now.
-		leader = 1
-	}
-	sink.Add(metrics.leader, leader, cluster)
+	canary.EmitLeader(sink, metrics.leader, cluster, s.Leader, state.Up)
 	if !s.Leader {
 		// Another exporter writes: its counters are the cluster's.
 		return
