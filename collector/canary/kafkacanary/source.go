@@ -293,7 +293,11 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	}
 	at := time.Now() // the time of this round's events
 	if leading, _ := s.leading(); !leading {
-		// The hold ran out while the topic was read: write nothing.
+		// The hold ran out while the topic was read: write nothing, and
+		// end as a standby's round does. The error dropped can only be the
+		// lease's last failed attempt (the first call started the lease),
+		// which the lease keeps until an attempt is answered: the next
+		// round's first call returns it, an interval later.
 		return prev.clone(), nil
 	}
 
