@@ -43,6 +43,9 @@ var kafkaMatrix = []struct {
 	{"3.9-zookeeper", lab.KafkaOptions{Version: "3.9", ZooKeeper: true}, false, elrAbsent},
 	{"3.9-kraft", lab.KafkaOptions{Version: "3.9"}, true, elrEmpty},
 	{"4.1", lab.KafkaOptions{Version: "4.1"}, true, elrOn},
+	// 4.3 runs with tiered storage on (the version of Kafka's own
+	// LocalTieredStorage jar): it gets the tiered scenario too.
+	{"4.3", lab.KafkaOptions{Version: "4.3", TieredStorage: true}, true, elrOn},
 	{"4.4", lab.KafkaOptions{Version: "4.4"}, true, elrOn},
 }
 
@@ -70,6 +73,9 @@ func TestKafkaVersions(t *testing.T) {
 				// lab's stop, which StartKafka registered.
 				t.Logf("FIGURE kafka %s: scenarios %s", v.name, time.Since(scenarios).Round(100*time.Millisecond))
 			})
+			if v.opts.TieredStorage {
+				runTieredScenario(t, cluster)
+			}
 			runKafkaCoreScenarios(t, cluster, v.quorum, v.elr)
 		})
 	}

@@ -87,6 +87,10 @@ var emptyPanels = func() map[string]string {
 		// does not lend one a test made create them); TestKafkaInternalTopicHealth
 		// reads their series on a cluster that has __consumer_offsets.
 		kafka("Internal topics: partitions not healthy, by the feature they hold", "no consumer group or transaction has used the lab cluster: it has no internal topic yet")
+		// Kafka 4.3+ features (TestKafkaCordonedLogDirs, the 4.3 run of
+		// TestKafkaVersions) on a 4.1 lab.
+		kafka("Broker up, reachable, fenced and cordoned/D", "Kafka 4.1 does not say whether a log directory is cordoned (DescribeLogDirs v5 is 4.3+)")
+		kafka("Records only on local replicas, per tiered topic", "the lab has no tiered storage (the 4.3 run of TestKafkaVersions has)")
 		switch k.mode {
 		case "full", "lean":
 			// The topic-level rows stand in only while no partition of the topic is served.

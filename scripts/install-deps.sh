@@ -55,7 +55,7 @@ apt_install() {
 # version whatever the clusters run) is fetched alongside, into cache dirs
 # of its own: its dedicated mode's jars and its Connect mode's (a Kafka
 # Connect worker with its REST server).
-KAFKA_LAB_VERSIONS=(3.9 4.1 4.4)
+KAFKA_LAB_VERSIONS=(3.9 4.1 4.3 4.4)
 install_kafka() {
   local pkgs=()
   command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jre-headless)

@@ -124,7 +124,7 @@ lane_kafka() {
 	# rather than once plain and again with -race.
 	go test -race -count=1 -timeout 20m ./collector/kafka/
 
-	step "Kafka version matrix: 3.9 (ZooKeeper and KRaft) and 4.4"
+	step "Kafka version matrix: 3.9 (ZooKeeper and KRaft), 4.3 (with tiered storage) and 4.4"
 	# The core Kafka scenarios (TestKafkaVersions) on the versions besides
 	# the default, one cluster per version (scripts/install-deps.sh fetched
 	# their jars). 4.1, the default, is skipped here: the whole suite ran on

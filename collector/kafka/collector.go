@@ -62,6 +62,7 @@ type descs struct {
 	topicNoCleanLeader     *exposition.Desc
 	topicUncleanEnabled    *exposition.Desc
 	topicRackUnsafe        *exposition.Desc
+	topicUntieredRecords   *exposition.Desc
 	topicNonPreferred      *exposition.Desc
 	topicOfflineReplicas   *exposition.Desc
 	topicLeaderChanges     *exposition.Desc
@@ -247,6 +248,11 @@ var metrics = func() descs {
 			"Partitions of the topic with a reassignment in progress"+fromRefresh, topic...),
 		topicUncleanEnabled: newGauge("kafka_topic_unclean_leader_election_enabled",
 			"1 if the topic's effective unclean.leader.election.enable is true: a replica outside the ISR may be elected, losing acknowledged writes"+fromRefresh, topic...),
+		topicUntieredRecords: newGauge("kafka_topic_untiered_records",
+			"Records of a topic with tiered storage (remote.storage.enable) that only its local replicas hold: per partition, the high watermark minus the first offset not copied to tiered storage "+
+				"(the newest tiered offset + 1, or the log start offset), summed over the partitions whose leader answered; lost if every replica of their partition is. "+
+				"The active segment is never copied, so a topic being written always has some; growing means the uploads stall. Read from the leaders beside the refreshes, so one refresh behind; "+
+				"Kafka 3.9+ (ListOffsets latest-tiered, KIP-1005), absent for topics without tiered storage"+fromRefresh, topic...),
 		topicRackUnsafe: newGauge("kafka_topic_rack_unsafe_partitions",
 			"Partitions of the topic whose replicas sit in fewer racks than they could: min(replication factor, racks in the cluster); served when brokers have racks"+fromRefresh, topic...),
 		topicNoCleanLeader: newGauge("kafka_topic_no_clean_leader_partitions",
@@ -622,6 +628,9 @@ func emitTopic(ch exposition.Sink, s *Snapshot, t *Topic, topicLabels []string) 
 	}
 	if s.Racks > 0 {
 		ch.Add(metrics.topicRackUnsafe, float64(t.RackUnsafe), topicLabels...)
+	}
+	if u := t.Untiered; u != nil {
+		ch.Add(metrics.topicUntieredRecords, float64(u.Records), topicLabels...)
 	}
 	if t.UncleanElectionKnown {
 		ch.Add(metrics.topicUncleanEnabled, bool01(t.UncleanElectionEnabled), topicLabels...)

@@ -12,8 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/failover-exporter/failover_exporter/internal/kafkaclient"
 )
 
 // logDirsCordonVersion is the DescribeLogDirs version (API 35) from which
@@ -44,18 +42,10 @@ type logDirsRead struct {
 	err    error
 }
 
-// logDirsReader reads the brokers' log directories beside the refreshes,
-// never in them: DescribeLogDirs goes to every broker, and a hung one
-// would hold a refresh for a whole request timeout. A refresh starts a
-// read when none is running and serves the last one that ended, so the
-// log directory series are one refresh behind. Its fields belong to the
-// watcher goroutine, like the source's.
+// logDirsReader reads every live broker's log directories beside the
+// refreshes (brokerReader).
 type logDirsReader struct {
-	// client has the live brokers as its seeds, one connection each.
-	client *kgo.Client
-	seeds  []string
-	// pending delivers the running read's outcome; nil when none runs.
-	pending chan logDirsRead
+	brokerReader[logDirsRead]
 	// last is the last read that ended; nil before the first.
 	last *logDirsRead
 	// skipUntil pauses reads after one found no broker that says whether
@@ -65,20 +55,18 @@ type logDirsReader struct {
 }
 
 // readLogDirs takes the outcome of the read the previous refreshes
-// started, starts the next one for the brokers of md, and sets the log
-// directories of snap's brokers from the last read that ended.
+// started, starts the next one for brokers (live, ID to address), and
+// sets the log directories of snap's brokers from the last read that
+// ended.
 func (s *source) readLogDirs(brokers map[int32]string, snap *Snapshot) {
 	r := &s.logDirs
-	if r.pending != nil {
-		select {
-		case read := <-r.pending:
-			r.pending = nil
-			s.storeLogDirs(read)
-		default:
-		}
+	if read, ok := r.collect(); ok {
+		s.storeLogDirs(read)
 	}
-	if r.pending == nil && !s.now().Before(r.skipUntil) && len(brokers) > 0 {
-		if err := s.startLogDirs(brokers); err != nil {
+	if !s.now().Before(r.skipUntil) {
+		timeout := s.cfg.RequestTimeout
+		err := r.start(s.cfg, brokers, func(handles map[int32]*kgo.Broker) logDirsRead { return describeLogDirs(handles, timeout) })
+		if err != nil {
 			s.logFailure("log_dirs", "reading the brokers' log directories failed; their series are not served", err)
 		}
 	}
@@ -110,58 +98,14 @@ func (s *source) storeLogDirs(read logDirsRead) {
 	r.last = &read
 }
 
-// startLogDirs starts one read of the brokers' log directories, each
-// request bounded by the request timeout.
-func (s *source) startLogDirs(brokers map[int32]string) error {
-	r := &s.logDirs
-	seeds := make([]string, 0, len(brokers))
-	byAddr := make(map[string]int32, len(brokers))
-	for id, addr := range brokers {
-		seeds = append(seeds, addr)
-		byAddr[addr] = id
-	}
-	slices.Sort(seeds)
-	if r.client == nil {
-		_, security, err := kafkaclient.Configs(s.cfg)
-		if err != nil {
-			return err
-		}
-		client, err := kgo.NewClient(append(security, franzMaxVersions(), kgo.SeedBrokers(seeds...))...)
-		if err != nil {
-			return fmt.Errorf("kafka client config: %w", err)
-		}
-		r.client, r.seeds = client, seeds
-	} else if !slices.Equal(seeds, r.seeds) {
-		if err := r.client.UpdateSeedBrokers(seeds...); err != nil {
-			return fmt.Errorf("franz-go seeds %s: %w", strings.Join(seeds, ","), err)
-		}
-		r.seeds = seeds
-	}
-	pending := make(chan logDirsRead, 1)
-	r.pending = pending
-	client, timeout := r.client, s.cfg.RequestTimeout
-	go func() { pending <- describeLogDirs(client, seeds, byAddr, timeout) }()
-	return nil
-}
-
-// describeLogDirs asks every seed broker of client, at once, for its log
-// directories (no topics: only the directories). seeds are the client's
-// seeds in the order it was given them, which SeedBrokers keeps; the
-// seeds change only while no read runs.
-func describeLogDirs(client *kgo.Client, seeds []string, byAddr map[string]int32, timeout time.Duration) logDirsRead {
+// describeLogDirs asks every broker, at once, for its log directories (no
+// topics: only the directories), each request bounded by timeout.
+func describeLogDirs(handles map[int32]*kgo.Broker, timeout time.Duration) logDirsRead {
 	read := logDirsRead{dirs: map[int32][]LogDir{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	answered, old := 0, 0
-	for i, seed := range client.SeedBrokers() {
-		if i >= len(seeds) {
-			break
-		}
-		addr := seeds[i]
-		id, ok := byAddr[addr]
-		if !ok {
-			continue
-		}
+	for id, broker := range handles {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -169,7 +113,7 @@ func describeLogDirs(client *kgo.Client, seeds []string, byAddr map[string]int32
 			defer cancel()
 			req := kmsg.NewPtrDescribeLogDirsRequest()
 			req.Topics = []kmsg.DescribeLogDirsRequestTopic{} // none: not null, which means all
-			kresp, err := seed.Request(ctx, req)
+			kresp, err := broker.Request(ctx, req)
 			var resp *kmsg.DescribeLogDirsResponse
 			if err == nil {
 				resp = kresp.(*kmsg.DescribeLogDirsResponse)
@@ -180,7 +124,7 @@ func describeLogDirs(client *kgo.Client, seeds []string, byAddr map[string]int32
 			switch {
 			case err != nil:
 				read.failed++
-				read.err = fmt.Errorf("describe log dirs of broker %d at %s: %w", id, addr, err)
+				read.err = fmt.Errorf("describe log dirs of broker %d: %w", id, err)
 			case resp.GetVersion() < logDirsCordonVersion:
 				answered++
 				old++
@@ -203,24 +147,6 @@ func logDirsFrom(resp *kmsg.DescribeLogDirsResponse) []LogDir {
 	}
 	slices.SortFunc(dirs, func(a, b LogDir) int { return strings.Compare(a.Path, b.Path) })
 	return dirs
-}
-
-// close ends the reader: its client, once the running read ended (each of
-// its requests ends within the request timeout).
-func (r *logDirsReader) close() {
-	client, pending := r.client, r.pending
-	r.client, r.pending = nil, nil
-	if client == nil {
-		return
-	}
-	if pending == nil {
-		client.Close()
-		return
-	}
-	go func() {
-		<-pending
-		client.Close()
-	}()
 }
 
 // CordonedLogDirs counts the broker's cordoned log directories.

@@ -173,6 +173,11 @@ type Topic struct {
 	// UncleanElectionKnown and UncleanElectionEnabled are the topic's
 	// effective unclean.leader.election.enable, once read.
 	UncleanElectionKnown, UncleanElectionEnabled bool
+	// RemoteStorage is true for a topic with remote.storage.enable=true,
+	// whose rolled segments are copied to tiered storage; Untiered is then
+	// what its partitions hold only on local replicas, nil until read.
+	RemoteStorage bool
+	Untiered      *UntieredRecords
 	// NonPreferredLeaders counts partitions led by a replica other than
 	// the preferred (first) one; OfflineReplicas the partitions' replicas
 	// on brokers that are down or on offline log directories.
@@ -429,5 +434,8 @@ type TopicConfigCache struct {
 	MinISR map[string]int
 	// Unclean is each topic's effective unclean.leader.election.enable.
 	Unclean map[string]bool
-	ReadAt  time.Time
+	// Remote holds the topics with remote.storage.enable=true (tiered
+	// storage, KIP-405).
+	Remote map[string]bool
+	ReadAt time.Time
 }

@@ -26,6 +26,9 @@ import (
 const (
 	minISRConfig  = "min.insync.replicas"
 	uncleanConfig = "unclean.leader.election.enable"
+	// remoteStorageConfig marks a topic whose rolled segments are copied
+	// to tiered storage (KIP-405).
+	remoteStorageConfig = "remote.storage.enable"
 )
 
 // source talks to one Kafka cluster. It keeps one connection to one broker
@@ -43,8 +46,10 @@ type source struct {
 	// franz sends the requests sarama lacks (DescribeTopicPartitions,
 	// DescribeQuorum).
 	franz franzConn
-	// logDirs reads every broker's log directories beside the refreshes.
+	// logDirs and tiered read, beside the refreshes, what only each broker
+	// can tell: its log directories, the offsets of its tiered partitions.
 	logDirs logDirsReader
+	tiered  tieredReader
 	// logged holds the last error logged per kind of optional request, so
 	// that a lasting failure is a warning once, then debug lines.
 	logged map[string]string
@@ -125,7 +130,9 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	snap := buildSnapshot(md, s.cfg.Topics.Match, configs, reassignments, s.now())
 	s.readELR(ctx, snap)
 	s.readFenced(ctx, snap)
-	s.readLogDirs(liveBrokers(md), snap)
+	live := liveBrokers(md)
+	s.readLogDirs(live, snap)
+	s.readTiered(live, snap)
 	// The quorum request is forwarded to the active controller and hangs
 	// when there is none; reading it beside the broker probes keeps it from
 	// eating the probes' time, which is when they matter most. It works on
@@ -576,6 +583,7 @@ type forwardAttempt struct {
 func (s *source) close() {
 	s.disconnect()
 	s.logDirs.close()
+	s.tiered.close()
 	for addr, done := range s.inFlight {
 		go func() { s.discard(addr, <-done) }()
 	}
@@ -643,13 +651,16 @@ func (s *source) topicConfigs(broker *sarama.Broker, md *sarama.MetadataResponse
 		}
 	}
 	// Keep cached values only for topics that still exist.
-	next := TopicConfigCache{MinISR: make(map[string]int, len(md.Topics)), Unclean: make(map[string]bool, len(md.Topics)), ReadAt: cached.ReadAt}
+	next := TopicConfigCache{MinISR: make(map[string]int, len(md.Topics)), Unclean: make(map[string]bool, len(md.Topics)), Remote: map[string]bool{}, ReadAt: cached.ReadAt}
 	for _, t := range md.Topics {
 		if v, ok := cached.MinISR[t.Name]; ok {
 			next.MinISR[t.Name] = v
 		}
 		if v, ok := cached.Unclean[t.Name]; ok {
 			next.Unclean[t.Name] = v
+		}
+		if cached.Remote[t.Name] {
+			next.Remote[t.Name] = true
 		}
 	}
 	if len(wanted) == 0 {
@@ -658,9 +669,18 @@ func (s *source) topicConfigs(broker *sarama.Broker, md *sarama.MetadataResponse
 		}
 		return next, nil
 	}
-	read, unclean, err := describeMinISR(broker, s.conf.Version, wanted)
+	read, unclean, remote, err := describeMinISR(broker, s.conf.Version, wanted)
 	for name, v := range unclean {
 		next.Unclean[name] = v
+	}
+	for _, name := range wanted {
+		if v, ok := remote[name]; ok {
+			if v {
+				next.Remote[name] = true
+			} else {
+				delete(next.Remote, name)
+			}
+		}
 	}
 	if err != nil {
 		return next, fmt.Errorf("describe configs for %d topics: %w", len(wanted), err)
@@ -679,7 +699,7 @@ func (s *source) topicConfigs(broker *sarama.Broker, md *sarama.MetadataResponse
 // unclean.leader.election.enable (the topic override, else the broker or
 // cluster default, as the broker resolves it). Topics that fail
 // individually (deleted meanwhile) are left out.
-func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics []string) (map[string]int, map[string]bool, error) {
+func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics []string) (minISR map[string]int, unclean, remote map[string]bool, err error) {
 	req := &sarama.DescribeConfigsRequest{Resources: make([]*sarama.ConfigResource, 0, len(topics))}
 	switch {
 	case version.IsAtLeast(sarama.V2_8_0_0):
@@ -693,15 +713,16 @@ func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics [
 	}
 	for _, t := range topics {
 		req.Resources = append(req.Resources, &sarama.ConfigResource{
-			Type: sarama.TopicResource, Name: t, ConfigNames: []string{minISRConfig, uncleanConfig},
+			Type: sarama.TopicResource, Name: t, ConfigNames: []string{minISRConfig, uncleanConfig, remoteStorageConfig},
 		})
 	}
 	resp, err := broker.DescribeConfigs(req)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	out := make(map[string]int, len(topics))
-	unclean := make(map[string]bool, len(topics))
+	unclean = make(map[string]bool, len(topics))
+	remote = make(map[string]bool)
 	var errs []error
 	for _, r := range resp.Resources {
 		if r.ErrorCode != 0 {
@@ -712,6 +733,12 @@ func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics [
 			continue
 		}
 		for _, c := range r.Configs {
+			if c.Name == remoteStorageConfig {
+				// Before Kafka 3.6 the broker does not know the name and
+				// leaves it out: no tiered storage, which is the truth.
+				remote[r.Name] = c.Value == "true"
+				continue
+			}
 			if c.Name == uncleanConfig {
 				v, err := strconv.ParseBool(c.Value)
 				if err != nil {
@@ -732,5 +759,5 @@ func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics [
 			out[r.Name] = v
 		}
 	}
-	return out, unclean, errors.Join(errs...)
+	return out, unclean, remote, errors.Join(errs...)
 }

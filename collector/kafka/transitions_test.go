@@ -45,6 +45,10 @@ func snapshotReassigning(live []int32, reassignments map[string]map[int32]*saram
 			b.LogDirs = []LogDir{{Path: fmt.Sprintf("/var/lib/kafka/broker-%d", b.ID)}}
 		}
 	}
+	if len(s.Topics) > 0 {
+		s.Topics[0].RemoteStorage = true
+		s.Topics[0].Untiered = &UntieredRecords{Records: 84, Partitions: len(s.Topics[0].Partitions)}
+	}
 	return s
 }
 

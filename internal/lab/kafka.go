@@ -15,7 +15,7 @@ import (
 // KafkaVersions are the Kafka versions the lab runs (KafkaOptions.Version),
 // oldest first; DefaultKafkaVersion is the one a zero KafkaOptions starts.
 // scripts/install-deps.sh installs them all.
-var KafkaVersions = []string{"3.9", "4.1", "4.4"}
+var KafkaVersions = []string{"3.9", "4.1", "4.3", "4.4"}
 
 // DefaultKafkaVersion is the Kafka the tests run unless they ask for another.
 const DefaultKafkaVersion = "4.1"
@@ -63,6 +63,11 @@ type KafkaOptions struct {
 	// PROXIED, advertised at the port of a proxy the test runs
 	// (ProxiedListener), to cut one client alone off the cluster.
 	Proxied bool
+	// TieredStorage turns tiered storage on (Version "4.3" only): topics
+	// with remote.storage.enable=true copy their rolled segments to Kafka's
+	// LocalTieredStorage, a directory of the lab. See KAFKA_LAB_TIERED in
+	// scripts/kafka/cluster.sh.
+	TieredStorage bool
 	// SpareControllers reserves the controller ports of that many
 	// controller-only nodes, ids Nodes+1 and up, for StartController.
 	SpareControllers int
@@ -242,6 +247,9 @@ func kafkaEnv(c *KafkaCluster, opts KafkaOptions, mode string) []string {
 	}
 	if opts.Proxied {
 		env = append(env, "KAFKA_LAB_PROXIED=1")
+	}
+	if opts.TieredStorage {
+		env = append(env, "KAFKA_LAB_TIERED=1")
 	}
 	return env
 }

@@ -316,3 +316,29 @@ func (c *KafkaCluster) Configs(t testing.TB, args ...string) string {
 func (c *KafkaCluster) TryTopics(args ...string) RunResult {
 	return c.run(2*time.Minute, append([]string{"topics"}, args...)...)
 }
+
+// Offsets runs Kafka's GetOffsetShell (kafka-get-offsets.sh) for topic at
+// time (-1 latest, -2 earliest, -5 the newest tiered offset; Kafka 3.9+)
+// and returns each partition's offset.
+func (c *KafkaCluster) Offsets(t testing.TB, topic string, at int64) map[int32]int64 {
+	t.Helper()
+	r := c.run(2*time.Minute, "offsets", "--topic", topic, "--time", strconv.FormatInt(at, 10))
+	if r.Err != nil {
+		t.Fatalf("lab: kafka-get-offsets.sh --topic %s --time %d: %v\n%s", topic, at, r.Err, r.Output())
+	}
+	offsets := map[int32]int64{}
+	for _, line := range strings.Split(r.Stdout, "\n") {
+		// topic:partition:offset
+		f := strings.Split(strings.TrimSpace(line), ":")
+		if len(f) != 3 || f[0] != topic {
+			continue
+		}
+		p, err1 := strconv.ParseInt(f[1], 10, 32)
+		o, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("lab: kafka-get-offsets.sh line %q is not topic:partition:offset", line)
+		}
+		offsets[int32(p)] = o
+	}
+	return offsets
+}

@@ -43,6 +43,9 @@
 #   configs ARGS...  Kafka's ConfigCommand with --bootstrap-server filled in,
 #                    e.g. `cluster.sh configs --entity-type brokers
 #                    --entity-name 1 --alter --add-config cordoned.log.dirs=DIR`
+#   offsets ARGS...  Kafka's GetOffsetShell (kafka-get-offsets.sh) with
+#                    --bootstrap-server filled in, e.g. `cluster.sh offsets
+#                    --topic t --time -5` (the newest tiered offsets, 3.9+)
 #   topics-batch ARGS... [';;' ARGS...]...
 #                    several TopicCommand runs in one JVM (scripts/kafka/TopicsBatch.java),
 #                    each with --bootstrap-server filled in; each run's output is
@@ -91,6 +94,12 @@
 #                        User:ANONYMOUS is a super user, so brokers, controllers
 #                        and tools on INTERNAL work; default 0
 #   FAILOVER_LAB_CACHE   jar cache root (default ~/.cache/failover_exporter)
+#   KAFKA_LAB_TIERED     1: tiered storage (KIP-405) on, Kafka 4.3 only: the
+#                        brokers copy the segments of topics with
+#                        remote.storage.enable=true to Kafka's own
+#                        LocalTieredStorage (its test jar, fetched for 4.3.1),
+#                        a directory $KAFKA_LAB_DIR/remote, every second;
+#                        default 0
 #   KAFKA_LAB_PROXIED    1: a plaintext KRaft cluster gets a second client
 #                        listener, PROXIED, on 127.0.0.1:$((KAFKA_LAB_BASE_PORT + 300 + i - 1)),
 #                        advertised as 127.0.0.1:$((KAFKA_LAB_BASE_PORT + 400 + i - 1)), where a
@@ -140,7 +149,7 @@ REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
 # The Kafka versions the lab runs, newest patch of each line that Maven
 # Central serves here. Keep DEFAULT_KAFKA_VERSION in step with kafka.version
 # in pom.xml, and the list with install-deps.sh (it installs them all).
-KAFKA_VERSIONS=(3.9.1 4.1.2 4.4.0)
+KAFKA_VERSIONS=(3.9.1 4.1.2 4.3.1 4.4.0)
 DEFAULT_KAFKA_VERSION=4.1.2
 CACHE_ROOT=${FAILOVER_LAB_CACHE:-${HOME:-/tmp}/.cache/failover_exporter}
 
@@ -159,6 +168,7 @@ USERS_FILE=${KAFKA_LAB_USERS_FILE:-}
 CLIENT_AUTH=${KAFKA_LAB_CLIENT_AUTH:-none}
 AUTHORIZER=${KAFKA_LAB_AUTHORIZER:-0}
 PROXIED=${KAFKA_LAB_PROXIED:-0}
+TIERED=${KAFKA_LAB_TIERED:-0}
 RACKS=${KAFKA_LAB_RACKS:-2}
 
 LOG4J_CONF=$SCRIPT_DIR/log4j2.properties
@@ -455,6 +465,24 @@ num.io.threads=4
 num.recovery.threads.per.data.dir=1
 log.cleaner.dedupe.buffer.size=16777216
 EOF
+  if [[ $TIERED == 1 ]]; then
+    [[ $KAFKA_VERSION == 4.3.* ]] || die "KAFKA_LAB_TIERED=1 runs on Kafka 4.3 only (the version of LocalTieredStorage's jar), not $KAFKA_VERSION"
+    zookeeper_mode && die "KAFKA_LAB_TIERED=1 needs KRaft mode"
+    cat >>"$(node_conf "$i")" <<EOF
+
+# Tiered storage (KAFKA_LAB_TIERED=1): segments of topics with
+# remote.storage.enable=true are copied, once rolled, to LocalTieredStorage
+# (a directory shared by the nodes, as an object store would be); the
+# remote log manager looks for segments to copy every second.
+remote.log.storage.system.enable=true
+remote.log.storage.manager.class.name=org.apache.kafka.server.log.remote.storage.LocalTieredStorage
+rsm.config.dir=$LAB_DIR/remote
+remote.log.metadata.manager.listener.name=PLAINTEXT
+rlmm.config.remote.log.metadata.topic.replication.factor=$rf
+rlmm.config.remote.log.metadata.topic.num.partitions=3
+remote.log.manager.task.interval.ms=1000
+EOF
+  fi
 }
 
 # The ZooKeeper-mode part of server.properties (Kafka 3.9). A broker's death
@@ -986,6 +1014,12 @@ main() {
     else
       java_tool kafka.admin.ConfigCommand --bootstrap-server "$(tool_bootstrap)" "$@"
     fi
+    ;;
+  offsets)
+    load_lab_env
+    need_java
+    cmd_install
+    java_tool org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$(tool_bootstrap)" "$@"
     ;;
   topics-batch)
     load_lab_env

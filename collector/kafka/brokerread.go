@@ -1,0 +1,114 @@
+package kafka
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/kafkaclient"
+)
+
+// brokerReader runs reads that ask each broker something of its own (its
+// log directories, the offsets of the partitions it leads) beside the
+// refreshes, never in them: a hung broker would hold a refresh for a whole
+// request timeout. A refresh takes the outcome of the read that ended, if
+// any, and starts the next one when none runs, so what such a read finds
+// is served one refresh late. Its fields belong to the watcher goroutine,
+// like the source's.
+type brokerReader[T any] struct {
+	// client has the live brokers as its seeds, one connection each; seeds
+	// are their addresses, sorted, in the order the client was given them.
+	client *kgo.Client
+	seeds  []string
+	// pending delivers the running read's outcome; nil when none runs.
+	pending chan T
+}
+
+// collect returns the outcome of the read that ended since the last call,
+// if one did.
+func (r *brokerReader[T]) collect() (T, bool) {
+	var none T
+	if r.pending == nil {
+		return none, false
+	}
+	select {
+	case read := <-r.pending:
+		r.pending = nil
+		return read, true
+	default:
+		return none, false
+	}
+}
+
+// running reports whether a read runs.
+func (r *brokerReader[T]) running() bool { return r.pending != nil }
+
+// start runs read on its own goroutine with a handle for each of brokers
+// (ID to address), unless a read runs. read must end by itself: each of
+// its requests bounded by a timeout.
+func (r *brokerReader[T]) start(cfg config.KafkaCluster, brokers map[int32]string, read func(handles map[int32]*kgo.Broker) T) error {
+	if r.pending != nil || len(brokers) == 0 {
+		return nil
+	}
+	seeds := make([]string, 0, len(brokers))
+	for _, addr := range brokers {
+		seeds = append(seeds, addr)
+	}
+	slices.Sort(seeds)
+	seeds = slices.Compact(seeds)
+	switch {
+	case r.client == nil:
+		_, security, err := kafkaclient.Configs(cfg)
+		if err != nil {
+			return err
+		}
+		client, err := kgo.NewClient(append(security, franzMaxVersions(), kgo.SeedBrokers(seeds...))...)
+		if err != nil {
+			return fmt.Errorf("kafka client config: %w", err)
+		}
+		r.client, r.seeds = client, seeds
+	case !slices.Equal(seeds, r.seeds):
+		// No read runs: nothing uses the seeds this replaces.
+		if err := r.client.UpdateSeedBrokers(seeds...); err != nil {
+			return fmt.Errorf("franz-go seeds %s: %w", strings.Join(seeds, ","), err)
+		}
+		r.seeds = seeds
+	}
+	// SeedBrokers keeps the order the seeds were given in.
+	byAddr := make(map[string]*kgo.Broker, len(seeds))
+	for i, b := range r.client.SeedBrokers() {
+		if i < len(seeds) {
+			byAddr[seeds[i]] = b
+		}
+	}
+	handles := make(map[int32]*kgo.Broker, len(brokers))
+	for id, addr := range brokers {
+		if b, ok := byAddr[addr]; ok {
+			handles[id] = b
+		}
+	}
+	pending := make(chan T, 1)
+	r.pending = pending
+	go func() { pending <- read(handles) }()
+	return nil
+}
+
+// close ends the reader: its client, once the running read ended.
+func (r *brokerReader[T]) close() {
+	client, pending := r.client, r.pending
+	r.client, r.pending = nil, nil
+	if client == nil {
+		return
+	}
+	if pending == nil {
+		client.Close()
+		return
+	}
+	go func() {
+		<-pending
+		client.Close()
+	}()
+}

@@ -1,0 +1,264 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-kit/log/level"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The ListOffsets timestamps a tiered read asks each partition's leader
+// for: the high watermark, the log start offset, and the newest offset
+// already copied to tiered storage (KIP-1005, ListOffsets v9, Kafka 3.9).
+const (
+	latestTimestamp       int64 = -1
+	earliestTimestamp     int64 = -2
+	latestTieredTimestamp int64 = -5
+	// listOffsetsTieredVersion is the first ListOffsets version that knows
+	// latestTieredTimestamp.
+	listOffsetsTieredVersion = 9
+)
+
+// UntieredRecords is what a topic with tiered storage holds only on its
+// local replicas: records its brokers have not copied to tiered storage
+// yet, which are lost if every replica of their partition is. The active
+// segment is never copied, so a topic being written always has some.
+type UntieredRecords struct {
+	// Records sums, over Partitions, the high watermark minus the first
+	// offset not tiered: the newest tiered offset + 1, or the log start
+	// offset when none is tiered.
+	Records int64
+	// Partitions counts the topic's partitions whose leader answered.
+	Partitions int
+}
+
+// partitionOffsets are the offsets a tiered read found for one partition;
+// tiered is -1 when nothing of it is tiered.
+type partitionOffsets struct {
+	end, start, tiered int64
+}
+
+// untiered is the partition's records above its newest tiered offset.
+func (o partitionOffsets) untiered() int64 {
+	first := max(o.tiered+1, o.start)
+	return max(0, o.end-first)
+}
+
+// tieredRead is one read of the offsets of every partition of the topics
+// with tiered storage, from their leaders.
+type tieredRead struct {
+	offsets map[PartitionKey]partitionOffsets
+	// unsupported is true when leaders answered, none with a ListOffsets
+	// version that knows the newest tiered offset.
+	unsupported bool
+	failed      int
+	err         error
+}
+
+// tieredReader reads the tiered topics' offsets beside the refreshes
+// (brokerReader).
+type tieredReader struct {
+	brokerReader[tieredRead]
+	last *tieredRead
+	// skipUntil pauses reads after one found no leader that tells the
+	// newest tiered offset (before Kafka 3.9).
+	skipUntil time.Time
+}
+
+// readTiered takes the outcome of the read the previous refreshes started,
+// starts the next one for snap's tiered topics, and sets their untiered
+// records from the last read that ended. A cluster without a topic with
+// tiered storage costs no request.
+func (s *source) readTiered(brokers map[int32]string, snap *Snapshot) {
+	r := &s.tiered
+	if read, ok := r.collect(); ok {
+		s.storeTiered(read)
+	}
+	byLeader := tieredPartitionsByLeader(snap)
+	if len(byLeader) == 0 {
+		r.last = nil
+		return
+	}
+	if !s.now().Before(r.skipUntil) {
+		leaders := make(map[int32]string, len(byLeader))
+		for id := range byLeader {
+			if addr, ok := brokers[id]; ok {
+				leaders[id] = addr
+			}
+		}
+		timeout := s.cfg.RequestTimeout
+		err := r.start(s.cfg, leaders, func(handles map[int32]*kgo.Broker) tieredRead { return listTieredOffsets(handles, byLeader, timeout) })
+		if err != nil {
+			s.logFailure("tiered", "reading the offsets of topics with tiered storage failed; kafka_topic_untiered_records is not served", err)
+		}
+	}
+	if r.last == nil {
+		return
+	}
+	for ti := range snap.Topics {
+		t := &snap.Topics[ti]
+		if !t.RemoteStorage {
+			continue
+		}
+		var u UntieredRecords
+		for _, p := range t.Partitions {
+			if o, ok := r.last.offsets[PartitionKey{t.Name, p.ID}]; ok {
+				u.Records += o.untiered()
+				u.Partitions++
+			}
+		}
+		if u.Partitions > 0 {
+			t.Untiered = &u
+		}
+	}
+}
+
+// storeTiered keeps a read that ended and logs what it found wrong once.
+func (s *source) storeTiered(read tieredRead) {
+	r := &s.tiered
+	switch {
+	case read.unsupported:
+		r.last = nil
+		r.skipUntil = s.now().Add(apiVersionsMaxAge)
+		level.Debug(s.logger).Log("msg", "brokers do not tell the newest tiered offset (ListOffsets v9, Kafka 3.9+); kafka_topic_untiered_records is not served")
+		return
+	case read.err != nil:
+		s.logFailure("tiered", "reading some offsets of topics with tiered storage failed; their partitions are left out of kafka_topic_untiered_records", read.err, "leaders", read.failed)
+	default:
+		s.logFailure("tiered", "", nil)
+	}
+	r.last = &read
+}
+
+// tieredPartitionsByLeader lists the partitions of snap's topics with
+// tiered storage by their leader; leaderless ones cannot be asked.
+func tieredPartitionsByLeader(snap *Snapshot) map[int32][]PartitionKey {
+	byLeader := map[int32][]PartitionKey{}
+	for ti := range snap.Topics {
+		t := &snap.Topics[ti]
+		if !t.RemoteStorage {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if p.Leader >= 0 {
+				byLeader[p.Leader] = append(byLeader[p.Leader], PartitionKey{t.Name, p.ID})
+			}
+		}
+	}
+	return byLeader
+}
+
+// listTieredOffsets asks every leader, at once, for the three offsets of
+// each of its partitions: three ListOffsets requests, as one request asks
+// for one timestamp per partition. Each is bounded by timeout.
+func listTieredOffsets(handles map[int32]*kgo.Broker, byLeader map[int32][]PartitionKey, timeout time.Duration) tieredRead {
+	read := tieredRead{offsets: map[PartitionKey]partitionOffsets{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	answered, old := 0, 0
+	for id, parts := range byLeader {
+		broker, ok := handles[id]
+		if !ok {
+			read.failed++
+			read.err = fmt.Errorf("leader %d of %d tiered partitions is not a live broker", id, len(parts))
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			found := make(map[PartitionKey]partitionOffsets, len(parts))
+			tieredKnown := true
+			var err error
+			for _, ts := range []int64{latestTieredTimestamp, latestTimestamp, earliestTimestamp} {
+				var got map[PartitionKey]int64
+				var version int16
+				got, version, err = listOffsets(ctx, broker, parts, ts)
+				if err != nil {
+					break
+				}
+				if ts == latestTieredTimestamp && version < listOffsetsTieredVersion {
+					tieredKnown = false
+					break
+				}
+				for key, offset := range got {
+					o, seen := found[key]
+					if !seen {
+						o = partitionOffsets{end: -1, start: -1, tiered: -1}
+					}
+					switch ts {
+					case latestTimestamp:
+						o.end = offset
+					case earliestTimestamp:
+						o.start = offset
+					default:
+						o.tiered = offset
+					}
+					found[key] = o
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				read.failed++
+				read.err = fmt.Errorf("list offsets of %d tiered partitions led by broker %d: %w", len(parts), id, err)
+			case !tieredKnown:
+				answered++
+				old++
+			default:
+				answered++
+				for key, o := range found {
+					if o.end >= 0 && o.start >= 0 {
+						read.offsets[key] = o
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	read.unsupported = answered > 0 && old == answered
+	return read
+}
+
+// listOffsets sends one ListOffsets request for parts at timestamp ts and
+// returns the offset of each partition that answered without error, and
+// the version the broker answered.
+func listOffsets(ctx context.Context, broker *kgo.Broker, parts []PartitionKey, ts int64) (map[PartitionKey]int64, int16, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	byTopic := map[string]int{}
+	for _, p := range parts {
+		i, ok := byTopic[p.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[p.Topic] = i
+			t := kmsg.NewListOffsetsRequestTopic()
+			t.Topic = p.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = p.Partition, ts
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	kresp, err := broker.Request(ctx, req)
+	if err != nil {
+		return nil, 0, err
+	}
+	resp := kresp.(*kmsg.ListOffsetsResponse)
+	offsets := make(map[PartitionKey]int64, len(parts))
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if kerr.ErrorForCode(p.ErrorCode) == nil {
+				offsets[PartitionKey{t.Topic, p.Partition}] = p.Offset
+			}
+		}
+	}
+	return offsets, resp.GetVersion(), nil
+}
