@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -290,8 +291,12 @@ func TestIntegrationWithReplicas(t *testing.T) {
 			counts = append(counts, runtime.NumGoroutine())
 		}
 		t.Logf("goroutines: %d before the pause, then %v", before, counts)
-		if growth := counts[len(counts)-1] - counts[1]; growth > 2 {
-			t.Errorf("goroutines grew by %d over %d refreshes while a node hangs: %v", growth, len(counts)-2, counts)
+		// A leak stays in every later sample; one sample taken while a
+		// refresh runs has its goroutines too (10 against 5 in one CI run
+		// on a loaded machine), so compare the fewest of the first and of
+		// the last three.
+		if growth := slices.Min(counts[len(counts)-3:]) - slices.Min(counts[:3]); growth > 2 {
+			t.Errorf("goroutines grew by %d over %d refreshes while a node hangs: %v", growth, len(counts)-3, counts)
 		}
 		if peak := slicesMax(counts); peak > before+10 {
 			t.Errorf("goroutines peaked at %d, %d before the pause", peak, before)
