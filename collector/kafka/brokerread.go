@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/go-kit/log/level"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/failover-exporter/failover_exporter/config"
@@ -18,14 +20,68 @@ import (
 // any, and starts the next one when none runs, so what such a read finds
 // is served one refresh late. Its fields belong to the watcher goroutine,
 // like the source's.
-type brokerReader[T any] struct {
+type brokerReader[T brokerRead] struct {
 	// client has the live brokers as its seeds, one connection each; seeds
 	// are their addresses, sorted, in the order the client was given them.
 	client *kgo.Client
 	seeds  []string
 	// pending delivers the running read's outcome; nil when none runs.
 	pending chan T
+	// last is the last read that ended and found something; nil before.
+	last *T
+	// skipUntil pauses reads after one found that no broker offers what
+	// they ask (an older Kafka): brokers gain an API only when upgraded.
+	skipUntil time.Time
 }
+
+// brokerRead is what a brokerReader's read returns: its findings, and
+// how it went.
+type brokerRead interface{ outcome() readOutcome }
+
+// readOutcome is how one read of the brokers went.
+type readOutcome struct {
+	// unsupported is true when brokers answered, none of them with the
+	// request version the read needs.
+	unsupported bool
+	// failed counts the brokers whose request failed; err is one error.
+	failed int
+	err    error
+}
+
+func (o readOutcome) outcome() readOutcome { return o }
+
+// readKind names a brokerReader's reads in the log: kind is the key of
+// source.logFailure, and the messages say what is not served.
+type readKind struct {
+	kind, unsupported, failed string
+}
+
+// keep takes the outcome of the read that ended, if one did: it becomes
+// last, and what went wrong is logged once (logFailure). A read that found
+// no broker offering its request clears last and pauses the reads for
+// apiVersionsMaxAge.
+func (r *brokerReader[T]) keep(s *source, k readKind) {
+	read, ok := r.collect()
+	if !ok {
+		return
+	}
+	o := read.outcome()
+	switch {
+	case o.unsupported:
+		r.last = nil
+		r.skipUntil = s.now().Add(apiVersionsMaxAge)
+		level.Debug(s.logger).Log("msg", k.unsupported)
+		return
+	case o.err != nil:
+		s.logFailure(k.kind, k.failed, o.err, "brokers", o.failed)
+	default:
+		s.logFailure(k.kind, "", nil)
+	}
+	r.last = &read
+}
+
+// paused reports whether reads pause (keep).
+func (r *brokerReader[T]) paused(now time.Time) bool { return now.Before(r.skipUntil) }
 
 // collect returns the outcome of the read that ended since the last call,
 // if one did.

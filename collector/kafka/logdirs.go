@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-kit/log/level"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,30 +27,24 @@ type LogDir struct {
 	Offline bool
 }
 
-// logDirsRead is one read of every live broker's log directories.
+// logDirsRead is one read of every live broker's log directories;
+// unsupported when no broker says whether a directory is cordoned (before
+// Kafka 4.3).
 type logDirsRead struct {
 	// dirs are the directories of each broker that answered with
 	// logDirsCordonVersion or later, by broker ID.
 	dirs map[int32][]LogDir
-	// unsupported is true when brokers answered, none of them at
-	// logDirsCordonVersion.
-	unsupported bool
-	// failed counts the brokers whose request failed, and err is one of
-	// their errors.
-	failed int
-	err    error
+	readOutcome
 }
 
 // logDirsReader reads every live broker's log directories beside the
-// refreshes (brokerReader).
-type logDirsReader struct {
-	brokerReader[logDirsRead]
-	// last is the last read that ended; nil before the first.
-	last *logDirsRead
-	// skipUntil pauses reads after one found no broker that says whether
-	// a directory is cordoned (before Kafka 4.3): brokers gain the field
-	// only when upgraded.
-	skipUntil time.Time
+// refreshes.
+type logDirsReader = brokerReader[logDirsRead]
+
+var logDirsKind = readKind{
+	kind:        "log_dirs",
+	unsupported: "brokers do not say whether log directories are cordoned (DescribeLogDirs v5, Kafka 4.3+); log directory series are not served",
+	failed:      "reading some brokers' log directories failed; their log directory series are not served",
 }
 
 // readLogDirs takes the outcome of the read the previous refreshes
@@ -60,10 +53,8 @@ type logDirsReader struct {
 // ended.
 func (s *source) readLogDirs(brokers map[int32]string, snap *Snapshot) {
 	r := &s.logDirs
-	if read, ok := r.collect(); ok {
-		s.storeLogDirs(read)
-	}
-	if !s.now().Before(r.skipUntil) {
+	r.keep(s, logDirsKind)
+	if !r.paused(s.now()) {
 		timeout := s.cfg.RequestTimeout
 		err := r.start(s.cfg, brokers, func(handles map[int32]*kgo.Broker) logDirsRead { return describeLogDirs(handles, timeout) })
 		if err != nil {
@@ -79,23 +70,6 @@ func (s *source) readLogDirs(brokers map[int32]string, snap *Snapshot) {
 			b.LogDirs = dirs
 		}
 	}
-}
-
-// storeLogDirs keeps a read that ended and logs what it found wrong once.
-func (s *source) storeLogDirs(read logDirsRead) {
-	r := &s.logDirs
-	switch {
-	case read.unsupported:
-		r.last = nil
-		r.skipUntil = s.now().Add(apiVersionsMaxAge)
-		level.Debug(s.logger).Log("msg", "brokers do not say whether log directories are cordoned (DescribeLogDirs v5, Kafka 4.3+); log directory series are not served")
-		return
-	case read.err != nil:
-		s.logFailure("log_dirs", "reading some brokers' log directories failed; their log directory series are not served", read.err, "brokers", read.failed)
-	default:
-		s.logFailure("log_dirs", "", nil)
-	}
-	r.last = &read
 }
 
 // describeLogDirs asks every broker, at once, for its log directories (no

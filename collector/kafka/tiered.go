@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-kit/log/level"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,24 +49,20 @@ func (o partitionOffsets) untiered() int64 {
 }
 
 // tieredRead is one read of the offsets of every partition of the topics
-// with tiered storage, from their leaders.
+// with tiered storage, from their leaders; unsupported when no leader
+// tells the newest tiered offset (before Kafka 3.9).
 type tieredRead struct {
 	offsets map[PartitionKey]partitionOffsets
-	// unsupported is true when leaders answered, none with a ListOffsets
-	// version that knows the newest tiered offset.
-	unsupported bool
-	failed      int
-	err         error
+	readOutcome
 }
 
-// tieredReader reads the tiered topics' offsets beside the refreshes
-// (brokerReader).
-type tieredReader struct {
-	brokerReader[tieredRead]
-	last *tieredRead
-	// skipUntil pauses reads after one found no leader that tells the
-	// newest tiered offset (before Kafka 3.9).
-	skipUntil time.Time
+// tieredReader reads the tiered topics' offsets beside the refreshes.
+type tieredReader = brokerReader[tieredRead]
+
+var tieredKind = readKind{
+	kind:        "tiered",
+	unsupported: "brokers do not tell the newest tiered offset (ListOffsets v9, Kafka 3.9+); kafka_topic_untiered_records is not served",
+	failed:      "reading some offsets of topics with tiered storage failed; their partitions are left out of kafka_topic_untiered_records",
 }
 
 // readTiered takes the outcome of the read the previous refreshes started,
@@ -76,15 +71,13 @@ type tieredReader struct {
 // tiered storage costs no request.
 func (s *source) readTiered(brokers map[int32]string, snap *Snapshot) {
 	r := &s.tiered
-	if read, ok := r.collect(); ok {
-		s.storeTiered(read)
-	}
+	r.keep(s, tieredKind)
 	byLeader := tieredPartitionsByLeader(snap)
 	if len(byLeader) == 0 {
 		r.last = nil
 		return
 	}
-	if !s.now().Before(r.skipUntil) {
+	if !r.paused(s.now()) {
 		leaders := make(map[int32]string, len(byLeader))
 		for id := range byLeader {
 			if addr, ok := brokers[id]; ok {
@@ -116,23 +109,6 @@ func (s *source) readTiered(brokers map[int32]string, snap *Snapshot) {
 			t.Untiered = &u
 		}
 	}
-}
-
-// storeTiered keeps a read that ended and logs what it found wrong once.
-func (s *source) storeTiered(read tieredRead) {
-	r := &s.tiered
-	switch {
-	case read.unsupported:
-		r.last = nil
-		r.skipUntil = s.now().Add(apiVersionsMaxAge)
-		level.Debug(s.logger).Log("msg", "brokers do not tell the newest tiered offset (ListOffsets v9, Kafka 3.9+); kafka_topic_untiered_records is not served")
-		return
-	case read.err != nil:
-		s.logFailure("tiered", "reading some offsets of topics with tiered storage failed; their partitions are left out of kafka_topic_untiered_records", read.err, "leaders", read.failed)
-	default:
-		s.logFailure("tiered", "", nil)
-	}
-	r.last = &read
 }
 
 // tieredPartitionsByLeader lists the partitions of snap's topics with
