@@ -1,9 +1,11 @@
 package kafka
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-kit/log/level"
@@ -150,6 +152,47 @@ func (r *brokerReader[T]) start(cfg config.KafkaCluster, brokers map[int32]strin
 	r.pending = pending
 	go func() { pending <- read(handles) }()
 	return nil
+}
+
+// askBrokers asks each of handles at once, each request bounded by
+// timeout, and says how they answered. ask returns an error, or whether
+// the broker's answer had a version that tells what the read asks
+// (supported), and keep, which records what it found: askBrokers calls
+// keep under a lock, so that ask's findings go into one read.
+func askBrokers(handles map[int32]*kgo.Broker, timeout time.Duration,
+	ask func(ctx context.Context, id int32, broker *kgo.Broker) (keep func(), supported bool, err error),
+) readOutcome {
+	var o readOutcome
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	answered, old := 0, 0
+	for id, broker := range handles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			keep, supported, err := ask(ctx, id, broker)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				o.failed++
+				o.err = err
+			case !supported:
+				answered++
+				old++
+			default:
+				answered++
+				if keep != nil {
+					keep()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	o.unsupported = answered > 0 && old == answered
+	return o
 }
 
 // close ends the reader: its client, once the running read ended.

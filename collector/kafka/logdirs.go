@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -76,40 +75,23 @@ func (s *source) readLogDirs(brokers map[int32]string, snap *Snapshot) {
 // topics: only the directories), each request bounded by timeout.
 func describeLogDirs(handles map[int32]*kgo.Broker, timeout time.Duration) logDirsRead {
 	read := logDirsRead{dirs: map[int32][]LogDir{}}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	answered, old := 0, 0
-	for id, broker := range handles {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
-			req := kmsg.NewPtrDescribeLogDirsRequest()
-			req.Topics = []kmsg.DescribeLogDirsRequestTopic{} // none: not null, which means all
-			kresp, err := broker.Request(ctx, req)
-			var resp *kmsg.DescribeLogDirsResponse
-			if err == nil {
-				resp = kresp.(*kmsg.DescribeLogDirsResponse)
-				err = kerr.ErrorForCode(resp.ErrorCode)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil:
-				read.failed++
-				read.err = fmt.Errorf("describe log dirs of broker %d: %w", id, err)
-			case resp.GetVersion() < logDirsCordonVersion:
-				answered++
-				old++
-			default:
-				answered++
-				read.dirs[id] = logDirsFrom(resp)
-			}
-		}()
-	}
-	wg.Wait()
-	read.unsupported = answered > 0 && old == answered
+	read.readOutcome = askBrokers(handles, timeout, func(ctx context.Context, id int32, broker *kgo.Broker) (func(), bool, error) {
+		req := kmsg.NewPtrDescribeLogDirsRequest()
+		req.Topics = []kmsg.DescribeLogDirsRequestTopic{} // none: not null, which means all
+		kresp, err := broker.Request(ctx, req)
+		if err != nil {
+			return nil, false, fmt.Errorf("describe log dirs of broker %d: %w", id, err)
+		}
+		resp := kresp.(*kmsg.DescribeLogDirsResponse)
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			return nil, false, fmt.Errorf("describe log dirs of broker %d: %w", id, err)
+		}
+		if resp.GetVersion() < logDirsCordonVersion {
+			return nil, false, nil
+		}
+		dirs := logDirsFrom(resp)
+		return func() { read.dirs[id] = dirs }, true, nil
+	})
 	return read
 }
 

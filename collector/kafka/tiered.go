@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -134,72 +133,56 @@ func tieredPartitionsByLeader(snap *Snapshot) map[int32][]PartitionKey {
 // for one timestamp per partition. Each is bounded by timeout.
 func listTieredOffsets(handles map[int32]*kgo.Broker, byLeader map[int32][]PartitionKey, timeout time.Duration) tieredRead {
 	read := tieredRead{offsets: map[PartitionKey]partitionOffsets{}}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	answered, old := 0, 0
+	leaders := make(map[int32]*kgo.Broker, len(byLeader))
+	var missing readOutcome
 	for id, parts := range byLeader {
-		broker, ok := handles[id]
-		if !ok {
-			read.failed++
-			read.err = fmt.Errorf("leader %d of %d tiered partitions is not a live broker", id, len(parts))
+		if broker, ok := handles[id]; ok {
+			leaders[id] = broker
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
-			found := make(map[PartitionKey]partitionOffsets, len(parts))
-			tieredKnown := true
-			var err error
-			for _, ts := range []int64{latestTieredTimestamp, latestTimestamp, earliestTimestamp} {
-				var got map[PartitionKey]int64
-				var version int16
-				got, version, err = listOffsets(ctx, broker, parts, ts)
-				if err != nil {
-					break
-				}
-				if ts == latestTieredTimestamp && version < listOffsetsTieredVersion {
-					tieredKnown = false
-					break
-				}
-				for key, offset := range got {
-					o, seen := found[key]
-					if !seen {
-						o = partitionOffsets{end: -1, start: -1, tiered: -1}
-					}
-					switch ts {
-					case latestTimestamp:
-						o.end = offset
-					case earliestTimestamp:
-						o.start = offset
-					default:
-						o.tiered = offset
-					}
-					found[key] = o
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil:
-				read.failed++
-				read.err = fmt.Errorf("list offsets of %d tiered partitions led by broker %d: %w", len(parts), id, err)
-			case !tieredKnown:
-				answered++
-				old++
-			default:
-				answered++
-				for key, o := range found {
-					if o.end >= 0 && o.start >= 0 {
-						read.offsets[key] = o
-					}
-				}
-			}
-		}()
+		missing.failed++
+		missing.err = fmt.Errorf("leader %d of %d tiered partitions is not a live broker", id, len(parts))
 	}
-	wg.Wait()
-	read.unsupported = answered > 0 && old == answered
+	read.readOutcome = askBrokers(leaders, timeout, func(ctx context.Context, id int32, broker *kgo.Broker) (func(), bool, error) {
+		parts := byLeader[id]
+		found := make(map[PartitionKey]partitionOffsets, len(parts))
+		for _, ts := range []int64{latestTieredTimestamp, latestTimestamp, earliestTimestamp} {
+			got, version, err := listOffsets(ctx, broker, parts, ts)
+			if err != nil {
+				return nil, false, fmt.Errorf("list offsets of %d tiered partitions led by broker %d: %w", len(parts), id, err)
+			}
+			if ts == latestTieredTimestamp && version < listOffsetsTieredVersion {
+				return nil, false, nil
+			}
+			for key, offset := range got {
+				o, seen := found[key]
+				if !seen {
+					o = partitionOffsets{end: -1, start: -1, tiered: -1}
+				}
+				switch ts {
+				case latestTimestamp:
+					o.end = offset
+				case earliestTimestamp:
+					o.start = offset
+				default:
+					o.tiered = offset
+				}
+				found[key] = o
+			}
+		}
+		return func() {
+			for key, o := range found {
+				if o.end >= 0 && o.start >= 0 {
+					read.offsets[key] = o
+				}
+			}
+		}, true, nil
+	})
+	// A leader the read could not reach counts among the failures.
+	read.failed += missing.failed
+	if read.err == nil {
+		read.err = missing.err
+	}
 	return read
 }
 
