@@ -36,7 +36,7 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 		}
 		topic := Topic{Name: tm.Name, MinISR: configs.MinISR[tm.Name]}
 		topic.UncleanElectionEnabled, topic.UncleanElectionKnown = configs.Unclean[tm.Name]
-		topic.RemoteStorage = configs.Remote[tm.Name]
+		topic.Tiered = configs.Tiered[tm.Name]
 		keep := keepTopic(tm.Name)
 		if keep {
 			topic.Partitions = make([]Partition, 0, len(tm.Partitions))

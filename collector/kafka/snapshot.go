@@ -173,11 +173,11 @@ type Topic struct {
 	// UncleanElectionKnown and UncleanElectionEnabled are the topic's
 	// effective unclean.leader.election.enable, once read.
 	UncleanElectionKnown, UncleanElectionEnabled bool
-	// RemoteStorage is true for a topic with remote.storage.enable=true,
-	// whose rolled segments are copied to tiered storage; Untiered is then
-	// what its partitions hold only on local replicas, nil until read.
-	RemoteStorage bool
-	Untiered      *UntieredRecords
+	// Tiered is the topic's tiered storage settings, once read. With
+	// Tiered.Enabled, Untiered is what its partitions hold only on local
+	// replicas, nil until read.
+	Tiered   TieredConfig
+	Untiered *UntieredRecords
 	// NonPreferredLeaders counts partitions led by a replica other than
 	// the preferred (first) one; OfflineReplicas the partitions' replicas
 	// on brokers that are down or on offline log directories.
@@ -434,8 +434,21 @@ type TopicConfigCache struct {
 	MinISR map[string]int
 	// Unclean is each topic's effective unclean.leader.election.enable.
 	Unclean map[string]bool
-	// Remote holds the topics with remote.storage.enable=true (tiered
-	// storage, KIP-405).
-	Remote map[string]bool
+	// Tiered is each topic's tiered storage settings.
+	Tiered map[string]TieredConfig
 	ReadAt time.Time
+}
+
+// TieredConfig is a topic's tiered storage settings.
+type TieredConfig struct {
+	// Enabled is remote.storage.enable: the topic's rolled segments are
+	// copied to tiered storage (KIP-405).
+	Enabled bool
+	// CopyLagMs and CopyLagBytes are remote.copy.lag.ms and .bytes
+	// (KIP-1241, Kafka 4.4): a rolled segment is copied once its newest
+	// record is CopyLagMs old or CopyLagBytes newer bytes follow it; 0
+	// copies at once, -1 follows the local retention. CopyLagKnown is false
+	// before Kafka 4.4, whose brokers do not know them.
+	CopyLagMs, CopyLagBytes int64
+	CopyLagKnown            bool
 }

@@ -29,6 +29,10 @@ const (
 	// remoteStorageConfig marks a topic whose rolled segments are copied
 	// to tiered storage (KIP-405).
 	remoteStorageConfig = "remote.storage.enable"
+	// remoteCopyLagMsConfig and remoteCopyLagBytesConfig delay the copy of
+	// a rolled segment (KIP-1241, Kafka 4.4).
+	remoteCopyLagMsConfig    = "remote.copy.lag.ms"
+	remoteCopyLagBytesConfig = "remote.copy.lag.bytes"
 )
 
 // source talks to one Kafka cluster. It keeps one connection to one broker
@@ -651,7 +655,7 @@ func (s *source) topicConfigs(broker *sarama.Broker, md *sarama.MetadataResponse
 		}
 	}
 	// Keep cached values only for topics that still exist.
-	next := TopicConfigCache{MinISR: make(map[string]int, len(md.Topics)), Unclean: make(map[string]bool, len(md.Topics)), Remote: map[string]bool{}, ReadAt: cached.ReadAt}
+	next := TopicConfigCache{MinISR: make(map[string]int, len(md.Topics)), Unclean: make(map[string]bool, len(md.Topics)), Tiered: make(map[string]TieredConfig, len(md.Topics)), ReadAt: cached.ReadAt}
 	for _, t := range md.Topics {
 		if v, ok := cached.MinISR[t.Name]; ok {
 			next.MinISR[t.Name] = v
@@ -659,8 +663,8 @@ func (s *source) topicConfigs(broker *sarama.Broker, md *sarama.MetadataResponse
 		if v, ok := cached.Unclean[t.Name]; ok {
 			next.Unclean[t.Name] = v
 		}
-		if cached.Remote[t.Name] {
-			next.Remote[t.Name] = true
+		if v, ok := cached.Tiered[t.Name]; ok {
+			next.Tiered[t.Name] = v
 		}
 	}
 	if len(wanted) == 0 {
@@ -669,18 +673,12 @@ func (s *source) topicConfigs(broker *sarama.Broker, md *sarama.MetadataResponse
 		}
 		return next, nil
 	}
-	read, unclean, remote, err := describeMinISR(broker, s.conf.Version, wanted)
+	read, unclean, tiered, err := describeMinISR(broker, s.conf.Version, wanted)
 	for name, v := range unclean {
 		next.Unclean[name] = v
 	}
-	for _, name := range wanted {
-		if v, ok := remote[name]; ok {
-			if v {
-				next.Remote[name] = true
-			} else {
-				delete(next.Remote, name)
-			}
-		}
+	for name, v := range tiered {
+		next.Tiered[name] = v
 	}
 	if err != nil {
 		return next, fmt.Errorf("describe configs for %d topics: %w", len(wanted), err)
@@ -697,9 +695,9 @@ func (s *source) topicConfigs(broker *sarama.Broker, md *sarama.MetadataResponse
 // describeMinISR sends one DescribeConfigs request for the given topics and
 // returns their effective min.insync.replicas and
 // unclean.leader.election.enable (the topic override, else the broker or
-// cluster default, as the broker resolves it). Topics that fail
-// individually (deleted meanwhile) are left out.
-func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics []string) (minISR map[string]int, unclean, remote map[string]bool, err error) {
+// cluster default, as the broker resolves it), and their tiered storage
+// settings. Topics that fail individually (deleted meanwhile) are left out.
+func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics []string) (minISR map[string]int, unclean map[string]bool, tiered map[string]TieredConfig, err error) {
 	req := &sarama.DescribeConfigsRequest{Resources: make([]*sarama.ConfigResource, 0, len(topics))}
 	switch {
 	case version.IsAtLeast(sarama.V2_8_0_0):
@@ -713,7 +711,7 @@ func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics [
 	}
 	for _, t := range topics {
 		req.Resources = append(req.Resources, &sarama.ConfigResource{
-			Type: sarama.TopicResource, Name: t, ConfigNames: []string{minISRConfig, uncleanConfig, remoteStorageConfig},
+			Type: sarama.TopicResource, Name: t, ConfigNames: []string{minISRConfig, uncleanConfig, remoteStorageConfig, remoteCopyLagMsConfig, remoteCopyLagBytesConfig},
 		})
 	}
 	resp, err := broker.DescribeConfigs(req)
@@ -722,7 +720,7 @@ func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics [
 	}
 	out := make(map[string]int, len(topics))
 	unclean = make(map[string]bool, len(topics))
-	remote = make(map[string]bool)
+	tiered = make(map[string]TieredConfig, len(topics))
 	var errs []error
 	for _, r := range resp.Resources {
 		if r.ErrorCode != 0 {
@@ -732,11 +730,28 @@ func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics [
 			}
 			continue
 		}
+		// Before Kafka 3.6 the broker does not know remote.storage.enable
+		// and leaves it out: no tiered storage, which is the truth. Before
+		// 4.4 it leaves out the copy lags: unknown.
+		var tc TieredConfig
+		lags := 0
 		for _, c := range r.Configs {
-			if c.Name == remoteStorageConfig {
-				// Before Kafka 3.6 the broker does not know the name and
-				// leaves it out: no tiered storage, which is the truth.
-				remote[r.Name] = c.Value == "true"
+			switch c.Name {
+			case remoteStorageConfig:
+				tc.Enabled = c.Value == "true"
+				continue
+			case remoteCopyLagMsConfig, remoteCopyLagBytesConfig:
+				v, err := strconv.ParseInt(c.Value, 10, 64)
+				if err != nil || v < -1 {
+					errs = append(errs, fmt.Errorf("topic %s: %s=%q is not an integer of -1 or more", r.Name, c.Name, c.Value))
+					continue
+				}
+				if c.Name == remoteCopyLagMsConfig {
+					tc.CopyLagMs = v
+				} else {
+					tc.CopyLagBytes = v
+				}
+				lags++
 				continue
 			}
 			if c.Name == uncleanConfig {
@@ -758,6 +773,8 @@ func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics [
 			}
 			out[r.Name] = v
 		}
+		tc.CopyLagKnown = lags == 2
+		tiered[r.Name] = tc
 	}
-	return out, unclean, remote, errors.Join(errs...)
+	return out, unclean, tiered, errors.Join(errs...)
 }

@@ -378,3 +378,58 @@ func TestReassignmentsAskTheControllerInZooKeeperMode(t *testing.T) {
 		t.Errorf("the switch to the controller logged %d times, want once:\n%s", n, logs.String())
 	}
 }
+
+// TestDescribeTieredConfigs: the copy lags of KIP-1241 are known only when
+// the broker sends both (Kafka 4.4); a value that is not an integer is an
+// error naming the topic, and leaves that topic's lags unknown rather than
+// zero (which would mean "copied at once"). A broker cannot be made to send
+// such a value, hence the mock.
+func TestDescribeTieredConfigs(t *testing.T) {
+	mock := sarama.NewMockBrokerAddr(t, 1, "127.0.0.1:0")
+	t.Cleanup(mock.Close)
+	entries := func(kv ...string) []*sarama.ConfigEntry {
+		var out []*sarama.ConfigEntry
+		for i := 0; i < len(kv); i += 2 {
+			out = append(out, &sarama.ConfigEntry{Name: kv[i], Value: kv[i+1]})
+		}
+		return out
+	}
+	configs := &sarama.DescribeConfigsResponse{Version: 4, Resources: []*sarama.ResourceResponse{
+		{Type: sarama.TopicResource, Name: "delayed", Configs: entries(minISRConfig, "2", remoteStorageConfig, "true", remoteCopyLagMsConfig, "600000", remoteCopyLagBytesConfig, "-1")},
+		{Type: sarama.TopicResource, Name: "before44", Configs: entries(minISRConfig, "2", remoteStorageConfig, "true")},
+		{Type: sarama.TopicResource, Name: "local", Configs: entries(minISRConfig, "1", remoteStorageConfig, "false", remoteCopyLagMsConfig, "0", remoteCopyLagBytesConfig, "0")},
+		{Type: sarama.TopicResource, Name: "broken", Configs: entries(minISRConfig, "2", remoteStorageConfig, "true", remoteCopyLagMsConfig, "soon", remoteCopyLagBytesConfig, "0")},
+	}}
+	mock.SetHandlerByMap(map[string]sarama.MockResponse{"DescribeConfigsRequest": sarama.NewMockWrapper(configs)})
+	conf := sarama.NewConfig()
+	conf.Version = sarama.V2_8_0_0
+	conf.ApiVersionsRequest = false // the mock does not answer it
+	broker := sarama.NewBroker(mock.Addr())
+	if err := broker.Open(conf); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = broker.Close() })
+
+	minISR, _, tiered, err := describeMinISR(broker, conf.Version, []string{"delayed", "before44", "local", "broken"})
+	if err == nil || !strings.Contains(err.Error(), `topic broken: remote.copy.lag.ms="soon"`) {
+		t.Errorf("err = %v, want one naming topic broken and its remote.copy.lag.ms", err)
+	}
+	want := map[string]TieredConfig{
+		"delayed":  {Enabled: true, CopyLagMs: 600000, CopyLagBytes: -1, CopyLagKnown: true},
+		"before44": {Enabled: true},
+		"local":    {CopyLagKnown: true},
+		"broken":   {Enabled: true, CopyLagKnown: false},
+	}
+	for topic, w := range want {
+		got := tiered[topic]
+		if topic == "broken" {
+			got.CopyLagBytes = 0 // the valid half of a broken pair does not matter
+		}
+		if got != w {
+			t.Errorf("%s: tiered config %+v, want %+v", topic, got, w)
+		}
+	}
+	if minISR["broken"] != 2 {
+		t.Errorf("a broken copy lag lost the topic's min.insync.replicas: %v", minISR)
+	}
+}

@@ -94,7 +94,7 @@ func (s *source) readTiered(brokers map[int32]string, snap *Snapshot) {
 	}
 	for ti := range snap.Topics {
 		t := &snap.Topics[ti]
-		if !t.RemoteStorage {
+		if !t.Tiered.Enabled {
 			continue
 		}
 		var u UntieredRecords
@@ -116,7 +116,7 @@ func tieredPartitionsByLeader(snap *Snapshot) map[int32][]PartitionKey {
 	byLeader := map[int32][]PartitionKey{}
 	for ti := range snap.Topics {
 		t := &snap.Topics[ti]
-		if !t.RemoteStorage {
+		if !t.Tiered.Enabled {
 			continue
 		}
 		for _, p := range t.Partitions {

@@ -28,11 +28,11 @@ func TestUntieredRecordsOfAPartition(t *testing.T) {
 func TestTieredPartitionsByLeader(t *testing.T) {
 	rs := []int32{1, 2, 3}
 	s := snapshotOf(rs, part{1, rs, rs}, part{2, rs, rs}, part{-1, rs, nil})
-	s.Topics[0].RemoteStorage = false
+	s.Topics[0].Tiered.Enabled = false
 	if got := tieredPartitionsByLeader(s); len(got) != 0 {
 		t.Fatalf("no tiered topic, yet %v", got)
 	}
-	s.Topics[0].RemoteStorage = true
+	s.Topics[0].Tiered.Enabled = true
 	got := tieredPartitionsByLeader(s)
 	if len(got) != 2 || !slices.Equal(got[1], []PartitionKey{{"t", 0}}) || !slices.Equal(got[2], []PartitionKey{{"t", 1}}) {
 		t.Errorf("by leader = %v, want t/0 on 1, t/1 on 2, leaderless t/2 left out", got)

@@ -46,7 +46,7 @@ func snapshotReassigning(live []int32, reassignments map[string]map[int32]*saram
 		}
 	}
 	if len(s.Topics) > 0 {
-		s.Topics[0].RemoteStorage = true
+		s.Topics[0].Tiered.Enabled = true
 		s.Topics[0].Untiered = &UntieredRecords{Records: 84, Partitions: len(s.Topics[0].Partitions)}
 	}
 	return s
