@@ -566,8 +566,7 @@ func emitQuorum(ch exposition.Sink, cluster string, s *Snapshot, q *Quorum) {
 			ch.Add(metrics.quorumVoterCaughtUp, bool01(b.QuorumCaughtUp[v.ID]), voterLabels...)
 		}
 	}
-	if q.FetchTimesKnown {
-		controllers := q.ControllerObservers(s.HasBroker)
+	if controllers, known := q.ControllerObservers(s.HasBroker); known {
 		ch.Add(metrics.quorumControllerObservers, float64(len(controllers)), cluster)
 		for _, o := range controllers {
 			ch.Add(metrics.quorumControllerObserverInfo, 1, cluster, brokerLabel(o.ID), o.DirectoryID)

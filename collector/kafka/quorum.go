@@ -93,19 +93,18 @@ func fetchedLately(age time.Duration) bool { return age >= 0 && age <= quorumFet
 // the brokers cannot ask for the controllers. Its limits: a combined node
 // (broker and controller) removed from the voters is a broker, so it is
 // not counted; a broker that has not registered yet is, for the seconds
-// it takes to register. Nil when the leader does not say when observers
-// fetched (an observer that stopped stays listed for minutes).
-func (q *Quorum) ControllerObservers(isBroker func(id int32) bool) []QuorumObserver {
+// it takes to register. known is false when the leader does not say when
+// observers fetched (an observer that stopped stays listed for minutes).
+func (q *Quorum) ControllerObservers(isBroker func(id int32) bool) (controllers []QuorumObserver, known bool) {
 	if !q.FetchTimesKnown {
-		return nil
+		return nil, false
 	}
-	var controllers []QuorumObserver
 	for _, o := range q.Observers {
 		if !isBroker(o.ID) && fetchedLately(o.LastFetchAge) {
 			controllers = append(controllers, o)
 		}
 	}
-	return controllers
+	return controllers, true
 }
 
 // quorumRead is what readQuorum hands back to the watcher goroutine: the

@@ -75,13 +75,13 @@ func TestControllerObservers(t *testing.T) {
 		{ID: 3002, LastFetchAge: -1},                              // never fetched from this leader
 	}}
 	brokers := map[int32]bool{1: true, 2: true}
-	got := q.ControllerObservers(func(id int32) bool { return brokers[id] })
-	if len(got) != 1 || got[0].ID != 3000 || got[0].DirectoryID != "dir" {
+	got, known := q.ControllerObservers(func(id int32) bool { return brokers[id] })
+	if !known || len(got) != 1 || got[0].ID != 3000 || got[0].DirectoryID != "dir" {
 		t.Errorf("controller observers = %+v, want only 3000", got)
 	}
 	q.FetchTimesKnown = false
-	if got := q.ControllerObservers(func(int32) bool { return false }); got != nil {
-		t.Errorf("without fetch times: %+v, want none (a stopped observer stays listed)", got)
+	if got, known := q.ControllerObservers(func(int32) bool { return false }); known || got != nil {
+		t.Errorf("without fetch times: %+v (known %v), want unknown (a stopped observer stays listed)", got, known)
 	}
 }
 
