@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-kit/log/level"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/kafkaclient"
@@ -34,6 +35,10 @@ type brokerReader[T brokerRead] struct {
 	// skipUntil pauses reads after one found that no broker offers what
 	// they ask (an older Kafka): brokers gain an API only when upgraded.
 	skipUntil time.Time
+	// maxVersions caps the client's request versions when a read needs an
+	// older one than the newest (nil: franzMaxVersions); read when the
+	// client is made.
+	maxVersions *kversion.Versions
 }
 
 // brokerRead is what a brokerReader's read returns: its findings, and
@@ -123,7 +128,11 @@ func (r *brokerReader[T]) start(cfg config.KafkaCluster, brokers map[int32]strin
 		if err != nil {
 			return err
 		}
-		client, err := kgo.NewClient(append(security, franzMaxVersions(), kgo.SeedBrokers(seeds...))...)
+		versions := franzMaxVersions()
+		if r.maxVersions != nil {
+			versions = kgo.MaxVersions(r.maxVersions)
+		}
+		client, err := kgo.NewClient(append(security, versions, kgo.SeedBrokers(seeds...))...)
 		if err != nil {
 			return fmt.Errorf("kafka client config: %w", err)
 		}

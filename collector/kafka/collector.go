@@ -51,24 +51,27 @@ type descs struct {
 	internalUnderMinISR     *exposition.Desc
 	internalOffline         *exposition.Desc
 
-	topicPartitions        *exposition.Desc
-	topicReplicationFactor *exposition.Desc
-	topicMinISR            *exposition.Desc
-	topicUnderReplicated   *exposition.Desc
-	topicUnderMinISR       *exposition.Desc
-	topicAtMinISR          *exposition.Desc
-	topicOffline           *exposition.Desc
-	topicReassigning       *exposition.Desc
-	topicNoCleanLeader     *exposition.Desc
-	topicUncleanEnabled    *exposition.Desc
-	topicRackUnsafe        *exposition.Desc
-	topicUntieredRecords   *exposition.Desc
-	topicNonPreferred      *exposition.Desc
-	topicOfflineReplicas   *exposition.Desc
-	topicLeaderChanges     *exposition.Desc
-	topicISRShrinks        *exposition.Desc
-	topicISRExpands        *exposition.Desc
-	topicUncleanElections  *exposition.Desc
+	topicPartitions         *exposition.Desc
+	topicReplicationFactor  *exposition.Desc
+	topicMinISR             *exposition.Desc
+	topicUnderReplicated    *exposition.Desc
+	topicUnderMinISR        *exposition.Desc
+	topicAtMinISR           *exposition.Desc
+	topicOffline            *exposition.Desc
+	topicReassigning        *exposition.Desc
+	topicNoCleanLeader      *exposition.Desc
+	topicUncleanEnabled     *exposition.Desc
+	topicRackUnsafe         *exposition.Desc
+	topicUntieredRecords    *exposition.Desc
+	topicUntieredOldest     *exposition.Desc
+	topicRemoteCopyLag      *exposition.Desc
+	topicRemoteCopyLagBytes *exposition.Desc
+	topicNonPreferred       *exposition.Desc
+	topicOfflineReplicas    *exposition.Desc
+	topicLeaderChanges      *exposition.Desc
+	topicISRShrinks         *exposition.Desc
+	topicISRExpands         *exposition.Desc
+	topicUncleanElections   *exposition.Desc
 
 	brokerUp                *exposition.Desc
 	brokerReachable         *exposition.Desc
@@ -253,6 +256,18 @@ var metrics = func() descs {
 				"(the newest tiered offset + 1, or the log start offset), summed over the partitions whose leader answered; lost if every replica of their partition is. "+
 				"The active segment is never copied, so a topic being written always has some; growing means the uploads stall. Read from the leaders beside the refreshes, so one refresh behind; "+
 				"Kafka 3.9+ (ListOffsets latest-tiered, KIP-1005), absent for topics without tiered storage"+fromRefresh, topic...),
+		topicUntieredOldest: newGauge("kafka_topic_oldest_untiered_record_timestamp_seconds",
+			"Timestamp (Unix seconds) of the oldest record of the topic that only its local replicas hold: the earliest, over its partitions, of the first record not copied to tiered storage "+
+				"(read with one Fetch of that record's batch header per leader; the append time on topics that use it, else the producer's create time). "+
+				"time() minus it is how far back a loss of every replica would reach. Served with kafka_topic_untiered_records when every partition holding untiered records told it; "+
+				"absent when none holds any"+fromRefresh, topic...),
+		topicRemoteCopyLag: newGauge("kafka_topic_remote_copy_lag_seconds",
+			"The topic's remote.copy.lag.ms in seconds (KIP-1241, Kafka 4.4+): a rolled segment waits this long after its newest record before it is copied to tiered storage, "+
+				"unless kafka_topic_remote_copy_lag_bytes newer bytes follow it first; 0 copies at once, -1 follows the local retention (local.retention.ms). "+
+				"Served for topics with tiered storage, absent before Kafka 4.4"+fromRefresh, topic...),
+		topicRemoteCopyLagBytes: newGauge("kafka_topic_remote_copy_lag_bytes",
+			"The topic's remote.copy.lag.bytes (KIP-1241, Kafka 4.4+): a rolled segment is copied once this many newer bytes follow it, or once kafka_topic_remote_copy_lag_seconds passed; "+
+				"0 copies at once, -1 follows the local retention (local.retention.bytes). Served for topics with tiered storage, absent before Kafka 4.4"+fromRefresh, topic...),
 		topicRackUnsafe: newGauge("kafka_topic_rack_unsafe_partitions",
 			"Partitions of the topic whose replicas sit in fewer racks than they could: min(replication factor, racks in the cluster); served when brokers have racks"+fromRefresh, topic...),
 		topicNoCleanLeader: newGauge("kafka_topic_no_clean_leader_partitions",
@@ -630,6 +645,17 @@ func emitTopic(ch exposition.Sink, s *Snapshot, t *Topic, topicLabels []string) 
 	}
 	if u := t.Untiered; u != nil {
 		ch.Add(metrics.topicUntieredRecords, float64(u.Records), topicLabels...)
+		if !u.Oldest.IsZero() {
+			ch.Add(metrics.topicUntieredOldest, float64(u.Oldest.UnixMilli())/1000, topicLabels...)
+		}
+	}
+	if c := t.Tiered; c.Enabled && c.CopyLagKnown {
+		lag := float64(c.CopyLagMs) / 1000
+		if c.CopyLagMs < 0 {
+			lag = -1 // follows the local retention: a flag, not a time
+		}
+		ch.Add(metrics.topicRemoteCopyLag, lag, topicLabels...)
+		ch.Add(metrics.topicRemoteCopyLagBytes, float64(c.CopyLagBytes), topicLabels...)
 	}
 	if t.UncleanElectionKnown {
 		ch.Add(metrics.topicUncleanEnabled, bool01(t.UncleanElectionEnabled), topicLabels...)

@@ -46,8 +46,8 @@ func snapshotReassigning(live []int32, reassignments map[string]map[int32]*saram
 		}
 	}
 	if len(s.Topics) > 0 {
-		s.Topics[0].Tiered.Enabled = true
-		s.Topics[0].Untiered = &UntieredRecords{Records: 84, Partitions: len(s.Topics[0].Partitions)}
+		s.Topics[0].Tiered = TieredConfig{Enabled: true, CopyLagMs: 3_600_000, CopyLagBytes: -1, CopyLagKnown: true}
+		s.Topics[0].Untiered = &UntieredRecords{Records: 84, Partitions: len(s.Topics[0].Partitions), Oldest: time.UnixMilli(1_780_000_000_000)}
 	}
 	return s
 }
