@@ -63,9 +63,10 @@ type KafkaOptions struct {
 	// PROXIED, advertised at the port of a proxy the test runs
 	// (ProxiedListener), to cut one client alone off the cluster.
 	Proxied bool
-	// TieredStorage turns tiered storage on (Version "4.3" only): topics
-	// with remote.storage.enable=true copy their rolled segments to Kafka's
-	// LocalTieredStorage, a directory of the lab. See KAFKA_LAB_TIERED in
+	// TieredStorage turns tiered storage on (Version "4.3" or "4.4"):
+	// topics with remote.storage.enable=true copy their rolled segments to
+	// the lab's RemoteStorageManager (scripts/kafka/LabRemoteStorage.java),
+	// a directory of the lab. See KAFKA_LAB_TIERED in
 	// scripts/kafka/cluster.sh.
 	TieredStorage bool
 	// SpareControllers reserves the controller ports of that many

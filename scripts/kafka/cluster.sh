@@ -94,12 +94,13 @@
 #                        User:ANONYMOUS is a super user, so brokers, controllers
 #                        and tools on INTERNAL work; default 0
 #   FAILOVER_LAB_CACHE   jar cache root (default ~/.cache/failover_exporter)
-#   KAFKA_LAB_TIERED     1: tiered storage (KIP-405) on, Kafka 4.3 only: the
-#                        brokers copy the segments of topics with
-#                        remote.storage.enable=true to Kafka's own
-#                        LocalTieredStorage (its test jar, fetched for 4.3.1),
-#                        a directory $KAFKA_LAB_DIR/remote, every second;
-#                        default 0
+#   KAFKA_LAB_TIERED     1: tiered storage (KIP-405) on, Kafka 4.3 or 4.4 in
+#                        KRaft mode: the brokers copy the segments of topics
+#                        with remote.storage.enable=true, checking every
+#                        second, to the lab's own RemoteStorageManager
+#                        (scripts/kafka/LabRemoteStorage.java, compiled into
+#                        the version's cache dir on start), which keeps them
+#                        in a directory, $KAFKA_LAB_DIR/remote; default 0
 #   KAFKA_LAB_PROXIED    1: a plaintext KRaft cluster gets a second client
 #                        listener, PROXIED, on 127.0.0.1:$((KAFKA_LAB_BASE_PORT + 300 + i - 1)),
 #                        advertised as 127.0.0.1:$((KAFKA_LAB_BASE_PORT + 400 + i - 1)), where a
@@ -215,6 +216,9 @@ set_version() {
   KAFKA_MAJOR=${KAFKA_VERSION%%.*}
   KAFKA_HOME=$CACHE_ROOT/kafka-$KAFKA_VERSION
   KAFKA_LIBS=$KAFKA_HOME/libs
+  # LabRemoteStorage compiled against this version's jars (KAFKA_LAB_TIERED).
+  # Always on the brokers' class path: a dir that does not exist adds nothing.
+  REMOTE_STORAGE_CLASSES=$KAFKA_HOME/lab-remote-storage
   # Moved from core (Scala) to the tools module in 4.0.
   if ((KAFKA_MAJOR >= 4)); then
     BROKER_API_VERSIONS_CMD=org.apache.kafka.tools.BrokerApiVersionsCommand
@@ -266,6 +270,41 @@ cmd_install() {
     pom_hash >"$tmp/.pom.sha256"
     rm -rf "$KAFKA_LIBS"
     mv "$tmp" "$KAFKA_LIBS"
+  fi
+  flock -u 9
+  exec 9>&-
+}
+
+REMOTE_STORAGE_SRC=$SCRIPT_DIR/LabRemoteStorage.java
+
+# The source and the jars it was compiled against.
+remote_storage_hash() { cat "$REMOTE_STORAGE_SRC" "$KAFKA_LIBS/.pom.sha256" | sha256sum | cut -d' ' -f1; }
+remote_storage_cached() {
+  [[ -f $REMOTE_STORAGE_CLASSES/.sha256 && $(cat "$REMOTE_STORAGE_CLASSES/.sha256") == "$(remote_storage_hash)" ]]
+}
+
+# Compile LabRemoteStorage once per Kafka version (after cmd_install), with
+# the JDK's javac module as mirror.sh compiles MirrorOffsets, under the
+# install lock so that parallel starts never see a half-written dir.
+install_remote_storage() {
+  remote_storage_cached && return 0
+  exec 9>"$KAFKA_HOME/.install.lock"
+  flock 9
+  if ! remote_storage_cached; then
+    local tmp jars
+    tmp=$(mktemp -d "$KAFKA_HOME/lab-remote-storage.tmp.XXXXXX")
+    # javac's module does not expand "dir/*" the way the javac launcher does.
+    jars=$(printf '%s:' "$KAFKA_LIBS"/*.jar)
+    if ! java -m jdk.compiler/com.sun.tools.javac.Main -nowarn -d "$tmp" \
+      -cp "${jars%:}" "$REMOTE_STORAGE_SRC" >"$tmp.log" 2>&1; then
+      cat "$tmp.log" >&2
+      rm -rf "$tmp" "$tmp.log"
+      die "compiling $REMOTE_STORAGE_SRC against Kafka $KAFKA_VERSION failed (needs a JDK's jdk.compiler module, as TopicsBatch.java does)"
+    fi
+    rm -f "$tmp.log"
+    remote_storage_hash >"$tmp/.sha256"
+    rm -rf "$REMOTE_STORAGE_CLASSES"
+    mv "$tmp" "$REMOTE_STORAGE_CLASSES"
   fi
   flock -u 9
   exec 9>&-
@@ -466,16 +505,14 @@ num.recovery.threads.per.data.dir=1
 log.cleaner.dedupe.buffer.size=16777216
 EOF
   if [[ $TIERED == 1 ]]; then
-    [[ $KAFKA_VERSION == 4.3.* ]] || die "KAFKA_LAB_TIERED=1 runs on Kafka 4.3 only (the version of LocalTieredStorage's jar), not $KAFKA_VERSION"
-    zookeeper_mode && die "KAFKA_LAB_TIERED=1 needs KRaft mode"
     cat >>"$(node_conf "$i")" <<EOF
 
 # Tiered storage (KAFKA_LAB_TIERED=1): segments of topics with
-# remote.storage.enable=true are copied, once rolled, to LocalTieredStorage
+# remote.storage.enable=true are copied, once rolled, to LabRemoteStorage
 # (a directory shared by the nodes, as an object store would be); the
 # remote log manager looks for segments to copy every second.
 remote.log.storage.system.enable=true
-remote.log.storage.manager.class.name=org.apache.kafka.server.log.remote.storage.LocalTieredStorage
+remote.log.storage.manager.class.name=LabRemoteStorage
 rsm.config.dir=$LAB_DIR/remote
 remote.log.metadata.manager.listener.name=PLAINTEXT
 rlmm.config.remote.log.metadata.topic.replication.factor=$rf
@@ -665,7 +702,7 @@ spawn_node() {
   off=$(stat -c %s "$logf" 2>/dev/null || echo 0)
   echo "=== cluster.sh: starting node $i at $(date '+%F %T') ===" >>"$logf"
   # nohup and setsid exec in place, so $! is the JVM's PID.
-  nohup setsid java "${SERVER_JVM_OPTS[@]}" -cp "$KAFKA_LIBS/*" \
+  nohup setsid java "${SERVER_JVM_OPTS[@]}" -cp "$KAFKA_LIBS/*:$REMOTE_STORAGE_CLASSES" \
     kafka.Kafka "$(node_conf "$i")" >>"$logf" 2>&1 </dev/null &
   echo $! >"$(node_pidfile "$i")"
   echo "$off"
@@ -779,6 +816,20 @@ check_mode() {
   ((KAFKA_MAJOR >= 4 || ELR == 0)) || die "Kafka $KAFKA_VERSION has no ELR: KAFKA_LAB_ELR must be 0"
 }
 
+# LabRemoteStorage is tried on 4.3 and 4.4 only (the RemoteStorageManager
+# interface of their kafka-storage-api jars is the same), both KRaft-only.
+check_tiered() {
+  case $TIERED in
+  0) ;;
+  1)
+    [[ $KAFKA_VERSION == 4.3.* || $KAFKA_VERSION == 4.4.* ]] ||
+      die "KAFKA_LAB_TIERED=1 runs on Kafka 4.3 or 4.4 (where LabRemoteStorage is tested), not $KAFKA_VERSION"
+    if zookeeper_mode; then die "KAFKA_LAB_TIERED=1 needs KRaft mode, not KAFKA_LAB_MODE=zookeeper"; fi
+    ;;
+  *) die "KAFKA_LAB_TIERED must be 0 or 1, got '$TIERED'" ;;
+  esac
+}
+
 cmd_start() {
   local t0=$SECONDS i waits=() running=()
   need_java
@@ -793,7 +844,9 @@ cmd_start() {
   load_lab_env
   check_security
   check_mode
+  check_tiered
   cmd_install
+  if [[ $TIERED == 1 ]]; then install_remote_storage; fi
   for ((i = 1; i <= NODES; i++)); do
     node_pid "$i" >/dev/null && running+=("$i")
   done
