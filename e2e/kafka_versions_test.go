@@ -43,10 +43,10 @@ var kafkaMatrix = []struct {
 	{"3.9-zookeeper", lab.KafkaOptions{Version: "3.9", ZooKeeper: true}, false, elrAbsent},
 	{"3.9-kraft", lab.KafkaOptions{Version: "3.9"}, true, elrEmpty},
 	{"4.1", lab.KafkaOptions{Version: "4.1"}, true, elrOn},
-	// 4.3 runs with tiered storage on (the version of Kafka's own
-	// LocalTieredStorage jar): it gets the tiered scenario too.
+	// 4.3 and 4.4 run with tiered storage on (the lab's LabRemoteStorage):
+	// they get the tiered scenario too, 4.4 with its copy lags (KIP-1241).
 	{"4.3", lab.KafkaOptions{Version: "4.3", TieredStorage: true}, true, elrOn},
-	{"4.4", lab.KafkaOptions{Version: "4.4"}, true, elrOn},
+	{"4.4", lab.KafkaOptions{Version: "4.4", TieredStorage: true}, true, elrOn},
 }
 
 // TestKafkaVersions runs the core Kafka scenarios on every version in
