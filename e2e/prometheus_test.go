@@ -90,6 +90,7 @@ var emptyPanels = func() map[string]string {
 		// Kafka 4.3+ features (TestKafkaCordonedLogDirs, the 4.3 run of
 		// TestKafkaVersions) on a 4.1 lab.
 		kafka("Broker up, reachable, fenced and cordoned/D", "Kafka 4.1 does not say whether a log directory is cordoned (DescribeLogDirs v5 is 4.3+)")
+		kafka("Replicas being added and removed per broker/C", "Kafka 4.1 does not say whether a log directory is cordoned (TestKafkaCordonedLogDirs shows a reassignment adding to a cordoned broker)")
 		kafka("Records only on local replicas, per tiered topic", "the lab has no tiered storage (the 4.3 and 4.4 runs of TestKafkaVersions have)")
 		kafka("Oldest record only on local replicas, per tiered topic", "the lab has no tiered storage (the 4.3 and 4.4 runs of TestKafkaVersions have)")
 		switch k.mode {

@@ -66,6 +66,13 @@ func TestCordonedLogDirs(t *testing.T) {
 	if row := summarize(cordoned).Brokers[0]; row.State != "up, 1 of 2 log dirs cordoned" {
 		t.Errorf("status page state = %q", row.State)
 	}
+	// A reassignment under way when the cordon came still adds replicas:
+	// the status page says so, as it works against draining the broker.
+	cordoned.Brokers[0].AddingReplicas = 2
+	if row := summarize(cordoned).Brokers[0]; row.State != "up, 1 of 2 log dirs cordoned, yet a reassignment is adding 2 replica(s) to it" {
+		t.Errorf("status page state with a reassignment adding replicas = %q", row.State)
+	}
+	cordoned.Brokers[0].AddingReplicas = 0
 	series := render(cordoned, config.DefaultPartitionMetrics)
 	for key, want := range map[string]float64{
 		`kafka_broker_log_dirs{broker="1",kafka_cluster="k"}`:                       2,

@@ -127,6 +127,13 @@ func summarize(s *Snapshot) *summary {
 		}
 		if cordoned := b.CordonedLogDirs(); cordoned > 0 {
 			state += fmt.Sprintf(", %d of %d log dirs cordoned", cordoned, len(b.LogDirs))
+			// A cordon is the step before draining a broker; a reassignment
+			// still adding replicas to it works against the drain (the
+			// controller refuses new ones onto a fully cordoned broker, but
+			// not those under way when the cordon came).
+			if b.AddingReplicas > 0 {
+				state += fmt.Sprintf(", yet a reassignment is adding %d replica(s) to it", b.AddingReplicas)
+			}
 		}
 		v.Brokers = append(v.Brokers, brokerRow{ID: b.ID, Address: b.Address, Rack: b.Rack, Up: b.Up, Reachable: b.Reachable, State: state,
 			Leaders: b.LeaderPartitions, Replicas: b.ReplicaPartitions, OutOfSync: b.OutOfSyncReplicas})
