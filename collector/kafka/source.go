@@ -692,6 +692,26 @@ func (s *source) topicConfigs(broker *sarama.Broker, md *sarama.MetadataResponse
 	return next, nil
 }
 
+// set takes one tiered storage config of a DescribeConfigs answer. Before
+// Kafka 3.6 the broker does not know remote.storage.enable and leaves it
+// out: no tiered storage, which is the truth.
+func (tc *TieredConfig) set(name, value string) error {
+	if name == remoteStorageConfig {
+		tc.Enabled = value == "true"
+		return nil
+	}
+	v, err := strconv.ParseInt(value, 10, 64)
+	if err != nil || v < -1 {
+		return fmt.Errorf("%s=%q is not an integer of -1 or more", name, value)
+	}
+	if name == remoteCopyLagMsConfig {
+		tc.CopyLagMs = v
+	} else {
+		tc.CopyLagBytes = v
+	}
+	return nil
+}
+
 // describeMinISR sends one DescribeConfigs request for the given topics and
 // returns their effective min.insync.replicas and
 // unclean.leader.election.enable (the topic override, else the broker or
@@ -730,49 +750,35 @@ func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics [
 			}
 			continue
 		}
-		// Before Kafka 3.6 the broker does not know remote.storage.enable
-		// and leaves it out: no tiered storage, which is the truth. Before
-		// 4.4 it leaves out the copy lags: unknown.
 		var tc TieredConfig
 		lags := 0
 		for _, c := range r.Configs {
+			var err error
 			switch c.Name {
-			case remoteStorageConfig:
-				tc.Enabled = c.Value == "true"
-				continue
-			case remoteCopyLagMsConfig, remoteCopyLagBytesConfig:
-				v, err := strconv.ParseInt(c.Value, 10, 64)
-				if err != nil || v < -1 {
-					errs = append(errs, fmt.Errorf("topic %s: %s=%q is not an integer of -1 or more", r.Name, c.Name, c.Value))
-					continue
+			case remoteStorageConfig, remoteCopyLagMsConfig, remoteCopyLagBytesConfig:
+				err = tc.set(c.Name, c.Value)
+				if err == nil && c.Name != remoteStorageConfig {
+					lags++
 				}
-				if c.Name == remoteCopyLagMsConfig {
-					tc.CopyLagMs = v
+			case uncleanConfig:
+				var v bool
+				if v, err = strconv.ParseBool(c.Value); err != nil {
+					err = fmt.Errorf("%s=%q is not a boolean", uncleanConfig, c.Value)
 				} else {
-					tc.CopyLagBytes = v
+					unclean[r.Name] = v
 				}
-				lags++
-				continue
-			}
-			if c.Name == uncleanConfig {
-				v, err := strconv.ParseBool(c.Value)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("topic %s: %s=%q is not a boolean", r.Name, uncleanConfig, c.Value))
-					continue
+			case minISRConfig:
+				if v, perr := strconv.Atoi(c.Value); perr != nil || v < 1 {
+					err = fmt.Errorf("%s=%q is not a positive integer", minISRConfig, c.Value)
+				} else {
+					out[r.Name] = v
 				}
-				unclean[r.Name] = v
-				continue
 			}
-			if c.Name != minISRConfig {
-				continue
+			if err != nil {
+				errs = append(errs, fmt.Errorf("topic %s: %w", r.Name, err))
 			}
-			v, err := strconv.Atoi(c.Value)
-			if err != nil || v < 1 {
-				errs = append(errs, fmt.Errorf("topic %s: %s=%q is not a positive integer", r.Name, minISRConfig, c.Value))
-				continue
-			}
-			out[r.Name] = v
 		}
+		// Before 4.4 the broker leaves the copy lags out: unknown.
 		tc.CopyLagKnown = lags == 2
 		tiered[r.Name] = tc
 	}
