@@ -145,6 +145,8 @@ set -euo pipefail
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../lib/process.sh
 source "$SCRIPT_DIR/../lib/process.sh"
+# shellcheck source=../lib/java.sh
+source "$SCRIPT_DIR/../lib/java.sh"
 REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
 
 # The Kafka versions the lab runs, newest patch of each line that Maven
@@ -291,20 +293,7 @@ install_remote_storage() {
   exec 9>"$KAFKA_HOME/.install.lock"
   flock 9
   if ! remote_storage_cached; then
-    local tmp jars
-    tmp=$(mktemp -d "$KAFKA_HOME/lab-remote-storage.tmp.XXXXXX")
-    # javac's module does not expand "dir/*" the way the javac launcher does.
-    jars=$(printf '%s:' "$KAFKA_LIBS"/*.jar)
-    if ! java -m jdk.compiler/com.sun.tools.javac.Main -nowarn -d "$tmp" \
-      -cp "${jars%:}" "$REMOTE_STORAGE_SRC" >"$tmp.log" 2>&1; then
-      cat "$tmp.log" >&2
-      rm -rf "$tmp" "$tmp.log"
-      die "compiling $REMOTE_STORAGE_SRC against Kafka $KAFKA_VERSION failed (needs a JDK's jdk.compiler module, as TopicsBatch.java does)"
-    fi
-    rm -f "$tmp.log"
-    remote_storage_hash >"$tmp/.sha256"
-    rm -rf "$REMOTE_STORAGE_CLASSES"
-    mv "$tmp" "$REMOTE_STORAGE_CLASSES"
+    compile_java "$REMOTE_STORAGE_SRC" "$KAFKA_LIBS" "$REMOTE_STORAGE_CLASSES" "$(remote_storage_hash)"
   fi
   flock -u 9
   exec 9>&-

@@ -103,6 +103,8 @@ set -euo pipefail
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../lib/process.sh
 source "$SCRIPT_DIR/../lib/process.sh"
+# shellcheck source=../lib/java.sh
+source "$SCRIPT_DIR/../lib/java.sh"
 REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
 
 # Keep in step with mirror.version in mirror-pom.xml. MirrorMaker 4.1 replicates
@@ -231,22 +233,7 @@ fetch_libs() {
   mv "$tmp" "$libs"
 }
 
-compile_helper() {
-  local tmp jars
-  tmp=$(mktemp -d "$MIRROR_HOME/classes.tmp.XXXXXX")
-  # javac's module does not expand "dir/*" the way the javac launcher does.
-  jars=$(printf '%s:' "$MIRROR_LIBS"/*.jar)
-  if ! java -m jdk.compiler/com.sun.tools.javac.Main -nowarn -d "$tmp" \
-    -cp "${jars%:}" "$HELPER_SRC" >"$tmp.log" 2>&1; then
-    cat "$tmp.log" >&2
-    rm -rf "$tmp" "$tmp.log"
-    die "compiling $HELPER_SRC failed (needs a JDK's jdk.compiler module, as TopicsBatch.java does)"
-  fi
-  rm -f "$tmp.log"
-  helper_hash >"$tmp/.sha256"
-  rm -rf "$MIRROR_CLASSES"
-  mv "$tmp" "$MIRROR_CLASSES"
-}
+compile_helper() { compile_java "$HELPER_SRC" "$MIRROR_LIBS" "$MIRROR_CLASSES" "$(helper_hash)"; }
 
 # ------------------------------------------------------------- processes ---
 
