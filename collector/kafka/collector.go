@@ -255,11 +255,12 @@ var metrics = func() descs {
 			"Records of a topic with tiered storage (remote.storage.enable) that only its local replicas hold: per partition, the high watermark minus the first offset not copied to tiered storage "+
 				"(the newest tiered offset + 1, or the log start offset), summed over the partitions whose leader answered; lost if every replica of their partition is. "+
 				"The active segment is never copied, so a topic being written always has some; growing means the uploads stall. Read from the leaders beside the refreshes, so one refresh behind; "+
+				"a partition whose leader's offsets leave records neither local nor tiered (a new leader before its remote log task ran) is left out; "+
 				"Kafka 3.9+ (ListOffsets latest-tiered, KIP-1005), absent for topics without tiered storage"+fromRefresh, topic...),
 		topicUntieredOldest: newGauge("kafka_topic_oldest_untiered_record_timestamp_seconds",
 			"Timestamp (Unix seconds) of the oldest record of the topic that only its local replicas hold: the earliest, over its partitions, of the first record not copied to tiered storage "+
-				"(read with one Fetch of that record's batch header per leader; the append time on topics that use it, else the producer's create time). "+
-				"time() minus it is how far back a loss of every replica would reach. Served with kafka_topic_untiered_records when every partition holding untiered records told it; "+
+				"(the append time on topics that use it, else the producer's create time; fetched once per partition each time its first untiered offset moves, at most 16 partitions per leader and read). "+
+				"time() minus it is how far back a loss of every replica would reach. Served with kafka_topic_untiered_records when every partition of the topic was read and each holding untiered records told it; "+
 				"absent when none holds any"+fromRefresh, topic...),
 		topicRemoteCopyLag: newGauge("kafka_topic_remote_copy_lag_seconds",
 			"The topic's remote.copy.lag.ms in seconds (KIP-1241, Kafka 4.4+): a rolled segment waits this long after its newest record before it is copied to tiered storage, "+

@@ -182,10 +182,14 @@ func liveBrokers(md *sarama.MetadataResponse) map[int32]string {
 // ApiVersions v3 is what sarama sends too; later versions add nothing used
 // here, and sarama's MockBroker (the tests' stand-in for clusters that
 // lack an API) decodes no later one.
-func franzMaxVersions() kgo.Opt {
+func franzMaxVersions() kgo.Opt { return kgo.MaxVersions(franzVersions()) }
+
+// franzVersions are the request versions of franzMaxVersions, for a client
+// that caps one more.
+func franzVersions() *kversion.Versions {
 	versions := kversion.Stable()
 	versions.SetMaxKeyVersion(apiApiVersions, 3)
-	return kgo.MaxVersions(versions)
+	return versions
 }
 
 // readMetadata sends one Metadata request for all topics, trying the

@@ -14,12 +14,14 @@ import (
 )
 
 // The ListOffsets timestamps a tiered read asks each partition's leader
-// for: the high watermark, the log start offset, and the newest offset
-// already copied to tiered storage (KIP-1005, ListOffsets v9, Kafka 3.9).
+// for: the high watermark, the log start offset, the first offset its
+// local log holds (KIP-405, ListOffsets v8), and the newest offset already
+// copied to tiered storage (KIP-1005, ListOffsets v9, Kafka 3.9).
 const (
-	latestTimestamp       int64 = -1
-	earliestTimestamp     int64 = -2
-	latestTieredTimestamp int64 = -5
+	latestTimestamp        int64 = -1
+	earliestTimestamp      int64 = -2
+	earliestLocalTimestamp int64 = -4
+	latestTieredTimestamp  int64 = -5
 	// listOffsetsTieredVersion is the first ListOffsets version that knows
 	// latestTieredTimestamp.
 	listOffsetsTieredVersion = 9
@@ -35,24 +37,27 @@ const (
 
 // tieredMaxVersions are the request versions of the tiered read's client.
 var tieredMaxVersions = func() *kversion.Versions {
-	v := kversion.Stable()
-	v.SetMaxKeyVersion(apiApiVersions, 3)
+	v := franzVersions()
 	v.SetMaxKeyVersion(apiFetch, tieredFetchVersion)
 	return v
 }()
 
-// batchHeaderBytes is what the tiered read fetches of a partition: the
-// start of the record batch holding its first untiered offset, up to the
-// batch's timestamps (v2 batch header: base offset 8, length 4, leader
-// epoch 4, magic 1, CRC 4, attributes 2, last offset delta 4, first
-// timestamp 8, max timestamp 8). A broker cuts a batch short at the
-// partition's byte limit, but for the first partition of the answer, which
-// it sends whole (KIP-74). batchTimestampsEnd is where the max timestamp
-// ends, all batchTimestamp reads.
-const (
-	batchHeaderBytes   = 61
-	batchTimestampsEnd = 43
-)
+// maxTimestampFetches bounds the Fetch requests one tiered read sends each
+// leader for the time of a first untiered record. A Fetch answers one
+// partition's first batch whole (KIP-74: from v3 on, a later partition
+// whose first batch exceeds its byte limit gets nothing), so each partition
+// takes a request of its own, and a batch of up to max.message.bytes; a
+// record's time at an offset never changes, so a partition is asked again
+// only when its first untiered offset moved (a segment was copied). A
+// cluster with many tiered partitions learns their times over several
+// reads; until then their topic's oldest record is unknown.
+const maxTimestampFetches = 16
+
+// batchTimestampsEnd is where a v2 record batch header's timestamps end
+// (base offset 8, length 4, leader epoch 4, magic 1, CRC 4, attributes 2,
+// last offset delta 4, first timestamp 8, max timestamp 8), all
+// batchTimestamp reads.
+const batchTimestampsEnd = 43
 
 // UntieredRecords is what a topic with tiered storage holds only on its
 // local replicas: records its brokers have not copied to tiered storage
@@ -68,19 +73,31 @@ type UntieredRecords struct {
 	// Oldest is the timestamp of the oldest record only local replicas
 	// hold: the first untiered record of each partition, the earliest of
 	// them. Zero when no partition holds untiered records, or when one
-	// that does could not tell (its fetch failed, or its producer set no
+	// of the topic's partitions could not tell (its leader did not answer,
+	// its fetch failed or is yet to come, or its producer set no
 	// timestamp): a partial minimum could be younger than the truth.
 	Oldest time.Time
 }
 
 // partitionOffsets are the offsets a tiered read found for one partition;
-// tiered is -1 when nothing of it is tiered. firstUntieredMs is the
-// timestamp (Unix ms) of its first untiered record, -1 when unknown or
-// when it has none.
+// tiered is -1 when nothing of it is tiered, local is the first offset of
+// its local log. firstUntieredMs is the timestamp (Unix ms) of its first
+// untiered record, -1 when unknown or when it has none.
 type partitionOffsets struct {
-	end, start, tiered int64
-	firstUntieredMs    int64
+	end, start, local, tiered int64
+	firstUntieredMs           int64
 }
+
+// consistent reports whether the leader's offsets account for every
+// record: each is local or tiered. A leader that took the partition over
+// knows its newest tiered offset only once its remote log task ran (every
+// remote.log.manager.task.interval.ms, 30 s by default); until then it
+// answers -1, and records only tiered storage holds (below the local log)
+// would count as untiered. The limit: while the local log still holds
+// everything (no local retention deleted a copied segment yet), such an
+// answer cannot be told from "nothing tiered", and counts the copied
+// records too.
+func (o partitionOffsets) consistent() bool { return o.tiered+1 >= o.local }
 
 // firstUntiered is the partition's first offset not copied to tiered
 // storage.
@@ -127,7 +144,15 @@ func (s *source) readTiered(brokers map[int32]string, snap *Snapshot) {
 		}
 		timeout := s.cfg.RequestTimeout
 		r.maxVersions = tieredMaxVersions
-		err := r.start(s.cfg, leaders, func(handles map[int32]*kgo.Broker) tieredRead { return listTieredOffsets(handles, byLeader, timeout) })
+		// The last read's findings, which the next one only reads: a
+		// finished read's map is never written again.
+		var known map[PartitionKey]partitionOffsets
+		if r.last != nil {
+			known = r.last.offsets
+		}
+		err := r.start(s.cfg, leaders, func(handles map[int32]*kgo.Broker) tieredRead {
+			return listTieredOffsets(handles, byLeader, known, timeout)
+		})
 		if err != nil {
 			s.logFailure("tiered", "reading the offsets of topics with tiered storage failed; kafka_topic_untiered_records is not served", err)
 		}
@@ -167,7 +192,7 @@ func untieredRecords(t *Topic, offsets map[PartitionKey]partitionOffsets) *Untie
 	if u.Partitions == 0 {
 		return nil
 	}
-	if oldestKnown && oldest >= 0 {
+	if oldestKnown && oldest >= 0 && u.Partitions == len(t.Partitions) {
 		u.Oldest = time.UnixMilli(oldest)
 	}
 	return &u
@@ -191,12 +216,13 @@ func tieredPartitionsByLeader(snap *Snapshot) map[int32][]PartitionKey {
 	return byLeader
 }
 
-// listTieredOffsets asks every leader, at once, for the three offsets of
-// each of its partitions (three ListOffsets requests, as one request asks
-// for one timestamp per partition), then for the timestamp of the first
-// untiered record of those that hold some (one Fetch). Each leader's
-// requests are bounded by timeout together.
-func listTieredOffsets(handles map[int32]*kgo.Broker, byLeader map[int32][]PartitionKey, timeout time.Duration) tieredRead {
+// listTieredOffsets asks every leader, at once, for the four offsets of
+// each of its partitions (four ListOffsets requests, as one request asks
+// for one timestamp per partition), then for the time of the first
+// untiered record of those that hold some: from known, the last read's
+// findings, while that offset did not move, else with a Fetch. Each
+// leader's requests are bounded by timeout together. known is only read.
+func listTieredOffsets(handles map[int32]*kgo.Broker, byLeader map[int32][]PartitionKey, known map[PartitionKey]partitionOffsets, timeout time.Duration) tieredRead {
 	read := tieredRead{offsets: map[PartitionKey]partitionOffsets{}}
 	leaders := make(map[int32]*kgo.Broker, len(byLeader))
 	var missing readOutcome
@@ -210,40 +236,20 @@ func listTieredOffsets(handles map[int32]*kgo.Broker, byLeader map[int32][]Parti
 	}
 	read.readOutcome = askBrokers(leaders, timeout, func(ctx context.Context, id int32, broker *kgo.Broker) (func(), bool, error) {
 		parts := byLeader[id]
-		found := make(map[PartitionKey]partitionOffsets, len(parts))
-		for _, ts := range []int64{latestTieredTimestamp, latestTimestamp, earliestTimestamp} {
-			got, version, err := listOffsets(ctx, broker, parts, ts)
-			if err != nil {
-				return nil, false, fmt.Errorf("list offsets of %d tiered partitions led by broker %d: %w", len(parts), id, err)
-			}
-			if ts == latestTieredTimestamp && version < listOffsetsTieredVersion {
-				return nil, false, nil
-			}
-			for key, offset := range got {
-				o, seen := found[key]
-				if !seen {
-					o = partitionOffsets{end: -1, start: -1, tiered: -1, firstUntieredMs: -1}
-				}
-				switch ts {
-				case latestTimestamp:
-					o.end = offset
-				case earliestTimestamp:
-					o.start = offset
-				default:
-					o.tiered = offset
-				}
-				found[key] = o
-			}
+		found, supported, err := partitionOffsetsOf(ctx, broker, parts)
+		if err != nil {
+			return nil, false, fmt.Errorf("list offsets of %d tiered partitions led by broker %d: %w", len(parts), id, err)
 		}
-		// Without the timestamps the offsets still tell the records: a
-		// failed Fetch leaves the timestamps unknown, and is not an error
-		// of the read (a leader change between the requests does that).
-		firstUntieredTimestamps(ctx, broker, found)
+		if !supported {
+			return nil, false, nil
+		}
+		// Without the times the offsets still tell the records: a failed
+		// Fetch leaves a time unknown, and is not an error of the read (a
+		// leader change between the requests does that).
+		firstUntieredTimes(ctx, broker, found, known)
 		return func() {
 			for key, o := range found {
-				if o.end >= 0 && o.start >= 0 {
-					read.offsets[key] = o
-				}
+				read.offsets[key] = o
 			}
 		}, true, nil
 	})
@@ -253,6 +259,49 @@ func listTieredOffsets(handles map[int32]*kgo.Broker, byLeader map[int32][]Parti
 		read.err = missing.err
 	}
 	return read
+}
+
+// partitionOffsetsOf asks broker for the four offsets of parts; supported
+// is false when it does not know the newest tiered offset. Partitions that
+// lack one of them, or whose offsets are not consistent, are left out.
+func partitionOffsetsOf(ctx context.Context, broker *kgo.Broker, parts []PartitionKey) (found map[PartitionKey]partitionOffsets, supported bool, err error) {
+	found = make(map[PartitionKey]partitionOffsets, len(parts))
+	for _, key := range parts {
+		found[key] = partitionOffsets{end: -1, start: -1, local: -1, tiered: -2, firstUntieredMs: -1}
+	}
+	for _, ts := range []int64{latestTieredTimestamp, latestTimestamp, earliestTimestamp, earliestLocalTimestamp} {
+		got, version, err := listOffsets(ctx, broker, parts, ts)
+		if err != nil {
+			return nil, false, err
+		}
+		if ts == latestTieredTimestamp && version < listOffsetsTieredVersion {
+			return nil, false, nil
+		}
+		for key, offset := range got {
+			o, ok := found[key]
+			if !ok {
+				continue
+			}
+			switch ts {
+			case latestTimestamp:
+				o.end = offset
+			case earliestTimestamp:
+				o.start = offset
+			case earliestLocalTimestamp:
+				o.local = offset
+			default:
+				o.tiered = offset
+			}
+			found[key] = o
+		}
+	}
+	for key, o := range found {
+		// tiered -2: the partition's answer had an error (-1 is "none").
+		if o.end < 0 || o.start < 0 || o.local < 0 || o.tiered < -1 || !o.consistent() {
+			delete(found, key)
+		}
+	}
+	return found, true, nil
 }
 
 // listOffsets sends one ListOffsets request for parts at timestamp ts and
@@ -291,58 +340,68 @@ func listOffsets(ctx context.Context, broker *kgo.Broker, parts []PartitionKey, 
 	return offsets, resp.GetVersion(), nil
 }
 
-// firstUntieredTimestamps sets the timestamp of the first untiered record
-// of each partition in found that holds untiered records, from one Fetch
-// of the start of the batch at that offset. A partition whose answer has
-// an error or no batch keeps -1.
-func firstUntieredTimestamps(ctx context.Context, broker *kgo.Broker, found map[PartitionKey]partitionOffsets) {
+// firstUntieredTimes sets the time of the first untiered record of each
+// partition in found that holds untiered records: the one known found
+// when its first untiered offset was the same, else fetched, up to
+// maxTimestampFetches partitions.
+func firstUntieredTimes(ctx context.Context, broker *kgo.Broker, found, known map[PartitionKey]partitionOffsets) {
+	fetches := 0
+	for key, o := range found {
+		if o.untiered() == 0 {
+			continue
+		}
+		if k, ok := known[key]; ok && k.firstUntieredMs >= 0 && k.firstUntiered() == o.firstUntiered() {
+			o.firstUntieredMs = k.firstUntieredMs
+			found[key] = o
+			continue
+		}
+		if fetches == maxTimestampFetches || ctx.Err() != nil {
+			continue
+		}
+		fetches++
+		if ms, err := fetchBatchTimestamp(ctx, broker, key, o.firstUntiered()); err == nil {
+			o.firstUntieredMs = ms
+			found[key] = o
+		}
+	}
+}
+
+// fetchBatchTimestamp fetches the record batch holding offset (one
+// partition, so the broker sends its first batch whole however small the
+// byte limits) and returns the time of the records there.
+func fetchBatchTimestamp(ctx context.Context, broker *kgo.Broker, key PartitionKey, offset int64) (int64, error) {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
 	req.MaxWaitMillis = 0 // what the log holds now, without waiting for more
 	req.MinBytes = 1
-	req.MaxBytes = 1 << 20
+	req.MaxBytes = 1      // the first batch comes whole anyway, and nothing more
 	req.SessionEpoch = -1 // no fetch session: a single fetch
-	byTopic := map[string]int{}
-	for key, o := range found {
-		if o.end < 0 || o.start < 0 || o.untiered() == 0 {
-			continue
-		}
-		i, ok := byTopic[key.Topic]
-		if !ok {
-			i = len(req.Topics)
-			byTopic[key.Topic] = i
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic = key.Topic
-			req.Topics = append(req.Topics, t)
-		}
-		p := kmsg.NewFetchRequestTopicPartition()
-		p.Partition, p.FetchOffset, p.PartitionMaxBytes = key.Partition, o.firstUntiered(), batchHeaderBytes
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
-	}
-	if len(req.Topics) == 0 {
-		return
-	}
+	t := kmsg.NewFetchRequestTopic()
+	t.Topic = key.Topic
+	p := kmsg.NewFetchRequestTopicPartition()
+	p.Partition, p.FetchOffset, p.PartitionMaxBytes = key.Partition, offset, 1
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
 	kresp, err := broker.Request(ctx, req)
 	if err != nil {
-		return
+		return -1, err
 	}
 	resp := kresp.(*kmsg.FetchResponse)
-	if kerr.ErrorForCode(resp.ErrorCode) != nil {
-		return
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return -1, err
 	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			key := PartitionKey{t.Topic, p.Partition}
-			o, ok := found[key]
-			if !ok || kerr.ErrorForCode(p.ErrorCode) != nil {
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rt.Topic != key.Topic || rp.Partition != key.Partition {
 				continue
 			}
-			if ms, err := batchTimestamp(p.RecordBatches, o.firstUntiered()); err == nil {
-				o.firstUntieredMs = ms
-				found[key] = o
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				return -1, err
 			}
+			return batchTimestamp(rp.RecordBatches, offset)
 		}
 	}
+	return -1, fmt.Errorf("fetch of %s/%d: no answer for the partition", key.Topic, key.Partition)
 }
 
 // batchTimestamp reads the timestamp of the records at offset from the

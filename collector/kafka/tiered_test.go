@@ -8,6 +8,27 @@ import (
 	"time"
 )
 
+// A leader's offsets must account for every record, local or tiered: a
+// new leader answers "nothing tiered" until its remote log task ran, and
+// records below its local log would count as untiered.
+func TestPartitionOffsetsConsistent(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    partitionOffsets
+		want bool
+	}{
+		{"nothing tiered, everything local", partitionOffsets{end: 500, start: 0, local: 0, tiered: -1}, true},
+		{"tiered and still local (local retention keeps them)", partitionOffsets{end: 500, start: 0, local: 0, tiered: 299}, true},
+		{"tiered segments deleted locally", partitionOffsets{end: 500, start: 0, local: 300, tiered: 299}, true},
+		{"a new leader that does not know its tiered offset yet", partitionOffsets{end: 500, start: 0, local: 300, tiered: -1}, false},
+		{"a tiered offset behind the local log", partitionOffsets{end: 500, start: 0, local: 300, tiered: 199}, false},
+	} {
+		if got := c.o.consistent(); got != c.want {
+			t.Errorf("%s: %+v consistent = %v, want %v", c.name, c.o, got, c.want)
+		}
+	}
+}
+
 func TestUntieredRecordsOfAPartition(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -42,10 +63,9 @@ func TestTieredPartitionsByLeader(t *testing.T) {
 	}
 }
 
-// batchHeader is the start of a v2 record batch: what a broker sends of a
-// partition cut short at batchHeaderBytes.
+// batchHeader is a v2 record batch header (61 bytes), without records.
 func batchHeader(base int64, lastDelta int32, attributes uint16, first, maxTs int64) []byte {
-	b := make([]byte, batchHeaderBytes)
+	b := make([]byte, 61)
 	be := binary.BigEndian
 	be.PutUint64(b[0:], uint64(base))
 	be.PutUint32(b[8:], 500) // batch length: the whole batch, more than was sent
@@ -111,6 +131,11 @@ func TestUntieredRecordsOldest(t *testing.T) {
 	put(at(2, 60, 49, -1)) // 10 untiered records, their time unknown
 	if u := untieredRecords(topic, offsets); u.Records != 160 || !u.Oldest.IsZero() {
 		t.Errorf("with a partition's time unknown: %+v, want 160 records and no oldest", u)
+	}
+	put(at(2, 60, 59, -1)) // back to nothing untiered there
+	delete(offsets, PartitionKey{"t", 2})
+	if u := untieredRecords(topic, offsets); u.Records != 150 || u.Partitions != 2 || !u.Oldest.IsZero() {
+		t.Errorf("a partition's leader did not answer: %+v, want 150 records over 2 partitions and no oldest", u)
 	}
 	if u := untieredRecords(topic, map[PartitionKey]partitionOffsets{}); u != nil {
 		t.Errorf("no partition read: %+v, want nil", u)
