@@ -124,11 +124,10 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 		cached = prev.TopicConfigs
 	}
 	configs, err := s.topicConfigs(broker, md, cached)
-	if err != nil {
-		// Min ISR is refreshed on the next attempt; meanwhile topics whose
-		// value was never read get no min-ISR series rather than a guess.
-		level.Warn(s.logger).Log("msg", "reading topic configs failed; keeping cached min.insync.replicas", "err", err)
-	}
+	// Min ISR is refreshed on the next attempt; meanwhile topics whose
+	// value was never read get no min-ISR series rather than a guess. A
+	// topic whose config stays malformed is logged once.
+	s.logFailure("topic_configs", "reading topic configs failed; keeping cached min.insync.replicas", err)
 	s.franz.target = broker.Addr()
 	reassignments := s.listReassignments(ctx, s.reassignmentsAddr(broker.Addr(), md), md)
 	snap := buildSnapshot(md, s.cfg.Topics.Match, configs, reassignments, s.now())
@@ -677,21 +676,28 @@ func (s *source) topicConfigs(broker *sarama.Broker, md *sarama.MetadataResponse
 		}
 		return next, nil
 	}
-	read, unclean, tiered, err := describeMinISR(broker, s.conf.Version, wanted)
+	read, unclean, tiered, invalid, err := describeMinISR(broker, s.conf.Version, wanted)
+	if err != nil {
+		return next, fmt.Errorf("describe configs for %d topics: %w", len(wanted), err)
+	}
+	// A topic whose answer had an error or a value that does not parse
+	// keeps its cached values; the others are read all the same.
+	for name, v := range read {
+		next.MinISR[name] = v
+	}
 	for name, v := range unclean {
 		next.Unclean[name] = v
 	}
 	for name, v := range tiered {
 		next.Tiered[name] = v
 	}
-	if err != nil {
-		return next, fmt.Errorf("describe configs for %d topics: %w", len(wanted), err)
-	}
-	for name, v := range read {
-		next.MinISR[name] = v
-	}
 	if full {
 		next.ReadAt = now
+	}
+	if invalid != nil {
+		// Not the count of topics asked, which changes between a full
+		// read and the next: the same topics failing is logged once.
+		return next, fmt.Errorf("describe configs: %w", invalid)
 	}
 	return next, nil
 }
@@ -720,8 +726,10 @@ func (tc *TieredConfig) set(name, value string) error {
 // returns their effective min.insync.replicas and
 // unclean.leader.election.enable (the topic override, else the broker or
 // cluster default, as the broker resolves it), and their tiered storage
-// settings. Topics that fail individually (deleted meanwhile) are left out.
-func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics []string) (minISR map[string]int, unclean map[string]bool, tiered map[string]TieredConfig, err error) {
+// settings. Topics that fail individually are left out: deleted meanwhile,
+// silently; with another error or a value that does not parse, named in
+// invalid. err is the request's failure.
+func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics []string) (minISR map[string]int, unclean map[string]bool, tiered map[string]TieredConfig, invalid, err error) {
 	req := &sarama.DescribeConfigsRequest{Resources: make([]*sarama.ConfigResource, 0, len(topics))}
 	switch {
 	case version.IsAtLeast(sarama.V2_8_0_0):
@@ -740,7 +748,7 @@ func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics [
 	}
 	resp, err := broker.DescribeConfigs(req)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	out := make(map[string]int, len(topics))
 	unclean = make(map[string]bool, len(topics))
@@ -786,5 +794,5 @@ func describeMinISR(broker *sarama.Broker, version sarama.KafkaVersion, topics [
 		tc.CopyLagKnown = lags == 2
 		tiered[r.Name] = tc
 	}
-	return out, unclean, tiered, errors.Join(errs...)
+	return out, unclean, tiered, errors.Join(errs...), nil
 }

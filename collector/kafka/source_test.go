@@ -410,9 +410,12 @@ func TestDescribeTieredConfigs(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = broker.Close() })
 
-	minISR, _, tiered, err := describeMinISR(broker, conf.Version, []string{"delayed", "before44", "local", "broken"})
-	if err == nil || !strings.Contains(err.Error(), `topic broken: remote.copy.lag.ms="soon"`) {
-		t.Errorf("err = %v, want one naming topic broken and its remote.copy.lag.ms", err)
+	minISR, _, tiered, invalid, err := describeMinISR(broker, conf.Version, []string{"delayed", "before44", "local", "broken"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if invalid == nil || !strings.Contains(invalid.Error(), `topic broken: remote.copy.lag.ms="soon"`) {
+		t.Errorf("invalid = %v, want one naming topic broken and its remote.copy.lag.ms", invalid)
 	}
 	want := map[string]TieredConfig{
 		"delayed":  {Enabled: true, CopyLagMs: 600000, CopyLagBytes: -1, CopyLagKnown: true},
@@ -431,5 +434,36 @@ func TestDescribeTieredConfigs(t *testing.T) {
 	}
 	if minISR["broken"] != 2 {
 		t.Errorf("a broken copy lag lost the topic's min.insync.replicas: %v", minISR)
+	}
+}
+
+// A topic whose config does not parse costs only its own values: the
+// others' are read, the cache is dated (no full re-read every refresh),
+// and the warning is logged once.
+func TestTopicConfigsMalformedValue(t *testing.T) {
+	m := newMockCluster(t)
+	m.serve(map[string]string{"a": "2", "b": "two"})
+	var logs strings.Builder
+	src, now := testSourceLogging(t, m.broker.Addr(), log.NewLogfmtLogger(&logs))
+	var snap *Snapshot
+	for range 3 {
+		next, err := src.refresh(context.Background(), snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap = next
+		*now = now.Add(5 * time.Second)
+	}
+	if a, b := snap.Topics[0], snap.Topics[1]; a.MinISR != 2 || b.MinISR != 0 {
+		t.Errorf("min ISR a=%d b=%d, want 2 and unknown", a.MinISR, b.MinISR)
+	}
+	// b has no min ISR cached, so each refresh asks for it again; a is
+	// not asked again before the interval.
+	_, describes := m.requests()
+	if len(describes) != 3 || strings.Join(describes[0], ",") != "a,b" || strings.Join(describes[2], ",") != "b" {
+		t.Errorf("DescribeConfigs %v, want [a b] then [b] twice", describes)
+	}
+	if n := strings.Count(logs.String(), "level=warn"); n != 1 || !strings.Contains(logs.String(), `topic b: min.insync.replicas=\"two\"`) {
+		t.Errorf("%d warnings, want one naming topic b:\n%s", n, logs.String())
 	}
 }
