@@ -43,9 +43,11 @@ func TestKafkaCordonedLogDirs(t *testing.T) {
 		return ok && v == 0, m.Describe("kafka_broker_log_dir_cordoned", nil)
 	})
 
-	// A reassignment under way onto broker 1 when the cordon comes: 2 MiB
-	// at 10 kB/s keeps its new replica copying until the throttle is
-	// lifted. Broker 1 must hold the replica (its log directory) before the
+	// A reassignment under way onto broker 1 when the cordon comes: 20 MiB
+	// throttled to 10 kB/s keeps its new replica copying until the
+	// throttle is lifted (the throttle lets a fetch of up to 1 MiB through
+	// about every 11 s, its rate window, so the copy would take minutes).
+	// Broker 1 must hold the replica (its log directory) before the
 	// cordon, as a reassignment submitted after it would be refused.
 	const moving = "cordon-move"
 	admin, err := sarama.NewClusterAdmin(cluster.Bootstrap(), lab.ClientConfig())
@@ -56,7 +58,7 @@ func TestKafkaCordonedLogDirs(t *testing.T) {
 	if err := admin.CreateTopic(moving, &sarama.TopicDetail{NumPartitions: -1, ReplicationFactor: -1, ReplicaAssignment: map[int32][]int32{0: {2}}}, false); err != nil {
 		t.Fatalf("create %s on broker 2: %v", moving, err)
 	}
-	value := []byte(strings.Repeat("x", 1024))
+	value := []byte(strings.Repeat("x", 10*1024))
 	for range 4 {
 		batch := make([]lab.Record, 500)
 		for i := range batch {
@@ -66,6 +68,7 @@ func TestKafkaCordonedLogDirs(t *testing.T) {
 	}
 	throttled := map[string][]int32{moving: {2}}
 	throttle(t, admin, "10000", throttled)
+	reassignedAt := time.Now()
 	if err := admin.AlterPartitionReassignments(moving, [][]int32{{2, 1}}); err != nil {
 		t.Fatalf("reassign %s/0 to [2 1]: %v", moving, err)
 	}
@@ -91,6 +94,23 @@ func TestKafkaCordonedLogDirs(t *testing.T) {
 		return n == 1 && v == 1, m.Describe("kafka_broker_cordoned_log_dirs", nil) + m.Describe("kafka_broker_log_dir_cordoned", nil)
 	})
 	t.Logf("FIGURE kafka cordon: kafka-configs.sh returned -> kafka_broker_cordoned_log_dirs 1 after %s (refresh 500 ms; read one refresh behind)", took.Round(10*time.Millisecond))
+	page := statusPage(t, exporter)
+	if !strings.Contains(page, "1 of 1 log dirs cordoned, yet a reassignment is adding 1 replica(s) to it") {
+		t.Errorf("the status page does not show broker 1's cordon with the reassignment still adding to it")
+	}
+	// Kafka's view: the cordon left the reassignment under way.
+	if parts := cluster.DescribeTopics(t, "--topic", moving); len(parts) != 1 || !parts[0].Reassigning || fmt.Sprint(parts[0].AddingReplicas) != "[1]" {
+		t.Errorf("kafka-topics.sh does not show %s/0 still adding broker 1 after the cordon: %+v", moving, parts)
+	}
+	t.Logf("kafka cordon: the reassignment onto broker 1 still under way %s after it started", time.Since(reassignedAt).Round(100*time.Millisecond))
+	throttle(t, admin, "", throttled)
+	waitMetrics(t, exporter, 60*time.Second, "the reassignment onto cordoned broker 1 finished", func(m exportertest.Metrics) (bool, string) {
+		v, _ := m.Value("kafka_broker_adding_replicas", broker)
+		return v == 0, m.Describe("kafka_broker_adding_replicas", nil)
+	})
+	if parts := cluster.DescribeTopics(t, "--topic", moving); len(parts) != 1 || parts[0].Reassigning || fmt.Sprint(parts[0].ISR) != "[2 1]" && fmt.Sprint(parts[0].ISR) != "[1 2]" {
+		t.Errorf("kafka-topics.sh after the reassignment onto cordoned broker 1: %+v, want it done with ISR 1 and 2", parts)
+	}
 	if described := cluster.Configs(t, "--entity-type", "brokers", "--entity-name", "1", "--describe"); !strings.Contains(described, "cordoned.log.dirs="+dir) {
 		t.Errorf("kafka-configs.sh does not describe the cordon the exporter shows:\n%s", described)
 	}
@@ -104,22 +124,6 @@ func TestKafkaCordonedLogDirs(t *testing.T) {
 	e := evs[eventIndex(evs, "log_dir_cordoned", "", 1)]
 	if e.After != dir || e.Time.Before(cordonedAt.Add(-time.Second)) {
 		t.Errorf("log_dir_cordoned: after %q at %s, want %q after the cordon at %s", e.After, clock(e.Time), dir, clock(cordonedAt))
-	}
-	page := statusPage(t, exporter)
-	if !strings.Contains(page, "1 of 1 log dirs cordoned, yet a reassignment is adding 1 replica(s) to it") {
-		t.Errorf("the status page does not show broker 1's cordon with the reassignment still adding to it")
-	}
-	// Kafka's view: the cordon left the reassignment under way.
-	if parts := cluster.DescribeTopics(t, "--topic", moving); len(parts) != 1 || !parts[0].Reassigning || fmt.Sprint(parts[0].AddingReplicas) != "[1]" {
-		t.Errorf("kafka-topics.sh does not show %s/0 still adding broker 1 after the cordon: %+v", moving, parts)
-	}
-	throttle(t, admin, "", throttled)
-	waitMetrics(t, exporter, 60*time.Second, "the reassignment onto cordoned broker 1 finished", func(m exportertest.Metrics) (bool, string) {
-		v, _ := m.Value("kafka_broker_adding_replicas", broker)
-		return v == 0, m.Describe("kafka_broker_adding_replicas", nil)
-	})
-	if parts := cluster.DescribeTopics(t, "--topic", moving); len(parts) != 1 || parts[0].Reassigning || fmt.Sprint(parts[0].ISR) != "[2 1]" && fmt.Sprint(parts[0].ISR) != "[1 2]" {
-		t.Errorf("kafka-topics.sh after the reassignment onto cordoned broker 1: %+v, want it done with ISR 1 and 2", parts)
 	}
 	if page := statusPage(t, exporter); strings.Contains(page, "yet a reassignment") || !strings.Contains(page, "1 of 1 log dirs cordoned") {
 		t.Errorf("the status page, after the reassignment finished, should show the cordon alone")
