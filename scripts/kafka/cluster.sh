@@ -260,10 +260,7 @@ cmd_install() {
     local tmp
     tmp=$(mktemp -d "$KAFKA_HOME/libs.tmp.XXXXXX")
     log "fetching Kafka $KAFKA_VERSION jars from Maven Central into $KAFKA_LIBS"
-    # mvn -q still prints ANSI noise on stdout; keep its output for errors only.
-    if ! mvn -q -B -f "$SCRIPT_DIR/pom.xml" dependency:copy-dependencies \
-      -Dkafka.version="$KAFKA_VERSION" \
-      -DincludeScope=runtime -DoutputDirectory="$tmp" >"$tmp.log" 2>&1; then
+    if ! mvn_copy_dependencies "$SCRIPT_DIR/pom.xml" "$tmp" "$tmp.log" -Dkafka.version="$KAFKA_VERSION"; then
       cat "$tmp.log" >&2
       rm -rf "$tmp" "$tmp.log"
       die "maven could not fetch the Kafka jars"

@@ -221,8 +221,7 @@ fetch_libs() {
   command -v mvn >/dev/null 2>&1 || die "mvn not found: run scripts/install-deps.sh kafka"
   tmp=$(mktemp -d "$home/libs.tmp.XXXXXX")
   log "fetching $what $MIRROR_VERSION jars from Maven Central into $libs"
-  if ! mvn -q -B -f "$pom" dependency:copy-dependencies \
-    -DincludeScope=runtime -DoutputDirectory="$tmp" >"$tmp.log" 2>&1; then
+  if ! mvn_copy_dependencies "$pom" "$tmp" "$tmp.log"; then
     cat "$tmp.log" >&2
     rm -rf "$tmp" "$tmp.log"
     die "maven could not fetch the $what jars"

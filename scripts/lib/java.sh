@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# Java helpers shared by the lab scripts (scripts/kafka/cluster.sh,
+# Java and Maven helpers shared by the lab scripts (scripts/kafka/cluster.sh,
 # scripts/kafka/mirror.sh). Sourced, never run; the sourcing script
-# defines die.
+# defines log and die.
 
 # compile_java SRC LIBS DEST STAMP: compile SRC against every jar in LIBS
 # into DEST with the JDK's javac module, and write STAMP (the cache key:
@@ -24,4 +24,28 @@ compile_java() {
   printf '%s\n' "$stamp" >"$tmp/.sha256"
   rm -rf "$dest"
   mv "$tmp" "$dest"
+}
+
+# mvn_copy_dependencies POM OUT LOG [ARG...]: copy the runtime jars POM
+# lists into OUT with Maven (extra ARGs go to mvn), its output in LOG.
+# Tried three times: scripts/install-deps.sh fetches every Kafka version at
+# once into one local repository, which Maven 3.8 does not lock, so two
+# processes fetching the same artifact can fail one of them ("...jar.part
+# (No such file or directory)", seen on a fresh machine); the next attempt
+# finds the artifact the other wrote. A lasting failure (no network) costs
+# a few seconds more.
+mvn_copy_dependencies() {
+  local pom=$1 out=$2 logfile=$3 attempt
+  shift 3
+  for attempt in 1 2 3; do
+    # mvn -q still prints ANSI noise on stdout; keep its output for errors only.
+    if mvn -q -B -f "$pom" dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$out" "$@" >"$logfile" 2>&1; then
+      return 0
+    fi
+    ((attempt == 3)) && break
+    log "maven failed (attempt $attempt of 3), trying again: $(grep -m1 ERROR "$logfile" | cut -c1-300)"
+    sleep $((attempt * 2 + RANDOM % 3))
+  done
+  return 1
 }
