@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -62,6 +63,15 @@ func logEndOffsets(t *testing.T, c *lab.KafkaCluster, topics ...string) map[stri
 		}
 		for _, p := range parts {
 			end, err := client.GetOffset(topic, p, sarama.OffsetNewest)
+			// A leader that moved since the client read metadata (a broker
+			// killed and back, the canary moving leadership back to the
+			// preferred replicas) answers NOT_LEADER: read metadata again.
+			for try := 0; try < 10 && (errors.Is(err, sarama.ErrNotLeaderForPartition) || errors.Is(err, sarama.ErrLeaderNotAvailable)); try++ {
+				time.Sleep(200 * time.Millisecond)
+				if err = client.RefreshMetadata(topic); err == nil {
+					end, err = client.GetOffset(topic, p, sarama.OffsetNewest)
+				}
+			}
 			if err != nil {
 				t.Fatalf("offset of %s/%d: %v", topic, p, err)
 			}
