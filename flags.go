@@ -27,29 +27,30 @@ import (
 
 // flags are the command-line settings; everything else is in the config file.
 type flags struct {
-	configFile        string
-	configCheck       bool
-	kafkaServers      []string
-	kafkaName         string
-	kafkaVersion      string
-	kafkaPartitions   string
-	kafkaNoPartitions bool
-	kafkaTopicFilter  string
-	kafkaTopicSkip    string
-	redisAddrs        []string
-	redisName         string
-	redisPasswordFile string
-	slotKeys          []string
-	refreshInterval   time.Duration
-	telemetryPath     string
-	idleTimeout       time.Duration
-	enablePprof       bool
-	logLevel          string
-	logFormat         string
-	eventCapacity     int
-	probeMaxTargets   int
-	probeIdleTimeout  time.Duration
-	webConfig         *web.FlagConfig
+	configFile               string
+	configCheck              bool
+	kafkaServers             []string
+	kafkaName                string
+	kafkaVersion             string
+	kafkaPartitions          string
+	kafkaNoPartitions        bool
+	kafkaTopicFilter         string
+	kafkaTopicSkip           string
+	redisAddrs               []string
+	redisName                string
+	redisPasswordFile        string
+	slotKeys                 []string
+	refreshInterval          time.Duration
+	telemetryPath            string
+	idleTimeout              time.Duration
+	enablePprof              bool
+	logLevel                 string
+	logFormat                string
+	eventCapacity            int
+	probeMaxTargets          int
+	probeIdleTimeout         time.Duration
+	probeDiscoveredOnMetrics bool
+	webConfig                *web.FlagConfig
 	// given says which flags with a default the user wrote, so that a
 	// setting that would be ignored is refused instead.
 	given givenFlags
@@ -84,6 +85,7 @@ func defineServeFlags(app *kingpin.Application, f *flags) {
 	app.Flag("log.format", "Output format of log messages: logfmt or json.").Default("logfmt").SetValue(&enumValue{flag: "--log.format", dst: &f.logFormat, options: []string{"logfmt", "json"}})
 	app.Flag("events.capacity", "How many of the latest cluster events (transitions seen between refreshes) to keep for /api/v1/events and the status page (1 to "+strconv.Itoa(config.MaxEventCapacity)+").").Default(strconv.Itoa(events.DefaultCapacity)).SetValue(&countValue{flag: "--events.capacity", dst: &f.eventCapacity, min: 1, max: config.MaxEventCapacity})
 	app.Flag("probe.max-targets", "How many discovered targets (/probe with module=) may be watched at once; a probe of one more is answered 429 (0 to "+strconv.Itoa(maxProbeTargets)+"; 0 turns discovered targets off).").Default("100").SetValue(&countValue{flag: "--probe.max-targets", dst: &f.probeMaxTargets, min: 0, max: maxProbeTargets})
+	app.Flag("probe.discovered-on-metrics", "Serve the discovered targets (/probe with module=) on /metrics and the status page too. Off, only /probe serves them, so that no probe changes what /metrics carries.").Default("false").BoolVar(&f.probeDiscoveredOnMetrics)
 	app.Flag("probe.idle-timeout", "Stop watching a discovered target no probe asked for this long, and free its memory.").Default("10m").SetValue(&durationValue{flag: "--probe.idle-timeout", dst: &f.probeIdleTimeout})
 	f.webConfig = kingpinflag.AddFlags(app, ":9877")
 }

@@ -198,7 +198,8 @@ func runServe(f flags, logs loggers) error {
 	reg.MustRegister(self.Collectors()...)
 
 	manager := collector.NewManager(logger, f.eventCapacity)
-	manager.ConfigureDiscovery(collector.DiscoveryOptions{MaxTargets: f.probeMaxTargets, IdleTimeout: f.probeIdleTimeout, Metrics: self.Discovery})
+	manager.ConfigureDiscovery(collector.DiscoveryOptions{MaxTargets: f.probeMaxTargets, IdleTimeout: f.probeIdleTimeout, Metrics: self.Discovery,
+		OnMetrics: f.probeDiscoveredOnMetrics})
 	if err := manager.Apply(cfg); err != nil {
 		return err
 	}

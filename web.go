@@ -147,18 +147,26 @@ func probeTarget(p prober) exposition.TargetResolver {
 			return p.Probe(q.Get("system"), q.Get("target"))
 		}
 		writers, err := p.ProbeModule(q.Get("system"), q.Get("module"), q.Get("target"), firstProbeWait(r))
-		if errors.Is(err, collector.ErrTooManyTargets) {
-			return nil, tooManyRequests{err}
+		switch {
+		case errors.Is(err, collector.ErrTooManyTargets):
+			return nil, withStatus{err, http.StatusTooManyRequests}
+		case errors.Is(err, collector.ErrAlias):
+			return nil, withStatus{err, http.StatusConflict}
 		}
 		return writers, err
 	}
 }
 
-// tooManyRequests answers a probe past --probe.max-targets with 429.
-type tooManyRequests struct{ error }
+// withStatus answers a refused probe with its own status: 429 past
+// --probe.max-targets (with a Retry-After), 409 for a cluster watched
+// already under another name.
+type withStatus struct {
+	error
+	status int
+}
 
-func (tooManyRequests) StatusCode() int { return http.StatusTooManyRequests }
-func (e tooManyRequests) Unwrap() error { return e.error }
+func (e withStatus) StatusCode() int { return e.status }
+func (e withStatus) Unwrap() error   { return e.error }
 
 // Waiting for a new target's first refresh: the scrape's timeout less
 // probeWaitMargin, so that the answer beats it; probeWaitDefault without

@@ -3,6 +3,8 @@ package collector
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -36,6 +38,10 @@ var (
 	ErrTargetInUse = errors.New("target in use")
 	// ErrTooManyTargets is a new target past DiscoveryOptions.MaxTargets.
 	ErrTooManyTargets = errors.New("too many discovered targets")
+	// ErrAlias is a target that is a cluster the exporter watches already
+	// under another name: an address it is known by, or its cluster id or
+	// a member's id.
+	ErrAlias = errors.New("target is a known cluster")
 )
 
 // DiscoveryOptions bound the discovered targets.
@@ -47,6 +53,10 @@ type DiscoveryOptions struct {
 	IdleTimeout time.Duration
 	// Metrics count them; nil counts nothing.
 	Metrics *DiscoveryMetrics
+	// OnMetrics serves the discovered targets on /metrics and the status
+	// page too; without it only /probe serves them, so that no probe
+	// changes what /metrics carries.
+	OnMetrics bool
 }
 
 // DiscoveryMetrics are the exporter's series about its discovered targets.
@@ -80,8 +90,8 @@ func NewDiscoveryMetrics() *DiscoveryMetrics {
 
 // The reasons of the refused and stopped counters.
 var (
-	refusalReasons = []string{"limit", "bad_target", "unknown_module", "in_use"}
-	stopReasons    = []string{"idle", "reload", "config"}
+	refusalReasons = []string{"limit", "bad_target", "unknown_module", "in_use", "alias"}
+	stopReasons    = []string{"idle", "reload", "config", "alias", "evicted"}
 )
 
 func newDiscoveryMetrics() *DiscoveryMetrics {
@@ -96,11 +106,11 @@ func newDiscoveryMetrics() *DiscoveryMetrics {
 		}, []string{"system"}),
 		Stopped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: ExporterName + "_probe_discovered_targets_stopped_total",
-			Help: "Discovered targets stopped, by system and reason: idle (no probe within --probe.idle-timeout), reload (its module is gone), config (the config now lists a cluster of its name).",
+			Help: "Discovered targets stopped, by system and reason: idle (no probe within --probe.idle-timeout), reload (its module is gone), config (the config now lists a cluster of its name), alias (its first read showed a cluster watched already), evicted (it never answered, and a new target needed its place).",
 		}, []string{"system", "reason"}),
 		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: ExporterName + "_probe_refused_total",
-			Help: "Probes of a discovered target refused, by reason: limit (--probe.max-targets reached, answered 429), bad_target, unknown_module, in_use (answered 400).",
+			Help: "Probes of a discovered target refused, by reason: limit (--probe.max-targets reached, answered 429), bad_target, unknown_module, in_use (answered 400), alias (a cluster watched already under another name, answered 409).",
 		}, []string{"reason"}),
 	}
 }
@@ -122,7 +132,13 @@ type discovery struct {
 	cfg atomic.Pointer[config.Config]
 	// targets by event system and name; guarded by the manager's mu, so
 	// that a probe of a running target finds it without waiting.
-	targets    map[string]*target
+	targets map[string]*target
+	// claimed are the names of the clusters of the config being applied or
+	// applied last, by event system: set by Apply before it decides what
+	// runs, so that a first probe that comes between its decision and its
+	// start is refused instead of starting a watcher nobody stops. Guarded
+	// by mu.
+	claimed    map[string]bool
 	reaperStop chan struct{}
 	reaperDone chan struct{}
 }
@@ -135,6 +151,15 @@ type target struct {
 	// units are the keys of its running watchers; guarded by
 	// discovery.mu.
 	units []string
+	// firstUnits are the keys of the watchers it started with, set before
+	// it is published: what each of its probes waits for, so that two
+	// first probes at once (an HA pair of Prometheus servers) both answer
+	// from its first refresh.
+	firstUnits []string
+	// confirmed is set once a refresh read the cluster and showed it is no
+	// cluster watched already (confirmTarget); its parts (a canary) start
+	// only then.
+	confirmed atomic.Bool
 	// lastProbe is when a probe last asked for it, in Unix nanoseconds.
 	lastProbe atomic.Int64
 }
@@ -190,12 +215,16 @@ func (m *Manager) stopReaper() {
 // refresh at most wait; later probes never wait. The cluster's name, its
 // kafka_cluster or redis_cluster label, is the target.
 func (m *Manager) ProbeModule(eventSystem, module, addr string, wait time.Duration) ([]exposition.TextWriter, error) {
+	deadline := time.Now().Add(wait)
 	t, running, err := m.findTarget(eventSystem, module, addr)
 	if err == nil && !running {
-		var units []string
-		if t, units, err = m.startTarget(t); err == nil {
-			m.waitReady(units, wait)
-		}
+		t, err = m.startTarget(t)
+	}
+	if err == nil {
+		// Every probe waits for the first refresh, not only the one that
+		// started the target, which returns at once once there was one.
+		m.waitReady(t.firstUnits, time.Until(deadline))
+		err = m.confirmTarget(t, deadline)
 	}
 	if err != nil {
 		m.refused(err)
@@ -271,42 +300,50 @@ func modulesKeys(systems []string) []string {
 
 // startTarget starts the watchers of t, a target no probe asked for
 // before, unless another probe just started it, and returns the running
-// target with the keys of the watchers it started.
-func (m *Manager) startTarget(t *target) (*target, []string, error) {
+// target. A target that never answered makes way for it when the table is
+// full; one that names an address of a cluster watched already is
+// refused before anything connects.
+func (m *Manager) startTarget(t *target) (*target, error) {
 	t.touch(time.Now())
 	d := &m.discovery
+	var stop []*running
+	// As reapIdle does: what stops is waited for outside the lock.
+	defer func() { m.stopAll(stop) }()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	m.mu.Lock()
-	running, n := d.targets[t.key()], len(d.targets)
-	var configured bool
-	for _, s := range m.systems {
-		if r, ok := m.running[s.Name()+"/"+t.name]; ok && s.EventSystem() == t.eventSystem && r.target == nil {
-			configured = true
-		}
-	}
+	running := d.targets[t.key()]
 	m.mu.Unlock()
 	switch {
 	case running != nil && running.module == t.module:
-		return running, nil, nil
+		return running, nil
 	case running != nil:
-		return nil, nil, errProbedWith(running)
-	case configured:
-		return nil, nil, fmt.Errorf("%w: the config has a %s cluster called %q; probe it without module=", ErrTargetInUse, t.eventSystem, t.name)
-	case n >= d.opts.MaxTargets:
-		return nil, nil, fmt.Errorf("%w: %d discovered targets run, the most --probe.max-targets allows; %s target %q is refused until one is stopped (--probe.idle-timeout %s after its last probe)",
-			ErrTooManyTargets, n, t.eventSystem, t.name, d.opts.IdleTimeout)
+		return nil, errProbedWith(running)
+	case d.claimed[t.eventSystem+"/"+t.name]:
+		return nil, fmt.Errorf("%w: the config has a %s cluster called %q; probe it without module=", ErrTargetInUse, t.eventSystem, t.name)
 	case d.cfg.Load() == nil:
-		return nil, nil, fmt.Errorf("%w: no config applied yet", ErrUnknownModule)
+		return nil, fmt.Errorf("%w: no config applied yet", ErrUnknownModule)
+	}
+	if other := m.aliasOf(t, nil, t.addrs); other != "" {
+		return nil, fmt.Errorf("%w: %s target %q names an address of %s; probe that cluster instead", ErrAlias, t.eventSystem, t.name, other)
+	}
+	if len(d.targets) >= d.opts.MaxTargets {
+		victim := m.unanswered()
+		if victim == nil {
+			return nil, tooManyTargets{fmt.Errorf("%w: %d discovered targets run, the most --probe.max-targets allows, and each has answered; %s target %q is refused until one is stopped, at the latest in %s (--probe.idle-timeout %s after a target's last probe)",
+				ErrTooManyTargets, len(d.targets), t.eventSystem, t.name, m.nextFree(time.Now()).Round(time.Second), d.opts.IdleTimeout), m.nextFree(time.Now())}
+		}
+		stop = m.takeTarget(victim, "evicted")
 	}
 	// A new target has no watchers to drop.
 	found, _, err := m.syncTarget(d.cfg.Load(), t)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if !found {
-		return nil, nil, fmt.Errorf("%w: the config has no %s module called %q (its %s_modules list)", ErrUnknownModule, t.eventSystem, t.module, t.eventSystem)
+		return nil, fmt.Errorf("%w: the config has no %s module called %q (its %s_modules list)", ErrUnknownModule, t.eventSystem, t.module, t.eventSystem)
 	}
+	t.firstUnits = slices.Clone(t.units)
 	m.mu.Lock()
 	d.targets[t.key()] = t
 	m.mu.Unlock()
@@ -314,7 +351,155 @@ func (m *Manager) startTarget(t *target) (*target, []string, error) {
 		mt.Started.WithLabelValues(t.eventSystem).Inc()
 		mt.Targets.WithLabelValues(t.eventSystem).Inc()
 	}
-	return t, slices.Clone(t.units), nil
+	return t, nil
+}
+
+// tooManyTargets is ErrTooManyTargets with when a place frees at the
+// latest, for the 429's Retry-After.
+type tooManyTargets struct {
+	error
+	retryAfter time.Duration
+}
+
+func (e tooManyTargets) Unwrap() error             { return e.error }
+func (e tooManyTargets) RetryAfter() time.Duration { return e.retryAfter }
+
+// unanswered is the target to evict for a new one: of those no refresh
+// ever read (a closed port, a host that does not answer, junk), the one
+// probed least recently; nil when every target answered. Called with
+// discovery.mu held.
+func (m *Manager) unanswered() *target {
+	var victim *target
+	for _, t := range m.discovery.targets {
+		if !t.confirmed.Load() && (victim == nil || t.lastProbe.Load() < victim.lastProbe.Load()) {
+			victim = t
+		}
+	}
+	return victim
+}
+
+// nextFree is how long until the first running target idles out, at now.
+// Called with discovery.mu held.
+func (m *Manager) nextFree(now time.Time) time.Duration {
+	next := m.discovery.opts.IdleTimeout
+	for _, t := range m.discovery.targets {
+		next = min(next, max(m.discovery.opts.IdleTimeout-t.idleFor(now), 0))
+	}
+	return next
+}
+
+// confirmTarget checks t, once a refresh read its cluster, against the
+// clusters the exporter watches: a target that reports an id or an address
+// of another (a replica's address, a host name of a configured seed) is
+// that cluster under a second name, and is stopped and refused; otherwise
+// the parts its module asks for (a canary, which must never write to a
+// cluster under two names) start, and are waited for until deadline. A
+// target not read yet is served as it is (up 0), its parts held.
+func (m *Manager) confirmTarget(t *target, deadline time.Time) error {
+	if t.confirmed.Load() {
+		return nil
+	}
+	ids, addrs, read := m.targetMembers(t)
+	if !read {
+		return nil
+	}
+	d := &m.discovery
+	var stop []*running
+	defer func() { m.stopAll(stop) }()
+	d.mu.Lock()
+	if t.confirmed.Load() || d.targets[t.key()] != t {
+		d.mu.Unlock()
+		return nil
+	}
+	if other := m.aliasOf(t, ids, addrs); other != "" {
+		stop = m.takeTarget(t, "alias")
+		d.mu.Unlock()
+		return fmt.Errorf("%w: %s target %q is %s under another name (they share a member); probe that cluster instead", ErrAlias, t.eventSystem, t.name, other)
+	}
+	t.confirmed.Store(true)
+	_, dropped, err := m.syncTarget(d.cfg.Load(), t)
+	stop = dropped
+	parts := slices.Clone(t.units)
+	d.mu.Unlock()
+	if err != nil {
+		level.Warn(m.logger).Log("msg", "discovered target's parts (its canary) cannot start", "system", t.eventSystem, "target", t.name, "module", t.module, "err", err)
+	}
+	m.waitReady(parts, time.Until(deadline))
+	return nil
+}
+
+// targetMembers are the ids and addresses t's cluster reports, and whether
+// a refresh read it.
+func (m *Manager) targetMembers(t *target) (ids, addrs []string, read bool) {
+	for _, key := range t.firstUnits {
+		if r, ok := m.current(key); ok && r.target == t {
+			if i, a, ok := r.watcher.Members(); ok {
+				ids, addrs, read = append(ids, i...), append(addrs, a...), true
+			}
+		}
+	}
+	return ids, addrs, read
+}
+
+// aliasOf names the cluster of t's event system, other than t, that has
+// one of ids or addrs: `kafka cluster "orders" of the config` or `the
+// discovered kafka target "HOST:PORT"`; empty when none has.
+func (m *Manager) aliasOf(t *target, ids, addrs []string) string {
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	for _, a := range addrs {
+		want[canonicalAddr(a)] = true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var found []string
+	for _, r := range m.running {
+		s := m.systemOf(r.unit.System)
+		if s == nil || s.EventSystem() != t.eventSystem || s.Part() != "" || r.target == t {
+			continue
+		}
+		otherIDs, otherAddrs, _ := r.watcher.Members()
+		shared := slices.ContainsFunc(otherIDs, func(id string) bool { return want[id] }) ||
+			slices.ContainsFunc(otherAddrs, func(a string) bool { return want[canonicalAddr(a)] })
+		switch {
+		case !shared:
+		case r.target == nil:
+			found = append(found, fmt.Sprintf("%s cluster %q of the config", t.eventSystem, r.unit.Cluster))
+		default:
+			found = append(found, fmt.Sprintf("the discovered %s target %q", t.eventSystem, r.unit.Cluster))
+		}
+	}
+	slices.Sort(found)
+	if len(found) == 0 {
+		return ""
+	}
+	return found[0]
+}
+
+// systemOf is the manager's system called name, nil if none.
+func (m *Manager) systemOf(name string) system.System {
+	for _, s := range m.systems {
+		if s.Name() == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// canonicalAddr is an address as a target names it: an IP address in its
+// canonical form, a host name in lower case without a trailing dot, so
+// that one member is one address however a cluster or a caller spells it.
+func canonicalAddr(addr string) string {
+	host, port, err := net.SplitHostPort(strings.TrimSpace(addr))
+	if err != nil {
+		return strings.ToLower(addr)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return net.JoinHostPort(ip.Unmap().String(), port)
+	}
+	return net.JoinHostPort(strings.TrimSuffix(strings.ToLower(host), "."), port)
 }
 
 // syncTarget makes t's running watchers match cfg's module: it starts the
@@ -327,7 +512,9 @@ func (m *Manager) startTarget(t *target) (*target, []string, error) {
 func (m *Manager) syncTarget(cfg *config.Config, t *target) (found bool, stop []*running, err error) {
 	var want []system.Unit
 	for _, s := range m.systems {
-		if s.EventSystem() != t.eventSystem {
+		// A part (a canary) waits until the target is known to be no
+		// cluster watched already under another name (confirmTarget).
+		if s.EventSystem() != t.eventSystem || (s.Part() != "" && !t.confirmed.Load()) {
 			continue
 		}
 		u, ok, err := m.serving[s.Name()].Discover(cfg, t.module, t.name, t.addrs)
@@ -518,6 +705,8 @@ func (m *Manager) refused(err error) {
 		reason = "unknown_module"
 	case errors.Is(err, ErrTargetInUse):
 		reason = "in_use"
+	case errors.Is(err, ErrAlias):
+		reason = "alias"
 	}
 	mt.Refused.WithLabelValues(reason).Inc()
 }

@@ -84,6 +84,9 @@ type Manager struct {
 	applied atomic.Bool
 
 	discovery discovery
+	// testHookApplyDecided, when set by a test, runs in Apply between its
+	// decision of what runs and its start of the new watchers.
+	testHookApplyDecided func()
 }
 
 // NewManager returns a manager of the registry's systems with no clusters,
@@ -115,14 +118,19 @@ func (m *Manager) Events() *events.Log { return m.events }
 
 // TextWriters are the systems' collectors, served as pre-rendered text
 // after the registry: a large cluster's series are too many for the
-// registry path, and every collector renders the same way.
+// registry path, and every collector renders the same way. They serve the
+// clusters of the config; the discovered ones only with
+// DiscoveryOptions.OnMetrics, so that no /probe changes what /metrics
+// carries.
 func (m *Manager) TextWriters() []exposition.TextWriter {
 	writers := make([]exposition.TextWriter, len(m.systems))
 	for i, s := range m.systems {
-		writers[i] = m.serving[s.Name()].Writer()
+		writers[i] = m.serving[s.Name()].Writer(m.discoveredOnMetrics)
 	}
 	return writers
 }
+
+func (m *Manager) discoveredOnMetrics() bool { return m.discovery.opts.OnMetrics }
 
 // States returns the latest states of the clusters of the system called
 // name, typed []watch.Named[S] for that system's snapshot S, nil for a
@@ -135,11 +143,12 @@ func (m *Manager) States(name string) any {
 }
 
 // Views are the status page's view models of every system's clusters, in
-// the registry's order.
+// the registry's order: those of the config, and the discovered ones with
+// DiscoveryOptions.OnMetrics.
 func (m *Manager) Views(now time.Time) []model.Cluster {
 	var views []model.Cluster
 	for _, s := range m.systems {
-		views = append(views, m.serving[s.Name()].Views(now)...)
+		views = append(views, m.serving[s.Name()].Views(now, m.discoveredOnMetrics())...)
 	}
 	return views
 }
@@ -255,9 +264,16 @@ func (m *Manager) Apply(cfg *config.Config) error {
 		return err
 	}
 	wanted := map[string]bool{}
+	claimed := map[string]bool{}
 	for _, u := range p.units {
 		wanted[u.Key()] = true
+		claimed[m.systemOf(u.System).EventSystem()+"/"+u.Cluster] = true
 	}
+	// From here on a first probe of a name of cfg is refused: one that
+	// started before is in running now, and is stopped below.
+	m.discovery.mu.Lock()
+	m.discovery.claimed = claimed
+	m.discovery.mu.Unlock()
 
 	m.mu.Lock()
 	var replaced, removed []*running
@@ -280,6 +296,9 @@ func (m *Manager) Apply(cfg *config.Config) error {
 		}
 	}
 	m.mu.Unlock()
+	if m.testHookApplyDecided != nil {
+		m.testHookApplyDecided()
+	}
 
 	// Removed clusters stop being served at once; replaced ones are served
 	// until their successor takes over from their last state.

@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -135,6 +136,16 @@ type fakeSources struct {
 	stubborn bool // sleeps through a cancelled context
 	built    int  // sources built
 	closed   int  // sources closed
+	// ids are the ids a cluster reports once read, by name; down are
+	// clusters whose refreshes fail (a closed port), by name.
+	ids  map[string][]string
+	down map[string]bool
+}
+
+func (f *fakeSources) idsOf(name string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ids[name]
 }
 
 func (f *fakeSources) source(c fakeSettings, _ log.Logger) (system.Source[counted], error) {
@@ -143,8 +154,11 @@ func (f *fakeSources) source(c fakeSettings, _ log.Logger) (system.Source[counte
 	f.mu.Unlock()
 	refresh := func(ctx context.Context, prev *counted) (*counted, error) {
 		f.mu.Lock()
-		delay, stubborn := f.delay, f.stubborn
+		delay, stubborn, down := f.delay, f.stubborn, f.down[c.Name]
 		f.mu.Unlock()
+		if down {
+			return nil, errors.New("connection refused")
+		}
 		if stubborn {
 			time.Sleep(delay)
 		} else {
@@ -185,6 +199,14 @@ func fakeSpec(f *fakeSources) system.Spec[counted, fakeSettings] {
 				}
 			}
 			return fakeSettings{}, false
+		},
+		// A fake cluster is known by its addresses, and by the ids
+		// fakeSources.ids gives a name, once read.
+		Members: func(c fakeSettings, snap *counted) (ids, addrs []string) {
+			if snap != nil {
+				ids = f.idsOf(c.Name)
+			}
+			return ids, append(addrs, c.Addrs...)
 		},
 		Fingerprint: func(c fakeSettings) (string, error) {
 			b, err := json.Marshal(c)

@@ -121,6 +121,20 @@ func (c *Collector[S]) AppendText(st *Stream) {
 	c.appendRenderings(st, names, clusters)
 }
 
+// AppendClustersText adds the series of the clusters keep accepts, as
+// AppendText adds every cluster's (for /metrics without the clusters
+// /probe discovered).
+func (c *Collector[S]) AppendClustersText(st *Stream, keep func(name string) bool) {
+	names, clusters := c.sorted()
+	kept, keptClusters := names[:0], clusters[:0]
+	for i, name := range names {
+		if keep(name) {
+			kept, keptClusters = append(kept, name), append(keptClusters, clusters[i])
+		}
+	}
+	c.appendRenderings(st, kept, keptClusters)
+}
+
 // AppendClusterText adds the series of the cluster called name to a
 // response, as AppendText adds every cluster's, and reports whether the
 // collector serves that cluster (for /probe, one cluster a target).

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
@@ -67,7 +69,8 @@ type TargetResolver func(r *http.Request) ([]TextWriter, error)
 // own Prometheus target, with its own up, scrape duration and sample
 // limit. The exporter's own series are not repeated in each target; they
 // stay on /metrics. A request resolve refuses is answered with its error,
-// 400 unless the error has a StatusCode() of its own.
+// 400 unless the error has a StatusCode() of its own, with a Retry-After
+// header when it has a RetryAfter().
 func ProbeHandler(resolve TargetResolver, logError ErrorLogger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writers, err := resolve(r)
@@ -76,6 +79,10 @@ func ProbeHandler(resolve TargetResolver, logError ErrorLogger) http.Handler {
 			var coded interface{ StatusCode() int }
 			if errors.As(err, &coded) {
 				status = coded.StatusCode()
+			}
+			var later interface{ RetryAfter() time.Duration }
+			if errors.As(err, &later) {
+				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(later.RetryAfter().Seconds()))))
 			}
 			http.Error(w, err.Error(), status)
 			return

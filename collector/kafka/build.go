@@ -24,6 +24,9 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 	}
 
 	snap := &Snapshot{ReadAt: readAt, TopicConfigs: configs, ReassignmentsKnown: reassignments != nil}
+	if md.ClusterID != nil {
+		snap.ClusterID = *md.ClusterID
+	}
 	ids := newIDArena(md, keepTopic)
 	for i, tm := range md.Topics {
 		// Nothing reads a topic's metadata once it is built: dropping it

@@ -22,6 +22,10 @@ type Snapshot struct {
 	// backdateLimit bounds how far back an episode may start at the
 	// exporter's first failed probe (episode.Backdate); 0 turns it off.
 	backdateLimit time.Duration
+	// ClusterID is the cluster's id (Metadata v2+), empty when it has none:
+	// what tells a /probe target that is a known cluster under another
+	// address (Spec.Members).
+	ClusterID string
 	// Brokers are sorted by ID. They include brokers that are down but still
 	// hold replica assignments (Up is false for those).
 	Brokers []Broker

@@ -21,6 +21,7 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 		m, ok := cfg.KafkaModule(module)
 		return m.At(name, addrs), ok
 	},
+	Members:     members,
 	Fingerprint: config.KafkaCluster.Fingerprint,
 	Timing:      func(c config.KafkaCluster) (time.Duration, time.Duration) { return c.RefreshInterval, c.RefreshTimeout },
 	Source: func(c config.KafkaCluster, logger log.Logger) (system.Source[Snapshot], error) {
@@ -73,4 +74,22 @@ type servingCollector struct{ *Collector }
 
 func (c servingCollector) Serve(name string, w *watch.Watcher[Snapshot], settings config.KafkaCluster) {
 	c.SetEmit(name, w, EmitState(settings.PartitionMetrics))
+}
+
+// members are the cluster's id and every address it is known by: its
+// bootstrap servers and its brokers' advertised addresses.
+func members(c config.KafkaCluster, snap *Snapshot) (ids, addrs []string) {
+	addrs = append(addrs, c.BootstrapServers...)
+	if snap == nil {
+		return nil, addrs
+	}
+	if snap.ClusterID != "" {
+		ids = append(ids, "kafka cluster id "+snap.ClusterID)
+	}
+	for _, b := range snap.Brokers {
+		if b.Address != "" {
+			addrs = append(addrs, b.Address)
+		}
+	}
+	return ids, addrs
 }

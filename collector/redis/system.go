@@ -21,6 +21,7 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 		m, ok := cfg.RedisModule(module)
 		return m.At(name, addrs), ok
 	},
+	Members:     members,
 	Fingerprint: config.RedisCluster.Fingerprint,
 	Timing:      func(c config.RedisCluster) (time.Duration, time.Duration) { return c.RefreshInterval, c.RefreshTimeout },
 	Source: func(c config.RedisCluster, logger log.Logger) (system.Source[Snapshot], error) {
@@ -60,4 +61,22 @@ var System = system.Define(Spec)
 // Close. cfg must have its defaults applied (config.Config.Complete).
 func NewWatcher(cfg config.RedisCluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
 	return system.NewWatcher(Spec, cfg, logger)
+}
+
+// members are the ids of the cluster's nodes and every address it is known
+// by: its seeds and its nodes' addresses.
+func members(c config.RedisCluster, snap *Snapshot) (ids, addrs []string) {
+	addrs = append(addrs, c.Addrs...)
+	if snap == nil {
+		return nil, addrs
+	}
+	for _, n := range snap.Nodes {
+		if n.ID != "" {
+			ids = append(ids, "redis node id "+n.ID)
+		}
+		if n.Addr != "" {
+			addrs = append(addrs, n.Addr)
+		}
+	}
+	return ids, addrs
 }

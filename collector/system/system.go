@@ -65,6 +65,14 @@ type Spec[S, C any] struct {
 	// what this system watches (a canary it leaves off). Nil for a system
 	// without modules.
 	Discover func(cfg *config.Config, module, name string, addrs []string) (C, bool)
+	// Members tell one cluster from another, for a system with modules: the
+	// identities a cluster reports of itself or its members (a Kafka cluster
+	// id, Redis node ids) in snap, and every address it is known by (the
+	// settings' seeds, the members' addresses in snap). snap is nil before
+	// the first successful refresh. A /probe target that shares an identity
+	// or an address with another cluster is that cluster under a second
+	// name, and is refused (collector/discovery.go).
+	Members func(settings C, snap *S) (ids, addrs []string)
 	// Sets are the collector's metric tables: every family it can serve,
 	// for METRICS.md and the contract test.
 	Sets func() []*exposition.Set
@@ -117,6 +125,9 @@ type Collector[S, C any] interface {
 	// AppendClusterText adds one cluster's series, reporting whether the
 	// collector serves it (exposition.Collector.AppendClusterText).
 	AppendClusterText(st *exposition.Stream, name string) bool
+	// AppendClustersText adds the series of the clusters keep accepts
+	// (exposition.Collector.AppendClustersText).
+	AppendClustersText(st *exposition.Stream, keep func(name string) bool)
 }
 
 // Unconfigured serves a system's clusters with a collector whose clusters
@@ -174,16 +185,19 @@ type Serving interface {
 	// module called module at addrs, called name. False when the system
 	// has no such module or does not watch what it asks (Spec.Discover).
 	Discover(cfg *config.Config, module, name string, addrs []string) (Unit, bool, error)
-	// Writer serves the clusters' metrics.
-	Writer() exposition.TextWriter
+	// Writer serves the clusters' metrics: those of the config, and those
+	// found by service discovery too when withDiscovered says so (read at
+	// every scrape).
+	Writer(withDiscovered func() bool) exposition.TextWriter
 	// ClusterWriter serves one cluster's metrics, for /probe; false when
 	// the system does not serve a cluster of that name.
 	ClusterWriter(cluster string) (exposition.TextWriter, bool)
 	// States returns the latest states of the served clusters, typed
 	// []watch.Named[S].
 	States() any
-	// Views are the status page's view models of those states.
-	Views(now time.Time) []model.Cluster
+	// Views are the status page's view models of those states: of the
+	// config's clusters, and of the discovered ones when withDiscovered.
+	Views(now time.Time, withDiscovered bool) []model.Cluster
 	// Budget answers q of the served cluster from its latest state, if
 	// that state is fresh (budget.Fresh); Served names the clusters served.
 	Budget(cluster string, q budget.Question, now time.Time) (budget.Answer, error)
@@ -217,6 +231,10 @@ type Watcher interface {
 	// Timeout bounds one refresh, and so how long Run takes to return once
 	// its context is cancelled.
 	Timeout() time.Duration
+	// Members are the identities and addresses the cluster is known by
+	// (Spec.Members); read reports whether a refresh has read the cluster,
+	// so that the identities are its own and not only its settings'.
+	Members() (ids, addrs []string, read bool)
 }
 
 // Define turns a system package's Spec into the System the registry holds.
@@ -319,8 +337,35 @@ func (s *serving[S, C]) Budget(cluster string, q budget.Question, now time.Time)
 	return a, nil
 }
 
-func (s *serving[S, C]) Writer() exposition.TextWriter { return s.collector }
-func (s *serving[S, C]) States() any                   { return s.collector.States() }
+func (s *serving[S, C]) States() any { return s.collector.States() }
+
+func (s *serving[S, C]) Writer(withDiscovered func() bool) exposition.TextWriter {
+	return servedWriter[S, C]{s, withDiscovered}
+}
+
+// servedWriter serves the clusters of the config, and the discovered ones
+// when withDiscovered says so.
+type servedWriter[S, C any] struct {
+	s              *serving[S, C]
+	withDiscovered func() bool
+}
+
+func (w servedWriter[S, C]) AppendText(st *exposition.Stream) {
+	if w.withDiscovered() {
+		w.s.collector.AppendText(st)
+		return
+	}
+	w.s.collector.AppendClustersText(st, w.s.configured)
+}
+
+// configured reports whether the cluster called name is served and is one
+// of the config's, not one a /probe discovered.
+func (s *serving[S, C]) configured(name string) bool {
+	s.servedMu.Lock()
+	defer s.servedMu.Unlock()
+	u := s.served[name]
+	return u != nil && !u.discovered
+}
 
 func (s *serving[S, C]) ClusterWriter(cluster string) (exposition.TextWriter, bool) {
 	s.servedMu.Lock()
@@ -332,17 +377,21 @@ func (s *serving[S, C]) ClusterWriter(cluster string) (exposition.TextWriter, bo
 	return exposition.ClusterWriter(s.collector, cluster), true
 }
 
-func (s *serving[S, C]) Views(now time.Time) []model.Cluster {
+func (s *serving[S, C]) Views(now time.Time, withDiscovered bool) []model.Cluster {
 	if s.spec.Views == nil {
 		return nil
 	}
-	return s.spec.Views(s.collector.States(), now)
+	states := s.collector.States()
+	if !withDiscovered {
+		states = slices.DeleteFunc(states, func(n watch.Named[S]) bool { return !s.configured(n.Name) })
+	}
+	return s.spec.Views(states, now)
 }
 
 func (s *serving[S, C]) Plan(cfg *config.Config) ([]Unit, error) {
 	var units []Unit
 	for _, c := range s.spec.Clusters(cfg) {
-		u, err := s.unit(c)
+		u, err := s.unit(c, false)
 		if err != nil {
 			return nil, err
 		}
@@ -359,12 +408,13 @@ func (s *serving[S, C]) Discover(cfg *config.Config, module, name string, addrs 
 	if !ok {
 		return Unit{}, false, nil
 	}
-	u, err := s.unit(c)
+	u, err := s.unit(c, true)
 	return u, true, err
 }
 
-// unit is the unit of one cluster's settings, its fingerprint read now.
-func (s *serving[S, C]) unit(c C) (Unit, error) {
+// unit is the unit of one cluster's settings, its fingerprint read now;
+// discovered for a cluster a /probe asked for.
+func (s *serving[S, C]) unit(c C, discovered bool) (Unit, error) {
 	name := s.spec.ClusterName(c)
 	fp, err := s.spec.Fingerprint(c)
 	if err != nil {
@@ -376,6 +426,7 @@ func (s *serving[S, C]) unit(c C) (Unit, error) {
 			if err != nil {
 				return nil, s.errorf(name, err)
 			}
+			w.discovered = discovered
 			return w, nil
 		}}, nil
 }
@@ -421,12 +472,24 @@ type unitWatcher[S, C any] struct {
 	serving  *serving[S, C]
 	name     string
 	settings C
+	// discovered is a watcher of a cluster a /probe asked for, served on
+	// /probe and, unless asked to, nowhere else.
+	discovered bool
 }
 
 func (u *unitWatcher[S, C]) Resume(from Watcher) {
 	if old, ok := from.(*unitWatcher[S, C]); ok {
 		u.Watcher.Resume(old.Current())
 	}
+}
+
+func (u *unitWatcher[S, C]) Members() (ids, addrs []string, read bool) {
+	if u.serving.spec.Members == nil {
+		return nil, nil, false
+	}
+	snap := u.Current().Snapshot
+	ids, addrs = u.serving.spec.Members(u.settings, snap)
+	return ids, addrs, snap != nil
 }
 
 func (u *unitWatcher[S, C]) Serve() {
