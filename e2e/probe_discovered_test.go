@@ -22,7 +22,7 @@ import (
 // that a discovered Kafka cluster whose only broker is killed answers
 // kafka_up 0 at once and pages for itself alone; that a cluster nobody can
 // reach answers up 0 at once, never a hang; that a target past
-// --probe.max-targets is a 429; and that once Prometheus stops scraping,
+// --probe.max-targets takes the place of one that never answered; and that once Prometheus stops scraping,
 // the discovered targets are stopped after the idle timeout and the
 // exporter's goroutines come back to where they were before it started
 // them.
@@ -120,12 +120,17 @@ redis_modules:
 	if !strings.Contains(exporter.Logs(), dead) {
 		t.Errorf("the log does not say why %s is down:\n%s", dead, exporter.Logs())
 	}
+	// A fourth target past --probe.max-targets=3 takes the place of the
+	// unreachable one, which never answered: junk cannot hold the table.
 	resp, err = exporter.Get("/probe?system=redis&module=seeds&target=" + deadAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body := readAll(t, resp); resp.StatusCode != 429 || !strings.Contains(body, "--probe.max-targets") {
-		t.Errorf("a fourth discovered target with --probe.max-targets=3: %d %q, want 429 naming the flag", resp.StatusCode, body)
+	if body := readAll(t, resp); resp.StatusCode != 200 {
+		t.Errorf("a fourth discovered target with --probe.max-targets=3 and one target that never answered: %d %q, want 200", resp.StatusCode, body)
+	}
+	if got := value(t, exporter.Scrape(t), "failover_exporter_probe_discovered_targets_stopped_total", map[string]string{"system": "kafka", "reason": "evicted"}); got != 1 {
+		t.Errorf("Kafka targets evicted = %v, want 1 (the unreachable one, for the fourth target)", got)
 	}
 
 	// The discovered Kafka cluster's only broker dies: its target answers
@@ -163,8 +168,10 @@ redis_modules:
 	})
 	t.Logf("FIGURE probe: discovered targets stopped %s after the last scrape (idle timeout %s)", time.Since(stoppedAt).Round(100*time.Millisecond), idle)
 	m = exporter.Scrape(t)
-	if got := value(t, m, "failover_exporter_probe_discovered_targets_stopped_total", map[string]string{"system": "kafka", "reason": "idle"}); got != 2 {
-		t.Errorf("Kafka targets stopped idle = %v, want 2 (the discovered cluster and the unreachable one)", got)
+	for system, want := range map[string]float64{"kafka": 1, "redis": 2} {
+		if got := value(t, m, "failover_exporter_probe_discovered_targets_stopped_total", map[string]string{"system": system, "reason": "idle"}); got != want {
+			t.Errorf("%s targets stopped idle = %v, want %v (kafka: the discovered cluster; redis: it and the unreachable one)", system, got, want)
+		}
 	}
 	var after float64
 	waitMetrics(t, exporter, 30*time.Second, "goroutines back to where they were", func(m exportertest.Metrics) (bool, string) {
