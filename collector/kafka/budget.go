@@ -44,7 +44,14 @@ import (
 //     quorum already has a voter not caught up (or no leader) and S holds
 //     a caught-up voter. A broker down elsewhere whose partitions S does
 //     not touch is no reason on its own.
-//   - safe: none of the five reasons holds.
+//   - not_judged: the budget lacks an input it needs to judge the stop,
+//     and never says safe without it: S holds a broker the cluster lists
+//     as registered but the exporter could not reach (it may lead, hold
+//     ISRs and vote; what the cluster says of a member counts over the
+//     exporter's own dial); the KRaft quorum could not be read
+//     (QuorumUnread); or S holds an in-sync replica of a partition whose
+//     min.insync.replicas is unknown.
+//   - safe: none of the six reasons holds.
 //
 // Only the partitions of watched topics (the topic filter) are judged:
 // the snapshot keeps no others.
@@ -56,17 +63,20 @@ const (
 	ReasonMinISRHeadroom        budget.Reason = "min_isr_headroom"
 	ReasonQuorumMajority        budget.Reason = "quorum_majority"
 	ReasonClusterDegraded       budget.Reason = "cluster_degraded"
+	ReasonNotJudged             budget.Reason = "not_judged"
 )
 
 // StopReasons are every reason a stop can be unsafe for, in the order
 // series and findings give them.
 var StopReasons = []budget.Reason{
 	ReasonPartitionsOffline, ReasonPartitionsUnderMinISR, ReasonMinISRHeadroom, ReasonQuorumMajority, ReasonClusterDegraded,
+	ReasonNotJudged,
 }
 
 // Reasons a restarted broker is not yet recovered (a Recovered question).
 const (
 	ReasonNotRegistered budget.Reason = "not_registered"
+	ReasonFenced        budget.Reason = "fenced"
 	ReasonNotReachable  budget.Reason = "not_reachable"
 	ReasonOutOfSync     budget.Reason = "out_of_sync"
 )
@@ -120,6 +130,10 @@ type StopEffect struct {
 	// Offline, UnderMinISR and BelowHeadroom count the partitions the stop
 	// would put in each state, each partition once at its worst.
 	Offline, UnderMinISR, BelowHeadroom int
+	// OfflineUnclean counts those of Offline whose topic enables unclean
+	// leader election: Kafka would elect an out-of-sync replica for them,
+	// losing acknowledged writes, rather than leave them offline.
+	OfflineUnclean int
 	// Degraded counts the already degraded partitions the stop would
 	// degrade further.
 	Degraded int
@@ -132,6 +146,12 @@ type StopEffect struct {
 	// counts them all.
 	AtRisk      []string
 	AtRiskTotal int
+	// NotJudged says what the budget could not read that the stop's
+	// verdict needs (an unreachable registered broker of S, the quorum);
+	// MinISRUnknown counts the partitions whose in-sync replica S holds and
+	// whose min.insync.replicas is unknown. Either makes it not_judged.
+	NotJudged     []string
+	MinISRUnknown int
 }
 
 // Unsafe reports whether reason holds for the stop.
@@ -147,6 +167,8 @@ func (e *StopEffect) Unsafe(reason budget.Reason) bool {
 		return e.QuorumMajority
 	case ReasonClusterDegraded:
 		return e.Degraded > 0 || e.QuorumDegraded
+	case ReasonNotJudged:
+		return len(e.NotJudged) > 0 || e.MinISRUnknown > 0
 	}
 	return false
 }
@@ -227,7 +249,41 @@ func (s *Snapshot) computeBudget(headroom int) {
 		}
 	}
 	s.budgetQuorum(b, &pass.brokers)
+	s.budgetUnknowns(b)
 	s.Budget = b
+}
+
+// budgetUnknowns marks the stops the snapshot cannot judge: those of a
+// broker the cluster lists as registered and live but the exporter could
+// not reach, and, when the KRaft quorum could not be read, every stop.
+func (s *Snapshot) budgetUnknowns(b *Budget) {
+	for i := range s.Brokers {
+		br := &s.Brokers[i]
+		if !br.Up || br.Reachable {
+			continue
+		}
+		why := fmt.Sprintf("broker %d is registered and live to the cluster, but the exporter could not reach it at %q: which partitions it leads and holds in sync, and its quorum vote, are unknown", br.ID, br.Address)
+		for j := range b.Brokers {
+			if b.Brokers[j].ID == brokerLabel(br.ID) {
+				b.Brokers[j].NotJudged = append(b.Brokers[j].NotJudged, why)
+			}
+		}
+		for j := range b.Racks {
+			if slices.Contains(b.Racks[j].Members, br.ID) {
+				b.Racks[j].NotJudged = append(b.Racks[j].NotJudged, why)
+			}
+		}
+	}
+	if s.QuorumUnread == "" {
+		return
+	}
+	why := "the KRaft quorum could not be read (" + s.QuorumUnread + "): whether the stop keeps a majority of caught-up controllers is unknown"
+	for i := range b.Brokers {
+		b.Brokers[i].NotJudged = append(b.Brokers[i].NotJudged, why)
+	}
+	for i := range b.Racks {
+		b.Racks[i].NotJudged = append(b.Racks[i].NotJudged, why)
+	}
 }
 
 // budgetBrokerTable gives every broker its entry in b.Brokers and in the
@@ -305,6 +361,9 @@ func (pass *budgetPass) partition(t *Topic, p *Partition) {
 	offlineNow := p.Offline()
 	underNow := minISR > 0 && (p.UnderMinISR(minISR) || len(isr) < minISR)
 	degradedNow := offlineNow || underNow || len(isr) < p.ReplicationFactor()
+	// Where unclean election is on, Kafka does not leave a partition
+	// without a leader: it elects a replica out of sync, losing writes.
+	unclean := t.UncleanElectionKnown && t.UncleanElectionEnabled
 	b.lowerTolerance(minISR, len(isr), len(elr), offlineNow, underNow)
 
 	// A stop that takes one in-sync replica, or one eligible
@@ -314,18 +373,29 @@ func (pass *budgetPass) partition(t *Topic, p *Partition) {
 	// Each rack takes at most one when the ISR's members are all
 	// available, racked and in distinct racks.
 	racksOfOne := b.Racks != nil && len(elr) == 0 && len(isr) == len(p.ISR) && int(p.ISRRacks) == len(isr)
+	if minISR <= 0 {
+		// Whether a stop refuses acks=all writes to it is unknown.
+		for _, id := range isr {
+			entry := brokers.get(id)
+			for _, e := range []*StopEffect{entry.broker, entry.rack} {
+				if e != nil {
+					e.MinISRUnknown++
+				}
+			}
+		}
+	}
 	if !degradedNow && oneISR == outcomeNone && len(elr) == 0 && (b.Racks == nil || racksOfOne) {
 		return // no stop of one broker or one rack harms it
 	}
 	for _, id := range isr {
 		entry := brokers.get(id)
-		b.record(entry.broker, oneISR, degradedNow, t.Name, p.ID)
+		b.record(entry.broker, oneISR, degradedNow, unclean, t.Name, p.ID)
 		if racksOfOne {
-			b.record(entry.rack, oneISR, degradedNow, t.Name, p.ID)
+			b.record(entry.rack, oneISR, degradedNow, unclean, t.Name, p.ID)
 		}
 	}
 	for _, id := range elr {
-		b.record(brokers.get(id).broker, oneELR, degradedNow, t.Name, p.ID)
+		b.record(brokers.get(id).broker, oneELR, degradedNow, unclean, t.Name, p.ID)
 	}
 	if b.Racks == nil || racksOfOne {
 		return
@@ -338,7 +408,7 @@ func (pass *budgetPass) partition(t *Topic, p *Partition) {
 		pass.touchRack(brokers.get(id).rack, false)
 	}
 	for _, r := range pass.racks {
-		b.record(r.effect, stopOutcome(len(isr), len(elr), r.isr, r.elr, minISR, b.Headroom, offlineNow, underNow), degradedNow, t.Name, p.ID)
+		b.record(r.effect, stopOutcome(len(isr), len(elr), r.isr, r.elr, minISR, b.Headroom, offlineNow, underNow), degradedNow, unclean, t.Name, p.ID)
 	}
 }
 
@@ -437,13 +507,16 @@ func stopOutcome(isr, elr, takenISR, takenELR, minISR, headroom int, offlineNow,
 
 // record counts one partition's outcome, and its being degraded already,
 // in a stop's effect.
-func (b *Budget) record(e *StopEffect, outcome int, degradedNow bool, topic string, partition int32) {
+func (b *Budget) record(e *StopEffect, outcome int, degradedNow, unclean bool, topic string, partition int32) {
 	if e == nil || (outcome == outcomeNone && !degradedNow) {
 		return
 	}
 	switch outcome {
 	case outcomeOffline:
 		e.Offline++
+		if unclean {
+			e.OfflineUnclean++
+		}
 	case outcomeUnderMinISR:
 		e.UnderMinISR++
 	case outcomeBelowHeadroom:
@@ -525,6 +598,13 @@ func answerBudget(snap *Snapshot, q budget.Question) (budget.Answer, error) {
 				effect = &b.Brokers[i]
 			}
 		}
+		if id, err := strconv.ParseInt(q.ID, 10, 32); effect == nil && q.Recovered && err == nil && id >= 0 {
+			// A restarted broker that holds no replica is listed by no
+			// partition until it registers: not back yet, rather than
+			// unknown, so that --after-restart --wait waits for it.
+			answerRecovered(snap, int32(id), &a)
+			return a, nil
+		}
 		if effect == nil {
 			return a, fmt.Errorf("broker %q: %w broker; known: %s", q.ID, budget.ErrUnknown, knownIDs(b.Brokers))
 		}
@@ -560,7 +640,11 @@ func answerBudget(snap *Snapshot, q budget.Question) (budget.Answer, error) {
 // describeStop turns a stored stop effect into the answer's findings.
 func describeStop(e *StopEffect, b *Budget, a *budget.Answer) {
 	if e.Offline > 0 {
-		a.Add(ReasonPartitionsOffline, e.Offline, "%d partition(s) would have no leader: the stop takes their last in-sync replica (and eligible leader replica)", e.Offline)
+		msg := fmt.Sprintf("%d partition(s) would have no leader: the stop takes their last in-sync replica (and eligible leader replica)", e.Offline)
+		if e.OfflineUnclean > 0 {
+			msg += fmt.Sprintf("; %d of them enable unclean.leader.election.enable, so Kafka would instead elect a replica out of sync and lose the acknowledged writes it lacks", e.OfflineUnclean)
+		}
+		a.Add(ReasonPartitionsOffline, e.Offline, "%s", msg)
 	}
 	if e.UnderMinISR > 0 {
 		a.Add(ReasonPartitionsUnderMinISR, e.UnderMinISR, "%d partition(s) would go under min.insync.replicas: acks=all writes to them would be refused", e.UnderMinISR)
@@ -578,6 +662,12 @@ func describeStop(e *StopEffect, b *Budget, a *budget.Answer) {
 		}
 		a.Add(ReasonClusterDegraded, e.Degraded, "%s", msg)
 	}
+	for _, why := range e.NotJudged {
+		a.Add(ReasonNotJudged, 0, "%s", why)
+	}
+	if e.MinISRUnknown > 0 {
+		a.Add(ReasonNotJudged, e.MinISRUnknown, "min.insync.replicas is unknown for %d partition(s) the stop takes an in-sync replica of (describe-configs refused or not read yet): whether acks=all writes to them would be refused is unknown", e.MinISRUnknown)
+	}
 	a.AtRisk = append(a.AtRisk, e.AtRisk...)
 	a.AtRiskTotal = e.AtRiskTotal
 	a.Facts = map[string]float64{
@@ -590,7 +680,10 @@ func describeStop(e *StopEffect, b *Budget, a *budget.Answer) {
 		"losses_until_offline":       float64(b.LossesUntilOffline),
 		"quorum_losses_tolerated":    float64(b.QuorumLossesTolerated),
 	}
-	if !a.Safe {
+	switch {
+	case !a.Safe && onlyNotJudged(e):
+		a.Advice = "do not stop it now: the exporter cannot judge the stop; restore what it could not read (the findings say what), then ask again"
+	case !a.Safe:
 		a.Advice = "do not stop it now: wait until the partitions at risk are back in sync, or move them first"
 	}
 }
@@ -599,17 +692,23 @@ func describeStop(e *StopEffect, b *Budget, a *budget.Answer) {
 // reachable, and in the ISR of every watched partition it is a replica of
 // (a replica a reassignment is still adding does not count).
 func answerRecovered(snap *Snapshot, id int32, a *budget.Answer) {
-	var br *Broker
-	for i := range snap.Brokers {
-		if snap.Brokers[i].ID == id {
-			br = &snap.Brokers[i]
+	br := findBroker(snap.Brokers, id)
+	fenced, registered := snap.registered[id]
+	switch {
+	case br != nil && br.Up:
+	case fenced || (br != nil && br.Fenced):
+		a.Add(ReasonFenced, 0, "broker %d is registered but fenced by the controller: it serves nothing until it has caught up with the metadata log", id)
+	case registered:
+		a.Add(ReasonNotRegistered, 0, "broker %d is registered but not live", id)
+	default:
+		a.Add(ReasonNotRegistered, 0, "broker %d is not registered: not started yet, or no such broker", id)
+	}
+	if br == nil || !br.Reachable {
+		address := ""
+		if br != nil {
+			address = br.Address
 		}
-	}
-	if !br.Up {
-		a.Add(ReasonNotRegistered, 0, "broker %d is not registered and live", id)
-	}
-	if !br.Reachable {
-		a.Add(ReasonNotReachable, 0, "the exporter could not connect to broker %d at %q", id, br.Address)
+		a.Add(ReasonNotReachable, 0, "the exporter could not connect to broker %d at %q", id, address)
 	}
 	outOfSync := 0
 	for ti := range snap.Topics {
@@ -645,4 +744,14 @@ func knownIDs(effects []StopEffect) string {
 		return "none"
 	}
 	return strings.Join(ids, ", ")
+}
+
+// onlyNotJudged reports whether not_judged is the stop's only reason.
+func onlyNotJudged(e *StopEffect) bool {
+	for _, r := range StopReasons {
+		if e.Unsafe(r) != (r == ReasonNotJudged) {
+			return false
+		}
+	}
+	return true
 }

@@ -153,11 +153,13 @@ func TestComputeBudget(t *testing.T) {
 			underLosses: 0, offlineLosses: 2,
 		},
 		{
-			name: "min ISR unknown: only offline is judged",
+			// Whether the stop of an ISR member refuses acks=all writes is
+			// unknown: never safe (issue 42, 3). A broker out of its ISR is.
+			name: "min ISR unknown: the stop of an in-sync replica is not judged",
 			snap: budgetSnapshot(3, nil, nil, budgetPart{"t", 0, 1, []int32{1, 2}, []int32{1, 2}, nil}),
 			brokers: map[string]string{
-				"1": "safe offline=0 under=0 headroom=0 degraded=0",
-				"2": "safe offline=0 under=0 headroom=0 degraded=0",
+				"1": "unsafe not_judged offline=0 under=0 headroom=0 degraded=0",
+				"2": "unsafe not_judged offline=0 under=0 headroom=0 degraded=0",
 				"3": "safe offline=0 under=0 headroom=0 degraded=0",
 			},
 			underLosses: -1, offlineLosses: 1,
@@ -580,5 +582,110 @@ func TestComputeBudgetAgreesWithTheRules(t *testing.T) {
 		for _, e := range s.Budget.Racks {
 			check(e)
 		}
+	}
+}
+
+// TestBudgetNeverJudgesWhatItCannotRead: a broker the cluster lists as
+// live that the exporter cannot reach, and a quorum that could not be read,
+// make a stop not_judged, never safe (issue 42, 2 and 3): broker 2 leads
+// every partition and is in every ISR; the exporter's dial to it fails.
+func TestBudgetNeverJudgesWhatItCannotRead(t *testing.T) {
+	all := []int32{1, 2, 3}
+	cut := budgetSnapshot(3, nil, nil, budgetPart{"t", 2, 2, all, all, nil}, budgetPart{"t", 2, 2, all, all, nil})
+	cut.Brokers[1].Reachable = false
+	cut.computeBudget(0)
+	a, err := answerBudget(cut, budget.Question{Scope: budget.Broker, ID: "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Safe || len(a.Findings) == 0 || a.Findings[0].Reason != ReasonNotJudged || !strings.Contains(a.Findings[0].Message, "could not reach it") {
+		t.Errorf("stop of broker 2, live to the cluster and cut from the exporter: %+v, want not_judged", a)
+	}
+	if !strings.Contains(a.Advice, "cannot judge") {
+		t.Errorf("advice %q does not say the stop cannot be judged", a.Advice)
+	}
+	// The others' stops are judged with broker 2 counted out: the ISR left
+	// is 1 of min ISR 2.
+	if got := effects(cut.Budget.Brokers)["1"]; !strings.Contains(got, "partitions_under_min_isr") || strings.Contains(got, "not_judged") {
+		t.Errorf("stop of broker 1 with broker 2 unreachable: %s, want under min ISR, judged", got)
+	}
+
+	unread := budgetSnapshot(3, nil, nil, budgetPart{"t", 1, 1, all, all, nil})
+	unread.QuorumUnread = "describe quorum: CLUSTER_AUTHORIZATION_FAILED"
+	unread.computeBudget(0)
+	for id, got := range effects(unread.Budget.Brokers) {
+		if !strings.Contains(got, "not_judged") || strings.HasPrefix(got, "safe") {
+			t.Errorf("stop of broker %s with the quorum unread: %s, want not_judged", id, got)
+		}
+	}
+	a, err = answerBudget(unread, budget.Question{Scope: budget.Broker, ID: "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Safe || !strings.Contains(a.Findings[len(a.Findings)-1].Message, "CLUSTER_AUTHORIZATION_FAILED") {
+		t.Errorf("answer with the quorum unread: %+v, want not safe, naming why", a)
+	}
+	// Read again: judged again.
+	unread.QuorumUnread = ""
+	unread.computeBudget(0)
+	if got := effects(unread.Budget.Brokers)["3"]; !strings.HasPrefix(got, "safe") {
+		t.Errorf("stop of broker 3 with the quorum read: %s, want safe", got)
+	}
+}
+
+// TestRecoveredSaysWhatIsMissing: a registered but fenced broker is
+// "fenced", not "not registered"; a broker the snapshot does not list (it
+// holds no replica and has not registered yet) is not back rather than
+// unknown, so that --after-restart --wait waits for it (issue 42, 7).
+func TestRecoveredSaysWhatIsMissing(t *testing.T) {
+	all := []int32{1, 2, 3}
+	snap := budgetSnapshot(3, []int32{3}, nil, budgetPart{"t", 2, 1, all, []int32{1, 2}, nil})
+	snap.FencedKnown = true
+	snap.registered = map[int32]bool{1: false, 2: false, 3: true}
+	snap.Brokers[2].Fenced = true
+	snap.computeBudget(0)
+	reasons := func(a budget.Answer) string {
+		var r []string
+		for _, f := range a.Findings {
+			r = append(r, string(f.Reason))
+		}
+		return strings.Join(r, " ")
+	}
+	for _, c := range []struct{ id, want string }{
+		{"3", "fenced not_reachable out_of_sync"},
+		{"7", "not_registered not_reachable"},
+		{"1", ""},
+	} {
+		a, err := answerBudget(snap, budget.Question{Scope: budget.Broker, ID: c.id, Recovered: true})
+		if err != nil {
+			t.Errorf("recovered broker %s: %v", c.id, err)
+			continue
+		}
+		if got := reasons(a); got != c.want || a.Safe != (c.want == "") {
+			t.Errorf("recovered broker %s: reasons %q safe %v, want %q", c.id, got, a.Safe, c.want)
+		}
+	}
+	if _, err := answerBudget(snap, budget.Question{Scope: budget.Broker, ID: "seven", Recovered: true}); !errors.Is(err, budget.ErrUnknown) {
+		t.Errorf("recovered broker \"seven\": err = %v, want ErrUnknown", err)
+	}
+	if _, err := answerBudget(snap, budget.Question{Scope: budget.Broker, ID: "7"}); !errors.Is(err, budget.ErrUnknown) {
+		t.Errorf("stop of unknown broker 7: err = %v, want ErrUnknown", err)
+	}
+}
+
+// TestOfflineWithUncleanElectionSaysDataLoss: the stop of a partition's
+// last in-sync replica, on a topic with unclean election on, says Kafka
+// would elect an out-of-sync replica and lose writes, not only "no
+// leader" (issue 42, 7).
+func TestOfflineWithUncleanElectionSaysDataLoss(t *testing.T) {
+	snap := budgetSnapshot(3, nil, nil, budgetPart{"t", 2, 1, []int32{1, 2, 3}, []int32{1}, nil})
+	snap.Topics[0].UncleanElectionKnown, snap.Topics[0].UncleanElectionEnabled = true, true
+	snap.computeBudget(0)
+	a, err := answerBudget(snap, budget.Question{Scope: budget.Broker, ID: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Safe || a.Findings[0].Reason != ReasonPartitionsOffline || !strings.Contains(a.Findings[0].Message, "lose the acknowledged writes") {
+		t.Errorf("stop of the last ISR member with unclean election on: %+v", a.Findings)
 	}
 }

@@ -368,7 +368,8 @@ var metrics = func() descs {
 				"below_headroom (served when failure_budget.min_isr_headroom > 0); each partition counted once, at its worst"+fromRefresh, "broker", "effect"),
 		brokerStopUnsafe: newGauge("kafka_broker_stop_unsafe",
 			"1 if the reason makes stopping the broker now unsafe, 0 if it was checked and does not: partitions_offline, partitions_under_min_isr, min_isr_headroom, "+
-				"quorum_majority (the stop leaves too few caught-up KRaft voters), cluster_degraded (it would deepen damage already there)"+fromRefresh, "broker", "reason"),
+				"quorum_majority (the stop leaves too few caught-up KRaft voters), cluster_degraded (it would deepen damage already there), "+
+				"not_judged (an input the verdict needs is unknown: the broker is live to the cluster but unreachable by the exporter, the quorum unread, min.insync.replicas unknown)"+fromRefresh, "broker", "reason"),
 		rackSafeToStop: newGauge("kafka_rack_safe_to_stop",
 			"1 if losing every broker of the rack (broker.rack) now would be safe, by kafka_broker_safe_to_stop's rules; served when brokers have racks"+fromRefresh, "rack"),
 		rackStopAffected: newGauge("kafka_rack_stop_affected_partitions",

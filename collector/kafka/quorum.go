@@ -130,18 +130,18 @@ func readQuorum(ctx context.Context, franz franzConn, now func() time.Time) quor
 // when the cluster does not offer the API (ZooKeeper mode, Kafka before
 // 3.3; a debug log says so) or the request failed (logged once at warn).
 // The watcher goroutine calls it after joining readQuorum's.
-func (s *source) storeQuorum(r quorumRead) *Quorum {
+func (s *source) storeQuorum(r quorumRead) (*Quorum, string) {
 	s.franz = r.franz
 	switch {
 	case errors.Is(r.err, errAPIMissing):
 		level.Debug(s.logger).Log("msg", "cluster does not offer DescribeQuorum (API 55, KRaft); quorum series are not served")
-		return nil
+		return nil, ""
 	case r.err != nil:
 		s.logFailure("quorum", "describing the KRaft quorum failed; quorum series are not served", r.err)
-		return nil
+		return nil, r.err.Error()
 	}
 	s.logFailure("quorum", "", nil)
-	return r.quorum
+	return r.quorum, ""
 }
 
 func describeQuorum(ctx context.Context, franz *franzConn, now func() time.Time) (*Quorum, error) {

@@ -79,6 +79,12 @@ type Snapshot struct {
 	// Quorum is the KRaft controller quorum, nil when it could not be read
 	// (then its series are not served).
 	Quorum *Quorum
+	// QuorumUnread says why a cluster that offers DescribeQuorum (KRaft)
+	// could not be read this refresh (refused by an ACL, timed out); empty
+	// when it was read or the cluster has no KRaft quorum. The failure
+	// budget then judges no stop (not_judged): whether it keeps a majority
+	// of controllers is unknown.
+	QuorumUnread string
 	// Budget is what stopping each broker or rack would do now, computed
 	// once per refresh (computeBudget); nil in snapshots built by hand.
 	Budget *Budget

@@ -151,7 +151,7 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	for i := range snap.Brokers {
 		snap.Brokers[i].Reachable = reached[snap.Brokers[i].Address]
 	}
-	snap.Quorum = s.storeQuorum(<-quorum)
+	snap.Quorum, snap.QuorumUnread = s.storeQuorum(<-quorum)
 	snap.backdateLimit = s.cfg.BackdateLimit
 	snap.detailHold = s.cfg.PartitionMetricsHold
 	carryTransitions(prev, snap)
