@@ -2,9 +2,9 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
 	"sync"
@@ -375,12 +375,18 @@ func probeTargets(md *sarama.MetadataResponse, prev *Snapshot) []string {
 	return addrs
 }
 
-// probeAddrs dials every address, concurrently, each dial bounded by the
-// dial timeout and the refresh deadline, and returns those that accepted a
-// connection. connected is the broker that just answered the Metadata
-// request: it counts as reached without a dial.
+// probeAddrs asks every address, concurrently, for its API versions, each
+// bounded by the dial timeout and the refresh deadline, and returns those
+// that answered as Kafka brokers (reach.go). connected is the broker that
+// just answered the Metadata request: it counts as reached without a dial.
 func (s *source) probeAddrs(ctx context.Context, addrs []string, connected string) map[string]bool {
-	dialer := net.Dialer{Timeout: s.cfg.DialTimeout}
+	var tlsConf *tls.Config
+	if s.conf != nil && s.conf.Net.TLS.Enable {
+		tlsConf = s.conf.Net.TLS.Config
+		if tlsConf == nil {
+			tlsConf = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+	}
 	reached := make(map[string]bool, len(addrs))
 	if connected != "" {
 		reached[connected] = true
@@ -394,12 +400,10 @@ func (s *source) probeAddrs(ctx context.Context, addrs []string, connected strin
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			conn, err := dialer.DialContext(ctx, "tcp", addr)
-			if err != nil {
+			if err := askAPIVersions(ctx, addr, tlsConf, s.cfg.DialTimeout); err != nil {
 				level.Debug(s.logger).Log("msg", "broker not reachable", "addr", addr, "err", err)
 				return
 			}
-			_ = conn.Close()
 			mu.Lock()
 			reached[addr] = true
 			mu.Unlock()
