@@ -147,12 +147,22 @@ func probeTarget(p prober) exposition.TargetResolver {
 			return p.Probe(q.Get("system"), q.Get("target"))
 		}
 		writers, err := p.ProbeModule(q.Get("system"), q.Get("module"), q.Get("target"), firstProbeWait(r))
-		if errors.Is(err, collector.ErrTooManyTargets) {
+		switch {
+		case errors.Is(err, collector.ErrTooManyTargets):
 			return nil, tooManyRequests{err}
+		case errors.Is(err, collector.ErrTargetNotAllowed):
+			return nil, forbidden{err}
 		}
 		return writers, err
 	}
 }
+
+// forbidden answers a probe of a target its module does not allow with
+// 403: the request is understood, and refused.
+type forbidden struct{ error }
+
+func (forbidden) StatusCode() int { return http.StatusForbidden }
+func (e forbidden) Unwrap() error { return e.error }
 
 // tooManyRequests answers a probe past --probe.max-targets with 429.
 type tooManyRequests struct{ error }

@@ -36,6 +36,9 @@ var (
 	ErrTargetInUse = errors.New("target in use")
 	// ErrTooManyTargets is a new target past DiscoveryOptions.MaxTargets.
 	ErrTooManyTargets = errors.New("too many discovered targets")
+	// ErrTargetNotAllowed is a target with an address its module's
+	// allowed_targets does not list: refused before anything is built.
+	ErrTargetNotAllowed = config.ErrTargetNotAllowed
 )
 
 // DiscoveryOptions bound the discovered targets.
@@ -80,7 +83,7 @@ func NewDiscoveryMetrics() *DiscoveryMetrics {
 
 // The reasons of the refused and stopped counters.
 var (
-	refusalReasons = []string{"limit", "bad_target", "unknown_module", "in_use"}
+	refusalReasons = []string{"limit", "bad_target", "unknown_module", "in_use", "not_allowed"}
 	stopReasons    = []string{"idle", "reload", "config"}
 )
 
@@ -100,7 +103,7 @@ func newDiscoveryMetrics() *DiscoveryMetrics {
 		}, []string{"system", "reason"}),
 		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: ExporterName + "_probe_refused_total",
-			Help: "Probes of a discovered target refused, by reason: limit (--probe.max-targets reached, answered 429), bad_target, unknown_module, in_use (answered 400).",
+			Help: "Probes of a discovered target refused, by reason: limit (--probe.max-targets reached, answered 429), bad_target, unknown_module, in_use (answered 400), not_allowed (an address outside the module's allowed_targets, answered 403).",
 		}, []string{"reason"}),
 	}
 }
@@ -518,6 +521,8 @@ func (m *Manager) refused(err error) {
 		reason = "unknown_module"
 	case errors.Is(err, ErrTargetInUse):
 		reason = "in_use"
+	case errors.Is(err, ErrTargetNotAllowed):
+		reason = "not_allowed"
 	}
 	mt.Refused.WithLabelValues(reason).Inc()
 }
