@@ -152,14 +152,16 @@ func probeTarget(p prober) exposition.TargetResolver {
 			return nil, withStatus{err, http.StatusTooManyRequests}
 		case errors.Is(err, collector.ErrAlias):
 			return nil, withStatus{err, http.StatusConflict}
+		case errors.Is(err, collector.ErrTargetNotAllowed):
+			return nil, withStatus{err, http.StatusForbidden}
 		}
 		return writers, err
 	}
 }
 
-// withStatus answers a refused probe with its own status: 429 past
-// --probe.max-targets (with a Retry-After), 409 for a cluster watched
-// already under another name.
+// withStatus answers a refused probe with its own status: 403 for a target
+// its module does not allow, 429 past --probe.max-targets (with a
+// Retry-After), 409 for a cluster watched already under another name.
 type withStatus struct {
 	error
 	status int

@@ -65,12 +65,16 @@ func (p stubProber) Probe(system, target string) ([]exposition.TextWriter, error
 }
 
 // ProbeModule refuses module "full" as the manager does past
-// --probe.max-targets, and otherwise serves the series, recording how long
+// --probe.max-targets, module "fenced" as it does a target outside the
+// module's allowed_targets, and otherwise serves the series, recording how long
 // it was told it may wait.
 func (p stubProber) ProbeModule(system, module, addr string, wait time.Duration) ([]exposition.TextWriter, error) {
 	*p.waited = append(*p.waited, wait)
-	if module == "full" {
+	switch module {
+	case "full":
 		return nil, fmt.Errorf("%w: 100 discovered targets run", collector.ErrTooManyTargets)
+	case "fenced":
+		return nil, fmt.Errorf("kafka module %q: %w: address %q is not in the module's allowed_targets", module, collector.ErrTargetNotAllowed, addr)
 	}
 	return []exposition.TextWriter{p}, nil
 }
@@ -150,13 +154,18 @@ func TestProbeEndpoint(t *testing.T) {
 	if rec := get(http.MethodGet, "/probe?system=kafka&module=full&target=127.0.0.1:9092", false); rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "100 discovered targets run") {
 		t.Errorf("GET /probe past the limit: %d %q, want 429 saying why", rec.Code, rec.Body.String())
 	}
+	// A target its module does not allow: 403 naming both.
+	if rec := get(http.MethodGet, "/probe?system=kafka&module=fenced&target=127.0.0.1:9092", false); rec.Code != http.StatusForbidden ||
+		!strings.Contains(rec.Body.String(), `kafka module "fenced"`) || !strings.Contains(rec.Body.String(), `address "127.0.0.1:9092" is not in`) {
+		t.Errorf("GET /probe of a target not allowed: %d %q, want 403 naming the module and the address", rec.Code, rec.Body.String())
+	}
 	scrapeTimeout = "3"
 	if rec := get(http.MethodGet, "/probe?system=kafka&module=sasl&target=127.0.0.1:9092", false); rec.Code != http.StatusOK || rec.Body.String() != want {
 		t.Errorf("GET /probe with module: %d %q", rec.Code, rec.Body.String())
 	}
 	scrapeTimeout = "0.2"
 	get(http.MethodGet, "/probe?system=kafka&module=sasl&target=127.0.0.1:9092", false)
-	if got, want := *p.waited, []time.Duration{9500 * time.Millisecond, 2500 * time.Millisecond, 0}; !slices.Equal(got, want) {
-		t.Errorf("first-probe waits %v, want %v (no header, 3 s, 0.2 s)", got, want)
+	if got, want := *p.waited, []time.Duration{9500 * time.Millisecond, 9500 * time.Millisecond, 2500 * time.Millisecond, 0}; !slices.Equal(got, want) {
+		t.Errorf("first-probe waits %v, want %v (no header twice, 3 s, 0.2 s)", got, want)
 	}
 }

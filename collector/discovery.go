@@ -42,6 +42,9 @@ var (
 	// under another name: an address it is known by, or its cluster id or
 	// a member's id.
 	ErrAlias = errors.New("target is a known cluster")
+	// ErrTargetNotAllowed is a target with an address its module's
+	// allowed_targets does not list: refused before anything is built.
+	ErrTargetNotAllowed = config.ErrTargetNotAllowed
 )
 
 // DiscoveryOptions bound the discovered targets.
@@ -90,7 +93,7 @@ func NewDiscoveryMetrics() *DiscoveryMetrics {
 
 // The reasons of the refused and stopped counters.
 var (
-	refusalReasons = []string{"limit", "bad_target", "unknown_module", "in_use", "alias"}
+	refusalReasons = []string{"limit", "bad_target", "unknown_module", "in_use", "alias", "not_allowed"}
 	stopReasons    = []string{"idle", "reload", "config", "alias", "evicted"}
 )
 
@@ -110,7 +113,7 @@ func newDiscoveryMetrics() *DiscoveryMetrics {
 		}, []string{"system", "reason"}),
 		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: ExporterName + "_probe_refused_total",
-			Help: "Probes of a discovered target refused, by reason: limit (--probe.max-targets reached, answered 429), bad_target, unknown_module, in_use (answered 400), alias (a cluster watched already under another name, answered 409).",
+			Help: "Probes of a discovered target refused, by reason: limit (--probe.max-targets reached, answered 429), bad_target, unknown_module, in_use (answered 400), alias (a cluster watched already under another name, answered 409), not_allowed (an address outside the module's allowed_targets, answered 403).",
 		}, []string{"reason"}),
 	}
 }
@@ -707,6 +710,8 @@ func (m *Manager) refused(err error) {
 		reason = "in_use"
 	case errors.Is(err, ErrAlias):
 		reason = "alias"
+	case errors.Is(err, ErrTargetNotAllowed):
+		reason = "not_allowed"
 	}
 	mt.Refused.WithLabelValues(reason).Inc()
 }

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/config"
 )
@@ -239,4 +241,107 @@ func TestReloadStopsAHungTargetOutsideTheLock(t *testing.T) {
 	f.mu.Lock()
 	f.stubborn, f.delay = false, 0 // the clusters recover: cleanup waits for one hang at most
 	f.mu.Unlock()
+}
+
+// TestDiscoveredTargetNotAllowed: a target with an address outside its
+// module's allowed_targets is refused before anything is built (the fake
+// source counts what is built), counted as not_allowed, and served by no
+// one; one inside is built and served; a reload that narrows the list
+// stops the target it no longer allows.
+func TestDiscoveredTargetNotAllowed(t *testing.T) {
+	const inside, outside, elsewhere = "127.0.0.1:9001", "127.0.0.1:9002", "127.0.0.1:9003"
+	fenced := func(allowed string) *config.Config {
+		cfg, err := config.Parse([]byte("fake_modules:\n  - {name: fenced, refresh_interval: 100ms, allowed_targets: [\"" + allowed + "\"]}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	f := &fakeSources{}
+	m := NewManagerOf(probeSystems(f), log.NewNopLogger(), 0)
+	metrics := NewDiscoveryMetrics()
+	m.ConfigureDiscovery(DiscoveryOptions{MaxTargets: 2, IdleTimeout: time.Minute, Metrics: metrics})
+	t.Cleanup(m.Stop)
+	if err := apply(t, m, fenced(inside)); err != nil {
+		t.Fatal(err)
+	}
+	built := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.built
+	}
+
+	for _, target := range []string{outside, inside + "," + outside} {
+		_, err := m.ProbeModule("fake", "fenced", target, time.Second)
+		if !errors.Is(err, ErrTargetNotAllowed) || !strings.Contains(err.Error(), `fake module "fenced"`) || !strings.Contains(err.Error(), `address "`+outside+`" is not in`) {
+			t.Errorf("ProbeModule(fake, fenced, %s): %v, want ErrTargetNotAllowed naming the module and %q", target, err, outside)
+		}
+	}
+	if n := built(); n != 0 {
+		t.Errorf("%d sources built for targets the module does not allow", n)
+	}
+	if known := strings.Join(m.Known()["fake"], " "); strings.Contains(known, outside) {
+		t.Errorf("Known()[fake] = %v lists a refused target", known)
+	}
+	if got := testutil.ToFloat64(metrics.Refused.WithLabelValues("not_allowed")); got != 2 {
+		t.Errorf("refused{reason=not_allowed} = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(metrics.Targets.WithLabelValues("fake")); got != 0 {
+		t.Errorf("discovered targets = %v, want 0", got)
+	}
+
+	// Inside the list: built and served, so the refusal above was the
+	// list's doing.
+	if text := probeModuleText(t, m, "fenced", inside); !strings.Contains(text, `fake_up{fake_cluster="`+inside+`"} 1`) {
+		t.Errorf("the allowed target's probe:\n%s", text)
+	}
+	if n := built(); n == 0 {
+		t.Error("no source built for the allowed target")
+	}
+
+	// A reload that no longer allows it stops it.
+	if err := m.Apply(fenced(elsewhere)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.ProbeModule("fake", "fenced", inside, time.Second); !errors.Is(err, ErrTargetNotAllowed) {
+		t.Errorf("after a reload that dropped it from allowed_targets, a probe of %s: %v, want ErrTargetNotAllowed", inside, err)
+	}
+	if got := testutil.ToFloat64(metrics.Stopped.WithLabelValues("fake", "reload")); got != 1 {
+		t.Errorf("stopped{reason=reload} = %v, want 1", got)
+	}
+}
+
+// Every system with modules refuses a target its module does not allow,
+// canaries included: the check is the manager's, not each system's.
+func TestEverySystemRefusesTargetsNotAllowed(t *testing.T) {
+	cfg, err := config.Parse([]byte(`kafka_modules:
+  - {name: m, allowed_targets: ["10.0.0.0/8:9092"], canary: {enabled: true}}
+redis_modules:
+  - {name: m, allowed_targets: ["10.0.0.0/8:6379"], canary: {enabled: true}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := log.NewNopLogger()
+	eventLog := events.NewLog(10, logger)
+	var checked []string
+	for _, s := range Systems {
+		if !s.Discovers() {
+			continue
+		}
+		checked = append(checked, s.Name())
+		serving := s.Serving(eventLog, logger)
+		for addr, allowed := range map[string]bool{"127.0.0.1:9092": false, "127.0.0.1:6379": false, "10.0.0.1:9092": s.EventSystem() == "kafka", "10.0.0.1:6379": s.EventSystem() == "redis"} {
+			_, ok, err := serving.Discover(cfg, "m", addr, []string{addr})
+			if !ok {
+				t.Fatalf("%s: no module m", s.Name())
+			}
+			if allowed != (err == nil) || (err != nil && !errors.Is(err, ErrTargetNotAllowed)) {
+				t.Errorf("%s: Discover(m, %s): %v, want allowed %v", s.Name(), addr, err, allowed)
+			}
+		}
+	}
+	if slices.Sort(checked); !slices.Equal(checked, []string{"kafka", "kafka_canary", "redis", "redis_canary"}) {
+		t.Errorf("systems with modules %v, want kafka, kafka_canary, redis and redis_canary", checked)
+	}
 }

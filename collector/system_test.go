@@ -49,6 +49,14 @@ type fakeSettings struct {
 	Addrs           []string      `yaml:"addrs"`
 	RefreshInterval time.Duration `yaml:"refresh_interval"`
 	RefreshTimeout  time.Duration `yaml:"refresh_timeout"`
+	// AllowedTargets is a module's allow-list; none allows any target.
+	AllowedTargets []string `yaml:"allowed_targets"`
+}
+
+// CheckTarget makes the fake settings a config.TargetChecker, as the
+// manager asks of every system with modules.
+func (f fakeSettings) CheckTarget() error {
+	return config.CheckAllowedTargets(f.AllowedTargets, len(f.AllowedTargets) == 0, f.Addrs)
 }
 
 // fakeSection is the fake system's config format: its key, defaults,

@@ -23,6 +23,11 @@ type KafkaCluster struct {
 	// Name is the value of the kafka_cluster label.
 	Name             string   `yaml:"name"`
 	BootstrapServers []string `yaml:"bootstrap_servers" example:"[host:9092]"`
+	// AllowedTargets, in a module only, lists where a /probe target may
+	// take the module's settings (allowlist.go); AllowAnyTarget lets any
+	// target take them, for a module that carries no credentials.
+	AllowedTargets []string `yaml:"allowed_targets" example:"[10.0.0.0/8:9092]"`
+	AllowAnyTarget bool     `yaml:"allow_any_target"`
 	// Version is the Kafka protocol version sarama speaks. The default,
 	// 3.0.0, sends Metadata v11 and DescribeConfigs v4, which Kafka 2.8
 	// through 4.x accept (4.0 removed versions older than 2.1).
@@ -328,5 +333,9 @@ var kafkaSection = NewSection(SectionSpec[KafkaCluster]{
 	List:     func(c *Config) *[]KafkaCluster { return &c.Kafka },
 	Defaults: (*KafkaCluster).applyDefaults,
 	Name:     func(k *KafkaCluster) string { return k.Name },
-	Validate: func(*Config) func(*KafkaCluster) error { return (*KafkaCluster).validate },
+	Validate: func(*Config) func(*KafkaCluster) error {
+		return func(k *KafkaCluster) error {
+			return errors.Join(k.validate(), errModuleKeys(k.AllowedTargets, k.AllowAnyTarget, "kafka_modules"))
+		}
+	},
 })

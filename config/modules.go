@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // Modules are the settings of clusters the exporter is not told about in
@@ -16,10 +15,15 @@ import (
 //	kafka_modules:
 //	  - name: sasl
 //	    sasl: {mechanism: SCRAM-SHA-512, username: monitor, password: {file: /etc/kafka-password}}
+//	    allowed_targets: ["*.kafka.prod.internal:9092"]
 //	redis_modules:
 //	  - name: acl
 //	    username: monitor
 //	    password: {env: REDIS_PASSWORD}
+//	    allowed_targets: [10.2.0.0/16:6379]
+//
+// A module says where its targets may be (allowlist.go): the manager
+// builds nothing for a target outside its allowed_targets.
 
 // moduleAddr stands in for a module's address while it is checked as a
 // cluster would be: the address is the request's, checked then.
@@ -45,33 +49,18 @@ func (cfg *Config) RedisModule(name string) (RedisCluster, bool) {
 	return RedisCluster{}, false
 }
 
-// At is the module's cluster at addrs, called name.
+// At is the module's cluster at addrs, called name. Whether the module
+// allows addrs is CheckTarget's to say.
 func (k KafkaCluster) At(name string, addrs []string) KafkaCluster {
 	k.Name, k.BootstrapServers = name, addrs
 	return k
 }
 
-// At is the module's cluster at addrs, called name.
+// At is the module's cluster at addrs, called name. Whether the module
+// allows addrs is CheckTarget's to say.
 func (r RedisCluster) At(name string, addrs []string) RedisCluster {
 	r.Name, r.Addrs = name, addrs
 	return r
-}
-
-// ParseTarget reads a /probe target: one address or several, comma
-// separated, each host:port.
-func ParseTarget(target string) ([]string, error) {
-	if strings.TrimSpace(target) == "" {
-		return nil, errors.New("target is empty")
-	}
-	var addrs []string
-	for _, a := range strings.Split(target, ",") {
-		a = strings.TrimSpace(a)
-		if err := CheckAddr(a); err != nil {
-			return nil, fmt.Errorf("target %q: %w", target, err)
-		}
-		addrs = append(addrs, a)
-	}
-	return addrs, nil
 }
 
 var kafkaModuleSection = NewSection(SectionSpec[KafkaCluster]{
@@ -85,7 +74,7 @@ var kafkaModuleSection = NewSection(SectionSpec[KafkaCluster]{
 				return errNoModuleAddr("bootstrap_servers")
 			}
 			probe := k.At(k.Name, []string{moduleAddr})
-			return probe.validate()
+			return errors.Join(probe.validate(), checkModuleTargets(k.AllowedTargets, k.AllowAnyTarget, k.credentials(), k.TLS))
 		}
 	},
 })
@@ -101,7 +90,7 @@ var redisModuleSection = NewSection(SectionSpec[RedisCluster]{
 				return errNoModuleAddr("addrs")
 			}
 			probe := r.At(r.Name, []string{moduleAddr})
-			return probe.validate()
+			return errors.Join(probe.validate(), checkModuleTargets(r.AllowedTargets, r.AllowAnyTarget, r.credentials(), r.TLS))
 		}
 	},
 })

@@ -14,9 +14,11 @@ func TestModules(t *testing.T) {
   - name: sasl
     refresh_interval: 2s
     sasl: {mechanism: PLAIN, username: u, password: {env: HOME}}
+    allowed_targets: [127.0.0.0/8:9092-9093]
 redis_modules:
   - name: acl
     username: monitor
+    allowed_targets: [127.0.0.1:6379]
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -38,11 +40,11 @@ redis_modules:
 	}
 
 	for _, c := range []struct{ file, says string }{
-		{"kafka_modules:\n  - {name: m, bootstrap_servers: [k:9092]}\n", `kafka module 1 ("m"): bootstrap_servers is set: a module holds everything but the address`},
-		{"redis_modules:\n  - {name: m, addrs: [r:6379]}\n", `redis module 1 ("m"): addrs is set`},
+		{"kafka_modules:\n  - {name: m, bootstrap_servers: [k:9092], allow_any_target: true}\n", `kafka module 1 ("m"): bootstrap_servers is set: a module holds everything but the address`},
+		{"redis_modules:\n  - {name: m, addrs: [r:6379], allow_any_target: true}\n", `redis module 1 ("m"): addrs is set`},
 		{"kafka_modules:\n  - {name: m, canary: {interval: 5}}\n", "kafka_modules[0].canary.interval: 5 is not a duration"},
 		{"kafka_modules:\n  - {name: m, sasl: {mechanism: PLAIN, username: u, password: hunter2}}\n", "secrets are not accepted inline"},
-		{"kafka_modules:\n  - {name: m}\n  - {name: m}\n", `kafka module "m" is defined twice`},
+		{"kafka_modules:\n  - {name: m, allow_any_target: true}\n  - {name: m, allow_any_target: true}\n", `kafka module "m" is defined twice`},
 	} {
 		_, err := Parse([]byte(c.file))
 		if err == nil || !strings.Contains(err.Error(), c.says) {
@@ -50,23 +52,6 @@ redis_modules:
 		}
 		if err != nil && strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("the error echoes the secret: %v", err)
-		}
-	}
-}
-
-func TestParseTarget(t *testing.T) {
-	for target, want := range map[string][]string{
-		"127.0.0.1:9092":                 {"127.0.0.1:9092"},
-		"127.0.0.1:9092, 127.0.0.1:9093": {"127.0.0.1:9092", "127.0.0.1:9093"},
-		"kafka-0.kafka:9092":             {"kafka-0.kafka:9092"},
-	} {
-		if got, err := ParseTarget(target); err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("ParseTarget(%q) = %v, %v; want %v", target, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", " ", "orders", "127.0.0.1", "127.0.0.1:9092,", "127.0.0.1:notaport"} {
-		if got, err := ParseTarget(bad); err == nil {
-			t.Errorf("ParseTarget(%q) = %v, want an error", bad, got)
 		}
 	}
 }

@@ -18,7 +18,12 @@ type RedisCluster struct {
 	// Name is the value of the redis_cluster label.
 	Name string `yaml:"name"`
 	// Addrs are seed nodes; any reachable one is enough.
-	Addrs           []string      `yaml:"addrs" example:"[host:6379]"`
+	Addrs []string `yaml:"addrs" example:"[host:6379]"`
+	// AllowedTargets, in a module only, lists where a /probe target may
+	// take the module's settings (allowlist.go); AllowAnyTarget lets any
+	// target take them, for a module that carries no credentials.
+	AllowedTargets  []string      `yaml:"allowed_targets" example:"[10.0.0.0/8:9092]"`
+	AllowAnyTarget  bool          `yaml:"allow_any_target"`
 	Username        string        `yaml:"username"`
 	Password        Secret        `yaml:"password"`
 	RefreshInterval time.Duration `yaml:"refresh_interval"`
@@ -183,5 +188,9 @@ var redisSection = NewSection(SectionSpec[RedisCluster]{
 	List:     func(c *Config) *[]RedisCluster { return &c.Redis },
 	Defaults: (*RedisCluster).applyDefaults,
 	Name:     func(r *RedisCluster) string { return r.Name },
-	Validate: func(*Config) func(*RedisCluster) error { return (*RedisCluster).validate },
+	Validate: func(*Config) func(*RedisCluster) error {
+		return func(r *RedisCluster) error {
+			return errors.Join(r.validate(), errModuleKeys(r.AllowedTargets, r.AllowAnyTarget, "redis_modules"))
+		}
+	},
 })

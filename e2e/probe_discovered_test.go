@@ -44,9 +44,11 @@ func TestKafkaDiscoveredProbeTargets(t *testing.T) {
 kafka_modules:
   - name: plain
     refresh_interval: 1s
+    allowed_targets: ["127.0.0.1:*"]
 redis_modules:
   - name: seeds
     refresh_interval: 1s
+    allowed_targets: ["127.0.0.1:*"]
 `, configuredName, strings.Join(orders.Bootstrap(), ", ")))
 	exporter := exportertest.Start(t, "--config.file="+cfg, "--probe.max-targets=3", "--probe.idle-timeout="+idle.String())
 	exporter.WaitReady(t, 60*time.Second)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/internal/certs"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
@@ -186,6 +188,20 @@ func TestSecurityKafka(t *testing.T) {
 			t.Errorf("log warns %q %d times, want once, with the authorization error:\n%s", refused, warned, logs)
 		}
 		t.Logf("first log line: %s", strings.SplitN(logs, "\n", 2)[0])
+
+		// DescribeQuorum is refused too (it needs Describe on the
+		// Cluster): the failure budget judges no stop, and says why,
+		// where the fully granted user's answer judges the quorum.
+		for cluster, wantUnread := range map[string]bool{"describe-only": true, "scram-sha-512": false} {
+			status, a, _ := queryBudget(t, e, budget.SafeToStopPath, url.Values{"system": {"kafka"}, "cluster": {cluster}, "broker": {"1"}})
+			unread := false
+			for _, f := range a.Findings {
+				unread = unread || (f.Reason == "not_judged" && strings.Contains(f.Message, "KRaft quorum could not be read"))
+			}
+			if status != 409 || a.Safe || unread != wantUnread {
+				t.Errorf("safe-to-stop broker 1 of %s: %d, findings %+v; want 409 with the unread quorum said: %v", cluster, status, a.Findings, wantUnread)
+			}
+		}
 	})
 	// No ACL at all: Kafka leaves unauthorized topics out of Metadata, so
 	// the cluster looks empty but reachable. Documented in docs/security.md.

@@ -63,7 +63,9 @@ type Spec[S, C any] struct {
 	// called module, at addrs, called name (config.KafkaModule and At).
 	// False when cfg has no such module, or the module does not ask for
 	// what this system watches (a canary it leaves off). Nil for a system
-	// without modules.
+	// without modules. C must be a config.TargetChecker: Serving.Discover
+	// refuses a target its CheckTarget refuses, and every target of a C
+	// that is none.
 	Discover func(cfg *config.Config, module, name string, addrs []string) (C, bool)
 	// Members tell one cluster from another, for a system with modules: the
 	// identities a cluster reports of itself or its members (a Kafka cluster
@@ -184,6 +186,8 @@ type Serving interface {
 	// Discover is the unit of a cluster found by service discovery: cfg's
 	// module called module at addrs, called name. False when the system
 	// has no such module or does not watch what it asks (Spec.Discover).
+	// An error wrapping config.ErrTargetNotAllowed when the module does not
+	// allow addrs (config.TargetChecker), checked before anything is built.
 	Discover(cfg *config.Config, module, name string, addrs []string) (Unit, bool, error)
 	// Writer serves the clusters' metrics: those of the config, and those
 	// found by service discovery too when withDiscovered says so (read at
@@ -407,6 +411,15 @@ func (s *serving[S, C]) Discover(cfg *config.Config, module, name string, addrs 
 	c, ok := s.spec.Discover(cfg, module, name, addrs)
 	if !ok {
 		return Unit{}, false, nil
+	}
+	// Here, and not in each system's Discover, so that no system can
+	// forget it: settings that cannot say where they may go go nowhere.
+	checker, ok := any(c).(config.TargetChecker)
+	if !ok {
+		return Unit{}, true, fmt.Errorf("%w: %s module %q: the system's settings do not say where they may go", config.ErrTargetNotAllowed, s.spec.EventSystem, module)
+	}
+	if err := checker.CheckTarget(); err != nil {
+		return Unit{}, true, fmt.Errorf("%s module %q: %w", s.spec.EventSystem, module, err)
 	}
 	u, err := s.unit(c, true)
 	return u, true, err

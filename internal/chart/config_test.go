@@ -204,7 +204,7 @@ func baseConfig(section string) map[string]any {
 	case "redis":
 		return map[string]any{"redis": []any{map[string]any{"addrs": []any{"r:6379"}}}}
 	case "kafka_modules", "redis_modules":
-		return map[string]any{section: []any{map[string]any{"name": "m"}}}
+		return map[string]any{section: []any{map[string]any{"name": "m", "allowed_targets": []any{"*.prod.internal:*"}}}}
 	case "mirrors":
 		return map[string]any{
 			"kafka":   []any{kafka("a"), kafka("b")},

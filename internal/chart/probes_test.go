@@ -22,8 +22,8 @@ func probedValues(kind string) map[string]any {
 		"config": map[string]any{
 			"kafka":         []any{map[string]any{"name": "orders", "bootstrap_servers": []any{"kafka-0.kafka:9092"}}},
 			"redis":         []any{map[string]any{"name": "sessions", "addrs": []any{"redis-0.redis:6379"}}},
-			"kafka_modules": []any{map[string]any{"name": "sasl"}},
-			"redis_modules": []any{map[string]any{"name": "acl"}},
+			"kafka_modules": []any{map[string]any{"name": "sasl", "allow_any_target": true}},
+			"redis_modules": []any{map[string]any{"name": "acl", "allow_any_target": true}},
 		},
 		"probes": map[string]any{
 			"kind":   kind,
@@ -150,7 +150,7 @@ func TestChartProbeTargets(t *testing.T) {
 		{"a module neither list has", func(v map[string]any) { targets(v)[1].(map[string]any)["module"] = "scram" }, `module "scram" is in neither`},
 		{"a module both lists have", func(v map[string]any) {
 			cfg := v["config"].(map[string]any)
-			cfg["redis_modules"] = []any{map[string]any{"name": "sasl"}, map[string]any{"name": "acl"}}
+			cfg["redis_modules"] = []any{map[string]any{"name": "sasl", "allow_any_target": true}, map[string]any{"name": "acl", "allow_any_target": true}}
 		}, `both config.kafka_modules and config.redis_modules have a module "sasl"`},
 		{"two names, one object", func(v map[string]any) { targets(v)[2] = map[string]any{"name": "ORDERS"} }, "which an earlier target makes too"},
 		{"a Probe with system", func(v map[string]any) {
