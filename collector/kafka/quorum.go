@@ -184,6 +184,14 @@ func quorumFrom(p kmsg.DescribeQuorumResponseTopicPartition, version int16, now 
 	for _, v := range p.CurrentVoters {
 		if v.ReplicaID == p.LeaderID {
 			leaderEnd = v.LogEndOffset
+			// Ages by one clock: the leader stamps its own entry with its
+			// time of answering, and the others' with its times of their
+			// fetches, so their ages are the leader's differences and no
+			// skew between its clock and the exporter's enters them. now
+			// stands in only for a leader that stamps nothing.
+			if leaderNow := max(v.LastCaughtUpTimestamp, v.LastFetchTimestamp); leaderNow > 0 {
+				now = time.UnixMilli(leaderNow)
+			}
 		}
 	}
 	age := func(ms int64) time.Duration {

@@ -65,6 +65,30 @@ func TestQuorumFrom(t *testing.T) {
 	}
 }
 
+// TestQuorumAgesByTheLeadersClock: with the leader's clock a minute behind
+// the exporter's, a voter that fetched a second ago by the leader's clock
+// is online and caught up, and one that stopped 30 s ago by it is not:
+// ages are the leader's own differences (issue 42, 6).
+func TestQuorumAgesByTheLeadersClock(t *testing.T) {
+	const leaderNow = 1_700_000_000_000
+	for _, skew := range []time.Duration{-time.Minute, 0, time.Minute} {
+		exporterNow := time.UnixMilli(leaderNow).Add(skew)
+		p := kmsg.NewDescribeQuorumResponseTopicPartition()
+		p.LeaderID, p.LeaderEpoch, p.HighWatermark = 1, 3, 100
+		p.CurrentVoters = append(p.CurrentVoters,
+			replicaState(1, 100, leaderNow, leaderNow),
+			replicaState(2, 100, leaderNow-1_000, leaderNow-1_000),
+			replicaState(3, 90, leaderNow-30_000, leaderNow-30_000))
+		q := quorumFrom(p, 1, exporterNow)
+		if v := q.Voters[1]; !v.Online(q) || v.CaughtUpAge != time.Second {
+			t.Errorf("skew %s: live voter 2 = %+v, online %v; want online, caught up 1s ago", skew, v, v.Online(q))
+		}
+		if v := q.Voters[2]; v.Online(q) || v.CaughtUpAge != 30*time.Second {
+			t.Errorf("skew %s: stopped voter 3 = %+v, online %v; want offline, caught up 30s ago", skew, v, v.Online(q))
+		}
+	}
+}
+
 // A controller outside the voter set is an observer that is no broker; a
 // broker observer, or one that stopped fetching, is not one.
 func TestControllerObservers(t *testing.T) {
