@@ -93,6 +93,10 @@ type Answer struct {
 	Facts map[string]float64 `json:"facts,omitempty"`
 	// ReadAt is when the snapshot the answer comes from was read.
 	ReadAt time.Time `json:"read_at"`
+	// NotJudged says what the answer left out of its verdict, by name
+	// (Kafka topics outside the exporter's topic filter): a "safe" is
+	// safe for what was judged only.
+	NotJudged []string `json:"not_judged,omitempty"`
 }
 
 // AddAtRisk appends names to AtRisk while it has room, and counts them all.

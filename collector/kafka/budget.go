@@ -53,8 +53,11 @@ import (
 //     min.insync.replicas is unknown.
 //   - safe: none of the six reasons holds.
 //
-// Only the partitions of watched topics (the topic filter) are judged:
-// the snapshot keeps no others.
+// The partitions of watched topics (the topic filter) are judged, and
+// those of the internal topics whatever the filter (UnwatchedInternal):
+// a broker out of the ISR of __consumer_offsets matters to every consumer
+// group. The other topics the filter leaves out are not judged; each
+// answer names them (NotJudged).
 
 // Reasons a stop is not safe: the reason label of the *_stop_unsafe series.
 const (
@@ -242,10 +245,12 @@ func (s *Snapshot) computeBudget(headroom int) {
 	if s.Racks > 0 {
 		s.budgetRackTable(b, &pass.brokers)
 	}
-	for ti := range s.Topics {
-		t := &s.Topics[ti]
-		for pi := range t.Partitions {
-			pass.partition(t, &t.Partitions[pi])
+	for _, topics := range [][]Topic{s.Topics, s.UnwatchedInternal} {
+		for ti := range topics {
+			t := &topics[ti]
+			for pi := range t.Partitions {
+				pass.partition(t, &t.Partitions[pi])
+			}
 		}
 	}
 	s.budgetQuorum(b, &pass.brokers)
@@ -603,6 +608,7 @@ func answerBudget(snap *Snapshot, q budget.Question) (budget.Answer, error) {
 			// partition until it registers: not back yet, rather than
 			// unknown, so that --after-restart --wait waits for it.
 			answerRecovered(snap, int32(id), &a)
+			notJudged(snap, &a)
 			return a, nil
 		}
 		if effect == nil {
@@ -610,6 +616,7 @@ func answerBudget(snap *Snapshot, q budget.Question) (budget.Answer, error) {
 		}
 		if q.Recovered {
 			answerRecovered(snap, effect.Members[0], &a)
+			notJudged(snap, &a)
 			return a, nil
 		}
 	case budget.Rack:
@@ -634,7 +641,22 @@ func answerBudget(snap *Snapshot, q budget.Question) (budget.Answer, error) {
 		return a, fmt.Errorf("scope %q: %w by kafka (broker or rack)", q.Scope, budget.ErrUnsupported)
 	}
 	describeStop(effect, b, &a)
+	notJudged(snap, &a)
 	return a, nil
+}
+
+// notJudged names, in the answer, the topics outside the topic filter,
+// which the verdict did not judge (internal topics are judged, filter or
+// not: UnwatchedInternal).
+func notJudged(snap *Snapshot, a *budget.Answer) {
+	if snap.UnwatchedTopics == 0 {
+		return
+	}
+	names := strings.Join(snap.Unwatched, ", ")
+	if more := snap.UnwatchedTopics - len(snap.Unwatched); more > 0 {
+		names += fmt.Sprintf(" and %d more", more)
+	}
+	a.NotJudged = append(a.NotJudged, fmt.Sprintf("%d topic(s) outside the exporter's topic filter: %s", snap.UnwatchedTopics, names))
 }
 
 // describeStop turns a stored stop effect into the answer's findings.
@@ -711,13 +733,15 @@ func answerRecovered(snap *Snapshot, id int32, a *budget.Answer) {
 		a.Add(ReasonNotReachable, 0, "the exporter could not connect to broker %d at %q", id, address)
 	}
 	outOfSync := 0
-	for ti := range snap.Topics {
-		t := &snap.Topics[ti]
-		for pi := range t.Partitions {
-			p := &t.Partitions[pi]
-			if slices.Contains(p.Replicas, id) && !slices.Contains(p.ISR, id) && !slices.Contains(p.AddingReplicas(), id) {
-				outOfSync++
-				a.AddAtRisk(t.Name + "/" + strconv.FormatInt(int64(p.ID), 10))
+	for _, topics := range [][]Topic{snap.Topics, snap.UnwatchedInternal} {
+		for ti := range topics {
+			t := &topics[ti]
+			for pi := range t.Partitions {
+				p := &t.Partitions[pi]
+				if slices.Contains(p.Replicas, id) && !slices.Contains(p.ISR, id) && !slices.Contains(p.AddingReplicas(), id) {
+					outOfSync++
+					a.AddAtRisk(t.Name + "/" + strconv.FormatInt(int64(p.ID), 10))
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -687,5 +688,47 @@ func TestOfflineWithUncleanElectionSaysDataLoss(t *testing.T) {
 	}
 	if a.Safe || a.Findings[0].Reason != ReasonPartitionsOffline || !strings.Contains(a.Findings[0].Message, "lose the acknowledged writes") {
 		t.Errorf("stop of the last ISR member with unclean election on: %+v", a.Findings)
+	}
+}
+
+// TestBudgetJudgesInternalTopicsWhateverTheFilter: a roll gated with a
+// topic filter that leaves __consumer_offsets out still waits for the
+// restarted broker to rejoin its ISR, and a stop that would take its last
+// in-sync replica is not safe; the answers name the other topics the
+// filter left out, which they did not judge (issue 42, 4).
+func TestBudgetJudgesInternalTopicsWhateverTheFilter(t *testing.T) {
+	md := &sarama.MetadataResponse{}
+	for id := int32(1); id <= 3; id++ {
+		md.AddBroker(fmt.Sprintf("127.0.0.1:909%d", id), id)
+	}
+	md.AddTopicPartition("orders.new", 0, 1, []int32{1, 2, 3}, []int32{1, 2, 3}, nil, sarama.ErrNoError)
+	md.AddTopicPartition("__consumer_offsets", 0, 1, []int32{1, 3}, []int32{1}, nil, sarama.ErrNoError)
+	md.AddTopicPartition("legacy", 0, 2, []int32{2, 3}, []int32{2}, nil, sarama.ErrNoError)
+	configs := TopicConfigCache{MinISR: map[string]int{"orders.new": 2, "__consumer_offsets": 1, "legacy": 1}}
+	snap := buildSnapshot(md, func(topic string) bool { return strings.HasPrefix(topic, "orders.") }, configs, nil, time.Unix(1000, 0))
+	for i := range snap.Brokers {
+		snap.Brokers[i].Reachable = true
+	}
+	snap.computeBudget(0)
+
+	back, err := answerBudget(snap, budget.Question{Scope: budget.Broker, ID: "3", Recovered: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Safe || !slices.Contains(back.AtRisk, "__consumer_offsets/0") {
+		t.Errorf("broker 3, out of the ISR of __consumer_offsets/0 (filtered out): %+v, want not back", back)
+	}
+	stop, err := answerBudget(snap, budget.Question{Scope: budget.Broker, ID: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stop.Safe || !slices.Contains(stop.AtRisk, "__consumer_offsets/0") {
+		t.Errorf("stop of broker 1, the last ISR member of __consumer_offsets/0: %+v, want not safe", stop)
+	}
+	if len(stop.NotJudged) != 1 || !strings.Contains(stop.NotJudged[0], "1 topic(s) outside the exporter's topic filter: legacy") {
+		t.Errorf("the answer's not_judged = %q, want it to name legacy", stop.NotJudged)
+	}
+	if len(snap.Topics) != 1 {
+		t.Errorf("the snapshot's watched topics = %d, want orders.new only: internal topics are judged, not served", len(snap.Topics))
 	}
 }

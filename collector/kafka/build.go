@@ -45,9 +45,17 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 			topic.Partitions = make([]Partition, 0, len(tm.Partitions))
 		}
 		var internal *InternalTopic
-		if feature, ok := InternalFeatures[tm.Name]; ok {
+		feature, isInternal := InternalFeatures[tm.Name]
+		if isInternal {
 			snap.Internal = append(snap.Internal, InternalTopic{Name: tm.Name, Feature: feature, MinISR: configs.MinISR[tm.Name]})
 			internal = &snap.Internal[len(snap.Internal)-1]
+		}
+		judgedOnly := !keep && isInternal
+		if !keep && !isInternal {
+			snap.UnwatchedTopics++
+			if len(snap.Unwatched) < maxUnwatchedNames {
+				snap.Unwatched = append(snap.Unwatched, tm.Name)
+			}
 		}
 		for _, pm := range tm.Partitions {
 			p := Partition{ID: pm.ID, Leader: pm.Leader}
@@ -67,18 +75,28 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 			if internal != nil {
 				internal.countPartition(&p)
 			}
+			if judgedOnly {
+				topic.Partitions = append(topic.Partitions, p)
+			}
 			if !keep {
 				continue
 			}
 			topic.countPartition(&p)
 			topic.Partitions = append(topic.Partitions, p)
 		}
-		if keep {
+		if keep || judgedOnly {
 			sort.Slice(topic.Partitions, func(i, j int) bool { return topic.Partitions[i].ID < topic.Partitions[j].ID })
+		}
+		switch {
+		case keep:
 			snap.Topics = append(snap.Topics, topic)
+		case judgedOnly:
+			snap.UnwatchedInternal = append(snap.UnwatchedInternal, topic)
 		}
 	}
 	sort.Slice(snap.Topics, func(i, j int) bool { return snap.Topics[i].Name < snap.Topics[j].Name })
+	sort.Slice(snap.UnwatchedInternal, func(i, j int) bool { return snap.UnwatchedInternal[i].Name < snap.UnwatchedInternal[j].Name })
+	sort.Strings(snap.Unwatched)
 	sortInternal(snap.Internal)
 
 	snap.Brokers = make([]Broker, 0, len(brokers))
@@ -88,6 +106,10 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 	sort.Slice(snap.Brokers, func(i, j int) bool { return snap.Brokers[i].ID < snap.Brokers[j].ID })
 	return snap
 }
+
+// maxUnwatchedNames bounds the names of topics outside the filter a
+// snapshot keeps for the failure budget's answers.
+const maxUnwatchedNames = 10
 
 // brokerIndex holds the brokers by ID while a snapshot is built.
 type brokerIndex map[int32]*Broker

@@ -361,7 +361,7 @@ var metrics = func() descs {
 			"Always 1, for each observer counted in kafka_quorum_controller_observers: its node ID and metadata log directory ID"+fromRefresh, "node", "directory_id"),
 
 		brokerSafeToStop: newGauge("kafka_broker_safe_to_stop",
-			"1 if stopping the broker now would take no watched partition offline, under min.insync.replicas or below failure_budget.min_isr_headroom, "+
+			"1 if stopping the broker now would take no watched or internal partition offline, under min.insync.replicas or below failure_budget.min_isr_headroom, "+
 				"leave a majority of caught-up KRaft voters, and deepen no damage already there; else 0 (the failure budget, docs/runbooks.md)"+fromRefresh, broker...),
 		brokerStopAffected: newGauge("kafka_broker_stop_affected_partitions",
 			"Watched partitions that stopping the broker now would put in the effect's state: offline (no leader candidate left), under_min_isr (acks=all writes refused), "+
@@ -377,7 +377,7 @@ var metrics = func() descs {
 		rackStopUnsafe: newGauge("kafka_rack_stop_unsafe",
 			"1 if the reason makes losing the rack now unsafe, 0 if checked and fine (reasons as kafka_broker_stop_unsafe); served when brokers have racks"+fromRefresh, "rack", "reason"),
 		brokerLossesTolerated: newGauge("kafka_broker_losses_tolerated",
-			"In-sync replica losses the worst watched partition tolerates before it goes under_min_isr (ISR minus min.insync.replicas, over partitions whose min ISR is known) "+
+			"In-sync replica losses the worst watched or internal partition tolerates before it goes under_min_isr (ISR minus min.insync.replicas, over partitions whose min ISR is known) "+
 				"or offline (ISR plus eligible leader replicas, minus 1); 0 for a partition already there. Only available brokers count"+fromRefresh, "until"),
 		quorumVoterLossesTolerated: newGauge("kafka_quorum_voter_losses_tolerated",
 			"Caught-up KRaft voters minus a majority of the voters, floor 0: how many more voters the quorum can lose; absent without quorum data"+fromRefresh),

@@ -41,6 +41,17 @@ type Snapshot struct {
 	// Internal is the health of the internal topics that exist
 	// (InternalFeatures), filter or not, sorted by name.
 	Internal []InternalTopic
+	// UnwatchedInternal are the internal topics the topic filter leaves
+	// out, with their partitions, sorted by name: the failure budget
+	// judges them as it judges Topics (a broker out of the ISR of
+	// __consumer_offsets is not back, whatever the filter), and nothing
+	// else serves them.
+	UnwatchedInternal []Topic
+	// UnwatchedTopics counts the other topics the topic filter leaves out,
+	// and Unwatched names the first maxUnwatchedNames of them met, sorted:
+	// the failure budget's answers say it did not judge them.
+	UnwatchedTopics int
+	Unwatched       []string
 	// TopicConfigs caches each topic's effective min.insync.replicas so
 	// that configs are re-read only every topic_config_refresh_interval.
 	TopicConfigs TopicConfigCache

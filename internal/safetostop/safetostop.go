@@ -212,10 +212,14 @@ func redact(s string) string {
 func Describe(a budget.Answer) string {
 	subject := fmt.Sprintf("%s %s of %s/%s", a.Scope, a.ID, a.System, a.Cluster)
 	if a.Safe {
+		line := subject + " can be stopped now"
 		if a.Recovered {
-			return subject + " is back and caught up"
+			line = subject + " is back and caught up"
 		}
-		return subject + " can be stopped now"
+		if len(a.NotJudged) > 0 {
+			line += " (not judged: " + strings.Join(a.NotJudged, "; ") + ")"
+		}
+		return line
 	}
 	var reasons []string
 	for _, f := range a.Findings {
@@ -235,6 +239,9 @@ func Describe(a budget.Answer) string {
 	}
 	if a.Advice != "" {
 		line += "; " + a.Advice
+	}
+	if len(a.NotJudged) > 0 {
+		line += " (not judged: " + strings.Join(a.NotJudged, "; ") + ")"
 	}
 	return line
 }
