@@ -37,62 +37,7 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 			// A topic being deleted or not yet created has no partition data.
 			continue
 		}
-		topic := Topic{Name: tm.Name, MinISR: configs.MinISR[tm.Name]}
-		topic.UncleanElectionEnabled, topic.UncleanElectionKnown = configs.Unclean[tm.Name]
-		topic.Tiered = configs.Tiered[tm.Name]
-		keep := keepTopic(tm.Name)
-		if keep {
-			topic.Partitions = make([]Partition, 0, len(tm.Partitions))
-		}
-		var internal *InternalTopic
-		feature, isInternal := InternalFeatures[tm.Name]
-		if isInternal {
-			snap.Internal = append(snap.Internal, InternalTopic{Name: tm.Name, Feature: feature, MinISR: configs.MinISR[tm.Name]})
-			internal = &snap.Internal[len(snap.Internal)-1]
-		}
-		judgedOnly := !keep && isInternal
-		if !keep && !isInternal {
-			snap.UnwatchedTopics++
-			if len(snap.Unwatched) < maxUnwatchedNames {
-				snap.Unwatched = append(snap.Unwatched, tm.Name)
-			}
-		}
-		for _, pm := range tm.Partitions {
-			p := Partition{ID: pm.ID, Leader: pm.Leader}
-			if keep {
-				p.Replicas, p.ISR = ids.copy(pm.Replicas), ids.copy(pm.Isr)
-			} else {
-				// Counted for the brokers, never stored.
-				p.Replicas, p.ISR = pm.Replicas, pm.Isr
-			}
-			if p.Leader < 0 {
-				p.Leader = NoLeader
-			}
-			if ra := reassignments[tm.Name][pm.ID]; ra != nil && reassignmentInProgress(p.Replicas, ra) {
-				p.setReassignment(ra.AddingReplicas, ra.RemovingReplicas)
-			}
-			brokers.countPartition(&p, pm.OfflineReplicas)
-			if internal != nil {
-				internal.countPartition(&p)
-			}
-			if judgedOnly {
-				topic.Partitions = append(topic.Partitions, p)
-			}
-			if !keep {
-				continue
-			}
-			topic.countPartition(&p)
-			topic.Partitions = append(topic.Partitions, p)
-		}
-		if keep || judgedOnly {
-			sort.Slice(topic.Partitions, func(i, j int) bool { return topic.Partitions[i].ID < topic.Partitions[j].ID })
-		}
-		switch {
-		case keep:
-			snap.Topics = append(snap.Topics, topic)
-		case judgedOnly:
-			snap.UnwatchedInternal = append(snap.UnwatchedInternal, topic)
-		}
+		snap.addTopic(tm, keepTopic(tm.Name), configs, reassignments, &ids, brokers)
 	}
 	sort.Slice(snap.Topics, func(i, j int) bool { return snap.Topics[i].Name < snap.Topics[j].Name })
 	sort.Slice(snap.UnwatchedInternal, func(i, j int) bool { return snap.UnwatchedInternal[i].Name < snap.UnwatchedInternal[j].Name })
@@ -105,6 +50,66 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 	}
 	sort.Slice(snap.Brokers, func(i, j int) bool { return snap.Brokers[i].ID < snap.Brokers[j].ID })
 	return snap
+}
+
+// addTopic adds one topic of the metadata to the snapshot: its partitions
+// counted for their brokers always; stored, with its series, when keep
+// (the filter watches it); stored for the failure budget alone when it is
+// an internal topic the filter leaves out; else only named as a topic the
+// budget does not judge.
+func (snap *Snapshot) addTopic(tm *sarama.TopicMetadata, keep bool, configs TopicConfigCache,
+	reassignments map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus, ids *idArena, brokers brokerIndex) {
+	topic := Topic{Name: tm.Name, MinISR: configs.MinISR[tm.Name]}
+	topic.UncleanElectionEnabled, topic.UncleanElectionKnown = configs.Unclean[tm.Name]
+	topic.Tiered = configs.Tiered[tm.Name]
+	var internal *InternalTopic
+	feature, isInternal := InternalFeatures[tm.Name]
+	if isInternal {
+		snap.Internal = append(snap.Internal, InternalTopic{Name: tm.Name, Feature: feature, MinISR: configs.MinISR[tm.Name]})
+		internal = &snap.Internal[len(snap.Internal)-1]
+	}
+	judgedOnly := !keep && isInternal
+	if !keep && !isInternal {
+		snap.UnwatchedTopics++
+		if len(snap.Unwatched) < maxUnwatchedNames {
+			snap.Unwatched = append(snap.Unwatched, tm.Name)
+		}
+	}
+	if keep || judgedOnly {
+		topic.Partitions = make([]Partition, 0, len(tm.Partitions))
+	}
+	for _, pm := range tm.Partitions {
+		p := Partition{ID: pm.ID, Leader: pm.Leader}
+		if keep {
+			p.Replicas, p.ISR = ids.copy(pm.Replicas), ids.copy(pm.Isr)
+		} else {
+			// Counted for the brokers; stored only for the budget.
+			p.Replicas, p.ISR = pm.Replicas, pm.Isr
+		}
+		if p.Leader < 0 {
+			p.Leader = NoLeader
+		}
+		if ra := reassignments[tm.Name][pm.ID]; ra != nil && reassignmentInProgress(p.Replicas, ra) {
+			p.setReassignment(ra.AddingReplicas, ra.RemovingReplicas)
+		}
+		brokers.countPartition(&p, pm.OfflineReplicas)
+		if internal != nil {
+			internal.countPartition(&p)
+		}
+		if keep {
+			topic.countPartition(&p)
+		}
+		if keep || judgedOnly {
+			topic.Partitions = append(topic.Partitions, p)
+		}
+	}
+	sort.Slice(topic.Partitions, func(i, j int) bool { return topic.Partitions[i].ID < topic.Partitions[j].ID })
+	switch {
+	case keep:
+		snap.Topics = append(snap.Topics, topic)
+	case judgedOnly:
+		snap.UnwatchedInternal = append(snap.UnwatchedInternal, topic)
+	}
 }
 
 // maxUnwatchedNames bounds the names of topics outside the filter a
