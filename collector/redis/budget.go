@@ -61,9 +61,10 @@ import (
 //     (its replica, promoted, knows nothing of the move). An atomic job
 //     fails. The slots at risk are the slots in flight.
 //   - Safe: no finding. A replica's stop is safe unless the cluster is
-//     degraded or (headroom) it is its master's last healthy replica;
-//     replicas do not vote, so a replica's stop never breaks the majority.
-//     A master that serves no slot is safe unless the cluster is degraded.
+//     degraded, its master was not read, or (headroom) it is its master's
+//     last healthy replica; replicas do not vote, so a replica's stop never
+//     breaks the majority. A master that serves no slot is safe unless the
+//     cluster is degraded or it is an end of a slot migration.
 //
 // Read: a replica counts as healthy for the budget only when the exporter
 // read it this refresh (Node.IsReadHealthyReplica). One the exporter could
