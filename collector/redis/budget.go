@@ -392,9 +392,9 @@ type stopTally struct {
 	advice, failoverTo []string
 	// moving are the slot migrations the stop interrupts; migrationAdvice
 	// comes before any failover advice.
-	movingSlots     int
-	moving          []string
-	migrationAdvice string
+	movingSlots                    int
+	moving                         []string
+	migrationRisk, migrationAdvice string
 }
 
 // assessShard adds to o and tally what the stop does to the shard of m, a
@@ -478,8 +478,8 @@ func (tally *stopTally) report(o *StopOutcome) {
 			strings.Join(bounded(tally.mastersNotRead), ", "), pluralIsStill(len(tally.mastersNotRead)), tally.masterNotReadSlots)
 	}
 	if tally.movingSlots > 0 {
-		o.add(ReasonSlotMigration, tally.movingSlots, "the stop interrupts a slot migration in progress: %s; keys already moved live only on the target, reached by ASK through the source, until the move ends: finish it (or cancel it) first",
-			strings.Join(bounded(tally.moving), ", "))
+		o.add(ReasonSlotMigration, tally.movingSlots, "the stop interrupts a slot migration in progress: %s; %s",
+			strings.Join(bounded(tally.moving), ", "), tally.migrationRisk)
 	}
 	o.AtRisk = mergeRanges(o.AtRisk)
 	advice := tally.advice

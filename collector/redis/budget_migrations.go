@@ -84,6 +84,18 @@ func (a *stopAssessor) assessMoves(stopped map[string]bool, o *StopOutcome, tall
 		tally.moving = append(tally.moving, fmt.Sprintf("%s %s from %s to %s (%s)", pluralSlot(m), moveSlots(m), a.nameOf(m.Source), a.nameOf(m.Target), how))
 	}
 	tally.movingSlots = len(inFlight)
+	const (
+		classicRisk = "keys already moved live only on the target, reached by ASK through the source, until CLUSTER SETSLOT NODE ends the move: stopping the target makes them unreachable (lost, if not persisted), stopping the source strands them"
+		atomicRisk  = "stopping either end fails the atomic job"
+	)
+	switch {
+	case classic && atomic:
+		tally.migrationRisk = classicRisk + "; " + atomicRisk
+	case classic:
+		tally.migrationRisk = classicRisk
+	case atomic:
+		tally.migrationRisk = atomicRisk
+	}
 	switch {
 	case classic && atomic:
 		tally.migrationAdvice = "finish the slot migrations first: MIGRATE the remaining keys and run CLUSTER SETSLOT <slot> NODE <target id> on the target and the source, and let the atomic jobs end"

@@ -222,3 +222,74 @@ func TestLabBudgetReshard(t *testing.T) {
 		return nil
 	})
 }
+
+// TestValkey9BudgetAtomicMigration checks the slot_migration rule against
+// Valkey 9.1's atomic slot migration, whatever REDIS_LAB_SERVER says: 3,001
+// slots holding 20,000 keys move from M0 to M1, slowed on the source
+// (rdb-key-save-delay) so the move lasts a few seconds. While it runs both
+// ends answer slot_migration with the slots in flight at risk, and M0's
+// replica is still safe. The target is then killed by its PID: the job
+// fails (the stop interrupts the move, as answered), the slots stay with
+// M0, and once no job runs no answer carries slot_migration.
+func TestValkey9BudgetAtomicMigration(t *testing.T) {
+	skipIfShort(t)
+	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1, Server: "valkey9"})
+	e := startExporter(t, c.Addrs()[:1])
+	e.waitHealthy(c, 1)
+	lb := labBudget{t, e}
+	var m0, m1 lab.RedisNode
+	for _, m := range c.Masters(t) {
+		switch {
+		case m.OwnsSlot(0):
+			m0 = m
+		case m1.ID == "":
+			m1 = m
+		}
+	}
+	r0 := replicaOf(t, c, m0)
+	const first, last, keys = 0, 3000, 20000
+	loadKeys(t, c, m0.Port, first, last, keys)
+	lb.expect(m1.ID, "M1 before the move", "serves_slots")
+	c.CLI(t, m0.Port, "CONFIG", "SET", "rdb-key-save-delay", "200")
+	c.CLI(t, m0.Port, "CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", strconv.Itoa(first), strconv.Itoa(last), "NODE", m1.ID)
+
+	// The answers while the job runs, and the job still running after.
+	// At risk: the slots in flight, within the source's own.
+	for _, end := range []struct {
+		lab.RedisNode
+		atRisk string
+	}{{m1, "0-3000"}, {m0, labRanges(m0)}} {
+		a := lb.expect(end.ID, end.Addr+" an end of the running job", "serves_slots,slot_migration")
+		f := a.Findings[1]
+		if f.Count != last-first+1 || !strings.Contains(f.Message, "slots 0-3000 from "+m0.Addr+" to "+m1.Addr+" (atomic slot migration job ") ||
+			!slices.Contains(a.AtRisk, end.atRisk) || a.FailoverTo != "" || !strings.HasPrefix(a.Advice, "let the atomic slot migration end first") {
+			t.Errorf("%s: %+v, at risk %v, failover_to %q, advice %q", end.Addr, f, a.AtRisk, a.FailoverTo, a.Advice)
+		}
+	}
+	lb.expect(r0.ID, "M0's replica safe", "")
+	if out := c.CLI(t, m0.Port, "CLUSTER", "GETSLOTMIGRATIONS"); strings.Contains(out, "success") || strings.Contains(out, "failed") {
+		t.Fatalf("the job ended before the answers were checked; slow it down more:\n%s", out)
+	}
+
+	// The outcome: the target killed by its PID, the job fails.
+	pid := c.PID(t, m1.Port)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill M1: %v", err)
+	}
+	lab.RedisWaitFor(t, 30*time.Second, "the source says the job failed", func() error {
+		if out := c.CLI(t, m0.Port, "CLUSTER", "GETSLOTMIGRATIONS"); !strings.Contains(out, "failed") {
+			return fmt.Errorf("not failed yet")
+		}
+		return nil
+	})
+	if n := c.Node(t, m0.Port); !n.OwnsSlot(first) || !n.OwnsSlot(last) {
+		t.Errorf("after the failed move M0 owns %v, want 0-3000 still", n.SlotRanges)
+	}
+	c.CLI(t, m0.Port, "CONFIG", "SET", "rdb-key-save-delay", "0")
+	lab.RedisWaitFor(t, 20*time.Second, "no slot_migration once no job runs", func() error {
+		if a := lb.ask(budget.Node, m0.ID); slices.ContainsFunc(a.Findings, func(f budget.Finding) bool { return f.Reason == ReasonSlotMigration }) {
+			return fmt.Errorf("M0 still %+v", a.Findings)
+		}
+		return nil
+	})
+}
