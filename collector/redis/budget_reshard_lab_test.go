@@ -287,7 +287,7 @@ func TestValkey9BudgetAtomicMigration(t *testing.T) {
 	}
 	c.CLI(t, m0.Port, "CONFIG", "SET", "rdb-key-save-delay", "0")
 	lab.RedisWaitFor(t, 20*time.Second, "no slot_migration once no job runs", func() error {
-		if a := lb.ask(budget.Node, m0.ID); slices.ContainsFunc(a.Findings, func(f budget.Finding) bool { return f.Reason == ReasonSlotMigration }) {
+		if a := lb.ask(budget.Node, m0.ID); slices.ContainsFunc(a.Findings, func(f budget.Finding) bool { return f.Reason == "slot_migration" }) {
 			return fmt.Errorf("M0 still %+v", a.Findings)
 		}
 		return nil
