@@ -45,11 +45,11 @@ import (
 //   - last_healthy_replica (only with failure_budget.healthy_replica_headroom):
 //     some master that serves slots outside S has read healthy replicas
 //     and all of them are in S: it would serve on with none (that it knows).
-//   - master_not_read: S holds a read healthy replica of a master that
-//     serves slots, is not in S, and that the exporter did not read this
-//     refresh. Such a master may be gone without the cluster knowing yet
-//     (paused, cut off, within cluster-node-timeout); its replica may be
-//     what is about to take over its slots. Not judged, so not safe.
+//   - master_not_read: S holds the last read healthy replicas of a master
+//     that serves slots, is not in S, and that the exporter did not read
+//     this refresh. Such a master may be gone without the cluster knowing
+//     yet (paused, cut off, within cluster-node-timeout); those replicas
+//     may be what is about to take over its slots. Not judged, so not safe.
 //   - slot_migration: S holds the source or the target of a slot migration
 //     in progress: a classic reshard (CLUSTER SETSLOT MIGRATING on the
 //     source, IMPORTING on the target, read from either end's own CLUSTER
@@ -416,7 +416,7 @@ func (a *stopAssessor) assessShard(m *Node, stopped map[string]bool, majorityHol
 		}
 	}
 	if !stopped[m.ID] {
-		if !m.Reachable && len(inside) > 0 {
+		if !m.Reachable && len(inside) > 0 && len(outside) == 0 {
 			tally.masterNotReadSlots += m.Slots
 			tally.mastersNotRead = append(tally.mastersNotRead, nodeName(m))
 			o.AtRisk = append(o.AtRisk, a.ranges[m.ID]...)
