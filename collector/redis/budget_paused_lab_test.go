@@ -3,6 +3,7 @@ package redis
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -135,4 +136,71 @@ func nodeFlags(clusterNodes, id string) string {
 		}
 	}
 	return ""
+}
+
+// TestLabBudgetPausedMaster: a master the exporter cannot read, paused
+// with SIGSTOP before the cluster flags it (node timeout 15 s), makes its
+// only replica's stop not judged (master_not_read); before, the replica
+// was safe. The stop is then done: the cluster flags the master failing
+// and, its replica gone, its slots stay unserved until it is resumed.
+func TestLabBudgetPausedMaster(t *testing.T) {
+	skipIfShort(t)
+	const nodeTimeout = 15 * time.Second
+	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1, NodeTimeout: nodeTimeout})
+	masters := c.Masters(t)
+	slices.SortFunc(masters, func(a, b lab.RedisNode) int { return a.Port - b.Port })
+	m1 := masters[0]
+	r1 := replicaOf(t, c, m1)
+	// Seeded at another master: the paused one is not the exporter's way in.
+	e := startExporter(t, []string{masters[1].Addr})
+	e.waitHealthy(c, 1)
+	lb := labBudget{t, e}
+	lb.expect(r1.ID, "R1 safe while M1 is read", "")
+
+	c.Pause(t, m1.Port)
+	resumed := false
+	resume := func() {
+		if !resumed {
+			c.Resume(t, m1.Port)
+			resumed = true
+		}
+	}
+	t.Cleanup(resume)
+	paused := time.Now()
+	a := lb.expect(r1.ID, "R1 not judged with M1 unread", "master_not_read")
+	if !strings.Contains(a.Findings[0].Message, "did not read "+m1.Addr) || strings.Join(a.AtRisk, ",") != labRanges(m1) {
+		t.Errorf("R1: %+v, at risk %v; want M1 named and its slots %s", a.Findings, a.AtRisk, labRanges(m1))
+	}
+	if err := e.gather().expect(1, "redis_cluster_node_stop_unsafe", nodeLabels3(r1.Port, "reason", "master_not_read")...); err != nil {
+		t.Error(err)
+	}
+	// The cluster's view, from a survivor (c.Nodes would ask the paused M1
+	// first).
+	survivor := masters[1]
+	if flags := nodeFlags(c.CLI(t, survivor.Port, "CLUSTER", "NODES"), m1.ID); strings.Contains(flags, "fail") {
+		t.Fatalf("the cluster flagged M1 %q %s after the pause, before the answer was checked", flags, time.Since(paused))
+	}
+	t.Logf("R1's stop not judged %s after M1's pause, the cluster not flagging M1 yet", time.Since(paused).Round(time.Millisecond))
+
+	// The stop: R1 killed; M1's slots are then unserved once the cluster
+	// gives up on M1, with no replica to promote.
+	c.Kill(t, r1.Port)
+	lab.RedisWaitFor(t, 4*nodeTimeout, "M1 flagged failing by a survivor", func() error {
+		if flags := nodeFlags(c.CLI(t, survivor.Port, "CLUSTER", "NODES"), m1.ID); !strings.Contains(flags, "fail") || strings.Contains(flags, "fail?") {
+			return fmt.Errorf("%s flags %q", m1.Addr, flags)
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second) // a replica able to run would have been elected by now
+	info := c.CLI(t, survivor.Port, "CLUSTER", "INFO")
+	if !strings.Contains(info, "cluster_state:fail") || !strings.Contains(info, "cluster_slots_fail:"+strconv.Itoa(m1.Slots)) {
+		t.Errorf("with R1 stopped and M1 paused, want M1's %d slots failing; a survivor's CLUSTER INFO:\n%s", m1.Slots, info)
+	}
+	resume()
+	lab.RedisWaitFor(t, 4*nodeTimeout, "M1, resumed, serves again", func() error {
+		if info, err := c.TryCLI(masters[1].Port, "CLUSTER", "INFO"); err != nil || !strings.Contains(info, "cluster_state:ok") {
+			return fmt.Errorf("cluster not ok: %v", err)
+		}
+		return nil
+	})
 }

@@ -20,9 +20,24 @@ type labBudget struct {
 	e *exporter
 }
 
+// answer is the answer from the latest snapshot, or, as the endpoint's 503,
+// an error when the latest refresh failed.
+func (lb labBudget) answer(scope budget.Scope, id string) (budget.Answer, error) {
+	lb.t.Helper()
+	st := lb.e.w.Current()
+	if !st.Up {
+		return budget.Answer{}, fmt.Errorf("no answer: the latest refresh failed: %v", st.LastError)
+	}
+	a, err := answerBudget(st.Snapshot, budget.Question{Scope: scope, ID: id})
+	if err != nil {
+		lb.t.Fatalf("%s %s: %v", scope, id, err)
+	}
+	return a, nil
+}
+
 func (lb labBudget) ask(scope budget.Scope, id string) budget.Answer {
 	lb.t.Helper()
-	a, err := answerBudget(lb.e.w.Current().Snapshot, budget.Question{Scope: scope, ID: id})
+	a, err := lb.answer(scope, id)
 	if err != nil {
 		lb.t.Fatalf("%s %s: %v", scope, id, err)
 	}
@@ -35,7 +50,10 @@ func (lb labBudget) expect(id, what, wantReasons string) budget.Answer {
 	lb.t.Helper()
 	var a budget.Answer
 	lab.RedisWaitFor(lb.t, 20*time.Second, what, func() error {
-		a = lb.ask(budget.Node, id)
+		var err error
+		if a, err = lb.answer(budget.Node, id); err != nil {
+			return err
+		}
 		if got := reasons(a); got != wantReasons || a.Safe != (wantReasons == "") {
 			return fmt.Errorf("node %s: safe %v, reasons %q, want %q: %+v", id, a.Safe, got, wantReasons, a.Findings)
 		}
