@@ -17,7 +17,8 @@ import (
 type RedisBudget struct {
 	// HealthyReplicaHeadroom makes stopping a master's last healthy
 	// replica unsafe (reason last_healthy_replica): the master would serve
-	// on with no replica to take over.
+	// on with no replica to take over. A replica the exporter did not read
+	// this refresh is not healthy here.
 	HealthyReplicaHeadroom bool `yaml:"healthy_replica_headroom"`
 	// CaughtUpBytes is the replication lag within which a healthy replica
 	// counts as caught up, the one to fail over to; nil for

@@ -32,22 +32,47 @@ import (
 //     by a failover, so the stop is not safe, whatever else holds. Its
 //     slots count as unserved until=failover (for about
 //     cluster-node-timeout plus the replica's election delay, ~1 s) when
-//     it has a healthy replica (Node.IsHealthyReplica) outside S and the
-//     majority survives the stop, else until=never (until it comes back).
-//   - no_healthy_replica: such a master has no healthy replica outside S:
-//     its slots are unserved for good.
+//     it has a read healthy replica (Node.IsReadHealthyReplica) outside S
+//     and the majority survives the stop, else until=never (until it comes
+//     back).
+//   - no_healthy_replica: such a master has no read healthy replica outside
+//     S: its slots are unserved for good, or, when it has replicas the
+//     exporter did not read this refresh, the budget cannot tell they would
+//     take over (not judged, so not safe).
 //   - masters_majority: S holds voters, and without them the voters left
 //     are fewer than the majority: no failover can be authorised, for S's
 //     masters or any later one.
 //   - last_healthy_replica (only with failure_budget.healthy_replica_headroom):
-//     some master that serves slots outside S has healthy replicas and all
-//     of them are in S: it would serve on with none.
+//     some master that serves slots outside S has read healthy replicas
+//     and all of them are in S: it would serve on with none (that it knows).
+//   - master_not_read: S holds the last read healthy replicas of a master
+//     that serves slots, is not in S, and that the exporter did not read
+//     this refresh. Such a master may be gone without the cluster knowing
+//     yet (paused, cut off, within cluster-node-timeout); those replicas
+//     may be what is about to take over its slots. Not judged, so not safe.
+//   - slot_migration: S holds the source or the target of a slot migration
+//     in progress: a classic reshard (CLUSTER SETSLOT MIGRATING on the
+//     source, IMPORTING on the target, read from either end's own CLUSTER
+//     NODES) or a running atomic slot migration job (Valkey 9, Redis 8.4).
+//     Keys MIGRATE has moved live only on the target, reached by ASK
+//     through the source, until CLUSTER SETSLOT NODE ends the move:
+//     stopping the target takes them away (and a restart does not bring
+//     back what was never persisted), stopping the source strands them
+//     (its replica, promoted, knows nothing of the move). An atomic job
+//     fails. The slots at risk are the slots in flight.
 //   - Safe: no finding. A replica's stop is safe unless the cluster is
-//     degraded or (headroom) it is its master's last healthy replica;
-//     replicas do not vote, so a replica's stop never breaks the majority.
-//     A master that serves no slot is safe unless the cluster is degraded.
+//     degraded, its master was not read, or (headroom) it is its master's
+//     last healthy replica; replicas do not vote, so a replica's stop never
+//     breaks the majority. A master that serves no slot is safe unless the
+//     cluster is degraded or it is an end of a slot migration.
 //
-// Caught up (Node.IsCaughtUpReplica) is a healthy replica whose master
+// Read: a replica counts as healthy for the budget only when the exporter
+// read it this refresh (Node.IsReadHealthyReplica). One the exporter could
+// not read (unreachable, timed out, paused) may still be flagged ok by the
+// cluster for up to cluster-node-timeout; counting it would let the
+// budget say "safe" on the strength of a node that may be gone.
+//
+// Caught up (Node.IsCaughtUpReplica) is a read healthy replica whose master
 // lists it in INFO replication within failure_budget.caught_up_bytes of
 // its own offset: the replica the advice names for CLUSTER FAILOVER, and
 // what a restarted replica must be to count as recovered. A healthy replica
@@ -62,6 +87,8 @@ const (
 	ReasonNoHealthyReplica   budget.Reason = "no_healthy_replica"
 	ReasonMastersMajority    budget.Reason = "masters_majority"
 	ReasonLastHealthyReplica budget.Reason = "last_healthy_replica"
+	ReasonMasterNotRead      budget.Reason = "master_not_read"
+	ReasonSlotMigration      budget.Reason = "slot_migration"
 	ReasonClusterDegraded    budget.Reason = "cluster_degraded"
 )
 
@@ -75,7 +102,7 @@ const (
 )
 
 // stopReasons are every stop reason, in the order their series are sent.
-var stopReasons = []budget.Reason{ReasonServesSlots, ReasonNoHealthyReplica, ReasonMastersMajority, ReasonLastHealthyReplica, ReasonClusterDegraded}
+var stopReasons = []budget.Reason{ReasonServesSlots, ReasonNoHealthyReplica, ReasonMastersMajority, ReasonLastHealthyReplica, ReasonMasterNotRead, ReasonSlotMigration, ReasonClusterDegraded}
 
 // Until a stop's slots are unserved: until a replica is promoted, or for
 // good (until the stopped master comes back).
@@ -115,6 +142,17 @@ type FailureBudget struct {
 	// availability_zone).
 	Zones  map[string]*StopOutcome
 	zoneOf map[string]string
+	// Moves are the slot migrations in progress, from either end's report.
+	Moves []SlotMove
+}
+
+// SlotMove is one slot migration in progress: slots First to Last moving
+// from the node Source to the node Target (ids), by a classic reshard
+// (Job empty) or an atomic slot migration job (Job its name).
+type SlotMove struct {
+	First, Last    int
+	Source, Target string
+	Job            string
 }
 
 // LossesTolerated is how many more voting masters could fail with the
@@ -152,10 +190,19 @@ func (o *StopOutcome) Unsafe(r budget.Reason) bool {
 	return slices.ContainsFunc(o.Findings, func(f budget.Finding) bool { return f.Reason == r })
 }
 
-// IsCaughtUpReplica is IsHealthyReplica with the replication lag known
+// IsReadHealthyReplica is IsHealthyReplica for a replica the exporter read
+// this refresh: the only replica the budget counts on (see the top of the
+// file). IsHealthyReplica alone, which the replica counts of the series
+// use, also counts a replica the exporter could not read while the cluster
+// still calls it ok.
+func (n *Node) IsReadHealthyReplica() bool {
+	return n.IsHealthyReplica() && n.Reachable
+}
+
+// IsCaughtUpReplica is IsReadHealthyReplica with the replication lag known
 // (its master lists it) and within bound bytes: the replica to fail over to.
 func (n *Node) IsCaughtUpReplica(bound int64) bool {
-	return n.IsHealthyReplica() && n.HasReplicationLag && n.ReplicationLagBytes <= bound
+	return n.IsReadHealthyReplica() && n.HasReplicationLag && n.ReplicationLagBytes <= bound
 }
 
 // assessBudget computes the failure budget of snap (a step of the refresh,
@@ -187,6 +234,7 @@ func assessBudget(snap *Snapshot, cfg config.RedisBudget, nodeTimeout time.Durat
 		}
 	}
 	b.Degraded = degradedBecause(snap, b)
+	b.Moves = slotMovesInProgress(snap)
 	a := newStopAssessor(snap, b)
 	for i := range snap.Nodes {
 		n := &snap.Nodes[i]
@@ -241,16 +289,21 @@ type stopAssessor struct {
 	snap     *Snapshot
 	b        *FailureBudget
 	index    map[string]int         // snap.Nodes by id
-	replicas map[string][]*Node     // healthy replicas, by master id
+	replicas map[string][]*Node     // read healthy replicas, by master id
+	unread   map[string][]*Node     // replicas the cluster calls healthy that the exporter did not read, by master id
 	ranges   map[string][]SlotRange // by owner id
 }
 
 func newStopAssessor(snap *Snapshot, b *FailureBudget) *stopAssessor {
-	a := &stopAssessor{snap: snap, b: b, index: make(map[string]int, len(snap.Nodes)), replicas: map[string][]*Node{}, ranges: map[string][]SlotRange{}}
+	a := &stopAssessor{snap: snap, b: b, index: make(map[string]int, len(snap.Nodes)),
+		replicas: map[string][]*Node{}, unread: map[string][]*Node{}, ranges: map[string][]SlotRange{}}
 	for i := range snap.Nodes {
 		a.index[snap.Nodes[i].ID] = i
-		if r := &snap.Nodes[i]; r.IsHealthyReplica() {
+		switch r := &snap.Nodes[i]; {
+		case r.IsReadHealthyReplica():
 			a.replicas[r.MasterID] = append(a.replicas[r.MasterID], r)
+		case r.IsHealthyReplica():
+			a.unread[r.MasterID] = append(a.unread[r.MasterID], r)
 		}
 	}
 	for _, r := range snap.SlotRanges {
@@ -285,6 +338,7 @@ func (a *stopAssessor) assess(stopped map[string]bool) *StopOutcome {
 			a.assessShard(m, stopped, majorityHolds, o, &tally)
 		}
 	}
+	a.assessMoves(stopped, o, &tally)
 	tally.report(o)
 	return o
 }
@@ -329,7 +383,18 @@ func (a *stopAssessor) affectedShards(stopped map[string]bool) []int {
 type stopTally struct {
 	servesSlots, noReplica, lastReplica int
 	serving, without, last              []string
-	advice, failoverTo                  []string
+	// unread are the replicas the findings did not count because the
+	// exporter did not read them.
+	unread []string
+	// masterNotRead are the unread masters whose replicas S holds.
+	masterNotReadSlots int
+	mastersNotRead     []string
+	advice, failoverTo []string
+	// moving are the slot migrations the stop interrupts; migrationAdvice
+	// comes before any failover advice.
+	movingSlots                    int
+	moving                         []string
+	migrationRisk, migrationAdvice string
 }
 
 // assessShard adds to o and tally what the stop does to the shard of m, a
@@ -343,11 +408,24 @@ func (a *stopAssessor) assessShard(m *Node, stopped map[string]bool, majorityHol
 			outside = append(outside, r)
 		}
 	}
+	unread := func() {
+		for _, r := range a.unread[m.ID] {
+			if !stopped[r.ID] {
+				tally.unread = append(tally.unread, nodeName(r))
+			}
+		}
+	}
 	if !stopped[m.ID] {
+		if !m.Reachable && len(inside) > 0 && len(outside) == 0 {
+			tally.masterNotReadSlots += m.Slots
+			tally.mastersNotRead = append(tally.mastersNotRead, nodeName(m))
+			o.AtRisk = append(o.AtRisk, a.ranges[m.ID]...)
+		}
 		if a.b.Headroom && len(inside) > 0 && len(outside) == 0 {
 			tally.lastReplica += m.Slots
 			tally.last = append(tally.last, nodeName(m))
 			o.AtRisk = append(o.AtRisk, a.ranges[m.ID]...)
+			unread()
 		}
 		return
 	}
@@ -359,6 +437,7 @@ func (a *stopAssessor) assessShard(m *Node, stopped map[string]bool, majorityHol
 		tally.noReplica += m.Slots
 		tally.without = append(tally.without, nodeName(m))
 		o.UnservedNever += m.Slots
+		unread()
 	case !majorityHolds:
 		o.UnservedNever += m.Slots
 	default:
@@ -375,25 +454,61 @@ func (a *stopAssessor) assessShard(m *Node, stopped map[string]bool, majorityHol
 
 // report writes the tally's reasons, slots at risk and advice into o.
 func (tally *stopTally) report(o *StopOutcome) {
-	if len(tally.failoverTo) == 1 {
+	// A failover in the middle of a migration strands it (the promoted
+	// replica knows nothing of the move): the migration comes first.
+	if len(tally.failoverTo) == 1 && tally.movingSlots == 0 {
 		o.FailoverTo = tally.failoverTo[0]
+	}
+	unread := ""
+	if len(tally.unread) > 0 {
+		unread = fmt.Sprintf(" (not judged: the exporter did not read %s this refresh, so %s not counted as healthy)",
+			strings.Join(bounded(tally.unread), ", "), pluralIs(len(tally.unread)))
 	}
 	if tally.servesSlots > 0 {
 		o.add(ReasonServesSlots, tally.servesSlots, "%s %d slots: fail over first, or they are unserved while a replica is promoted", pluralServe(tally.serving), tally.servesSlots)
 	}
 	if tally.noReplica > 0 {
-		o.add(ReasonNoHealthyReplica, tally.noReplica, "%s no healthy replica to take over: %d slots would be unserved until it is back", pluralHave(tally.without), tally.noReplica)
+		o.add(ReasonNoHealthyReplica, tally.noReplica, "%s no healthy replica to take over: %d slots would be unserved until it is back%s", pluralHave(tally.without), tally.noReplica, unread)
 	}
 	if tally.lastReplica > 0 {
-		o.add(ReasonLastHealthyReplica, tally.lastReplica, "the stop takes the last healthy replica of %s (%d slots), which would serve on with none (healthy_replica_headroom)", strings.Join(bounded(tally.last), ", "), tally.lastReplica)
+		o.add(ReasonLastHealthyReplica, tally.lastReplica, "the stop takes the last healthy replica of %s (%d slots), which would serve on with none (healthy_replica_headroom)%s", strings.Join(bounded(tally.last), ", "), tally.lastReplica, unread)
 	}
-	slices.SortFunc(o.AtRisk, func(x, y SlotRange) int { return cmp.Compare(x.First, y.First) })
-	o.AtRisk = slices.Compact(o.AtRisk)
+	if tally.masterNotReadSlots > 0 {
+		o.add(ReasonMasterNotRead, tally.masterNotReadSlots, "not judged: the exporter did not read %s this refresh, so it cannot tell whether %s serving %d slots; the stop takes a replica that may be about to take over",
+			strings.Join(bounded(tally.mastersNotRead), ", "), pluralIsStill(len(tally.mastersNotRead)), tally.masterNotReadSlots)
+	}
+	if tally.movingSlots > 0 {
+		o.add(ReasonSlotMigration, tally.movingSlots, "the stop interrupts a slot migration in progress: %s; %s",
+			strings.Join(bounded(tally.moving), ", "), tally.migrationRisk)
+	}
+	o.AtRisk = mergeRanges(o.AtRisk)
 	advice := tally.advice
 	if len(advice) > maxAdvised {
 		advice = append(advice[:maxAdvised], fmt.Sprintf("and %d more masters", len(advice)-maxAdvised))
 	}
+	if tally.migrationAdvice != "" {
+		advice = append([]string{tally.migrationAdvice}, advice...)
+	}
 	o.Advice = strings.Join(advice, "; ")
+}
+
+// mergeRanges sorts ranges by their first slot and drops those inside an
+// earlier one (a migrating slot within the stopped master's own range).
+func mergeRanges(ranges []SlotRange) []SlotRange {
+	slices.SortFunc(ranges, func(x, y SlotRange) int {
+		if c := cmp.Compare(x.First, y.First); c != 0 {
+			return c
+		}
+		return cmp.Compare(y.Last, x.Last)
+	})
+	out := ranges[:0]
+	for _, r := range ranges {
+		if n := len(out); n > 0 && r.Last <= out[n-1].Last {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 func (a *stopAssessor) node(id string) *Node {
@@ -479,6 +594,20 @@ func pluralServe(masters []string) string {
 		return "master " + masters[0] + " serves"
 	}
 	return "masters " + strings.Join(bounded(masters), ", ") + " serve"
+}
+
+func pluralIsStill(n int) string {
+	if n == 1 {
+		return "it is still"
+	}
+	return "they are still"
+}
+
+func pluralIs(n int) string {
+	if n == 1 {
+		return "it is"
+	}
+	return "they are"
 }
 
 func pluralHave(masters []string) string {

@@ -25,6 +25,11 @@ type bnode struct {
 	lag              int64
 	lagUnknown       bool
 	zone             string
+	// unread: the exporter did not read the node this refresh (the
+	// cluster still calls it ok).
+	unread               bool
+	migrating, importing []redisproto.SlotMove
+	jobs                 []SlotMigration
 }
 
 // budgetSnapshot builds a snapshot as buildSnapshot would fill the fields
@@ -38,6 +43,13 @@ func budgetSnapshot(nodes ...bnode) *Snapshot {
 		n := Node{ID: b.id, Addr: b.addr, State: b.state, LinkConnected: true, Reachable: b.state == NodeStateOK, Zone: b.zone}
 		if n.State == "" {
 			n.State, n.Reachable = NodeStateOK, true
+		}
+		if b.unread {
+			n.Reachable = false
+		}
+		n.Migrating, n.Importing = b.migrating, b.importing
+		if b.jobs != nil {
+			n.Migrations = &NodeMigrations{Jobs: b.jobs}
 		}
 		if b.master == "" {
 			n.Role = RoleMaster
@@ -91,6 +103,17 @@ func threeShards() []bnode {
 		{id: "E", addr: "10.0.0.3:7004", master: "B", lag: 0, zone: "z3"},
 		{id: "F", addr: "10.0.0.1:7005", master: "C", lag: 5, zone: "z1"},
 	}
+}
+
+// resharding is threeShards with an empty master H (zone z9) importing
+// slots 100 and 101 from A, which has them migrating: a classic reshard
+// in progress.
+func resharding() []bnode {
+	nodes := with(threeShards(), "A", func(n *bnode) {
+		n.migrating = []redisproto.SlotMove{{Slot: 100, NodeID: "H"}, {Slot: 101, NodeID: "H"}}
+	})
+	return append(nodes, bnode{id: "H", addr: "10.0.0.9:7009", first: 1, last: 0, zone: "z9",
+		importing: []redisproto.SlotMove{{Slot: 100, NodeID: "A"}, {Slot: 101, NodeID: "A"}}})
 }
 
 // with returns nodes with the node of id changed by f.
@@ -198,6 +221,53 @@ func TestBudgetStop(t *testing.T) {
 		{name: "configured zones override availability_zone",
 			nodes: threeShards(), cfg: config.RedisBudget{Zones: map[string]string{"10.0.0.2:7003": "z1"}}, scope: budget.Zone, id: "z1",
 			reasons: "serves_slots,no_healthy_replica", never: 5461, atRisk: "0-5460", tolerated: 1},
+
+		// Slot migrations in progress (issue 42, item 1).
+		{name: "an empty master importing a slot is not safe", nodes: resharding(), scope: budget.Node, id: "H",
+			reasons: "slot_migration", atRisk: "100-101", advice: "finish the slot migration first", tolerated: 1},
+		{name: "the migrating source: its slots and the move; no failover_to before the move ends", nodes: resharding(), scope: budget.Node, id: "A",
+			reasons: "serves_slots,slot_migration", failover: 5461, atRisk: "0-5460",
+			advice: "finish the slot migration first: MIGRATE the slot's remaining keys, then CLUSTER SETSLOT <slot> NODE <target id> on the target and the source (redis-cli --cluster fix finishes a stuck one); fail over to replica D", loss: 100, hasLoss: true, tolerated: 1},
+		{name: "the importing end alone reports the move (the source unread)",
+			nodes: with(with(resharding(), "A", func(n *bnode) { n.migrating = nil }), "H", func(n *bnode) { n.importing = n.importing[:1] }), scope: budget.Node, id: "H",
+			reasons: "slot_migration", atRisk: "100-100", tolerated: 1},
+		{name: "the migrating end alone reports the move (the target unread)",
+			nodes: with(resharding(), "H", func(n *bnode) { n.importing, n.unread = nil, true }), scope: budget.Node, id: "H",
+			reasons: "slot_migration", atRisk: "100-101", tolerated: 1},
+		{name: "a replica of the source is safe", nodes: resharding(), scope: budget.Node, id: "D", safe: true, tolerated: 1},
+		{name: "a zone holding the importing master", nodes: resharding(), scope: budget.Zone, id: "z9",
+			reasons: "slot_migration", atRisk: "100-101", tolerated: 1},
+		{name: "an atomic slot migration job's target",
+			nodes: append(threeShards(), bnode{id: "H", addr: "10.0.0.9:7009", first: 1, last: 0, jobs: []SlotMigration{
+				{Name: "job1", Operation: MigrationImport, Slots: []SlotSpan{{200, 300}}, Source: "B", Target: "H", State: "snapshotting"},
+				{Name: "old", Operation: MigrationImport, Slots: []SlotSpan{{400, 500}}, Source: "B", Target: "H", State: "success", Outcome: MigrationSuccess},
+			}}), scope: budget.Node, id: "H",
+			reasons: "slot_migration", atRisk: "200-300", advice: "let the atomic slot migration end first", tolerated: 1},
+
+		// Replicas the exporter did not read (issue 42, item 5).
+		{name: "a master whose only replica is unread: not judged, so no healthy replica",
+			nodes: with(threeShards(), "D", func(n *bnode) { n.unread = true }), scope: budget.Node, id: "A",
+			reasons: "serves_slots,no_healthy_replica", never: 5461, atRisk: "0-5460", advice: "master 10.0.0.1:7000 has no healthy replica to fail over to", tolerated: 1},
+		{name: "an unread replica is never advised, however caught up",
+			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.3:7006", master: "A", lag: 0, unread: true}), scope: budget.Node, id: "A",
+			reasons: "serves_slots", failover: 5461, atRisk: "0-5460", advice: "fail over to replica D (10.0.0.2:7003)", loss: 100, hasLoss: true, tolerated: 1},
+		{name: "headroom: the other replica unread, so this one is the last",
+			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.1:7006", master: "B", unread: true}), cfg: config.RedisBudget{HealthyReplicaHeadroom: true}, scope: budget.Node, id: "E",
+			reasons: "last_healthy_replica", atRisk: "5461-10922", tolerated: 1},
+		{name: "the replica of a master the exporter did not read: not judged",
+			nodes: with(threeShards(), "A", func(n *bnode) { n.unread = true }), scope: budget.Node, id: "D",
+			reasons: "master_not_read", atRisk: "0-5460", tolerated: 1},
+		{name: "a master unread: its replica is safe while another read one stays",
+			nodes: append(with(threeShards(), "A", func(n *bnode) { n.unread = true }), bnode{id: "G", addr: "10.0.0.3:7006", master: "A"}), scope: budget.Node, id: "D",
+			safe: true, tolerated: 1},
+		{name: "a master unread: a zone holding both its replicas is not judged",
+			nodes: append(with(threeShards(), "A", func(n *bnode) { n.unread = true }), bnode{id: "G", addr: "10.0.0.3:7006", master: "A", zone: "z2"}), scope: budget.Zone, id: "z2",
+			reasons: "serves_slots,master_not_read", failover: 5462, atRisk: "0-5460,5461-10922", advice: "replica E", hasLoss: true, tolerated: 1},
+		{name: "another master unread: a replica elsewhere is judged as before",
+			nodes: with(threeShards(), "A", func(n *bnode) { n.unread = true }), scope: budget.Node, id: "E", safe: true, tolerated: 1},
+		{name: "headroom: stopping the unread replica leaves the read one",
+			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.1:7006", master: "B", unread: true}), cfg: config.RedisBudget{HealthyReplicaHeadroom: true}, scope: budget.Node, id: "G",
+			safe: true, tolerated: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -350,7 +420,7 @@ func withBudget(s *Snapshot) *Snapshot {
 }
 
 func TestBudgetSeries(t *testing.T) {
-	snap := budgetSnapshot(with(threeShards(), "F", func(n *bnode) { n.state = NodeStateFail })...)
+	snap := budgetSnapshot(with(resharding(), "F", func(n *bnode) { n.state = NodeStateFail })...)
 	snap.ViewsConsistent = true
 	snap.FailureBudget = assessBudget(snap, config.RedisBudget{}, time.Second)
 	c := NewCollector()
@@ -377,6 +447,11 @@ func TestBudgetSeries(t *testing.T) {
 		`redis_cluster_zone_safe_to_stop{redis_cluster="main",zone="z3"} 0`,
 		`redis_cluster_zone_stop_unserved_slots{redis_cluster="main",until="never",zone="z3"} 5461`,
 		`redis_cluster_zone_stop_unsafe{reason="no_healthy_replica",redis_cluster="main",zone="z3"} 1`,
+		`redis_cluster_node_safe_to_stop{` + node("H", "10.0.0.9:7009") + `} 0`,
+		`redis_cluster_node_stop_unsafe{address="10.0.0.9:7009",node_id="H",reason="slot_migration",redis_cluster="main"} 1`,
+		`redis_cluster_node_stop_unsafe{address="10.0.0.1:7000",node_id="A",reason="slot_migration",redis_cluster="main"} 1`,
+		`redis_cluster_node_stop_unsafe{address="10.0.0.2:7003",node_id="D",reason="slot_migration",redis_cluster="main"} 0`,
+		`redis_cluster_zone_stop_unsafe{reason="slot_migration",redis_cluster="main",zone="z9"} 1`,
 	} {
 		if !strings.Contains(text, line+"\n") {
 			t.Errorf("lacks %s", line)
@@ -400,5 +475,30 @@ func BenchmarkAssessBudget100Nodes(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		assessBudget(snap, config.RedisBudget{}, time.Second)
+	}
+}
+
+// TestBudgetFindingsName checks the messages name what the verdict rests
+// on: the slots in flight and both ends of the move, and the replicas the
+// exporter did not read.
+func TestBudgetFindingsName(t *testing.T) {
+	snap := budgetSnapshot(resharding()...)
+	snap.FailureBudget = assessBudget(snap, config.RedisBudget{}, time.Second)
+	a := ask(t, snap, budget.Question{Scope: budget.Node, ID: "10.0.0.9:7009"})
+	want := "slots 100-101 from 10.0.0.1:7000 to 10.0.0.9:7009 (CLUSTER SETSLOT MIGRATING/IMPORTING)"
+	if len(a.Findings) != 1 || a.Findings[0].Count != 2 || !strings.Contains(a.Findings[0].Message, want) || a.FailoverTo != "" {
+		t.Errorf("importing master: %+v (failover_to %q), want one slot_migration of 2 slots saying %q", a.Findings, a.FailoverTo, want)
+	}
+
+	snap = budgetSnapshot(append(with(threeShards(), "E", func(n *bnode) { n.unread = true }), bnode{id: "G", addr: "10.0.0.1:7006", master: "B", unread: true})...)
+	snap.FailureBudget = assessBudget(snap, config.RedisBudget{}, time.Second)
+	a = ask(t, snap, budget.Question{Scope: budget.Node, ID: "B"})
+	want = "not judged: the exporter did not read 10.0.0.3:7004, 10.0.0.1:7006 this refresh, so they are not counted as healthy"
+	if reasons(a) != "serves_slots,no_healthy_replica" || !strings.Contains(a.Findings[1].Message, want) || a.FailoverTo != "" || a.Facts["unserved_slots_never"] != 5462 {
+		t.Errorf("master with both replicas unread: %+v (failover_to %q, facts %v), want no_healthy_replica saying %q", a.Findings, a.FailoverTo, a.Facts, want)
+	}
+	// The replica series still count them: the cluster calls them ok.
+	if n := snap.findNode("B"); n.HealthyReplicas != 2 {
+		t.Errorf("HealthyReplicas %d, want 2 (the cluster's view)", n.HealthyReplicas)
 	}
 }

@@ -114,8 +114,8 @@ func mergedNodeEntry(id string, m *redisproto.MergedNode[nodeView]) Node {
 	if v := m.View; v != nil {
 		n.Reachable = true
 		n.ClusterStateOK = v.Info.StateOK
-		n.MigratingSlots = len(m.Own.Migrating)
-		n.ImportingSlots = len(m.Own.Importing)
+		n.Migrating = slices.Clone(m.Own.Migrating)
+		n.Importing = slices.Clone(m.Own.Importing)
 		n.MasterLinkUp = !v.Replication.IsMaster && v.Replication.MasterLinkUp
 		n.Keys = v.Keys
 		n.MemoryUsed = v.UsedMemory

@@ -202,11 +202,11 @@ func TestBuildSnapshotPFailAndMigration(t *testing.T) {
 	if n := nodeByID(t, snap, idC); n.State != NodeStatePFail {
 		t.Errorf("C state %s, want pfail", n.State)
 	}
-	if n := nodeByID(t, snap, idA); n.MigratingSlots != 2 || n.ImportingSlots != 0 {
-		t.Errorf("A: migrating %d importing %d", n.MigratingSlots, n.ImportingSlots)
+	if n := nodeByID(t, snap, idA); len(n.Migrating) != 2 || len(n.Importing) != 0 || n.Migrating[0] != (redisproto.SlotMove{Slot: 100, NodeID: idB}) {
+		t.Errorf("A: migrating %v importing %v", n.Migrating, n.Importing)
 	}
-	if n := nodeByID(t, snap, idB); n.ImportingSlots != 2 {
-		t.Errorf("B: importing %d", n.ImportingSlots)
+	if n := nodeByID(t, snap, idB); len(n.Importing) != 2 || n.Importing[1] != (redisproto.SlotMove{Slot: 101, NodeID: idA}) {
+		t.Errorf("B: importing %v", n.Importing)
 	}
 }
 

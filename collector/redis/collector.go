@@ -164,10 +164,12 @@ var metrics = func() descs {
 		// The failure budget (budget.go): what stopping a node or a zone now
 		// would do.
 		nodeSafeToStop: newGauge("redis_cluster_node_safe_to_stop",
-			"1 if stopping the node now is safe: it serves no slot (a replica, or an empty master), the cluster is not degraded, and, with healthy_replica_headroom, it is not its master's last healthy replica; 0 otherwise (redis_cluster_node_stop_unsafe says why)."+fromRefresh, node...),
+			"1 if stopping the node now is safe: it serves no slot (a replica, or an empty master), is neither end of a slot migration in progress nor the last read replica of a master the exporter could not read, the cluster is not degraded, and, with healthy_replica_headroom, it is not its master's last healthy replica the exporter read; 0 otherwise (redis_cluster_node_stop_unsafe says why)."+fromRefresh, node...),
 		nodeStopUnsafe: newGauge("redis_cluster_node_stop_unsafe",
 			"1 if the reason makes stopping the node unsafe, 0 if not, for every reason: serves_slots (a master that serves slots: fail over first), no_healthy_replica (its slots would be unserved for good), "+
-				"masters_majority (too few slot-serving masters would be left to authorise a failover), last_healthy_replica (its master's last healthy replica, with healthy_replica_headroom), cluster_degraded (the cluster already is)."+fromRefresh,
+				"masters_majority (too few slot-serving masters would be left to authorise a failover), last_healthy_replica (its master's last healthy replica, with healthy_replica_headroom), "+
+				"master_not_read (the last read replica of a master the exporter could not read this refresh: not judged), slot_migration (the source or target of a slot migration in progress: keys already moved would be lost or stranded), cluster_degraded (the cluster already is). "+
+				"Only replicas the exporter read this refresh count as healthy."+fromRefresh,
 			"node_id", "address", "reason"),
 		nodeStopUnserved: newGauge("redis_cluster_node_stop_unserved_slots",
 			"Hash slots that stopping the node now would leave unserved: until=failover until a replica is promoted (about cluster-node-timeout), until=never for good (no healthy replica, or no majority to authorise the failover)."+fromRefresh,
@@ -323,8 +325,8 @@ func emitNodes(ch exposition.Sink, cluster string, s *Snapshot) {
 			continue // the rest comes from the node itself
 		}
 		ch.Add(metrics.nodeClusterStateOK, bool01(n.ClusterStateOK), nodeLabels...)
-		ch.Add(metrics.nodeMigrating, float64(n.MigratingSlots), nodeLabels...)
-		ch.Add(metrics.nodeImporting, float64(n.ImportingSlots), nodeLabels...)
+		ch.Add(metrics.nodeMigrating, float64(len(n.Migrating)), nodeLabels...)
+		ch.Add(metrics.nodeImporting, float64(len(n.Importing)), nodeLabels...)
 		if n.Role == RoleReplica {
 			ch.Add(metrics.nodeMasterLinkUp, bool01(n.MasterLinkUp), nodeLabels...)
 		}

@@ -29,7 +29,7 @@ func testSnapshot() *Snapshot {
 		SlotsInMigration: 1, SlotsOneHost: 0, SlotsOneZone: 10001, ZonesKnown: true,
 		Nodes: []Node{
 			{ID: idA, Addr: "127.0.0.1:7000", Role: RoleMaster, State: NodeStateOK, LinkConnected: true,
-				ConfigEpoch: 7, Slots: 10001, HealthyReplicas: 1, Reachable: true, ClusterStateOK: true, MigratingSlots: 1,
+				ConfigEpoch: 7, Slots: 10001, HealthyReplicas: 1, Reachable: true, ClusterStateOK: true, Migrating: []redisproto.SlotMove{{Slot: 7, NodeID: idB}},
 				Zone: "z1", ReplicasOtherHost: 1, HasZoneSpread: true, ReplicasOtherZone: 0,
 				Keys: 42, MemoryUsed: 2e6, RoleChanges: 1},
 			{ID: idB, Addr: "127.0.0.1:7001", Role: RoleMaster, State: NodeStateFail, ConfigEpoch: 2, Slots: 383},

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 )
 
 // NodeState is a node's health in the cluster's view.
@@ -148,10 +149,13 @@ type Node struct {
 	// ClusterStateOK is the node's own cluster_state. An empty master's
 	// counts for itself only (clusterStateOK).
 	ClusterStateOK bool
-	MigratingSlots int
-	ImportingSlots int
-	MasterLinkUp   bool // replicas only
-	Zone           string
+	// Migrating and Importing are the slots the node's own CLUSTER NODES
+	// has in migrating state (NodeID: the target) and importing state
+	// (NodeID: the source): a classic reshard in progress.
+	Migrating    []redisproto.SlotMove
+	Importing    []redisproto.SlotMove
+	MasterLinkUp bool // replicas only
+	Zone         string
 	// For a master with healthy replicas: how many are on another host
 	// (IP) than the master, and, when HasZoneSpread, in another zone.
 	ReplicasOtherHost, ReplicasOtherZone int
