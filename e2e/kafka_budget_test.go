@@ -14,6 +14,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/failover-exporter/failover_exporter/collector/budget"
+	"github.com/failover-exporter/failover_exporter/collector/kafka"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
@@ -63,7 +64,7 @@ func predictionOf(m exportertest.Metrics, scope, id string) (stopPrediction, boo
 		}
 	}
 	sort.Strings(p.unsafe)
-	return p, ok1 && ok2 && ok3 && len(reasons) == 5
+	return p, ok1 && ok2 && ok3 && len(reasons) == len(kafka.StopReasons)
 }
 
 // clusterView reads partitions' leaders and ISRs with an admin client of
