@@ -306,6 +306,7 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 		// everywhere yet: a write now would wait for one and could count
 		// a startup delay as a failing broker. The next round writes.
 		s.created = false
+		s.topicCreated(ctx, next)
 		return next, nil
 	}
 	at := time.Now() // the time of this round's events
@@ -318,10 +319,10 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 		return prev.clone(), nil
 	}
 	s.startTenure(next)
-	if err := s.checkTopicID(ctx, next); err != nil {
-		return nil, err
-	}
 
+	// The topic's ID is read beside the writes, so that a broker slow to
+	// answer it delays no write; the read-backs wait for it.
+	topicID := s.readTopicIDAsync(ctx)
 	results, err := s.produceAll(ctx, partitions)
 	if err != nil {
 		return nil, err
@@ -329,6 +330,14 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	for _, r := range results {
 		s.apply(next, at, r)
 	}
+	id := <-topicID
+	if id.err != nil {
+		// Without it a re-created topic cannot be ruled out: nothing is
+		// judged this round.
+		level.Debug(s.logger).Log("msg", "canary topic ID not read; read-backs wait for the next round", "err", id.err)
+		return next, nil
+	}
+	s.noteTopicID(next, id.id)
 	for _, p := range partitions {
 		if ctx.Err() != nil {
 			break // the rest wait for the next round, as after a failed read
@@ -511,8 +520,12 @@ func (s *source) readBack(ctx context.Context, next *Snapshot, at time.Time, p i
 		next.Checks++
 	}
 	keep, lost, unverifiable := compareReadBack(pending, got)
-	if len(lost) > 0 && s.recreated(ctx, next) {
-		return // the records were the old topic's: dropped, not judged
+	if len(lost) > 0 {
+		if recreated, known := s.recreated(ctx, next); recreated || !known {
+			// Recreated: the records were the old topic's, dropped. Not
+			// known: they wait for a round that can tell.
+			return
+		}
 	}
 	s.pending[p] = keep
 	s.overflowLogged[p] = false
@@ -582,31 +595,52 @@ func (s *source) dropPending(next *Snapshot, why string) {
 	}
 }
 
-// checkTopicID reads the canary topic's ID and, when it changed since the
-// pending records were written, drops them: the topic was deleted and
-// created again, and its offsets hold other records now.
-func (s *source) checkTopicID(ctx context.Context, next *Snapshot) error {
-	id, err := s.readTopicID(ctx)
-	if err != nil {
-		return err
+// topicCreated follows a round that created the canary topic: records
+// still pending were written to a topic since deleted, and are dropped;
+// the new topic's ID is read, so that the next round's check does not
+// take the new topic's first records for the old one's.
+func (s *source) topicCreated(ctx context.Context, next *Snapshot) {
+	s.dropPending(next, "the canary topic was re-created (it was missing): records acknowledged to the old topic are counted unverifiable, not compared with the new one")
+	s.topicID = sarama.Uuid{}
+	if id, err := s.readTopicID(ctx); err == nil {
+		s.topicID = id
 	}
-	s.noteTopicID(next, id)
-	return nil
+}
+
+// topicIDResult is the outcome of readTopicIDAsync.
+type topicIDResult struct {
+	id  sarama.Uuid
+	err error
+}
+
+// readTopicIDAsync reads the topic's ID on a goroutine of its own; its
+// result comes by the time ctx ends at the latest (call).
+func (s *source) readTopicIDAsync(ctx context.Context) <-chan topicIDResult {
+	out := make(chan topicIDResult, 1)
+	read := s.topicIDReader()
+	go func() {
+		id, err := call(ctx, s, "topic ID", read, nil)
+		out <- topicIDResult{id, err}
+	}()
+	return out
 }
 
 // recreated reads the topic's ID again before records are counted lost:
 // the topic may have been re-created since this round's check. It reports
-// whether it was (the pending records are then dropped).
-func (s *source) recreated(ctx context.Context, next *Snapshot) bool {
+// whether it was (the pending records are then dropped), and whether the
+// ID could be read at all (if not, nothing may be judged).
+func (s *source) recreated(ctx context.Context, next *Snapshot) (recreated, known bool) {
 	id, err := s.readTopicID(ctx)
 	if err != nil {
-		return false
+		return false, false
 	}
-	return s.noteTopicID(next, id)
+	return s.noteTopicID(next, id), true
 }
 
 // noteTopicID records the topic's ID; when it differs from the one the
 // pending records were written to, they are dropped and it returns true.
+// Topic IDs are never reused, so an ID unchanged since the last check
+// means the records written in between went to the same topic.
 func (s *source) noteTopicID(next *Snapshot, id sarama.Uuid) bool {
 	if id == (sarama.Uuid{}) {
 		return false // unknown: a broker that answers Metadata before v10
@@ -625,8 +659,14 @@ func (s *source) noteTopicID(next *Snapshot, id sarama.Uuid) bool {
 // Metadata version the configured Kafka version allows (the zero ID before
 // 2.8, which has no topic IDs).
 func (s *source) readTopicID(ctx context.Context) (sarama.Uuid, error) {
+	return call(ctx, s, "topic ID", s.topicIDReader(), nil)
+}
+
+// topicIDReader returns the sarama call readTopicID makes; it touches no
+// field of the source.
+func (s *source) topicIDReader() func() (sarama.Uuid, error) {
 	c, topic, conf := s.c, s.cfg.Canary.Topic, s.conf
-	return call(ctx, s, "topic ID", func() (sarama.Uuid, error) {
+	return func() (sarama.Uuid, error) {
 		broker := c.client.LeastLoadedBroker()
 		if broker == nil {
 			return sarama.Uuid{}, errors.New("no broker known")
@@ -641,7 +681,7 @@ func (s *source) readTopicID(ctx context.Context) (sarama.Uuid, error) {
 			}
 		}
 		return sarama.Uuid{}, nil
-	}, nil)
+	}
 }
 
 func sumValues(m map[int32]uint64) uint64 {
