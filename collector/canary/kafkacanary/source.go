@@ -663,24 +663,38 @@ func (s *source) readTopicID(ctx context.Context) (sarama.Uuid, error) {
 }
 
 // topicIDReader returns the sarama call readTopicID makes; it touches no
-// field of the source.
+// field of the source. It asks the known brokers in turn, the least loaded
+// first, until one answers: a dead broker (which has no request pending,
+// so is the least loaded) must not keep the canary from judging.
 func (s *source) topicIDReader() func() (sarama.Uuid, error) {
 	c, topic, conf := s.c, s.cfg.Canary.Topic, s.conf
 	return func() (sarama.Uuid, error) {
-		broker := c.client.LeastLoadedBroker()
-		if broker == nil {
+		brokers := c.client.Brokers()
+		if first := c.client.LeastLoadedBroker(); first != nil {
+			brokers = append([]*sarama.Broker{first}, slices.DeleteFunc(brokers, func(b *sarama.Broker) bool { return b.ID() == first.ID() })...)
+		}
+		var errs []error
+		for _, broker := range brokers {
+			if err := broker.Open(conf); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
+				errs = append(errs, fmt.Errorf("broker %d: %w", broker.ID(), err))
+				continue
+			}
+			resp, err := broker.GetMetadata(sarama.NewMetadataRequest(conf.Version, []string{topic}))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("broker %d: %w", broker.ID(), err))
+				continue
+			}
+			for _, t := range resp.Topics {
+				if t.Name == topic && t.Err == sarama.ErrNoError {
+					return t.Uuid, nil
+				}
+			}
+			return sarama.Uuid{}, nil
+		}
+		if len(errs) == 0 {
 			return sarama.Uuid{}, errors.New("no broker known")
 		}
-		resp, err := broker.GetMetadata(sarama.NewMetadataRequest(conf.Version, []string{topic}))
-		if err != nil {
-			return sarama.Uuid{}, fmt.Errorf("metadata of %s: %w", topic, err)
-		}
-		for _, t := range resp.Topics {
-			if t.Name == topic && t.Err == sarama.ErrNoError {
-				return t.Uuid, nil
-			}
-		}
-		return sarama.Uuid{}, nil
+		return sarama.Uuid{}, fmt.Errorf("metadata of %s: %w", topic, errors.Join(errs...))
 	}
 }
 
