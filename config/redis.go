@@ -146,7 +146,7 @@ func (r *RedisCluster) validate() error {
 	if err := r.TLS.validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := r.Canary.validate(r.RefreshInterval); err != nil {
+	if err := r.Canary.validate(r.RefreshInterval, r.RefreshTimeout); err != nil {
 		errs = append(errs, err)
 	}
 	if r.SlotStats.Top < 0 || r.SlotStats.Top > MaxSlotStatsTop {
@@ -155,9 +155,28 @@ func (r *RedisCluster) validate() error {
 	return errors.Join(errs...)
 }
 
+// MinRedisCanaryKeyTTL is the least canary.key_ttl accepted, however
+// short the canary's interval.
+const MinRedisCanaryKeyTTL = time.Minute
+
+// MinKeyTTL is the shortest key_ttl a failover leaves the canary able to
+// judge: the key must outlive the time from the last write the old master
+// acknowledged to the canary's read of it from the promoted replica, or a
+// key found missing may have expired rather than been lost, and is then
+// counted unverifiable (docs/canary.md). That time is the failure's
+// detection and the election (cluster-node-timeout, 15 s by default, which
+// the exporter does not know), up to an interval before the failure and a
+// round after it (interval plus refresh_timeout). Ten intervals plus the
+// refresh timeout, and at least MinRedisCanaryKeyTTL (four default
+// cluster-node-timeouts), leave room for a slow failover.
+func (c RedisCanary) MinKeyTTL(refreshTimeout time.Duration) time.Duration {
+	return max(MinRedisCanaryKeyTTL, 10*c.Interval+refreshTimeout)
+}
+
 // validate checks the canary's settings; refreshInterval is the cluster's,
-// which the interval defaults to and which is checked (once) on its own.
-func (c RedisCanary) validate(refreshInterval time.Duration) error {
+// which the interval defaults to and which is checked (once) on its own;
+// refreshTimeout is the cluster's too.
+func (c RedisCanary) validate(refreshInterval, refreshTimeout time.Duration) error {
 	var errs []error
 	if c.Interval != refreshInterval {
 		if err := CheckRefreshInterval("canary.interval", c.Interval); err != nil {
@@ -169,8 +188,8 @@ func (c RedisCanary) validate(refreshInterval time.Duration) error {
 	if strings.ContainsAny(c.KeyPrefix, "{}") {
 		errs = append(errs, fmt.Errorf("canary.key_prefix %q must not contain { or }", c.KeyPrefix))
 	}
-	if c.KeyTTL < time.Second {
-		errs = append(errs, fmt.Errorf("canary.key_ttl %s is shorter than 1s", c.KeyTTL))
+	if least := c.MinKeyTTL(refreshTimeout); c.KeyTTL < least {
+		errs = append(errs, fmt.Errorf("canary.key_ttl %s is shorter than %s, which a failover needs: a key that may expire before the canary reads it from the promoted replica cannot tell a lost write from an expired one (at least 1m, and 10 times canary.interval plus refresh_timeout; default 1h)", c.KeyTTL, least))
 	}
 	if c.Wait < 0 {
 		errs = append(errs, fmt.Errorf("canary.wait %s is negative", c.Wait))

@@ -128,6 +128,17 @@ func TestNestedDurations(t *testing.T) {
 		{"three at once, three messages", canary("      interval: 5\n      key_ttl: 0s\n      wait: -1s\n"),
 			[]string{"redis[0].canary.interval: 5 is not", "redis[0].canary.key_ttl: 0s must be positive", "redis[0].canary.wait: -1s is negative"}, nil},
 	})
+	// Issue 42 item 10: a key_ttl a failover outlasts is refused by name; the
+	// bound grows with the interval (10 intervals plus refresh_timeout).
+	checkRefused(t, []refusedCase{
+		{"canary key_ttl 1s", canary("      key_ttl: 1s\n"), []string{`redis cluster 1 ("redis"): canary.key_ttl 1s is shorter than 1m0s, which a failover needs`}, nil},
+		{"canary key_ttl under 10 intervals", canary("      interval: 30s\n      key_ttl: 5m\n"), []string{"canary.key_ttl 5m0s is shorter than 5m4s"}, nil},
+	})
+	for _, ttl := range []string{"1m", "1h"} {
+		if _, err := Parse([]byte(canary("      key_ttl: " + ttl + "\n"))); err != nil {
+			t.Errorf("key_ttl %s refused: %v", ttl, err)
+		}
+	}
 	// wait: 0s means no WAIT, as the README says; it is kept, not replaced.
 	cfg, err := Parse([]byte(canary("      wait: 0s\n")))
 	if err != nil || cfg.Redis[0].Canary.Wait != 0 {

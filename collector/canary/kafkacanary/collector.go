@@ -24,6 +24,7 @@ type descs struct {
 	failures     *exposition.Desc
 	duration     *exposition.Desc
 	lost         *exposition.Desc
+	unverifiable *exposition.Desc
 	checks       *exposition.Desc
 	leader       *exposition.Desc
 
@@ -59,6 +60,8 @@ var metrics = func() descs {
 			"Latency of acknowledged canary records, by the leader that acknowledged them.", canary.LatencyBuckets, clusterLabel, "broker"),
 		lost: series.Counter("kafka_canary_acknowledged_lost_total",
 			"Canary records this leader acknowledged that were not at their offset when read back after the partition's next leader change.", partition...),
+		unverifiable: series.Counter("kafka_canary_acknowledged_unverifiable_total",
+			"Canary records this leader acknowledged that the canary dropped without reading them back, so counted neither lost nor kept: gone from the log (retention, DeleteRecords), written to a canary topic since deleted and re-created, acknowledged during an earlier hold of the canary lease, or more than 1000 waiting on a partition whose read-backs failed.", partition...),
 		checks: series.Counter("kafka_canary_read_back_checks_total",
 			"Times the canary read back a partition's acknowledged records after its leader changed.", clusterLabel),
 		topicDegraded: series.Gauge("kafka_canary_topic_degraded",
@@ -144,6 +147,7 @@ func emitState(health, sink exposition.Sink, cluster string, state *watch.State[
 				sink.Add(metrics.failures, float64(st.Failures[kind]), append(labels, kind)...)
 			}
 			sink.Add(metrics.lost, float64(st.Lost), labels...)
+			sink.Add(metrics.unverifiable, float64(st.Unverifiable), labels...)
 		}
 	}
 	for _, broker := range sortedKeys(s.Latency) {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/failover-exporter/failover_exporter/collector/canary"
+	"github.com/failover-exporter/failover_exporter/collector/canary/lease"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/collector/watch/watchtest"
@@ -28,7 +29,7 @@ func testSnapshot() *Snapshot {
 				1: {Attempts: 10, Acknowledged: 8, Failures: map[string]uint64{"connection": 2}},
 				2: {Attempts: 5, Acknowledged: 3, Failures: map[string]uint64{"NOT_ENOUGH_REPLICAS": 2}, Lost: 1},
 			},
-			1: {2: {Attempts: 15, Acknowledged: 15, Failures: map[string]uint64{}}},
+			1: {2: {Attempts: 15, Acknowledged: 15, Failures: map[string]uint64{}, Unverifiable: 4}},
 		},
 		Latency: map[int32]*canary.Histogram{1: (*canary.Histogram)(nil).Observe(0.003), 2: (*canary.Histogram)(nil).Observe(0.2)},
 		// Created while broker 3 was down.
@@ -55,6 +56,7 @@ func TestWriteTextMatchesCollect(t *testing.T) {
 	for _, line := range []string{
 		`kafka_canary_up{kafka_cluster="down"} 0`,
 		`kafka_canary_acknowledged_lost_total{broker="2",kafka_cluster="lab",partition="0"} 1`,
+		`kafka_canary_acknowledged_unverifiable_total{broker="2",kafka_cluster="lab",partition="1"} 4`,
 		`kafka_canary_produce_failures_total{broker="2",error="NOT_ENOUGH_REPLICAS",kafka_cluster="lab",partition="0"} 2`,
 		`kafka_canary_produce_duration_seconds_bucket{broker="1",kafka_cluster="lab",le="0.005"} 1`,
 		`kafka_canary_read_back_checks_total{kafka_cluster="lab"} 2`,
@@ -169,15 +171,108 @@ func TestCompareReadBack(t *testing.T) {
 		{offset: 12, value: "r:0:3", leader: 1},
 		{offset: 13, value: "r:0:4", leader: 2},
 	}
-	got := map[int64]string{10: "r:0:1", 11: "other:0:7", 12: "other:0:8"}
-	keep, lost := compareReadBack(pending, got)
-	if lost[1] != 2 || lost[2] != 0 || len(lost) != 1 {
-		t.Errorf("lost = %v, want 2 acknowledged by broker 1", lost)
+	got := readResult{values: map[int64]string{10: "r:0:1", 11: "other:0:7", 12: "other:0:8"}}
+	keep, lost, unverifiable := compareReadBack(pending, got)
+	if lost[1] != 2 || lost[2] != 0 || len(lost) != 1 || len(unverifiable) != 0 {
+		t.Errorf("lost = %v, unverifiable %v, want 2 lost, acknowledged by broker 1", lost, unverifiable)
 	}
 	if len(keep) != 1 || keep[0].offset != 13 {
 		t.Errorf("kept %+v, want only offset 13 (not readable yet)", keep)
 	}
-	if keep, lost := compareReadBack(pending, map[int64]string{10: "r:0:1", 11: "r:0:2", 12: "r:0:3", 13: "r:0:4"}); len(keep) != 0 || len(lost) != 0 {
-		t.Errorf("everything read back: kept %v, lost %v", keep, lost)
+	all := readResult{values: map[int64]string{10: "r:0:1", 11: "r:0:2", 12: "r:0:3", 13: "r:0:4"}}
+	if keep, lost, unverifiable := compareReadBack(pending, all); len(keep) != 0 || len(lost) != 0 || len(unverifiable) != 0 {
+		t.Errorf("everything read back: kept %v, lost %v, unverifiable %v", keep, lost, unverifiable)
+	}
+}
+
+// Records below the log's start offset (retention, DeleteRecords) are
+// unverifiable, never lost, and the records after them are still judged.
+func TestCompareReadBackBelowLogStart(t *testing.T) {
+	pending := []ack{
+		{offset: 10, value: "r:0:1", leader: 1},
+		{offset: 11, value: "r:0:2", leader: 2},
+		{offset: 12, value: "r:0:3", leader: 2},
+		{offset: 13, value: "r:0:4", leader: 2},
+	}
+	got := readResult{logStart: 12, values: map[int64]string{12: "r:0:3", 13: "other:0:9"}}
+	keep, lost, unverifiable := compareReadBack(pending, got)
+	if unverifiable[1] != 1 || unverifiable[2] != 1 || len(unverifiable) != 2 {
+		t.Errorf("unverifiable = %v, want one by broker 1 and one by broker 2", unverifiable)
+	}
+	if lost[2] != 1 || len(lost) != 1 || len(keep) != 0 {
+		t.Errorf("lost %v, kept %v: want offset 13 lost and nothing kept", lost, keep)
+	}
+}
+
+// A partition whose read-backs keep failing keeps at most maxPending
+// records: the oldest are dropped as unverifiable, the newest kept, and
+// the drop is logged once until the partition is read back.
+func TestPendingIsBounded(t *testing.T) {
+	var logged strings.Builder
+	s := &source{
+		logger:         log.NewLogfmtLogger(log.NewSyncWriter(&logged)),
+		pending:        map[int32][]ack{},
+		overflowLogged: map[int32]bool{},
+		lastError:      map[int32]string{},
+	}
+	next := (*Snapshot)(nil).clone()
+	const extra = 25
+	for i := range maxPending + extra {
+		leader := int32(1)
+		if i >= maxPending {
+			leader = 2 // the newest, kept
+		}
+		s.apply(next, time.Now(), produceResult{partition: 0, leader: leader, offset: int64(i), value: fmt.Sprint(i)})
+	}
+	pending := s.pending[0]
+	if len(pending) != maxPending || pending[0].offset != extra || pending[len(pending)-1].offset != maxPending+extra-1 {
+		t.Fatalf("pending holds %d records, offsets %d..%d; want the newest %d", len(pending), pending[0].offset, pending[len(pending)-1].offset, maxPending)
+	}
+	if st := next.Partitions[0][1]; st.Unverifiable != extra || st.Lost != 0 {
+		t.Errorf("broker 1: %d unverifiable, %d lost; want the %d oldest unverifiable, none lost", st.Unverifiable, st.Lost, extra)
+	}
+	if st := next.Partitions[0][2]; st.Unverifiable != 0 {
+		t.Errorf("broker 2: %d unverifiable, want 0: its records are the newest", st.Unverifiable)
+	}
+	if n := strings.Count(logged.String(), "dropped as unverifiable"); n != 1 {
+		t.Errorf("the drop was logged %d times, want once:\n%s", n, logged.String())
+	}
+}
+
+// Records acknowledged during an earlier hold of the lease are dropped as
+// unverifiable when a new hold begins (a standby leading again hours
+// later), never read back against what other exporters wrote since.
+func TestNewTenureStartsClean(t *testing.T) {
+	var logged strings.Builder
+	l := lease.New(6*time.Second, 0)
+	s := &source{
+		logger:         log.NewLogfmtLogger(log.NewSyncWriter(&logged)),
+		lease:          &leaseRunner{Lease: l},
+		pending:        map[int32][]ack{},
+		overflowLogged: map[int32]bool{},
+		lastError:      map[int32]string{},
+	}
+	next := (*Snapshot)(nil).clone()
+	now := time.Now()
+	l.Record(now, true)
+	s.startTenure(next) // the first hold: nothing pending yet
+	for i := range 3 {
+		s.apply(next, now, produceResult{partition: int32(i % 2), leader: 1, offset: int64(i), value: fmt.Sprint(i)})
+	}
+	s.startTenure(next) // the same hold: kept
+	if n := len(s.pending[0]) + len(s.pending[1]); n != 3 {
+		t.Fatalf("%d pending within one hold, want 3", n)
+	}
+	l.Drop()
+	l.Record(now.Add(time.Hour), true) // another hold, an hour later
+	s.startTenure(next)
+	if n := len(s.pending[0]) + len(s.pending[1]); n != 0 {
+		t.Errorf("%d records of the earlier hold still pending", n)
+	}
+	if u, lost := next.Partitions[0][1].Unverifiable+next.Partitions[1][1].Unverifiable, next.Partitions[0][1].Lost; u != 3 || lost != 0 {
+		t.Errorf("%d unverifiable, %d lost; want the 3 of the earlier hold unverifiable", u, lost)
+	}
+	if !strings.Contains(logged.String(), "earlier hold") {
+		t.Errorf("the drop is not logged:\n%s", logged.String())
 	}
 }

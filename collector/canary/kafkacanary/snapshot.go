@@ -49,6 +49,12 @@ type PartitionStats struct {
 	// Lost counts records this leader acknowledged that were not at their
 	// offset when read after the next leader change.
 	Lost uint64
+	// Unverifiable counts records this leader acknowledged that the canary
+	// dropped without reading them back: gone from the log (retention,
+	// DeleteRecords), written to a topic since re-created, acknowledged in
+	// an earlier hold of the lease, or past maxPending while read-backs
+	// failed. Never counted lost.
+	Unverifiable uint64
 }
 
 func (s *Snapshot) clone() *Snapshot {

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,8 +48,17 @@ type source struct {
 	calls sync.WaitGroup
 
 	seq map[int32]uint64
-	// pending are acknowledged records not yet read back, by partition.
+	// pending are acknowledged records not yet read back, by partition,
+	// oldest first, at most maxPending each.
 	pending map[int32][]ack
+	// overflowLogged is set for a partition whose pending records passed
+	// maxPending, until its next read-back: the drop is logged once.
+	overflowLogged map[int32]bool
+	// topicID is the canary topic's ID (Metadata v10+) when the pending
+	// records were written; zero while unknown (a broker before 2.8).
+	topicID sarama.Uuid
+	// tenure is the lease hold the pending records belong to.
+	tenure uint64
 	// lastError is each partition's last error kind, for logging changes.
 	lastError    map[int32]string
 	lastRespread time.Time
@@ -78,8 +87,15 @@ type ack struct {
 }
 
 // readBackAfter is how many acknowledged records of a partition wait for a
-// leader change before they are read back anyway, which bounds memory.
+// leader change before they are read back anyway.
 const readBackAfter = 100
+
+// maxPending bounds the acknowledged records a partition keeps while its
+// read-backs fail (a leader that cannot be fetched from for long): past
+// it the oldest are dropped as unverifiable, so memory stays bounded
+// (about 50 bytes a record) and a partition never stops being checked
+// for what it acknowledged last.
+const maxPending = 10 * readBackAfter
 
 func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
 	if cfg.Canary.Interval <= 0 {
@@ -121,14 +137,15 @@ func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
 		}
 	}
 	return &source{
-		lease:     lr,
-		cfg:       cfg,
-		conf:      conf,
-		logger:    logger,
-		run:       hex.EncodeToString(run),
-		seq:       map[int32]uint64{},
-		pending:   map[int32][]ack{},
-		lastError: map[int32]string{},
+		lease:          lr,
+		cfg:            cfg,
+		conf:           conf,
+		logger:         logger,
+		run:            hex.EncodeToString(run),
+		seq:            map[int32]uint64{},
+		pending:        map[int32][]ack{},
+		overflowLogged: map[int32]bool{},
+		lastError:      map[int32]string{},
 		// A reassignment may be left from before a restart.
 		checkReassignments: true,
 		stepErrors:         map[string]string{},
@@ -289,6 +306,7 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 		// everywhere yet: a write now would wait for one and could count
 		// a startup delay as a failing broker. The next round writes.
 		s.created = false
+		s.topicCreated(ctx, next)
 		return next, nil
 	}
 	at := time.Now() // the time of this round's events
@@ -300,7 +318,11 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 		// round's first call returns it, an interval later.
 		return prev.clone(), nil
 	}
+	s.startTenure(next)
 
+	// The topic's ID is read beside the writes, so that a broker slow to
+	// answer it delays no write; the read-backs wait for it.
+	topicID := s.readTopicIDAsync(ctx)
 	results, err := s.produceAll(ctx, partitions)
 	if err != nil {
 		return nil, err
@@ -308,6 +330,14 @@ func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	for _, r := range results {
 		s.apply(next, at, r)
 	}
+	id := <-topicID
+	if id.err != nil {
+		// Without it a re-created topic cannot be ruled out: nothing is
+		// judged this round.
+		level.Debug(s.logger).Log("msg", "canary topic ID not read; read-backs wait for the next round", "err", id.err)
+		return next, nil
+	}
+	s.noteTopicID(next, id.id)
 	for _, p := range partitions {
 		if ctx.Err() != nil {
 			break // the rest wait for the next round, as after a failed read
@@ -431,6 +461,7 @@ func (s *source) apply(next *Snapshot, at time.Time, r produceResult) {
 		st.Acknowledged++
 		next.Latency[r.leader] = next.Latency[r.leader].Observe(r.latency.Seconds())
 		s.pending[r.partition] = append(s.pending[r.partition], ack{offset: r.offset, value: r.value, leader: r.leader})
+		s.boundPending(next, r.partition)
 	} else {
 		st.Failures[r.errKind]++
 	}
@@ -455,7 +486,10 @@ func (s *source) apply(next *Snapshot, at time.Time, r produceResult) {
 // at its offset with the same value survived; another value at its offset
 // means the log was truncated and rewritten: the record is lost. A record
 // beyond what can be read yet stays pending for the next round, so that a
-// new leader's lagging high watermark is never mistaken for a loss.
+// new leader's lagging high watermark is never mistaken for a loss. A
+// record below the log's start offset (retention, DeleteRecords) can no
+// longer be read: it is dropped as unverifiable, and the read carries on
+// from the log's start.
 func (s *source) readBack(ctx context.Context, next *Snapshot, at time.Time, p int32) {
 	pending := s.pending[p]
 	if len(pending) == 0 {
@@ -477,7 +511,7 @@ func (s *source) readBack(ctx context.Context, next *Snapshot, at time.Time, p i
 		return
 	}
 	first, last := pending[0].offset, pending[len(pending)-1].offset
-	got, err := call(ctx, s, "read back", func() (map[int64]string, error) { return read(ctx, c.consumer, topic, p, first, last, timeout) }, nil)
+	got, err := call(ctx, s, "read back", func() (readResult, error) { return read(ctx, c, topic, p, first, last, timeout) }, nil)
 	if err != nil {
 		level.Debug(s.logger).Log("msg", "canary read-back failed; retrying next round", "partition", p, "err", err)
 		return
@@ -485,14 +519,24 @@ func (s *source) readBack(ctx context.Context, next *Snapshot, at time.Time, p i
 	if changed {
 		next.Checks++
 	}
-	keep, lost := compareReadBack(pending, got)
-	s.pending[p] = keep
-	leaders := make([]int32, 0, len(lost))
-	for l := range lost {
-		leaders = append(leaders, l)
+	keep, lost, unverifiable := compareReadBack(pending, got)
+	if len(lost) > 0 {
+		if recreated, known := s.recreated(ctx, next); recreated || !known {
+			// Recreated: the records were the old topic's, dropped. Not
+			// known: they wait for a round that can tell.
+			return
+		}
 	}
-	sort.Slice(leaders, func(i, j int) bool { return leaders[i] < leaders[j] })
-	for _, l := range leaders {
+	s.pending[p] = keep
+	s.overflowLogged[p] = false
+	for _, l := range sortedKeys(unverifiable) {
+		next.stats(p, l).Unverifiable += unverifiable[l]
+	}
+	if len(unverifiable) > 0 {
+		level.Info(s.logger).Log("msg", "acknowledged canary records no longer in the log (retention or DeleteRecords): counted unverifiable, not lost",
+			"partition", p, "log_start_offset", got.logStart, "unverifiable", sumValues(unverifiable))
+	}
+	for _, l := range sortedKeys(lost) {
 		next.stats(p, l).Lost += lost[l]
 		// The subject is the broker that acknowledged the lost records.
 		next.Events.Add(at, canary.EventAcknowledgedWritesLost, s.subject(p, l), "", strconv.FormatUint(lost[l], 10))
@@ -503,6 +547,163 @@ func (s *source) readBack(ctx context.Context, next *Snapshot, at time.Time, p i
 		level.Info(s.logger).Log("msg", "no acknowledged canary record lost after the leader changed", "partition", p, "leader", leader,
 			"read", len(pending)-len(keep), "still_pending", len(keep))
 	}
+}
+
+// boundPending drops a partition's oldest pending records past maxPending
+// as unverifiable, and logs it once until the partition is read back.
+func (s *source) boundPending(next *Snapshot, p int32) {
+	pending := s.pending[p]
+	excess := len(pending) - maxPending
+	if excess <= 0 {
+		return
+	}
+	for _, a := range pending[:excess] {
+		next.stats(p, a.leader).Unverifiable++
+	}
+	s.pending[p] = slices.Clone(pending[excess:])
+	if !s.overflowLogged[p] {
+		s.overflowLogged[p] = true
+		level.Warn(s.logger).Log("msg", "canary read-back has not succeeded for too long: the oldest acknowledged records are dropped as unverifiable", "partition", p, "max_pending", maxPending)
+	}
+}
+
+// startTenure starts the pending records afresh when a new hold of the
+// lease began: another exporter may have written for hours since this one
+// last did, and retention may have removed what it acknowledged then.
+// Those records are dropped as unverifiable, not judged.
+func (s *source) startTenure(next *Snapshot) {
+	if s.lease == nil || s.lease.Tenure() == s.tenure {
+		return
+	}
+	s.dropPending(next, "a new hold of the canary lease began: records acknowledged during an earlier hold are counted unverifiable, not read back")
+	s.tenure = s.lease.Tenure()
+}
+
+// dropPending drops every pending record as unverifiable, saying why.
+func (s *source) dropPending(next *Snapshot, why string) {
+	dropped := 0
+	for _, p := range sortedKeys(s.pending) {
+		for _, a := range s.pending[p] {
+			next.stats(p, a.leader).Unverifiable++
+			dropped++
+		}
+		delete(s.pending, p)
+		s.overflowLogged[p] = false
+	}
+	if dropped > 0 {
+		level.Warn(s.logger).Log("msg", why, "topic", s.cfg.Canary.Topic, "unverifiable", dropped)
+	}
+}
+
+// topicCreated follows a round that created the canary topic: records
+// still pending were written to a topic since deleted, and are dropped;
+// the new topic's ID is read, so that the next round's check does not
+// take the new topic's first records for the old one's.
+func (s *source) topicCreated(ctx context.Context, next *Snapshot) {
+	s.dropPending(next, "the canary topic was re-created (it was missing): records acknowledged to the old topic are counted unverifiable, not compared with the new one")
+	s.topicID = sarama.Uuid{}
+	if id, err := s.readTopicID(ctx); err == nil {
+		s.topicID = id
+	}
+}
+
+// topicIDResult is the outcome of readTopicIDAsync.
+type topicIDResult struct {
+	id  sarama.Uuid
+	err error
+}
+
+// readTopicIDAsync reads the topic's ID on a goroutine of its own; its
+// result comes by the time ctx ends at the latest (call).
+func (s *source) readTopicIDAsync(ctx context.Context) <-chan topicIDResult {
+	out := make(chan topicIDResult, 1)
+	read := s.topicIDReader()
+	go func() {
+		id, err := call(ctx, s, "topic ID", read, nil)
+		out <- topicIDResult{id, err}
+	}()
+	return out
+}
+
+// recreated reads the topic's ID again before records are counted lost:
+// the topic may have been re-created since this round's check. It reports
+// whether it was (the pending records are then dropped), and whether the
+// ID could be read at all (if not, nothing may be judged).
+func (s *source) recreated(ctx context.Context, next *Snapshot) (recreated, known bool) {
+	id, err := s.readTopicID(ctx)
+	if err != nil {
+		return false, false
+	}
+	return s.noteTopicID(next, id), true
+}
+
+// noteTopicID records the topic's ID; when it differs from the one the
+// pending records were written to, they are dropped and it returns true.
+// Topic IDs are never reused, so an ID unchanged since the last check
+// means the records written in between went to the same topic.
+func (s *source) noteTopicID(next *Snapshot, id sarama.Uuid) bool {
+	if id == (sarama.Uuid{}) {
+		return false // unknown: a broker that answers Metadata before v10
+	}
+	old := s.topicID
+	s.topicID = id
+	if old == (sarama.Uuid{}) || old == id {
+		return false
+	}
+	s.dropPending(next, "the canary topic was re-created (its topic ID changed): records acknowledged to the old topic are counted unverifiable, not compared with the new one")
+	level.Info(s.logger).Log("msg", "canary topic re-created", "topic", s.cfg.Canary.Topic, "old_topic_id", old.String(), "topic_id", id.String())
+	return true
+}
+
+// readTopicID asks a broker for the canary topic's ID, with the newest
+// Metadata version the configured Kafka version allows (the zero ID before
+// 2.8, which has no topic IDs).
+func (s *source) readTopicID(ctx context.Context) (sarama.Uuid, error) {
+	return call(ctx, s, "topic ID", s.topicIDReader(), nil)
+}
+
+// topicIDReader returns the sarama call readTopicID makes; it touches no
+// field of the source. It asks the known brokers in turn, the least loaded
+// first, until one answers: a dead broker (which has no request pending,
+// so is the least loaded) must not keep the canary from judging.
+func (s *source) topicIDReader() func() (sarama.Uuid, error) {
+	c, topic, conf := s.c, s.cfg.Canary.Topic, s.conf
+	return func() (sarama.Uuid, error) {
+		brokers := c.client.Brokers()
+		if first := c.client.LeastLoadedBroker(); first != nil {
+			brokers = append([]*sarama.Broker{first}, slices.DeleteFunc(brokers, func(b *sarama.Broker) bool { return b.ID() == first.ID() })...)
+		}
+		var errs []error
+		for _, broker := range brokers {
+			if err := broker.Open(conf); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
+				errs = append(errs, fmt.Errorf("broker %d: %w", broker.ID(), err))
+				continue
+			}
+			resp, err := broker.GetMetadata(sarama.NewMetadataRequest(conf.Version, []string{topic}))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("broker %d: %w", broker.ID(), err))
+				continue
+			}
+			for _, t := range resp.Topics {
+				if t.Name == topic && t.Err == sarama.ErrNoError {
+					return t.Uuid, nil
+				}
+			}
+			return sarama.Uuid{}, nil
+		}
+		if len(errs) == 0 {
+			return sarama.Uuid{}, errors.New("no broker known")
+		}
+		return sarama.Uuid{}, fmt.Errorf("metadata of %s: %w", topic, errors.Join(errs...))
+	}
+}
+
+func sumValues(m map[int32]uint64) uint64 {
+	var n uint64
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // subject names a canary partition and a broker that led it (none when
@@ -516,13 +717,17 @@ func (s *source) subject(p, leader int32) events.Subject {
 }
 
 // compareReadBack compares acknowledged records with what was read at their
-// offsets: a record not read yet is kept for the next round; one whose
-// offset holds another value is lost, counted under the leader that
-// acknowledged it.
-func compareReadBack(pending []ack, got map[int64]string) (keep []ack, lost map[int32]uint64) {
-	lost = map[int32]uint64{}
+// offsets: a record below the log's start offset is unverifiable; one not
+// read yet is kept for the next round; one whose offset holds another
+// value is lost. Both counts are by the leader that acknowledged it.
+func compareReadBack(pending []ack, got readResult) (keep []ack, lost, unverifiable map[int32]uint64) {
+	lost, unverifiable = map[int32]uint64{}, map[int32]uint64{}
 	for _, a := range pending {
-		value, ok := got[a.offset]
+		if a.offset < got.logStart {
+			unverifiable[a.leader]++
+			continue
+		}
+		value, ok := got.values[a.offset]
 		switch {
 		case !ok:
 			keep = append(keep, a)
@@ -530,38 +735,60 @@ func compareReadBack(pending []ack, got map[int64]string) (keep []ack, lost map[
 			lost[a.leader]++
 		}
 	}
-	return keep, lost
+	return keep, lost, unverifiable
+}
+
+// readResult is what a read-back found: the values at the offsets it
+// read, and the log's start offset when the records asked for begin below
+// it (0 otherwise).
+type readResult struct {
+	values   map[int64]string
+	logStart int64
 }
 
 // read returns the values at offsets first..last that can be read now,
-// stopping at the high watermark, within timeout. It runs on a goroutine
-// of its own (call) and stops when ctx ends.
-func read(ctx context.Context, consumer sarama.Consumer, topic string, p int32, first, last int64, timeout time.Duration) (map[int64]string, error) {
-	pc, err := consumer.ConsumePartition(topic, p, first)
+// stopping at the high watermark, within timeout. When the log now starts
+// after first (retention, DeleteRecords), it reads from the log's start
+// and says where that is. It runs on a goroutine of its own (call) and
+// stops when ctx ends.
+func read(ctx context.Context, c *clients, topic string, p int32, first, last int64, timeout time.Duration) (readResult, error) {
+	res := readResult{values: map[int64]string{}}
+	pc, err := c.consumer.ConsumePartition(topic, p, first)
 	if errors.Is(err, sarama.ErrOffsetOutOfRange) {
-		// The log starts after the records (retention): nothing to compare.
-		return nil, fmt.Errorf("offset %d out of range: %w", first, err)
+		oldest, oerr := c.client.GetOffset(topic, p, sarama.OffsetOldest)
+		if oerr != nil {
+			return res, fmt.Errorf("offset %d out of range, and the log start offset: %w", first, oerr)
+		}
+		if oldest <= first {
+			// Beyond the log's end: a new leader whose log is shorter. The
+			// records stay pending until the log has grown past them.
+			return res, fmt.Errorf("offset %d out of range (log start %d): %w", first, oldest, err)
+		}
+		res.logStart = oldest
+		if oldest > last {
+			return res, nil // every record asked for is gone
+		}
+		pc, err = c.consumer.ConsumePartition(topic, p, oldest)
 	}
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	defer pc.Close()
-	got := map[int64]string{}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
 		select {
 		case msg := <-pc.Messages():
-			got[msg.Offset] = string(msg.Value)
+			res.values[msg.Offset] = string(msg.Value)
 			if msg.Offset >= last || msg.Offset+1 >= pc.HighWaterMarkOffset() {
-				return got, nil
+				return res, nil
 			}
 		case cerr := <-pc.Errors():
-			return got, cerr
+			return res, cerr
 		case <-deadline.C:
-			return got, nil
+			return res, nil
 		case <-ctx.Done():
-			return got, ctx.Err()
+			return res, ctx.Err()
 		}
 	}
 }

@@ -25,6 +25,7 @@ type descs struct {
 	failures     *exposition.Desc
 	duration     *exposition.Desc
 	lost         *exposition.Desc
+	unverifiable *exposition.Desc
 	checks       *exposition.Desc
 	leader       *exposition.Desc
 }
@@ -52,6 +53,8 @@ var metrics = func() descs {
 			"Latency of acknowledged canary writes, SET and WAIT together.", canary.LatencyBuckets, master...),
 		lost: series.Counter("redis_canary_acknowledged_lost_writes_total",
 			"Writes this master acknowledged that the master which took over its slot did not have when the canary read the key from it.", master...),
+		unverifiable: series.Counter("redis_canary_acknowledged_unverifiable_writes_total",
+			"Writes this master acknowledged whose key the master which took over its slot did not have, when the key's TTL (canary.key_ttl) may have run out before the canary read it: expired or lost, which cannot be told, so counted neither lost nor kept.", master...),
 		leader: series.Gauge("redis_canary_leader",
 			"1 if this exporter holds the cluster's canary lease and its last round succeeded, so it is the one that writes (always 1 with canary.lease false, while rounds succeed); 0 on the other exporters of the cluster, which serve no write counters.", clusterLabel),
 		checks: series.Counter("redis_canary_lost_write_checks_total",
@@ -117,5 +120,6 @@ func emitState(health, sink exposition.Sink, cluster string, state *watch.State[
 		count, sum, cumulative := m.Latency.Values()
 		sink.AddHistogram(metrics.duration, count, sum, cumulative, labels...)
 		sink.Add(metrics.lost, float64(m.Lost), labels...)
+		sink.Add(metrics.unverifiable, float64(m.Unverifiable), labels...)
 	}
 }

@@ -30,7 +30,7 @@ func testSnapshot() *Snapshot {
 		Leader: true,
 		Checks: 1,
 		Masters: map[string]*MasterStats{
-			"aaa": {Addr: "127.0.0.1:7000", Key: "k:{0}", Attempts: 20, Acknowledged: 17, Lost: 14,
+			"aaa": {Addr: "127.0.0.1:7000", Key: "k:{0}", Attempts: 20, Acknowledged: 17, Lost: 14, Unverifiable: 2,
 				Failures: map[string]uint64{"connection": 3}, Latency: (*canary.Histogram)(nil).Observe(0.0008).Observe(0.002)},
 			"bbb": {Addr: "127.0.0.1:7001", Key: "k:{0}", Attempts: 5, Acknowledged: 5, Failures: map[string]uint64{},
 				Latency: (*canary.Histogram)(nil).Observe(0.0009)},
@@ -147,6 +147,7 @@ func TestCountersStayServedWhenARoundFails(t *testing.T) {
 	for _, line := range []string{
 		`redis_canary_up{redis_cluster="main"} 0`,
 		`redis_canary_acknowledged_lost_writes_total{address="127.0.0.1:7000",node_id="aaa",redis_cluster="main"} 14`,
+		`redis_canary_acknowledged_unverifiable_writes_total{address="127.0.0.1:7000",node_id="aaa",redis_cluster="main"} 2`,
 	} {
 		if !strings.Contains(text, line+"\n") {
 			t.Errorf("text lacks %s:\n%s", line, text)
@@ -155,33 +156,43 @@ func TestCountersStayServedWhenARoundFails(t *testing.T) {
 }
 
 // apply is where lost writes are counted: values base+1..acked were
-// acknowledged by the old owner; whatever the new owner lacks is lost.
+// acknowledged by the old owner; whatever the new owner lacks is lost. A
+// key missing altogether lost only the writes whose TTL cannot have run
+// out when it was read (recent of them, sent a second before the read);
+// the others may have expired and are unverifiable.
 func TestApplyCountsLostWrites(t *testing.T) {
-	src := &source{logger: log.NewNopLogger()}
+	src := &source{logger: log.NewNopLogger(), cfg: config.RedisCluster{Canary: config.RedisCanary{KeyTTL: time.Minute}}}
 	old := redisproto.Master{ID: "old", Addr: "127.0.0.1:1"}
 	promoted := redisproto.Master{ID: "new", Addr: "127.0.0.1:2"}
 	cases := []struct {
 		name               string
 		base, acked, found uint64
-		wantLost           uint64
+		recent             int
+		wantLost, wantUnv  uint64
 	}{
-		{"new owner has everything", 10, 25, 25, 0},
-		{"new owner has a write that was never acknowledged", 10, 25, 26, 0},
-		{"new owner lacks the last five", 10, 25, 20, 5},
-		{"new owner lacks the key: only writes since the key was read count", 10, 25, 0, 15},
+		{"new owner has everything", 10, 25, 25, 15, 0, 0},
+		{"new owner has a write that was never acknowledged", 10, 25, 26, 15, 0, 0},
+		{"new owner lacks the last five", 10, 25, 20, 15, 5, 0},
+		{"new owner lacks the last five, the others' TTL run out: the key is there, so lost", 10, 25, 20, 0, 5, 0},
+		{"new owner lacks the key, no TTL can have run out: only writes since the key was read count", 10, 25, 0, 15, 15, 0},
+		{"new owner lacks the key, every TTL may have run out: unverifiable", 10, 25, 0, 0, 0, 15},
+		{"new owner lacks the key, five TTLs cannot have run out: five lost", 10, 25, 0, 5, 5, 10},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			next := (*Snapshot)(nil).clone()
-			st := &keyState{key: "k", owner: old.ID, ownerAddr: old.Addr, base: c.base, acked: c.acked}
 			at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-			src.apply(next, at, st, writeResult{owner: promoted, checked: true, read: true, found: c.found, wrote: true, ok: true})
-			var got uint64
-			if m, ok := next.Masters["old"]; ok {
-				got = m.Lost
+			st := &keyState{key: "k", owner: old.ID, ownerAddr: old.Addr, base: c.base, acked: c.acked}
+			for range c.recent {
+				st.ackedAt = append(st.ackedAt, at.Add(-time.Second))
 			}
-			if got != c.wantLost {
-				t.Errorf("lost = %d, want %d", got, c.wantLost)
+			src.apply(next, at, st, writeResult{owner: promoted, checked: true, read: true, found: c.found, readAt: at, wrote: true, ok: true, sent: at})
+			var got, unv uint64
+			if m, ok := next.Masters["old"]; ok {
+				got, unv = m.Lost, m.Unverifiable
+			}
+			if got != c.wantLost || unv != c.wantUnv {
+				t.Errorf("lost = %d, unverifiable = %d; want %d and %d", got, unv, c.wantLost, c.wantUnv)
 			}
 			if next.Checks != 1 || st.owner != "new" || st.acked != c.found+1 || next.Masters["new"].Acknowledged != 1 {
 				t.Errorf("after the check: checks %d, state %+v, new master %+v", next.Checks, st, next.Masters["new"])
@@ -197,6 +208,27 @@ func TestApplyCountsLostWrites(t *testing.T) {
 				t.Errorf("events %+v, want %+v", got, want)
 			}
 		})
+	}
+}
+
+// The times of acknowledged writes kept for a key are bounded: those whose
+// TTL may have run out are forgotten, and at most maxTrackedAcks kept.
+func TestTrackAckIsBounded(t *testing.T) {
+	st := &keyState{}
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	ttl := time.Hour
+	for i := range maxTrackedAcks + 10 {
+		sent := start.Add(time.Duration(i) * time.Millisecond)
+		st.trackAck(sent, sent, ttl)
+	}
+	if len(st.ackedAt) != maxTrackedAcks {
+		t.Errorf("%d write times kept, want at most %d", len(st.ackedAt), maxTrackedAcks)
+	}
+	// An hour later every one of them may have expired.
+	later := start.Add(ttl)
+	st.trackAck(later, later, ttl)
+	if len(st.ackedAt) != 1 || !st.ackedAt[0].Equal(later) {
+		t.Errorf("after a TTL, %d write times kept, want only the newest", len(st.ackedAt))
 	}
 }
 

@@ -27,6 +27,14 @@ const testInterval = 200 * time.Millisecond
 // collector manager records them.
 func startCanary(t *testing.T, c *lab.RedisCluster, wait time.Duration) (*watch.Watcher[Snapshot], func(), *events.Log) {
 	t.Helper()
+	return startCanaryKeyTTL(t, c, wait, 0)
+}
+
+// startCanaryKeyTTL is startCanary with the keys' TTL set to keyTTL (0:
+// the default), past the config's check, as a config loaded before the
+// check refused short TTLs would have it.
+func startCanaryKeyTTL(t *testing.T, c *lab.RedisCluster, wait, keyTTL time.Duration) (*watch.Watcher[Snapshot], func(), *events.Log) {
+	t.Helper()
 	cfg := config.Config{Redis: []config.RedisCluster{{
 		Name:           "lab",
 		Addrs:          c.Addrs(),
@@ -36,6 +44,9 @@ func startCanary(t *testing.T, c *lab.RedisCluster, wait time.Duration) (*watch.
 	}}}
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
+	}
+	if keyTTL > 0 {
+		cfg.Redis[0].Canary.KeyTTL = keyTTL
 	}
 	w, err := NewWatcher(cfg.Redis[0], log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)))
 	if err != nil {
@@ -307,4 +318,62 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 		}
 		t.Logf("slot %s of %s moved to %s: key %s -> %s", slot, from.Addr, to.Addr, key, newKey)
 	})
+}
+
+// TestCanaryKeyExpiredInAFailoverIsUnverifiable is issue 42 item 10 on a
+// real Redis Cluster: a master whose replica has every acknowledged write
+// (WAIT 1) is killed, and the failover (cluster-node-timeout 5 s) takes
+// longer than the canary key's TTL (2 s), so the promoted replica no
+// longer has the key. Nothing was lost; the key expired. The canary
+// counts the old master's writes unverifiable, none lost (it counted every
+// one lost before).
+func TestCanaryKeyExpiredInAFailoverIsUnverifiable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real Redis Cluster; run without -short")
+	}
+	const keyTTL = 2 * time.Second
+	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1, NodeTimeout: 5 * time.Second})
+	w, stop, elog := startCanaryKeyTTL(t, c, 50*time.Millisecond, keyTTL)
+	defer stop()
+	waitWriting(t, c, w)
+	master := c.Masters(t)[0]
+	replica := replicaOf(t, c, master)
+	lab.RedisWaitFor(t, 15*time.Second, "10 writes acknowledged by the master", func() error {
+		if st := stats(w, master.ID); st.Acknowledged < 10 {
+			return fmt.Errorf("%d acknowledged, last error %q", st.Acknowledged, st.LastError)
+		}
+		return nil
+	})
+	c.Kill(t, master.Port)
+	killed := time.Now()
+	lab.RedisWaitFor(t, 30*time.Second, "replica promoted", func() error {
+		for _, n := range c.Masters(t) {
+			if n.ID == replica.ID {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s is not a master yet", replica.Addr)
+	})
+	promotedAfter := time.Since(killed)
+	if promotedAfter < keyTTL {
+		t.Fatalf("the failover took %s, less than the key's TTL %s: the key cannot have expired", promotedAfter, keyTTL)
+	}
+	lab.RedisWaitFor(t, 15*time.Second, "canary checks the promoted replica", func() error {
+		if n := checks(w); n < 1 {
+			return fmt.Errorf("%d checks", n)
+		}
+		return nil
+	})
+	old := stats(w, master.ID)
+	t.Logf("FIGURE redis canary, key_ttl %s, failover after %s: %d acknowledged by the old master, %d unverifiable, %d lost",
+		keyTTL, promotedAfter.Round(10*time.Millisecond), old.Acknowledged, old.Unverifiable, old.Lost)
+	if old.Lost != 0 {
+		t.Errorf("old master %s: %d writes counted lost, want 0: the replica had them all (WAIT 1) and the key expired", master.Addr, old.Lost)
+	}
+	if old.Acknowledged == 0 || old.Unverifiable != old.Acknowledged {
+		t.Errorf("old master %s: %d unverifiable, want its %d acknowledged writes", master.Addr, old.Unverifiable, old.Acknowledged)
+	}
+	if evs := canaryEvents(elog, canary.EventAcknowledgedWritesLost, master.ID); len(evs) != 0 {
+		t.Errorf("acknowledged_writes_lost events for an expired key: %+v", evs)
+	}
 }

@@ -172,6 +172,7 @@ func (s *source) attemptLease(ctx context.Context) {
 	if len(targets) == 0 {
 		return
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	sent := time.Now()
@@ -191,6 +192,12 @@ func (s *source) attemptLease(ctx context.Context) {
 		})
 	}
 	wg.Wait()
+	if parent.Err() != nil {
+		// Stopped (a stop or a reload) while the masters were asked: the
+		// errors are the cancellation's, not the masters' answers, and
+		// nothing is recorded or logged.
+		return
+	}
 	s.logLeaseErrors(targets, errs)
 	votes := 0
 	for _, g := range granted {
@@ -228,8 +235,11 @@ func (s *source) logLeaseErrors(targets []leaseTarget, errs []error) {
 		level.Info(s.logger).Log("msg", "canary lease attempts answered by every master again")
 		return
 	}
-	level.Warn(s.logger).Log("msg", "canary lease attempt failing; without the lease this exporter writes no canary (docs/canary.md: the ACL needs +eval, or set canary.lease: false on a lone exporter)",
-		"master", targets[i].id, "address", targets[i].addr, "error", kind, "err", errs[i])
+	msg := "canary lease attempt failing; without the lease this exporter writes no canary"
+	if kind == "NOPERM" {
+		msg += " (docs/canary.md: the ACL needs +eval, or set canary.lease: false on a lone exporter)"
+	}
+	level.Warn(s.logger).Log("msg", msg, "master", targets[i].id, "address", targets[i].addr, "error", kind, "err", errs[i])
 }
 
 // releaseLease deletes the lease keys that are ours: those granted, or

@@ -49,6 +49,11 @@ type MasterStats struct {
 	// Lost counts writes this master acknowledged that the master which
 	// took over its slot did not have.
 	Lost uint64
+	// Unverifiable counts writes this master acknowledged whose key the
+	// master that took over its slot did not have, when the key's TTL may
+	// have run out before it was read: expired or lost, nobody can tell.
+	// Never counted lost.
+	Unverifiable uint64
 	// Latency of acknowledged writes, SET and WAIT together.
 	Latency *canary.Histogram
 	// LastError is the last attempt's error kind, "" if it succeeded.

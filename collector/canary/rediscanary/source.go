@@ -69,6 +69,32 @@ type keyState struct {
 	// reread is set when a new hold of the lease began: the key is read
 	// before the next write even if its owner did not change.
 	reread bool
+	// ackedAt are the times this exporter sent its acknowledged writes of
+	// the key since base, oldest first: the newest, and only those whose
+	// TTL may not have run out yet (at most maxTrackedAcks). A key missing
+	// on a new master lost the writes among them whose TTL cannot have run
+	// out; the others may have expired, and are unverifiable.
+	ackedAt []time.Time
+}
+
+// maxTrackedAcks bounds keyState.ackedAt: a key_ttl of hours at a short
+// interval would keep thousands of times. Writes past it count as ones
+// that may have expired: unverifiable, never lost.
+const maxTrackedAcks = 4096
+
+// expiryMargin is how much earlier than its TTL says the canary deems a
+// key possibly expired, for the clocks: the TTL runs on the masters'
+// clocks (a replica applies the master's absolute expiry, Redis 7), the
+// write times on the exporter's. A second plus a hundredth of the TTL
+// covers clocks kept by NTP and the time a write takes to reach Redis.
+func expiryMargin(keyTTL time.Duration) time.Duration {
+	return time.Second + keyTTL/100
+}
+
+// mayHaveExpired reports whether a write sent at sent may have expired by
+// now: the key's TTL, less the margin, has run out.
+func mayHaveExpired(sent, now time.Time, keyTTL time.Duration) bool {
+	return !sent.Add(keyTTL - expiryMargin(keyTTL)).After(now)
 }
 
 func newSource(cfg config.RedisCluster, logger log.Logger) (*source, error) {
@@ -183,11 +209,14 @@ type writeResult struct {
 	// value read.
 	checked bool
 	found   uint64
-	// read is set when the key was read at all (first sight or new owner).
-	read bool
+	// read is set when the key was read at all (first sight or new owner);
+	// readAt is when its reply came.
+	read   bool
+	readAt time.Time
 	// wrote is set when a SET was attempted; ok when it was acknowledged.
 	wrote   bool
 	ok      bool
+	sent    time.Time
 	latency time.Duration
 	errKind string
 	err     error
@@ -214,7 +243,7 @@ func (s *source) writeKey(ctx context.Context, st *keyState, owner redisproto.Ma
 			res.errKind, res.err = errorKind(err), fmt.Errorf("GET %s: %w", st.key, err)
 			return res
 		}
-		res.read, res.found = true, value
+		res.read, res.found, res.readAt = true, value, time.Now()
 		res.checked = st.owner != "" && st.owner != owner.ID
 	}
 	next := st.acked + 1
@@ -223,6 +252,7 @@ func (s *source) writeKey(ctx context.Context, st *keyState, owner redisproto.Ma
 	}
 	res.wrote = true
 	start := time.Now()
+	res.sent = start
 	if s.lease != nil {
 		err = s.fencedSet(ctx, client, st.key, next)
 	} else {
@@ -308,9 +338,11 @@ func (s *source) apply(next *Snapshot, at time.Time, st *keyState, r writeResult
 	}
 	if r.checked {
 		next.Checks++
-		lost := uint64(0)
-		if r.found < st.acked {
-			lost = st.acked - max(r.found, st.base)
+		lost, unverifiable := s.judge(st, r)
+		if unverifiable > 0 {
+			next.master(st.owner, st.ownerAddr).Unverifiable += unverifiable
+			level.Info(s.logger).Log("msg", "canary key missing on the new master, and its TTL may have run out: acknowledged writes counted unverifiable, not lost",
+				"key", st.key, "unverifiable", unverifiable, "old_master", st.owner, "new_master", r.owner.ID, "key_ttl", s.cfg.Canary.KeyTTL)
 		}
 		if lost > 0 {
 			next.master(st.owner, st.ownerAddr).Lost += lost
@@ -318,7 +350,7 @@ func (s *source) apply(next *Snapshot, at time.Time, st *keyState, r writeResult
 			level.Warn(s.logger).Log("msg", "acknowledged writes lost in a failover", "key", st.key, "lost", lost,
 				"old_master", st.owner, "old_address", st.ownerAddr, "acknowledged_up_to", st.acked,
 				"new_master", r.owner.ID, "new_address", r.owner.Addr, "found", r.found)
-		} else {
+		} else if unverifiable == 0 {
 			level.Info(s.logger).Log("msg", "no acknowledged write lost after the slot changed master", "key", st.key,
 				"old_master", st.owner, "new_master", r.owner.ID, "acknowledged_up_to", st.acked, "found", r.found)
 		}
@@ -334,6 +366,7 @@ func (s *source) apply(next *Snapshot, at time.Time, st *keyState, r writeResult
 		first := st.owner == ""
 		st.owner, st.ownerAddr = r.owner.ID, r.owner.Addr
 		st.base, st.acked = r.found, r.found
+		st.ackedAt = nil
 		if first && s.lease != nil {
 			// A takeover (or this exporter's restart): the values up to found
 			// are writes the master applied for the exporter that held the
@@ -348,6 +381,7 @@ func (s *source) apply(next *Snapshot, at time.Time, st *keyState, r writeResult
 	m.Attempts++
 	if r.ok {
 		st.acked++
+		st.trackAck(r.sent, at, s.cfg.Canary.KeyTTL)
 		m.Acknowledged++
 		m.Latency = m.Latency.Observe(r.latency.Seconds())
 	} else {
@@ -362,6 +396,44 @@ func (s *source) apply(next *Snapshot, at time.Time, st *keyState, r writeResult
 		}
 	}
 	m.LastError = r.errKind
+}
+
+// judge counts the writes the old master acknowledged (base+1 .. acked)
+// that the new master, read at r.readAt, lacks. A key found with a lower
+// value lost the writes above it: the key is there, so its TTL had not run
+// out. A key missing altogether either lost every write or expired: the
+// writes whose TTL cannot have run out by the read are lost (the new
+// master would hold at least their value), the others unverifiable.
+func (s *source) judge(st *keyState, r writeResult) (lost, unverifiable uint64) {
+	if r.found >= st.acked {
+		return 0, 0
+	}
+	if r.found > 0 {
+		return st.acked - max(r.found, st.base), 0
+	}
+	acknowledged := st.acked - st.base
+	for _, sent := range st.ackedAt {
+		if !mayHaveExpired(sent, r.readAt, s.cfg.Canary.KeyTTL) {
+			lost++
+		}
+	}
+	lost = min(lost, acknowledged)
+	return lost, acknowledged - lost
+}
+
+// trackAck records the time of an acknowledged write, and forgets those
+// that may have expired by now (they would be unverifiable at any later
+// check) and those past maxTrackedAcks.
+func (st *keyState) trackAck(sent, now time.Time, keyTTL time.Duration) {
+	st.ackedAt = append(st.ackedAt, sent)
+	drop := 0
+	for drop < len(st.ackedAt) && mayHaveExpired(st.ackedAt[drop], now, keyTTL) {
+		drop++
+	}
+	drop = max(drop, len(st.ackedAt)-maxTrackedAcks)
+	if drop > 0 {
+		st.ackedAt = slices.Clone(st.ackedAt[drop:])
+	}
 }
 
 // redisErrorCode is the first word of a Redis error reply (NOPERM, MOVED,
