@@ -117,7 +117,8 @@ func (r *RedisCluster) applyDefaults() {
 		r.Canary.KeyPrefix = DefaultRedisCanaryKeyPrefix
 	}
 	if r.Canary.KeyTTL == 0 {
-		r.Canary.KeyTTL = DefaultRedisCanaryKeyTTL
+		// An hour, or what a failover needs of a canary of long intervals.
+		r.Canary.KeyTTL = max(DefaultRedisCanaryKeyTTL, r.Canary.MinKeyTTL(r.RefreshTimeout))
 	}
 }
 
@@ -188,8 +189,8 @@ func (c RedisCanary) validate(refreshInterval, refreshTimeout time.Duration) err
 	if strings.ContainsAny(c.KeyPrefix, "{}") {
 		errs = append(errs, fmt.Errorf("canary.key_prefix %q must not contain { or }", c.KeyPrefix))
 	}
-	if least := c.MinKeyTTL(refreshTimeout); c.KeyTTL < least {
-		errs = append(errs, fmt.Errorf("canary.key_ttl %s is shorter than %s, which a failover needs: a key that may expire before the canary reads it from the promoted replica cannot tell a lost write from an expired one (at least 1m, and 10 times canary.interval plus refresh_timeout; default 1h)", c.KeyTTL, least))
+	if least := c.MinKeyTTL(refreshTimeout); c.Enabled && c.KeyTTL < least {
+		errs = append(errs, fmt.Errorf("canary.key_ttl %s is shorter than %s, which a failover needs: a key that may expire before the canary reads it from the promoted replica cannot tell a lost write from an expired one (at least 1m, and 10 times canary.interval plus refresh_timeout; default 1h, or that bound when it is longer)", c.KeyTTL, least))
 	}
 	if c.Wait < 0 {
 		errs = append(errs, fmt.Errorf("canary.wait %s is negative", c.Wait))
