@@ -289,7 +289,7 @@ var metrics = func() descs {
 		brokerUp: newGauge("kafka_broker_up",
 			"1 if the broker is registered and live, 0 if replicas are assigned to it but it is not"+fromRefresh, broker...),
 		brokerReachable: newGauge("kafka_broker_reachable",
-			"1 if the exporter could open a TCP connection to the broker's address during the last successful refresh. "+
+			"1 if the broker answered the exporter's ApiVersions request at its address during the last successful refresh (a port that accepts connections is not enough). "+
 				"A broker that is up but unreachable from every exporter is dead and unfenced (KRaft quorum lost, metadata frozen) or cut off by the network.",
 			broker...),
 		brokerInfo: newGauge("kafka_broker_info",
