@@ -116,8 +116,8 @@ type Broker struct {
 	// Up is true when the broker is registered and live (it appears in the
 	// Metadata response, which lists only unfenced brokers).
 	Up bool
-	// Reachable is true when the exporter could open a TCP connection to
-	// the broker's address during the refresh. It catches what Metadata
+	// Reachable is true when the broker answered the exporter's ApiVersions
+	// request at its address during the refresh (reach.go). It catches what Metadata
 	// cannot: when the KRaft controller quorum is lost, metadata freezes
 	// and dead brokers stay listed as live.
 	Reachable bool
