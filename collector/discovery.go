@@ -3,8 +3,6 @@ package collector
 import (
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -491,18 +489,15 @@ func (m *Manager) systemOf(name string) system.System {
 	return nil
 }
 
-// canonicalAddr is an address as a target names it: an IP address in its
-// canonical form, a host name in lower case without a trailing dot, so
-// that one member is one address however a cluster or a caller spells it.
+// canonicalAddr is an address as a target names it (config.CanonicalAddr),
+// so that one member is one address however a cluster or a caller spells
+// it; an address that is no target's (a member reported oddly) is only
+// trimmed and lowercased.
 func canonicalAddr(addr string) string {
-	host, port, err := net.SplitHostPort(strings.TrimSpace(addr))
-	if err != nil {
-		return strings.ToLower(addr)
+	if canonical, err := config.CanonicalAddr(strings.TrimSpace(addr)); err == nil {
+		return canonical
 	}
-	if ip, err := netip.ParseAddr(host); err == nil {
-		return net.JoinHostPort(ip.Unmap().String(), port)
-	}
-	return net.JoinHostPort(strings.TrimSuffix(strings.ToLower(host), "."), port)
+	return strings.ToLower(strings.TrimSpace(addr))
 }
 
 // syncTarget makes t's running watchers match cfg's module: it starts the

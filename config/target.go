@@ -46,7 +46,7 @@ func ParseTarget(target string) ([]string, error) {
 	}
 	var addrs []string
 	for _, a := range strings.Split(target, ",") {
-		canonical, err := canonicalAddr(strings.TrimSpace(a))
+		canonical, err := CanonicalAddr(strings.TrimSpace(a))
 		if err != nil {
 			return nil, fmt.Errorf("target %s: %w", quoted, err)
 		}
@@ -56,8 +56,10 @@ func ParseTarget(target string) ([]string, error) {
 	return slices.Compact(addrs), nil
 }
 
-// canonicalAddr is a's one spelling, or why a is not HOST:PORT.
-func canonicalAddr(a string) (string, error) {
+// CanonicalAddr is a's one spelling, or why a is not HOST:PORT: the form
+// a /probe target's addresses take, against which the manager compares
+// the addresses clusters report of their members.
+func CanonicalAddr(a string) (string, error) {
 	switch {
 	case a == "":
 		return "", errors.New("an address is empty")
