@@ -331,8 +331,9 @@ func (m *Manager) startTarget(t *target) (*target, error) {
 	if len(d.targets) >= d.opts.MaxTargets {
 		victim := m.unanswered()
 		if victim == nil {
+			free := m.nextFree(time.Now())
 			return nil, tooManyTargets{fmt.Errorf("%w: %d discovered targets run, the most --probe.max-targets allows, and each has answered; %s target %q is refused until one is stopped, at the latest in %s (--probe.idle-timeout %s after a target's last probe)",
-				ErrTooManyTargets, len(d.targets), t.eventSystem, t.name, m.nextFree(time.Now()).Round(time.Second), d.opts.IdleTimeout), m.nextFree(time.Now())}
+				ErrTooManyTargets, len(d.targets), t.eventSystem, t.name, free.Round(time.Second), d.opts.IdleTimeout), free}
 		}
 		stop = m.takeTarget(victim, "evicted")
 	}
