@@ -328,14 +328,13 @@ func (m *Manager) startTarget(t *target) (*target, error) {
 	if other := m.aliasOf(t, nil, t.addrs); other != "" {
 		return nil, fmt.Errorf("%w: %s target %q names an address of %s; probe that cluster instead", ErrAlias, t.eventSystem, t.name, other)
 	}
+	var victim *target
 	if len(d.targets) >= d.opts.MaxTargets {
-		victim := m.unanswered()
-		if victim == nil {
+		if victim = m.unanswered(); victim == nil {
 			free := m.nextFree(time.Now())
 			return nil, tooManyTargets{fmt.Errorf("%w: %d discovered targets run, the most --probe.max-targets allows, and each has answered; %s target %q is refused until one is stopped, at the latest in %s (--probe.idle-timeout %s after a target's last probe)",
 				ErrTooManyTargets, len(d.targets), t.eventSystem, t.name, free.Round(time.Second), d.opts.IdleTimeout), free}
 		}
-		stop = m.takeTarget(victim, "evicted")
 	}
 	// A new target has no watchers to drop.
 	found, _, err := m.syncTarget(d.cfg.Load(), t)
@@ -344,6 +343,11 @@ func (m *Manager) startTarget(t *target) (*target, error) {
 	}
 	if !found {
 		return nil, fmt.Errorf("%w: the config has no %s module called %q (its %s_modules list)", ErrUnknownModule, t.eventSystem, t.module, t.eventSystem)
+	}
+	// Only a target that starts takes a place: one refused (not allowed,
+	// no such module) evicts nobody.
+	if victim != nil {
+		stop = m.takeTarget(victim, "evicted")
 	}
 	t.firstUnits = slices.Clone(t.units)
 	m.mu.Lock()

@@ -158,6 +158,13 @@ func TestJunkTargetsMakeWay(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // junk1 probed before junk2
 	}
+	// A target refused on its own account takes nobody's place.
+	if _, err := m.ProbeModule("fake", "nosuch", real1, time.Second); !errors.Is(err, ErrUnknownModule) {
+		t.Fatalf("a target of a module the config lacks: err = %v, want ErrUnknownModule", err)
+	}
+	if _, ok := m.current("fake/" + junk1); !ok {
+		t.Errorf("%s was evicted for a target that was then refused", junk1)
+	}
 	probeModuleText(t, m, "fast", real1)
 	if _, ok := m.current("fake/" + junk1); ok {
 		t.Errorf("%s, the junk probed least recently, still runs after %s took a place", junk1, real1)
