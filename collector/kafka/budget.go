@@ -268,11 +268,8 @@ func (s *Snapshot) budgetUnknowns(b *Budget) {
 			continue
 		}
 		why := fmt.Sprintf("broker %d is registered and live to the cluster, but the exporter could not reach it at %q: which partitions it leads and holds in sync, and its quorum vote, are unknown", br.ID, br.Address)
-		for j := range b.Brokers {
-			if b.Brokers[j].ID == brokerLabel(br.ID) {
-				b.Brokers[j].NotJudged = append(b.Brokers[j].NotJudged, why)
-			}
-		}
+		// b.Brokers is in s.Brokers' order (budgetBrokerTable).
+		b.Brokers[i].NotJudged = append(b.Brokers[i].NotJudged, why)
 		for j := range b.Racks {
 			if slices.Contains(b.Racks[j].Members, br.ID) {
 				b.Racks[j].NotJudged = append(b.Racks[j].NotJudged, why)
