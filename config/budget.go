@@ -14,7 +14,27 @@ type KafkaBudget struct {
 	// (0, the default: keeping min ISR is enough). With 1, a topic with
 	// replication factor 3 and min ISR 2 makes no broker safe to stop.
 	MinISRHeadroom int `yaml:"min_isr_headroom"`
+	// UnwatchedTopics chooses what the budget does with the topics the
+	// topic filter leaves out: judge them (the default: their partitions
+	// are read and kept for the budget alone, with no series) or only name
+	// them in each answer's not_judged. Internal topics are judged either
+	// way.
+	UnwatchedTopics UnwatchedTopics `yaml:"unwatched_topics"`
 }
+
+// UnwatchedTopics is failure_budget.unwatched_topics.
+type UnwatchedTopics string
+
+// The values of failure_budget.unwatched_topics.
+const (
+	// JudgeUnwatched judges the topics outside the filter as the others.
+	JudgeUnwatched UnwatchedTopics = "judge"
+	// NameUnwatched leaves them out of the verdict and names them.
+	NameUnwatched UnwatchedTopics = "name"
+)
+
+// Judged reports whether a topic outside the filter is judged.
+func (u UnwatchedTopics) Judged() bool { return u != NameUnwatched }
 
 // UnmarshalYAML decodes the block strictly and validates it where it is
 // read, so a bad value is refused with its line.
@@ -25,8 +45,8 @@ func (b *KafkaBudget) UnmarshalYAML(value *yaml.Node) error {
 	// Node.Decode does not inherit the file's KnownFields, so unknown keys
 	// are refused here.
 	for i := 0; i+1 < len(value.Content); i += 2 {
-		if key := value.Content[i].Value; key != "min_isr_headroom" {
-			return fmt.Errorf("line %d: field %s not found in failure_budget (known: min_isr_headroom)", value.Content[i].Line, key)
+		if key := value.Content[i].Value; key != "min_isr_headroom" && key != "unwatched_topics" {
+			return fmt.Errorf("line %d: field %s not found in failure_budget (known: min_isr_headroom, unwatched_topics)", value.Content[i].Line, key)
 		}
 	}
 	type plain KafkaBudget
@@ -43,6 +63,12 @@ func (b *KafkaBudget) UnmarshalYAML(value *yaml.Node) error {
 func (b KafkaBudget) Validate() error {
 	if b.MinISRHeadroom < 0 {
 		return fmt.Errorf("failure_budget.min_isr_headroom %d must be 0 or more", b.MinISRHeadroom)
+	}
+	switch b.UnwatchedTopics {
+	case "", JudgeUnwatched, NameUnwatched:
+	default:
+		return fmt.Errorf("failure_budget.unwatched_topics %q must be %q (judge the topics outside the topic filter too) or %q (name them in each answer, unjudged)",
+			b.UnwatchedTopics, JudgeUnwatched, NameUnwatched)
 	}
 	return nil
 }

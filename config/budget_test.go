@@ -13,6 +13,16 @@ func TestKafkaFailureBudget(t *testing.T) {
 	if got := cfg.Kafka[0].FailureBudget.MinISRHeadroom; got != 0 {
 		t.Errorf("default min_isr_headroom = %d, want 0", got)
 	}
+	if got := cfg.Kafka[0].FailureBudget.UnwatchedTopics; got != JudgeUnwatched {
+		t.Errorf("default unwatched_topics = %q, want judge: a topic outside the filter is judged unless the user says otherwise", got)
+	}
+	cfg, err = Parse([]byte("kafka:\n  - bootstrap_servers: [a:1]\n    topics: {include: 'orders\\..*'}\n    failure_budget: {unwatched_topics: name}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := cfg.Kafka[0]; k.Judged("legacy") || !k.Judged("orders.new") {
+		t.Errorf("unwatched_topics: name judges legacy %v, orders.new %v; want only the watched one", k.Judged("legacy"), k.Judged("orders.new"))
+	}
 	cfg, err = Parse([]byte("kafka:\n  - bootstrap_servers: [a:1]\n    failure_budget: {min_isr_headroom: 2}\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -25,6 +35,7 @@ func TestKafkaFailureBudget(t *testing.T) {
 		{"failure_budget: {min_isr_headroom: one}", "cannot unmarshal"},
 		{"failure_budget: {headroom: 1}", "field headroom not found in failure_budget"},
 		{"failure_budget: 1", "failure_budget must be a mapping"},
+		{"failure_budget: {unwatched_topics: skip}", `failure_budget.unwatched_topics "skip" must be "judge"`},
 	} {
 		_, err := Parse([]byte("kafka:\n  - bootstrap_servers: [a:1]\n    " + c.yaml + "\n"))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

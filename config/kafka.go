@@ -193,6 +193,13 @@ func (f TopicFilter) Match(topic string) bool {
 	return true
 }
 
+// Judged reports whether the failure budget judges topic: when the topic
+// filter watches it, or failure_budget.unwatched_topics says judge.
+// (Internal topics are judged whatever both say.)
+func (k KafkaCluster) Judged(topic string) bool {
+	return k.FailureBudget.UnwatchedTopics.Judged() || k.Topics.Match(topic)
+}
+
 // SASL configures Kafka SASL authentication.
 type SASL struct {
 	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty disables SASL.
@@ -210,6 +217,9 @@ func (k *KafkaCluster) applyDefaults() {
 	}
 	if k.ClientID == "" {
 		k.ClientID = DefaultKafkaClientID
+	}
+	if k.FailureBudget.UnwatchedTopics == "" {
+		k.FailureBudget.UnwatchedTopics = JudgeUnwatched
 	}
 	if k.RefreshInterval == 0 {
 		k.RefreshInterval = DefaultRefreshInterval

@@ -53,11 +53,12 @@ import (
 //     min.insync.replicas is unknown.
 //   - safe: none of the six reasons holds.
 //
-// The partitions of watched topics (the topic filter) are judged, and
-// those of the internal topics whatever the filter (UnwatchedInternal):
-// a broker out of the ISR of __consumer_offsets matters to every consumer
-// group. The other topics the filter leaves out are not judged; each
-// answer names them (NotJudged).
+// The partitions of every topic are judged, the topic filter's or not
+// (UnwatchedJudged): a broker out of the ISR of __consumer_offsets matters
+// to every consumer group, and one out of a filtered-out topic's to its
+// producers. With failure_budget.unwatched_topics: name, the topics the
+// filter leaves out are not judged, but for the internal ones; each answer
+// names them (NotJudged).
 
 // Reasons a stop is not safe: the reason label of the *_stop_unsafe series.
 const (
@@ -112,7 +113,7 @@ type Budget struct {
 	// broker has a rack.
 	Racks []StopEffect
 	// LossesUntilUnderMinISR and LossesUntilOffline are how many more
-	// in-sync replicas the worst watched partition can lose before it is
+	// in-sync replicas the worst judged partition can lose before it is
 	// under min ISR, and before it has no leader candidate; -1 when no
 	// partition can be judged (no partitions; no min ISR known).
 	LossesUntilUnderMinISR, LossesUntilOffline int
@@ -245,7 +246,7 @@ func (s *Snapshot) computeBudget(headroom int) {
 	if s.Racks > 0 {
 		s.budgetRackTable(b, &pass.brokers)
 	}
-	for _, topics := range [][]Topic{s.Topics, s.UnwatchedInternal} {
+	for _, topics := range [][]Topic{s.Topics, s.UnwatchedJudged} {
 		for ti := range topics {
 			t := &topics[ti]
 			for pi := range t.Partitions {
@@ -642,9 +643,9 @@ func answerBudget(snap *Snapshot, q budget.Question) (budget.Answer, error) {
 	return a, nil
 }
 
-// notJudged names, in the answer, the topics outside the topic filter,
-// which the verdict did not judge (internal topics are judged, filter or
-// not: UnwatchedInternal).
+// notJudged names, in the answer, the topics outside the topic filter
+// the verdict did not judge (failure_budget.unwatched_topics: name;
+// internal topics are judged whatever it says: UnwatchedJudged).
 func notJudged(snap *Snapshot, a *budget.Answer) {
 	if snap.UnwatchedTopics == 0 {
 		return
@@ -708,7 +709,7 @@ func describeStop(e *StopEffect, b *Budget, a *budget.Answer) {
 }
 
 // answerRecovered answers whether broker id is back: registered,
-// reachable, and in the ISR of every watched partition it is a replica of
+// reachable, and in the ISR of every judged partition it is a replica of
 // (a replica a reassignment is still adding does not count).
 func answerRecovered(snap *Snapshot, id int32, a *budget.Answer) {
 	br := findBroker(snap.Brokers, id)
@@ -730,7 +731,7 @@ func answerRecovered(snap *Snapshot, id int32, a *budget.Answer) {
 		a.Add(ReasonNotReachable, 0, "the exporter could not connect to broker %d at %q", id, address)
 	}
 	outOfSync := 0
-	for _, topics := range [][]Topic{snap.Topics, snap.UnwatchedInternal} {
+	for _, topics := range [][]Topic{snap.Topics, snap.UnwatchedJudged} {
 		for ti := range topics {
 			t := &topics[ti]
 			for pi := range t.Partitions {

@@ -732,3 +732,48 @@ func TestBudgetJudgesInternalTopicsWhateverTheFilter(t *testing.T) {
 		t.Errorf("the snapshot's watched topics = %d, want orders.new only: internal topics are judged, not served", len(snap.Topics))
 	}
 }
+
+// TestBudgetJudgesTopicsOutsideTheFilter: with failure_budget's default
+// unwatched_topics (judge), a topic the filter leaves out is judged as a
+// watched one, with no series: the stop of the last in-sync replica of
+// legacy/0 is not safe, and the restarted broker out of its ISR is not
+// back. The answer then names nothing as not judged.
+func TestBudgetJudgesTopicsOutsideTheFilter(t *testing.T) {
+	md := &sarama.MetadataResponse{}
+	for id := int32(1); id <= 3; id++ {
+		md.AddBroker(fmt.Sprintf("127.0.0.1:909%d", id), id)
+	}
+	md.AddTopicPartition("orders.new", 0, 1, []int32{1, 2, 3}, []int32{1, 2, 3}, nil, sarama.ErrNoError)
+	md.AddTopicPartition("legacy", 0, 2, []int32{2, 3}, []int32{2}, nil, sarama.ErrNoError)
+	configs := TopicConfigCache{MinISR: map[string]int{"orders.new": 2, "legacy": 1}}
+	include, err := config.NewRegexp(`orders\..*`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.KafkaCluster{Topics: config.TopicFilter{Include: include},
+		FailureBudget: config.KafkaBudget{UnwatchedTopics: config.JudgeUnwatched}}
+	snap := buildSnapshotJudging(md, cfg.Topics.Match, cfg.Judged, configs, nil, time.Unix(1000, 0))
+	for i := range snap.Brokers {
+		snap.Brokers[i].Reachable = true
+	}
+	snap.computeBudget(0)
+
+	stop, err := answerBudget(snap, budget.Question{Scope: budget.Broker, ID: "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stop.Safe || !slices.Contains(stop.AtRisk, "legacy/0") || len(stop.NotJudged) != 0 {
+		t.Errorf("stop of broker 2, the last ISR member of legacy/0 (filtered out, judged): %+v, want not safe, legacy/0 at risk, nothing unjudged", stop)
+	}
+	back, err := answerBudget(snap, budget.Question{Scope: budget.Broker, ID: "3", Recovered: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Safe || !slices.Contains(back.AtRisk, "legacy/0") {
+		t.Errorf("broker 3, out of the ISR of legacy/0 (filtered out, judged): %+v, want not back", back)
+	}
+	if len(snap.Topics) != 1 || len(snap.UnwatchedJudged) != 1 || snap.UnwatchedTopics != 0 {
+		t.Errorf("watched %d, judged only %d, named %d; want orders.new served, legacy judged, none named",
+			len(snap.Topics), len(snap.UnwatchedJudged), snap.UnwatchedTopics)
+	}
+}

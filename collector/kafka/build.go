@@ -16,7 +16,18 @@ import (
 // exporter is asked to show. configs supplies min.insync.replicas.
 // reassignments is the ListPartitionReassignments answer by topic and
 // partition, nil when it is unknown (see Snapshot.ReassignmentsKnown).
+// Of the topics keepTopic leaves out, the failure budget judges the
+// internal ones only; buildSnapshotJudging chooses.
 func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, configs TopicConfigCache,
+	reassignments map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus, readAt time.Time) *Snapshot {
+	return buildSnapshotJudging(md, keepTopic, func(string) bool { return false }, configs, reassignments, readAt)
+}
+
+// buildSnapshotJudging is buildSnapshot where judge says which of the
+// topics keepTopic leaves out the failure budget judges besides the
+// internal ones (failure_budget.unwatched_topics): their partitions are
+// kept for the budget alone, with no series.
+func buildSnapshotJudging(md *sarama.MetadataResponse, keepTopic, judge func(string) bool, configs TopicConfigCache,
 	reassignments map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus, readAt time.Time) *Snapshot {
 	brokers := brokerIndex{}
 	for _, b := range md.Brokers {
@@ -37,10 +48,11 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 			// A topic being deleted or not yet created has no partition data.
 			continue
 		}
-		snap.addTopic(tm, keepTopic(tm.Name), configs, reassignments, &ids, brokers)
+		keep := keepTopic(tm.Name)
+		snap.addTopic(tm, keep, !keep && judge(tm.Name), configs, reassignments, &ids, brokers)
 	}
 	sort.Slice(snap.Topics, func(i, j int) bool { return snap.Topics[i].Name < snap.Topics[j].Name })
-	sort.Slice(snap.UnwatchedInternal, func(i, j int) bool { return snap.UnwatchedInternal[i].Name < snap.UnwatchedInternal[j].Name })
+	sort.Slice(snap.UnwatchedJudged, func(i, j int) bool { return snap.UnwatchedJudged[i].Name < snap.UnwatchedJudged[j].Name })
 	sort.Strings(snap.Unwatched)
 	sortInternal(snap.Internal)
 
@@ -55,9 +67,9 @@ func buildSnapshot(md *sarama.MetadataResponse, keepTopic func(string) bool, con
 // addTopic adds one topic of the metadata to the snapshot: its partitions
 // counted for their brokers always; stored, with its series, when keep
 // (the filter watches it); stored for the failure budget alone when it is
-// an internal topic the filter leaves out; else only named as a topic the
-// budget does not judge.
-func (snap *Snapshot) addTopic(tm *sarama.TopicMetadata, keep bool, configs TopicConfigCache,
+// an internal topic the filter leaves out, or judge; else only named as a
+// topic the budget does not judge.
+func (snap *Snapshot) addTopic(tm *sarama.TopicMetadata, keep, judge bool, configs TopicConfigCache,
 	reassignments map[string]map[int32]*sarama.PartitionReplicaReassignmentsStatus, ids *idArena, brokers brokerIndex) {
 	topic := Topic{Name: tm.Name, MinISR: configs.MinISR[tm.Name]}
 	topic.UncleanElectionEnabled, topic.UncleanElectionKnown = configs.Unclean[tm.Name]
@@ -68,8 +80,8 @@ func (snap *Snapshot) addTopic(tm *sarama.TopicMetadata, keep bool, configs Topi
 		snap.Internal = append(snap.Internal, InternalTopic{Name: tm.Name, Feature: feature, MinISR: configs.MinISR[tm.Name]})
 		internal = &snap.Internal[len(snap.Internal)-1]
 	}
-	judgedOnly := !keep && isInternal
-	if !keep && !isInternal {
+	judgedOnly := !keep && (isInternal || judge)
+	if !keep && !judgedOnly {
 		snap.UnwatchedTopics++
 		if len(snap.Unwatched) < maxUnwatchedNames {
 			snap.Unwatched = append(snap.Unwatched, tm.Name)
@@ -108,7 +120,7 @@ func (snap *Snapshot) addTopic(tm *sarama.TopicMetadata, keep bool, configs Topi
 	case keep:
 		snap.Topics = append(snap.Topics, topic)
 	case judgedOnly:
-		snap.UnwatchedInternal = append(snap.UnwatchedInternal, topic)
+		snap.UnwatchedJudged = append(snap.UnwatchedJudged, topic)
 	}
 }
 

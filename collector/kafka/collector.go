@@ -364,7 +364,7 @@ var metrics = func() descs {
 			"1 if stopping the broker now would take no watched or internal partition offline, under min.insync.replicas or below failure_budget.min_isr_headroom, "+
 				"leave a majority of caught-up KRaft voters, and deepen no damage already there; else 0 (the failure budget, docs/runbooks.md)"+fromRefresh, broker...),
 		brokerStopAffected: newGauge("kafka_broker_stop_affected_partitions",
-			"Watched partitions that stopping the broker now would put in the effect's state: offline (no leader candidate left), under_min_isr (acks=all writes refused), "+
+			"Partitions (of the topics the budget judges: all unless failure_budget.unwatched_topics is name) that stopping the broker now would put in the effect's state: offline (no leader candidate left), under_min_isr (acks=all writes refused), "+
 				"below_headroom (served when failure_budget.min_isr_headroom > 0); each partition counted once, at its worst"+fromRefresh, "broker", "effect"),
 		brokerStopUnsafe: newGauge("kafka_broker_stop_unsafe",
 			"1 if the reason makes stopping the broker now unsafe, 0 if it was checked and does not: partitions_offline, partitions_under_min_isr, min_isr_headroom, "+
@@ -373,7 +373,7 @@ var metrics = func() descs {
 		rackSafeToStop: newGauge("kafka_rack_safe_to_stop",
 			"1 if losing every broker of the rack (broker.rack) now would be safe, by kafka_broker_safe_to_stop's rules; served when brokers have racks"+fromRefresh, "rack"),
 		rackStopAffected: newGauge("kafka_rack_stop_affected_partitions",
-			"Watched partitions that losing the rack now would put in the effect's state (as kafka_broker_stop_affected_partitions); served when brokers have racks"+fromRefresh, "rack", "effect"),
+			"Partitions that losing the rack now would put in the effect's state (as kafka_broker_stop_affected_partitions); served when brokers have racks"+fromRefresh, "rack", "effect"),
 		rackStopUnsafe: newGauge("kafka_rack_stop_unsafe",
 			"1 if the reason makes losing the rack now unsafe, 0 if checked and fine (reasons as kafka_broker_stop_unsafe); served when brokers have racks"+fromRefresh, "rack", "reason"),
 		brokerLossesTolerated: newGauge("kafka_broker_losses_tolerated",

@@ -41,13 +41,15 @@ type Snapshot struct {
 	// Internal is the health of the internal topics that exist
 	// (InternalFeatures), filter or not, sorted by name.
 	Internal []InternalTopic
-	// UnwatchedInternal are the internal topics the topic filter leaves
-	// out, with their partitions, sorted by name: the failure budget
-	// judges them as it judges Topics (a broker out of the ISR of
-	// __consumer_offsets is not back, whatever the filter), and nothing
-	// else serves them.
-	UnwatchedInternal []Topic
-	// UnwatchedTopics counts the other topics the topic filter leaves out,
+	// UnwatchedJudged are the topics the topic filter leaves out that the
+	// failure budget judges all the same, with their partitions, sorted by
+	// name: the internal ones always (a broker out of the ISR of
+	// __consumer_offsets is not back, whatever the filter), the others
+	// unless failure_budget.unwatched_topics is name. The budget judges
+	// them as it judges Topics, and nothing else serves them.
+	UnwatchedJudged []Topic
+	// UnwatchedTopics counts the topics the topic filter leaves out that
+	// the budget does not judge (failure_budget.unwatched_topics: name),
 	// and Unwatched names the first maxUnwatchedNames of them met, sorted:
 	// the failure budget's answers say it did not judge them.
 	UnwatchedTopics int

@@ -130,7 +130,7 @@ func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	s.logFailure("topic_configs", "reading topic configs failed; keeping cached min.insync.replicas", err)
 	s.franz.target = broker.Addr()
 	reassignments := s.listReassignments(ctx, s.reassignmentsAddr(broker.Addr(), md), md)
-	snap := buildSnapshot(md, s.cfg.Topics.Match, configs, reassignments, s.now())
+	snap := buildSnapshotJudging(md, s.cfg.Topics.Match, s.cfg.Judged, configs, reassignments, s.now())
 	s.readELR(ctx, snap)
 	s.readFenced(ctx, snap)
 	live := liveBrokers(md)
@@ -654,7 +654,7 @@ func (s *source) topicConfigs(broker *sarama.Broker, md *sarama.MetadataResponse
 	var wanted []string
 	for _, t := range md.Topics {
 		_, internal := InternalFeatures[t.Name]
-		if !(s.cfg.Topics.Match(t.Name) || internal) || (t.Err != sarama.ErrNoError && len(t.Partitions) == 0) {
+		if !(s.cfg.Judged(t.Name) || internal) || (t.Err != sarama.ErrNoError && len(t.Partitions) == 0) {
 			continue
 		}
 		if _, ok := cached.MinISR[t.Name]; full || !ok {

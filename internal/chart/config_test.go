@@ -31,11 +31,12 @@ func (p refPlace) String() string {
 }
 
 var (
-	secretType   = reflect.TypeOf(config.Secret{})
-	tlsType      = reflect.TypeOf(config.TLS{})
-	durationType = reflect.TypeOf(time.Duration(0))
-	regexpType   = reflect.TypeOf(config.Regexp{})
-	modeType     = reflect.TypeOf(config.PartitionMetrics(""))
+	secretType    = reflect.TypeOf(config.Secret{})
+	tlsType       = reflect.TypeOf(config.TLS{})
+	durationType  = reflect.TypeOf(time.Duration(0))
+	regexpType    = reflect.TypeOf(config.Regexp{})
+	modeType      = reflect.TypeOf(config.PartitionMetrics(""))
+	unwatchedType = reflect.TypeOf(config.UnwatchedTopics(""))
 )
 
 // yamlFields are a struct type's fields by their YAML key, in order.
@@ -127,6 +128,8 @@ func configSchema(t reflect.Type) map[string]any {
 			modes = append(modes, string(m))
 		}
 		return map[string]any{"enum": append(modes, true, false)}
+	case t == unwatchedType:
+		return map[string]any{"enum": []any{string(config.JudgeUnwatched), string(config.NameUnwatched)}}
 	case t == secretType:
 		return secretPlaceSchema
 	}
