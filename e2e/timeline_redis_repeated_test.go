@@ -48,9 +48,9 @@ func TestRedisFailoverDurationRepeated(t *testing.T) {
 	for i := range kills {
 		waitRedisSettled(t, c, e, i)
 		k := killMaster(t, c, e, probe, i)
-		t.Logf("FIGURE redis kill %d/%d on %s (node timeout %s, refresh %s): %s from the kill to the replica serving (first flag after %s, exporter's first failed query after %s); flag and promotion in one refresh %v; exporter observed failover %.2fs, unserved %.2fs: off by %+.2fs; state_ok %v then",
+		t.Logf("FIGURE redis kill %d/%d on %s (node timeout %s, refresh %s): %s from the kill to the replica serving (first flag after %s, exporter's first failed query after %s); flag and promotion in one refresh %v; exporter observed failover %.2fs, unserved %.2fs: off by %+.2fs; state_ok %v then, cluster_state:fail from %v",
 			i+1, kills, c.Server(), c.NodeTimeout(), refresh, k.outage.Round(10*time.Millisecond), k.flagAfter.Round(10*time.Millisecond),
-			k.firstFailureAfter.Round(10*time.Millisecond), k.sameRefresh, k.failover, k.unserved, k.unserved-k.outage.Seconds(), k.stateOK)
+			k.firstFailureAfter.Round(10*time.Millisecond), k.sameRefresh, k.failover, k.unserved, k.unserved-k.outage.Seconds(), k.stateOK, k.stateFail)
 		for what, got := range map[string]float64{"failover": k.failover, "unserved slots": k.unserved} {
 			diff := math.Abs(got - k.outage.Seconds())
 			worst = math.Max(worst, diff)
@@ -75,9 +75,11 @@ type redisKill struct {
 	// replica promoted: the failover began and ended between two refreshes.
 	sameRefresh bool
 	// stateOK is redis_cluster_state_ok in the scrape that first had the
-	// failover observed.
-	stateOK float64
-	events  string
+	// failover observed; stateFail names the nodes that reported
+	// cluster_state:fail then, and whether each was the promoted replica.
+	stateOK   float64
+	stateFail []string
+	events    string
 }
 
 // killMaster kills the i-th kill's master (the masters in turn) and waits
@@ -138,6 +140,11 @@ func killMaster(t *testing.T, c *lab.RedisCluster, e *exportertest.Exporter, pro
 		}
 	}
 	k.sameRefresh = !flaggedAt.IsZero() && flaggedAt.Equal(promotionAt)
+	for _, s := range m.Series("redis_cluster_node_cluster_state_ok", nil) {
+		if s.Value == 0 {
+			k.stateFail = append(k.stateFail, fmt.Sprintf("%s (promoted %v)", s.Labels["address"], s.Labels["node_id"] == replica.ID))
+		}
+	}
 	k.events = fmt.Sprintf("killed at %s\n%s", killedAt.Format("15:04:05.000"), describeEvents(evs))
 	return k
 }
