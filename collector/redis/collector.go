@@ -187,7 +187,7 @@ var metrics = func() descs {
 
 		failoverSeconds: newHistogram("redis_cluster_failover_seconds",
 			"How long failovers took, from the exporter's first failed query of a master owning slots, once the cluster flagged it PFAIL or FAIL (else the first refresh that saw the flag), to the first refresh that saw one of its replicas promoted, "+
-				"not failing and owning slots; one observation per failover. A failover that began and ended between two refreshes counts as the time between them (an upper bound). "+
+				"not failing and owning slots; one observation per failover. A failover flagged and promoted between two refreshes counts from the exporter's first failed query of the master too, or, with none before the earlier refresh, as the time between the two (an upper bound). "+
 				"A master that recovers before a replica takes over is not a failover. Failovers already under way when the exporter started are not observed."),
 		slotsUnservedSeconds: newHistogram("redis_cluster_slots_unserved_episode_seconds",
 			"How long some hash slots were unserved (owner flagged PFAIL or FAIL, or no owner), from the exporter's first failed query of the flagged owner (else the first refresh that saw it) to the first refresh that did not. "+

@@ -119,14 +119,16 @@ func annotateFirstFailures(prev, next *Snapshot) {
 // without a failover, so nothing is observed; the unserved-slots episode
 // still records the outage.
 //
-// A failover can also begin and end between two refreshes, when the
-// cluster fails over faster than the refresh interval: the previous
-// snapshot shows the master healthy, this one shows it flagged and a
-// replica serving its slots. It is observed as the time between the two
-// refreshes, an upper bound at the resolution of one refresh, and so are
-// the unserved slots it caused. Leaving it out would leave the failover
-// counted but never timed, the dashboard's "time to recover" empty after
-// the fastest failovers.
+// A failover can also be flagged and promoted between two refreshes, when
+// the cluster takes less than a refresh from its flag to the promotion:
+// the previous snapshot shows the master unflagged, this one shows it
+// flagged and a replica serving its slots. It is observed from the
+// exporter's first failed query of the master, as any other failover, or,
+// when no query failed before the previous refresh, from that refresh (an
+// upper bound at the resolution of one refresh); so are the unserved
+// slots it caused. Leaving it out would leave the failover counted but
+// never timed, the dashboard's "time to recover" empty after the fastest
+// failovers.
 func carryEpisodes(prev, next *Snapshot) {
 	var before Episodes
 	if prev != nil {
@@ -149,11 +151,11 @@ func carryEpisodes(prev, next *Snapshot) {
 		next.Episodes.SlotsUnservedSeconds = episode.Empty()
 	}
 	failovers := carryFailovers(before.Failovers, next, byID)
-	between := 0
+	var between []time.Time
 	if !first {
-		between = failoversBetween(prev, byID, before.Failovers)
-		for range between {
-			next.Episodes.FailoverSeconds = next.Episodes.FailoverSeconds.ObserveDuration(now.Sub(prev.ReadAt))
+		between = failoversBetween(prev, next, byID, before.Failovers)
+		for _, since := range between {
+			next.Episodes.FailoverSeconds = next.Episodes.FailoverSeconds.ObserveDuration(now.Sub(since))
 		}
 	}
 	openFailovers(prev, next, failovers)
@@ -243,9 +245,9 @@ func openFailovers(prev, next *Snapshot, failovers map[string]FailoverEpisode) {
 }
 
 // carrySlotsUnserved carries, opens or ends the unserved-slots episode
-// (before is prev's); between is the number of failovers that began and
-// ended between prev and next.
-func carrySlotsUnserved(prev, next *Snapshot, before *episode.Open, between int) {
+// (before is prev's); between holds the starts of the failovers flagged
+// and promoted between prev and next.
+func carrySlotsUnserved(prev, next *Snapshot, before *episode.Open, between []time.Time) {
 	first := prev == nil
 	now := next.ReadAt
 	unserved := next.SlotsPFail+next.SlotsFail+next.SlotsUnassigned > 0
@@ -256,8 +258,8 @@ func carrySlotsUnserved(prev, next *Snapshot, before *episode.Open, between int)
 		next.Episodes.SlotsUnserved = &episode.Open{Since: unservedSince(prev, next), StartSeen: !first}
 	case before != nil && before.StartSeen:
 		next.Episodes.SlotsUnservedSeconds = next.Episodes.SlotsUnservedSeconds.ObserveDuration(before.Age(now))
-	case before == nil && between > 0:
-		next.Episodes.SlotsUnservedSeconds = next.Episodes.SlotsUnservedSeconds.ObserveDuration(now.Sub(prev.ReadAt))
+	case before == nil && len(between) > 0:
+		next.Episodes.SlotsUnservedSeconds = next.Episodes.SlotsUnservedSeconds.ObserveDuration(now.Sub(slices.MinFunc(between, time.Time.Compare)))
 	}
 }
 
@@ -282,14 +284,16 @@ func unservedSince(prev, next *Snapshot) time.Time {
 	return since
 }
 
-// failoversBetween counts the masters that prev saw healthy and serving
-// slots, with no failover episode open, and that now are flagged PFAIL or
-// FAIL while one of prev's replicas of them is a healthy master serving
-// slots: failovers that began and ended between the two refreshes. The
-// flag tells a failover from a manual one (CLUSTER FAILOVER), after which
-// the old master is a healthy replica.
-func failoversBetween(prev *Snapshot, now map[string]*Node, open map[string]FailoverEpisode) int {
-	n := 0
+// failoversBetween returns when each failover flagged and promoted between
+// prev and next began: for each master that prev saw unflagged and serving
+// slots, with no failover episode open, and that next shows flagged PFAIL
+// or FAIL while one of prev's replicas of it is a healthy master serving
+// slots, the exporter's first failed query of the master (episode.Backdate)
+// or, when none came before prev's refresh, that refresh. The flag tells a
+// failover from a manual one (CLUSTER FAILOVER), after which the old
+// master is a healthy replica.
+func failoversBetween(prev, next *Snapshot, now map[string]*Node, open map[string]FailoverEpisode) []time.Time {
+	var starts []time.Time
 	for i := range prev.Nodes {
 		old := &prev.Nodes[i]
 		if old.Role != RoleMaster || old.Slots == 0 || failing(old) {
@@ -298,7 +302,8 @@ func failoversBetween(prev *Snapshot, now map[string]*Node, open map[string]Fail
 		if _, ok := open[old.ID]; ok {
 			continue
 		}
-		if m := now[old.ID]; m == nil || !failing(m) {
+		m := now[old.ID]
+		if m == nil || !failing(m) {
 			continue
 		}
 		promoted := slices.ContainsFunc(prev.Nodes, func(r Node) bool {
@@ -306,9 +311,18 @@ func failoversBetween(prev *Snapshot, now map[string]*Node, open map[string]Fail
 			return r.Role == RoleReplica && r.MasterID == old.ID &&
 				p != nil && p.Role == RoleMaster && p.Slots > 0 && !failing(p)
 		})
-		if promoted {
-			n++
+		if !promoted {
+			continue
 		}
+		// The cluster took less than a refresh from the flag to the
+		// promotion, but the master may have stopped answering refreshes
+		// before the flag (cluster-node-timeout): those failed queries
+		// date the outage, as they would have had a refresh seen the flag.
+		since := prev.ReadAt
+		if first := episode.Backdate(next.ReadAt, failureEvidence(prev, m), next.backdateLimit); first.Before(since) {
+			since = first
+		}
+		starts = append(starts, since)
 	}
-	return n
+	return starts
 }

@@ -347,6 +347,37 @@ func TestOutageClockBackdatesToFirstFailedProbe(t *testing.T) {
 			t.Errorf("unserved histogram %+v, want one of 4 s", h)
 		}
 	})
+	t.Run("flagged and promoted between two refreshes", func(t *testing.T) {
+		// Killed between 0 and 1 s: the queries at 1 and 2 s fail, the
+		// cluster flags the master and promotes its replica between 2 and
+		// 3 s, and the refresh at 3 s sees both at once. The outage began
+		// before the failed query at 1 s, not at the refresh at 2 s.
+		last := chain(
+			healthy(0),
+			clocked(at(1, unreached(master(idA, 5461, NodeStateOK)), reached(replica(idD, idA, NodeStateOK)))),
+			clocked(at(2, unreached(master(idA, 5461, NodeStateOK)), reached(replica(idD, idA, NodeStateOK)))),
+			clocked(at(3, unreached(master(idA, 0, NodeStateFail)), reached(master(idD, 5461, NodeStateOK)))),
+		)
+		if h := last.Episodes.FailoverSeconds; h.Count != 1 || h.Sum != 2 {
+			t.Errorf("failover histogram %+v, want one of 2 s (failed query at 1 s to promotion seen at 3 s)", h)
+		}
+		if h := last.Episodes.SlotsUnservedSeconds; h.Count != 1 || h.Sum != 2 {
+			t.Errorf("unserved histogram %+v, want one of 2 s", h)
+		}
+		// Killed between 2 and 3 s, failed over before 3 s: no failed
+		// query before the promotion, so the 1 s between the refreshes.
+		quick := chain(
+			healthy(0),
+			healthy(2),
+			clocked(at(3, unreached(master(idA, 0, NodeStateFail)), reached(master(idD, 5461, NodeStateOK)))),
+		)
+		if h := quick.Episodes.FailoverSeconds; h.Count != 1 || h.Sum != 1 {
+			t.Errorf("failover histogram %+v, want one of the 1 s between the refreshes", h)
+		}
+		if h := quick.Episodes.SlotsUnservedSeconds; h.Count != 1 || h.Sum != 1 {
+			t.Errorf("unserved histogram %+v, want one of 1 s", h)
+		}
+	})
 	t.Run("never confirmed", func(t *testing.T) {
 		// The exporter cannot reach the master; the cluster can. Nothing.
 		last := chain(
