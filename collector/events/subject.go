@@ -1,10 +1,15 @@
 package events
 
-import (
-	"fmt"
+import "fmt"
 
-	"github.com/failover-exporter/failover_exporter/status/model"
-)
+// ShortID is the first 8 characters of a node ID: how the event log and
+// the status page name a Redis node beside its address.
+func ShortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
 
 // Text is how the status page names the subject: "orders/3", "orders/3
 // (broker 2)", "10.0.0.1:7000 (07c37dfe)", "sink task 1". The subject
@@ -18,7 +23,7 @@ func (s Subject) Text() string {
 		}
 		return text
 	case s.NodeID != "" && s.Address != "":
-		return fmt.Sprintf("%s (%s)", s.Address, model.ShortID(s.NodeID))
+		return fmt.Sprintf("%s (%s)", s.Address, ShortID(s.NodeID))
 	case s.NodeID != "":
 		return s.NodeID
 	case s.Task != nil:

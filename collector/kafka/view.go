@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/status/model"
 )
@@ -32,7 +33,7 @@ func Views(states []watch.Named[Snapshot], now time.Time) []model.Cluster {
 }
 
 func view(named watch.Named[Snapshot], now time.Time) model.Cluster {
-	c := model.Cluster{System: "kafka", Name: named.Name, Head: watch.Head(named.State, now), Title: "Kafka cluster " + named.Name}
+	c := model.Cluster{System: "kafka", Name: named.Name, Head: system.Head(named.State, now), Title: "Kafka cluster " + named.Name}
 	if s := named.State.Snapshot; s != nil {
 		summarize(s).parts(&c)
 	}

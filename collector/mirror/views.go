@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/status/model"
 )
@@ -34,7 +35,7 @@ func Views(states []watch.Named[Snapshot], now time.Time) []model.Cluster {
 }
 
 func view(named watch.Named[Snapshot], now time.Time) model.Cluster {
-	c := model.Cluster{System: "mirror", Name: named.Name, Head: watch.Head(named.State, now), Title: "Cross-cluster replication " + named.Name}
+	c := model.Cluster{System: "mirror", Name: named.Name, Head: system.Head(named.State, now), Title: "Cross-cluster replication " + named.Name}
 	s := named.State.Snapshot
 	if s == nil {
 		return c

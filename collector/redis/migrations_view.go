@@ -3,6 +3,7 @@ package redis
 import (
 	"fmt"
 
+	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 	"github.com/failover-exporter/failover_exporter/status/model"
 )
@@ -55,7 +56,7 @@ func slotMoves(s *Snapshot, byID map[string]*Node) (moves []movingJob, more int)
 		if n := byID[id]; n != nil && n.Addr != "" {
 			return n.Addr
 		}
-		return model.ShortID(id)
+		return events.ShortID(id)
 	}
 	for _, job := range running {
 		m := movingJob{Name: job.Name, Ranges: job.RangesText(), Slots: job.SlotCount(),

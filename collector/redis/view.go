@@ -5,6 +5,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/internal/redisproto"
 	"github.com/failover-exporter/failover_exporter/status/model"
@@ -24,7 +26,7 @@ func Views(states []watch.Named[Snapshot], now time.Time) []model.Cluster {
 }
 
 func view(named watch.Named[Snapshot], now time.Time) model.Cluster {
-	c := model.Cluster{System: "redis", Name: named.Name, Head: watch.Head(named.State, now), Title: "Redis Cluster " + named.Name}
+	c := model.Cluster{System: "redis", Name: named.Name, Head: system.Head(named.State, now), Title: "Redis Cluster " + named.Name}
 	s := named.State.Snapshot
 	if s == nil {
 		return c
@@ -107,7 +109,7 @@ func newClusterView(s *Snapshot) clusterView {
 		if i == maxMasters {
 			break
 		}
-		v.Foreign = append(v.Foreign, foreignNode{ShortID: model.ShortID(f.ID), Address: f.Addr, Reason: string(f.Reason)})
+		v.Foreign = append(v.Foreign, foreignNode{ShortID: events.ShortID(f.ID), Address: f.Addr, Reason: string(f.Reason)})
 	}
 	return v
 }
@@ -116,7 +118,7 @@ func newClusterView(s *Snapshot) clusterView {
 // slots first, then in the snapshot's order (by address).
 func shards(s *Snapshot) (out []shard, more int) {
 	row := func(n *Node) node {
-		r := node{ID: n.ID, ShortID: model.ShortID(n.ID), Address: n.Addr, State: string(n.State), Reachable: n.Reachable,
+		r := node{ID: n.ID, ShortID: events.ShortID(n.ID), Address: n.Addr, State: string(n.State), Reachable: n.Reachable,
 			Slots: n.Slots, LinkUp: n.MasterLinkUp, IsReplica: n.Role == RoleReplica}
 		if n.HasReplicationLag {
 			r.Lag = fmt.Sprintf("%d B", n.ReplicationLagBytes)

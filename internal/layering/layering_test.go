@@ -132,3 +132,30 @@ func TestConfigLinksNoClientLibrary(t *testing.T) {
 		}
 	}
 }
+
+// floors are the engine's lowest packages, which every system builds on:
+// they import no page, neither the status page nor its view model, so
+// that the page can change without them (issue 43, 3). collector/system,
+// the registry, links the view model by design: a system's Spec carries
+// its views.
+var floors = []string{"collector/watch", "collector/events", "collector/episode", "collector/exposition", "collector/histogram", "collector/budget", "collector/peer", "config"}
+
+func TestFloorsImportNoPage(t *testing.T) {
+	patterns := make([]string, len(floors))
+	for i, f := range floors {
+		patterns[i] = "./" + f
+	}
+	pkgs := goList(t, patterns...)
+	for _, floor := range floors {
+		p, ok := pkgs[module+"/"+floor]
+		if !ok {
+			t.Errorf("go list found no package %s", floor)
+			continue
+		}
+		for _, dep := range p.Deps {
+			if dep == module+"/status" || strings.HasPrefix(dep, module+"/status/") {
+				t.Errorf("%s imports %s: the engine's floors import no page; move what they share below them", floor, strings.TrimPrefix(dep, module+"/"))
+			}
+		}
+	}
+}

@@ -28,11 +28,3 @@ func Age(d time.Duration) string {
 	}
 	return strings.TrimSuffix(Ago(d), " ago")
 }
-
-// ShortID is the first 8 characters of a node ID, as the page shows it.
-func ShortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
-}
