@@ -169,6 +169,13 @@ func TestKafkaCanaryLeaseHungCoordinator(t *testing.T) {
 	t.Logf("FIGURE kafka canary lease: the lease group's coordinator (broker %d) SIGSTOPped for %s -> the cluster moved the group (to broker %d) after %s; longest gap in acknowledged writes %s (ending %s after the stop), %s of it after the move (canary interval %s, session timeout %s)",
 		hung, coordinatorHang, newCoordinator, sinceOrNever(movedAt, stoppedAt), gap.Round(10*time.Millisecond),
 		sinceOrNever(gapEnd, stoppedAt), afterMove.Round(10*time.Millisecond), kafkaLeaseCanaryInterval, kafkaLeaseSessionTimeout)
+	for i, e := range []*exportertest.Exporter{a, b} {
+		for _, line := range strings.Split(e.Logs(), "\n") {
+			if strings.Contains(line, "canary lease") {
+				t.Logf("exporter %d: %s", i, line)
+			}
+		}
+	}
 	if movedAt.IsZero() {
 		t.Fatalf("the cluster did not move the group off the hung broker %d within %s", hung, coordinatorHang)
 	}

@@ -76,13 +76,15 @@ func coordinatorGone(err error) bool {
 // findCoordinator asks a broker which broker coordinates the group: any
 // broker, kgo's next in turn, so that a lookup that met the hung broker
 // (whose answer the live ones give too until the cluster fenced it) is
-// followed by one that asks another. Half a heartbeat period: a live
-// broker answers from its metadata at once.
+// followed by one that asks another. Within a heartbeat period: a live
+// broker answers from its metadata at once, but the first lookup also
+// connects (TLS, SASL), which a shorter deadline could keep failing on a
+// slow link.
 func (r *leaseRunner) findCoordinator(ctx context.Context) (int32, error) {
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.CoordinatorType = 0 // a group
 	req.CoordinatorKey = r.group
-	ctx, cancel := context.WithTimeout(ctx, r.period/2)
+	ctx, cancel := context.WithTimeout(ctx, r.period)
 	defer cancel()
 	resp, err := req.RequestWith(ctx, r.client)
 	if err == nil {
