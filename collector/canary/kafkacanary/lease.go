@@ -62,12 +62,15 @@ type leaseRunner struct {
 	wake func()
 
 	// The membership, owned by run's goroutine.
-	client     *kgo.Client
-	memberID   string
-	generation int32
-	leader     bool
-	joined     bool
-	errKind    string
+	client *kgo.Client
+	// coordinator is the broker that coordinates the group, looked up by
+	// lease_coordinator.go; noCoordinator when it is to be looked up.
+	coordinator int32
+	memberID    string
+	generation  int32
+	leader      bool
+	joined      bool
+	errKind     string
 
 	attempts lease.Attempts
 
@@ -91,6 +94,8 @@ func newLeaseRunner(cfg config.KafkaCluster, logger log.Logger) (*leaseRunner, e
 		period: ttl / 4,
 		logger: logger,
 		wake:   func() {},
+
+		coordinator: noCoordinator,
 	}, nil
 }
 
@@ -121,7 +126,7 @@ func (r *leaseRunner) stop() {
 		m := kmsg.NewLeaveGroupRequestMember()
 		m.MemberID = r.memberID
 		req.Members = append(req.Members, m)
-		if _, err := req.RequestWith(ctx, r.client); err == nil && r.Held(time.Now()) {
+		if _, err := r.groupRequest(ctx, req); err == nil && r.Held(time.Now()) {
 			level.Info(r.logger).Log("msg", "canary lease given back on stop", "group", r.group)
 		}
 		cancelLeave()
@@ -151,7 +156,13 @@ func (r *leaseRunner) run(ctx context.Context) {
 		if !r.joined && err == nil {
 			continue // rejoin at once: the group is rebalancing
 		}
-		timer := time.NewTimer(r.period)
+		wait := r.period
+		if r.coordinator == noCoordinator {
+			// Look the coordinator up again soon: a hung one costs the
+			// attempts until the cluster moved the group, not a period more.
+			wait = r.period / 5
+		}
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -175,11 +186,13 @@ func (r *leaseRunner) join(ctx context.Context) error {
 	req.Protocols = append(req.Protocols, p)
 	ctx, cancel := context.WithTimeout(ctx, 2*r.TTL())
 	defer cancel()
-	resp, err := req.RequestWith(ctx, r.client)
+	kresp, err := r.groupRequest(ctx, req)
 	if err != nil {
 		// Finding the coordinator may be refused too (Describe on the group).
 		return r.refused("join", err)
 	}
+	resp := kresp.(*kmsg.JoinGroupResponse)
+	r.coordinatorFailed(kerr.ErrorForCode(resp.ErrorCode))
 	switch err := kerr.ErrorForCode(resp.ErrorCode); {
 	case errors.Is(err, kerr.MemberIDRequired):
 		// The coordinator names the member; the next join uses the name.
@@ -207,11 +220,12 @@ func (r *leaseRunner) join(ctx context.Context) error {
 		}
 	}
 	sent := time.Now()
-	sresp, err := sync.RequestWith(ctx, r.client)
+	sresp, err := r.groupRequest(ctx, sync)
 	if err != nil {
 		return r.refused("sync", err)
 	}
-	if err := kerr.ErrorForCode(sresp.ErrorCode); err != nil {
+	if err := kerr.ErrorForCode(sresp.(*kmsg.SyncGroupResponse).ErrorCode); err != nil {
+		r.coordinatorFailed(err)
 		return r.answered(sent, err)
 	}
 	r.joined = true
@@ -227,12 +241,14 @@ func (r *leaseRunner) heartbeat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.period)
 	defer cancel()
 	sent := time.Now()
-	resp, err := req.RequestWith(ctx, r.client)
+	resp, err := r.groupRequest(ctx, req)
 	if err != nil {
+		// No answer is no grant: the hold runs out on the holder's clock.
 		r.record(sent, false)
 		return r.refused("heartbeat", err)
 	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+	if err := kerr.ErrorForCode(resp.(*kmsg.HeartbeatResponse).ErrorCode); err != nil {
+		r.coordinatorFailed(err)
 		return r.answered(sent, err)
 	}
 	r.record(sent, r.leader)

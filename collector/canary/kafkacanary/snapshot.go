@@ -8,7 +8,9 @@
 // round; topic.go creates the topic, heals it and keeps its leadership
 // spread; heal.go plans the healing from the topic's state;
 // snapshot.go is what a round publishes; collector.go turns it into
-// metrics; watcher.go runs the rounds on the canary's interval.
+// metrics; watcher.go runs the rounds on the canary's interval; lease.go
+// holds the lease (which exporter writes) and lease_coordinator.go finds
+// its group's coordinator.
 package kafkacanary
 
 import (
