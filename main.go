@@ -25,8 +25,9 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/config"
-	"github.com/failover-exporter/failover_exporter/internal/slotcmd"
 	"github.com/failover-exporter/failover_exporter/status"
+	"github.com/failover-exporter/failover_exporter/systems"
+	"github.com/failover-exporter/failover_exporter/systems/redis/slotcmd"
 )
 
 const exporterName = collector.ExporterName
@@ -124,7 +125,7 @@ func loadConfig(f flags) (*config.Config, error) {
 		return nil, fmt.Errorf("flags and config file: %w", err)
 	}
 	total := 0
-	for _, n := range collector.Watched(cfg) {
+	for _, n := range collector.Watched(systems.All, cfg) {
 		total += n
 	}
 	if total == 0 && len(cfg.KafkaModules) == 0 && len(cfg.RedisModules) == 0 {
@@ -155,7 +156,7 @@ func checkAll(f flags) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := collector.Check(cfg); err != nil {
+	if err := collector.Check(systems.All, cfg); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -194,10 +195,10 @@ func runServe(f flags, logs loggers) error {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	self := collector.NewSelfMetrics()
+	self := collector.NewSelfMetrics(systems.All)
 	reg.MustRegister(self.Collectors()...)
 
-	manager := collector.NewManager(logger, f.eventCapacity)
+	manager := collector.NewManager(systems.All, logger, f.eventCapacity)
 	manager.ConfigureDiscovery(collector.DiscoveryOptions{MaxTargets: f.probeMaxTargets, IdleTimeout: f.probeIdleTimeout, Metrics: self.Discovery,
 		OnMetrics: f.probeDiscoveredOnMetrics})
 	if err := manager.Apply(cfg); err != nil {
@@ -251,7 +252,7 @@ func checkListen(f flags, cfg *config.Config, systemd bool, logger log.Logger) e
 		}
 	}
 	kv := []any{"msg", "configuration is valid"}
-	for _, s := range collector.Systems {
+	for _, s := range systems.All {
 		if s.Part() == "" {
 			kv = append(kv, s.Name()+"_clusters", len(s.Clusters(cfg)))
 		}
@@ -275,7 +276,7 @@ func (r *reloader) reload() error {
 	defer r.mu.Unlock()
 	next, err := loadConfig(r.flags)
 	if err == nil {
-		err = collector.Check(next)
+		err = collector.Check(systems.All, next)
 	}
 	if err == nil {
 		err = r.manager.Apply(next)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems"
 )
 
 // largestConfig is a config file of just under size bytes listing as many
@@ -35,7 +36,7 @@ func checkFile(tb testing.TB, path string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := Check(cfg); err != nil {
+	if err := Check(systems.All, cfg); err != nil {
 		tb.Fatal(err)
 	}
 }

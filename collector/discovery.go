@@ -71,12 +71,12 @@ type DiscoveryMetrics struct {
 // NewDiscoveryMetrics builds them, unregistered, with a zero series for
 // each system of the registry that has modules and each reason, so that
 // rate() and alerts see them from the start.
-func NewDiscoveryMetrics() *DiscoveryMetrics {
+func NewDiscoveryMetrics(systems []system.System) *DiscoveryMetrics {
 	d := newDiscoveryMetrics()
 	for _, r := range refusalReasons {
 		d.Refused.WithLabelValues(r)
 	}
-	for _, s := range Systems {
+	for _, s := range systems {
 		if s.Part() != "" || !s.Discovers() {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems"
 )
 
 // What a caller of /probe must not be able to make the manager do (issue
@@ -55,8 +56,8 @@ func TestDiscoveredAliasesAreRefused(t *testing.T) {
 		hostAlias: {"node-b"}, // the same cluster, by another name
 		own:       {"node-z"},
 	}}
-	m := NewManagerOf(probeSystems(f), log.NewNopLogger(), 0)
-	metrics := NewDiscoveryMetrics()
+	m := NewManager(probeSystems(f), log.NewNopLogger(), 0)
+	metrics := NewDiscoveryMetrics(systems.All)
 	m.ConfigureDiscovery(DiscoveryOptions{MaxTargets: 10, IdleTimeout: time.Minute, Metrics: metrics})
 	t.Cleanup(m.Stop)
 	if err := apply(t, m, guardConfig(t, seed)); err != nil {
@@ -114,7 +115,7 @@ func TestDiscoveredTargetsStayOffMetrics(t *testing.T) {
 	const probed = "127.0.0.1:9300"
 	for _, onMetrics := range []bool{false, true} {
 		f := &fakeSources{}
-		m := NewManagerOf(probeSystems(f), log.NewNopLogger(), 0)
+		m := NewManager(probeSystems(f), log.NewNopLogger(), 0)
 		m.ConfigureDiscovery(DiscoveryOptions{MaxTargets: 10, IdleTimeout: time.Minute, OnMetrics: onMetrics})
 		if err := apply(t, m, guardConfig(t, "127.0.0.1:9100")); err != nil {
 			t.Fatal(err)
@@ -144,8 +145,8 @@ func TestDiscoveredTargetsStayOffMetrics(t *testing.T) {
 func TestJunkTargetsMakeWay(t *testing.T) {
 	const junk1, junk2, real1, real2 = "127.0.0.1:9401", "127.0.0.1:9402", "127.0.0.1:9403", "127.0.0.1:9404"
 	f := &fakeSources{down: map[string]bool{junk1: true, junk2: true}}
-	m := NewManagerOf(probeSystems(f), log.NewNopLogger(), 0)
-	metrics := NewDiscoveryMetrics()
+	m := NewManager(probeSystems(f), log.NewNopLogger(), 0)
+	metrics := NewDiscoveryMetrics(systems.All)
 	m.ConfigureDiscovery(DiscoveryOptions{MaxTargets: 2, IdleTimeout: time.Minute, Metrics: metrics})
 	t.Cleanup(m.Stop)
 	if err := apply(t, m, guardConfig(t, "127.0.0.1:9100")); err != nil {
@@ -195,7 +196,7 @@ func TestConcurrentFirstProbesShareTheFirstRefresh(t *testing.T) {
 	const target = "127.0.0.1:9500"
 	// The slow module's refresh timeout is 160 ms.
 	f := &fakeSources{delay: 120 * time.Millisecond}
-	m := NewManagerOf(probeSystems(f), log.NewNopLogger(), 0)
+	m := NewManager(probeSystems(f), log.NewNopLogger(), 0)
 	m.ConfigureDiscovery(DiscoveryOptions{MaxTargets: 10, IdleTimeout: time.Minute})
 	t.Cleanup(m.Stop)
 	if err := apply(t, m, guardConfig(t, "127.0.0.1:9100")); err != nil {
@@ -234,7 +235,7 @@ func TestConcurrentFirstProbesShareTheFirstRefresh(t *testing.T) {
 func TestReloadRefusesAFirstProbeOfItsNames(t *testing.T) {
 	const name = "127.0.0.1:9600"
 	f := &fakeSources{}
-	m := NewManagerOf(probeSystems(f), log.NewNopLogger(), 0)
+	m := NewManager(probeSystems(f), log.NewNopLogger(), 0)
 	m.ConfigureDiscovery(DiscoveryOptions{MaxTargets: 10, IdleTimeout: time.Minute})
 	t.Cleanup(m.Stop)
 	if err := apply(t, m, guardConfig(t, "127.0.0.1:9100")); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems"
 )
 
 // moduleConfig is a config file with the fake system's clusters and
@@ -66,8 +67,8 @@ func TestDiscoveredTargets(t *testing.T) {
 		idle                 = 1500 * time.Millisecond
 	)
 	f := &fakeSources{}
-	m := NewManagerOf(probeSystems(f), log.NewNopLogger(), 0)
-	metrics := NewDiscoveryMetrics()
+	m := NewManager(probeSystems(f), log.NewNopLogger(), 0)
+	metrics := NewDiscoveryMetrics(systems.All)
 	m.ConfigureDiscovery(DiscoveryOptions{MaxTargets: 2, IdleTimeout: idle, Metrics: metrics})
 	t.Cleanup(m.Stop)
 	if err := apply(t, m, moduleConfig(t, []string{configured + " 100ms"}, []string{"fast 100ms", "slow 200ms"})); err != nil {
@@ -200,7 +201,7 @@ func TestReloadStopsAHungTargetOutsideTheLock(t *testing.T) {
 		}
 		t.Error("sources still open after the hung refreshes ended")
 	})
-	m := NewManagerOf(probeSystems(f), log.NewNopLogger(), 0)
+	m := NewManager(probeSystems(f), log.NewNopLogger(), 0)
 	m.ConfigureDiscovery(DiscoveryOptions{MaxTargets: 4, IdleTimeout: time.Minute})
 	t.Cleanup(m.Stop)
 	// slow's refresh timeout is 80% of its 2 s interval: a stop waits for
@@ -258,8 +259,8 @@ func TestDiscoveredTargetNotAllowed(t *testing.T) {
 		return cfg
 	}
 	f := &fakeSources{}
-	m := NewManagerOf(probeSystems(f), log.NewNopLogger(), 0)
-	metrics := NewDiscoveryMetrics()
+	m := NewManager(probeSystems(f), log.NewNopLogger(), 0)
+	metrics := NewDiscoveryMetrics(systems.All)
 	m.ConfigureDiscovery(DiscoveryOptions{MaxTargets: 2, IdleTimeout: time.Minute, Metrics: metrics})
 	t.Cleanup(m.Stop)
 	if err := apply(t, m, fenced(inside)); err != nil {
@@ -325,7 +326,7 @@ redis_modules:
 	logger := log.NewNopLogger()
 	eventLog := events.NewLog(10, logger)
 	var checked []string
-	for _, s := range Systems {
+	for _, s := range systems.All {
 		if !s.Discovers() {
 			continue
 		}

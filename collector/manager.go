@@ -17,35 +17,18 @@ import (
 	"github.com/go-kit/log/level"
 
 	"github.com/failover-exporter/failover_exporter/collector/budget"
-	"github.com/failover-exporter/failover_exporter/collector/canary/kafkacanary"
-	"github.com/failover-exporter/failover_exporter/collector/canary/rediscanary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
-	"github.com/failover-exporter/failover_exporter/collector/kafka"
-	"github.com/failover-exporter/failover_exporter/collector/mirror"
-	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
-// Systems is the registry: every system the exporter watches, in the order
-// their metrics are served. Adding a system is its package and one line
-// here; the manager, the config check, the status page and the contract
-// tests read this list.
-var Systems = []system.System{
-	kafka.System,
-	redis.System,
-	kafkacanary.System,
-	rediscanary.System,
-	mirror.System,
-}
-
 // Watched counts the clusters cfg asks the registry's systems to watch,
 // by system (parts of a cluster, such as its canary, not counted).
-func Watched(cfg *config.Config) map[string]int {
+func Watched(systems []system.System, cfg *config.Config) map[string]int {
 	counts := map[string]int{}
-	for _, s := range Systems {
+	for _, s := range systems {
 		if s.Part() == "" {
 			counts[s.Name()] += len(s.Clusters(cfg))
 		}
@@ -89,15 +72,10 @@ type Manager struct {
 	testHookApplyDecided func()
 }
 
-// NewManager returns a manager of the registry's systems with no clusters,
-// whose event log keeps the last eventCapacity events
-// (events.DefaultCapacity when not positive).
-func NewManager(logger log.Logger, eventCapacity int) *Manager {
-	return NewManagerOf(Systems, logger, eventCapacity)
-}
-
-// NewManagerOf is NewManager for the given systems, for tests.
-func NewManagerOf(systems []system.System, logger log.Logger, eventCapacity int) *Manager {
+// NewManager returns a manager of the given systems (the registry,
+// systems.All, or a test's) with no clusters, whose event log keeps the
+// last eventCapacity events (events.DefaultCapacity when not positive).
+func NewManager(systems []system.System, logger log.Logger, eventCapacity int) *Manager {
 	m := &Manager{
 		logger:  logger,
 		events:  events.NewLog(eventCapacity, logger),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems"
 )
 
 // The clusters of these tests point at 127.0.0.1:1, where nothing listens:
@@ -87,7 +88,7 @@ func keysOf(rs map[string]*running) string {
 }
 
 func TestApplyAddsKeepsChangesAndRemovesClusters(t *testing.T) {
-	m := NewManager(log.NewNopLogger(), 0)
+	m := NewManager(systems.All, log.NewNopLogger(), 0)
 	t.Cleanup(m.Stop)
 
 	// Add: two Kafka clusters and one Redis cluster.
@@ -150,7 +151,7 @@ func TestApplyAddsKeepsChangesAndRemovesClusters(t *testing.T) {
 // A reload in which one of several clusters cannot be set up changes
 // nothing, and the error names that cluster.
 func TestApplyFailedReloadChangesNothing(t *testing.T) {
-	m := NewManager(log.NewNopLogger(), 0)
+	m := NewManager(systems.All, log.NewNopLogger(), 0)
 	t.Cleanup(m.Stop)
 	if err := apply(t, m, completed(t,
 		[]config.KafkaCluster{kafkaCluster("a")},

@@ -69,7 +69,7 @@ func seriesLines(text string) []string {
 
 func TestProbeServesOneClusterOfItsSystem(t *testing.T) {
 	f := &fakeSources{}
-	m := NewManagerOf(probeSystems(f), log.NewNopLogger(), 0)
+	m := NewManager(probeSystems(f), log.NewNopLogger(), 0)
 	t.Cleanup(m.Stop)
 	cfg := fakeConfig(t, fakeCluster("one", 100*time.Millisecond), fakeCluster("shared", 100*time.Millisecond))
 	if err := apply(t, m, cfg); err != nil {

@@ -3,6 +3,8 @@ package collector
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+
+	"github.com/failover-exporter/failover_exporter/collector/system"
 )
 
 // ExporterName prefixes the exporter's own series.
@@ -20,7 +22,7 @@ type SelfMetrics struct {
 }
 
 // NewSelfMetrics builds the exporter's own series.
-func NewSelfMetrics() SelfMetrics {
+func NewSelfMetrics(systems []system.System) SelfMetrics {
 	return SelfMetrics{
 		BuildInfo: versioncollector.NewCollector(ExporterName),
 		ReloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -31,7 +33,7 @@ func NewSelfMetrics() SelfMetrics {
 			Name: ExporterName + "_config_last_reload_success_timestamp_seconds",
 			Help: "Unix time of the last successful configuration load or reload.",
 		}),
-		Discovery: NewDiscoveryMetrics(),
+		Discovery: NewDiscoveryMetrics(systems),
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/metricsdoc"
+	"github.com/failover-exporter/failover_exporter/systems"
 )
 
 func TestMain(m *testing.M) {
@@ -289,7 +290,7 @@ func waitCount(t *testing.T, m *Manager, n int) int {
 // a cluster restarted by a changed setting carries on from its last state.
 func TestFakeSystemThroughTheRegistry(t *testing.T) {
 	f := &fakeSources{}
-	m := NewManagerOf([]system.System{fakeSystem(f)}, log.NewNopLogger(), 0)
+	m := NewManager([]system.System{fakeSystem(f)}, log.NewNopLogger(), 0)
 	t.Cleanup(m.Stop)
 	cfg := fakeConfig(t, fakeCluster("one", 100*time.Millisecond))
 	if err := apply(t, m, cfg); err != nil {
@@ -353,13 +354,13 @@ func TestCheckAndFailedApplyLeakNothing(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	cfg := completed(t, []config.KafkaCluster{kafkaCluster("k")}, []config.RedisCluster{redisCluster("r")})
 	for range 100 {
-		if err := Check(cfg); err != nil {
+		if err := Check(systems.All, cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
 	goleak.VerifyNone(t, ignore)
 
-	m := NewManager(log.NewNopLogger(), 0)
+	m := NewManager(systems.All, log.NewNopLogger(), 0)
 	if err := apply(t, m, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +384,7 @@ func TestCheckAndFailedApplyLeakNothing(t *testing.T) {
 // at once while Apply waits for it.
 func TestApplyDoesNotBlockReaders(t *testing.T) {
 	f := &fakeSources{}
-	m := NewManagerOf([]system.System{fakeSystem(f)}, log.NewNopLogger(), 0)
+	m := NewManager([]system.System{fakeSystem(f)}, log.NewNopLogger(), 0)
 	t.Cleanup(m.Stop)
 	one := fakeCluster("one", time.Second)
 	one.RefreshTimeout = time.Second
@@ -459,7 +460,7 @@ func TestFakeSystemOwnsItsConfigSection(t *testing.T) {
 
 	f := &fakeSources{}
 	sys := fakeSystem(f)
-	if err := NewManagerOf([]system.System{sys}, log.NewNopLogger(), 1).Check(cfg); err != nil {
+	if err := NewManager([]system.System{sys}, log.NewNopLogger(), 1).Check(cfg); err != nil {
 		t.Fatal(err)
 	}
 	if f.built != 1 || f.closed != 1 {

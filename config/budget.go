@@ -7,7 +7,7 @@ import (
 )
 
 // KafkaBudget configures a Kafka cluster's failure budget: what stopping
-// one broker or rack now would do (collector/kafka/budget.go).
+// one broker or rack now would do (systems/kafka/budget.go).
 type KafkaBudget struct {
 	// MinISRHeadroom is how many in-sync replicas above min.insync.replicas
 	// every partition must keep after a stop for the stop to count as safe

@@ -11,7 +11,7 @@ import (
 )
 
 // RedisBudget configures a Redis Cluster's failure budget: what stopping
-// one node or one availability zone now would do (collector/redis's
+// one node or one availability zone now would do (systems/redis's
 // budget.go, the redis_cluster_*_stop_* series, /api/v1/safe-to-stop).
 // The budget is always computed; these settings only tune it.
 type RedisBudget struct {

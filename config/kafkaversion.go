@@ -8,7 +8,7 @@ import (
 
 // KafkaVersion is a Kafka protocol version as sarama numbers it: major,
 // minor, very minor and patch, the last used only before 1.0 (0.11.0.2).
-// config checks versions without linking sarama; internal/kafkaclient's
+// config checks versions without linking sarama; systems/kafka/client's
 // tests hold ParseKafkaVersion to sarama.ParseKafkaVersion, which builds
 // the client from the same string.
 type KafkaVersion [4]uint

@@ -15,7 +15,7 @@ import (
 // Mirror describes one MirrorMaker 2 replication flow between two Kafka
 // clusters of the config, read from the clusters themselves: the flow's
 // offset syncs, checkpoints and heartbeats, and both clusters' offsets
-// (collector/mirror, docs/mirror.md).
+// (systems/mirror, docs/mirror.md).
 type Mirror struct {
 	// Name is the value of the mirror label.
 	Name string `yaml:"name"`

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
-	"github.com/failover-exporter/failover_exporter/collector/mirror"
 	"github.com/failover-exporter/failover_exporter/internal/contract"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/internal/promtest"
+	"github.com/failover-exporter/failover_exporter/systems/mirror"
 )
 
 // TestMirrorConnect runs MirrorMaker 2's three connectors on a real Kafka

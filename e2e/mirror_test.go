@@ -14,10 +14,10 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
-	"github.com/failover-exporter/failover_exporter/collector/mirror"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/internal/promtest"
+	"github.com/failover-exporter/failover_exporter/systems/mirror"
 )
 
 // The mirror tests run a real MirrorMaker 2 (dedicated mode) between two

@@ -60,7 +60,7 @@ var emptyPanels = func() map[string]string {
 		"redis-cluster.json/" + liveRedisBare + "/Time to recover: slots unserved":         "the dashboard is read while the killed master is still down: the unserved-slot episode has not ended",
 	}
 	// Zone series are served only where zones are known (TestLabFailureBudget
-	// in collector/redis checks them with failure_budget.zones).
+	// in systems/redis checks them with failure_budget.zones).
 	const noZones = "no zone is known: Redis 7 has no availability_zone, and the lab sets no failure_budget.zones"
 	for _, title := range []string{"Slots a zone's loss would leave unserved"} {
 		for _, c := range []string{liveRedisBare, liveRedisRepl} {
@@ -112,9 +112,9 @@ var emptyPanels = func() map[string]string {
 		}
 	}
 	// Hot slots are opt-in too, and the lab's Redis 7.0 has no CLUSTER
-	// SLOT-STATS (collector/redis TestHotSlots reads them on Valkey 8.1).
+	// SLOT-STATS (systems/redis TestHotSlots reads them on Valkey 8.1).
 	const slotStatsOff = "slot_stats is off unless configured, as in this lab, whose Redis 7.0 has no CLUSTER SLOT-STATS"
-	// Redis 7.0 has no atomic slot migration (collector/redis
+	// Redis 7.0 has no atomic slot migration (systems/redis
 	// TestValkey9AtomicSlotMigration reads it on Valkey 9.1).
 	const noAtomicMigration = "this lab's Redis 7.0 has no atomic slot migration (Valkey 9.0+, Redis 8.4+)"
 	for _, cluster := range []string{liveRedisBare, liveRedisRepl} {

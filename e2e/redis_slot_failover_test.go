@@ -13,8 +13,8 @@ import (
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
-	"github.com/failover-exporter/failover_exporter/internal/redisproto"
-	"github.com/failover-exporter/failover_exporter/internal/slotcmd"
+	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
+	"github.com/failover-exporter/failover_exporter/systems/redis/slotcmd"
 )
 
 // slotShard is one master's slot range and the nodes that may own it: the

@@ -14,7 +14,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
-	"github.com/failover-exporter/failover_exporter/internal/redisproto"
+	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
 )
 
 // TestSafeToStopRedisReshard asks the exporter about the empty master
@@ -24,7 +24,7 @@ import (
 // slot, the series say so, the command exits 1 saying why; the command
 // waiting with --wait says yes only once the move has been undone (keys
 // MIGRATEd back, CLUSTER SETSLOT STABLE on both ends). What a stop of the
-// importing node then does is shown in collector/redis's
+// importing node then does is shown in systems/redis's
 // TestLabBudgetReshard.
 func TestSafeToStopRedisReshard(t *testing.T) {
 	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1})

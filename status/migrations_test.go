@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/failover-exporter/failover_exporter/collector/redis"
+	"github.com/failover-exporter/failover_exporter/systems/redis"
 )
 
 // The slot map marks the slots of an atomic slot migration in flight, with

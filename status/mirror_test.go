@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/failover-exporter/failover_exporter/collector/mirror"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/status/model"
+	"github.com/failover-exporter/failover_exporter/systems/mirror"
 )
 
 // TestPageShowsAMirrorFlow: a flow's section, built by mirror.Views from a

@@ -13,11 +13,11 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/episode"
 	"github.com/failover-exporter/failover_exporter/collector/events"
-	"github.com/failover-exporter/failover_exporter/collector/kafka"
-	"github.com/failover-exporter/failover_exporter/collector/mirror"
-	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/status/model"
+	"github.com/failover-exporter/failover_exporter/systems/kafka"
+	"github.com/failover-exporter/failover_exporter/systems/mirror"
+	"github.com/failover-exporter/failover_exporter/systems/redis"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

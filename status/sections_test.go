@@ -13,8 +13,8 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
-	"github.com/failover-exporter/failover_exporter/collector/redis"
 	"github.com/failover-exporter/failover_exporter/status/model"
+	"github.com/failover-exporter/failover_exporter/systems/redis"
 )
 
 // modelPage renders the given parts as they are, with no system's builder.

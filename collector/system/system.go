@@ -2,7 +2,7 @@
 // clusters, Redis Clusters, their write canaries) to the code that wires
 // them: the manager, the config check, the status page and the contract
 // tests. Each system package exports one System built with Define; the
-// registry (collector.Systems) lists them, and nothing else names them.
+// registry (systems.All) lists them, and nothing else names them.
 //
 // A system is typed by its snapshot S and its cluster settings C; Define
 // turns that into the untyped System the registry holds, so the manager

@@ -19,6 +19,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/internal/metricsdoc"
+	"github.com/failover-exporter/failover_exporter/systems"
 )
 
 const (
@@ -226,13 +227,13 @@ func exposedMetricNames(t *testing.T) map[string]bool {
 	// histogram's _bucket, _sum and _count.
 	fromCollectors := map[string][]string{}
 	exposed := map[string]bool{}
-	for _, s := range collector.Systems {
+	for _, s := range systems.All {
 		fromCollectors[s.Name()] = s.MetricNames()
 		for _, n := range s.SeriesNames() {
 			exposed[n] = true
 		}
 	}
-	selfMetrics, err := metricsdoc.FromCollectors(collector.NewSelfMetrics().Collectors()...)
+	selfMetrics, err := metricsdoc.FromCollectors(collector.NewSelfMetrics(systems.All).Collectors()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -733,7 +734,7 @@ func TestEventKindsAreDocumented(t *testing.T) {
 	if end := strings.Index(section, "\n## "); end > 0 {
 		section = section[:end]
 	}
-	for _, s := range collector.Systems {
+	for _, s := range systems.All {
 		if len(s.EventKinds()) == 0 {
 			t.Errorf("system %s lists no event kinds", s.Name())
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/internal/metricsdoc"
+	"github.com/failover-exporter/failover_exporter/systems"
 )
 
 // TestOwnSeriesAreWhatTheChartKeeps checks the split the probed layout rests
@@ -24,7 +25,7 @@ func TestOwnSeriesAreWhatTheChartKeeps(t *testing.T) {
 		t.Fatalf("the chart's ServiceMonitor no longer keeps %s of /metrics when clusters are probed; update OwnSeries", OwnSeries)
 	}
 	own := regexp.MustCompile("^" + OwnSeries + "$")
-	self, err := metricsdoc.FromCollectors(collector.NewSelfMetrics().Collectors()...)
+	self, err := metricsdoc.FromCollectors(collector.NewSelfMetrics(systems.All).Collectors()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestOwnSeriesAreWhatTheChartKeeps(t *testing.T) {
 			t.Errorf("the exporter's own %s is not kept by the chart's %s: lost when clusters are probed", m.Name, OwnSeries)
 		}
 	}
-	for _, s := range collector.Systems {
+	for _, s := range systems.All {
 		for _, n := range s.SeriesNames() {
 			if own.MatchString(n) {
 				t.Errorf("%s serves %s, which the chart keeps from /metrics too: scraped twice when clusters are probed", s.Name(), n)

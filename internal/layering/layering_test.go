@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -59,12 +58,12 @@ func goList(t *testing.T, patterns ...string) map[string]listedPackage {
 	return pkgs
 }
 
-// systems are the module's system packages: the collector packages that
-// have a system.go (the file with the package's registry line).
+// systems are the module's system packages: the packages under systems/
+// that have a system.go (the file with the package's registry line).
 func systems(pkgs map[string]listedPackage) []string {
 	var out []string
 	for path, p := range pkgs {
-		if strings.HasPrefix(path, module+"/collector/") && slices.Contains(p.GoFiles, "system.go") && filepath.Base(p.Dir) != "system" {
+		if strings.HasPrefix(path, module+"/systems/") && slices.Contains(p.GoFiles, "system.go") {
 			out = append(out, path)
 		}
 	}
@@ -76,7 +75,7 @@ func systems(pkgs map[string]listedPackage) []string {
 // with what keeps it. The test fails when one of them is gone too, so that
 // the list only shrinks: remove the line when the import goes.
 // None is left: the last, the Redis canary's slot map, moved to
-// internal/redisproto with the CLUSTER NODES parser and the merge rule.
+// systems/redis/proto with the CLUSTER NODES parser and the merge rule.
 var pendingSiblingImports = map[[2]string]string{}
 
 func TestNoSystemImportsASibling(t *testing.T) {
@@ -84,7 +83,7 @@ func TestNoSystemImportsASibling(t *testing.T) {
 	found := systems(pkgs)
 	// The test must see the systems it guards; a rename that hides them
 	// from it would make it pass for nothing.
-	for _, want := range []string{"collector/kafka", "collector/redis", "collector/mirror", "collector/canary/kafkacanary", "collector/canary/rediscanary"} {
+	for _, want := range []string{"systems/kafka", "systems/redis", "systems/mirror", "systems/kafka/canary", "systems/redis/canary"} {
 		if !slices.Contains(found, module+"/"+want) {
 			t.Errorf("system %s not found among %v", want, found)
 		}
@@ -98,7 +97,7 @@ func TestNoSystemImportsASibling(t *testing.T) {
 					seenPending[edge] = true
 					continue
 				}
-				t.Errorf("system %s imports system %s; move what they share to a client package (internal/kafkaclient, internal/redisproto)", strings.TrimPrefix(system, module+"/"), strings.TrimPrefix(dep, module+"/"))
+				t.Errorf("system %s imports system %s; move what they share to a client package (systems/kafka/client, systems/redis/proto)", strings.TrimPrefix(system, module+"/"), strings.TrimPrefix(dep, module+"/"))
 			}
 		}
 	}

@@ -10,18 +10,19 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/systems"
 )
 
 var update = flag.Bool("update", false, "rewrite METRICS.md from the collectors")
 
 func sections(t *testing.T) []Section {
 	t.Helper()
-	self, err := FromCollectors(collector.NewSelfMetrics().Collectors()...)
+	self, err := FromCollectors(collector.NewSelfMetrics(systems.All).Collectors()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []Section
-	for _, s := range collector.Systems {
+	for _, s := range systems.All {
 		out = append(out, Section{Title: s.Doc().Title, Intro: s.Doc().Intro, Metrics: FromSets(s.Sets()...), Notes: s.Doc().Notes})
 	}
 	return append(out, Section{Title: "The exporter itself", Intro: "Besides Go runtime (`go_*`), process (`process_*`) and `/metrics` handler (`promhttp_metric_handler_*`) series.", Metrics: self})
@@ -57,7 +58,7 @@ func TestEveryMetricIsDocumentedWithHelpAndLabels(t *testing.T) {
 	}
 	// The tables the document is read from are the descriptors the
 	// collectors describe to the registry, no more, no fewer.
-	for _, sys := range collector.Systems {
+	for _, sys := range systems.All {
 		c := struct {
 			name      string
 			collector prometheus.Collector

@@ -1,0 +1,95 @@
+package kafka
+
+import (
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/failover-exporter/failover_exporter/collector/budget"
+	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/system"
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+// Spec is Kafka as the registry knows it (systems.All).
+var Spec = system.Spec[Snapshot, config.KafkaCluster]{
+	Name:        "kafka",
+	Clusters:    func(cfg *config.Config) []config.KafkaCluster { return cfg.Kafka },
+	ClusterName: func(c config.KafkaCluster) string { return c.Name },
+	Discover: func(cfg *config.Config, module, name string, addrs []string) (config.KafkaCluster, bool) {
+		m, ok := cfg.KafkaModule(module)
+		return m.At(name, addrs), ok
+	},
+	Members:     members,
+	Fingerprint: config.KafkaCluster.Fingerprint,
+	Timing:      func(c config.KafkaCluster) (time.Duration, time.Duration) { return c.RefreshInterval, c.RefreshTimeout },
+	Source: func(c config.KafkaCluster, logger log.Logger) (system.Source[Snapshot], error) {
+		src, err := newSource(c, logger)
+		if err != nil {
+			return system.Source[Snapshot]{}, err
+		}
+		return system.Source[Snapshot]{Refresh: src.refresh, Close: src.close}, nil
+	},
+	Events: func(s *Snapshot) []events.Event { return s.Events.All() },
+	EventKinds: []events.Kind{
+		EventBrokerDown, EventBrokerUp, EventBrokerFenced, EventBrokerUnfenced,
+		EventQuorumVoterAdded, EventQuorumVoterRemoved, EventLogDirCordoned, EventLogDirUncordoned, EventLeaderChange,
+		EventPartitionOffline, EventPartitionOnline,
+		EventISRShrink, EventISRExpand, EventISRChange,
+		EventUnderMinISRBegin, EventUnderMinISREnd, EventUncleanElection,
+		EventReassignmentStarted, EventReassignmentFinished, events.EventsTruncated,
+	},
+	NewCollector: func() system.Collector[Snapshot, config.KafkaCluster] { return servingCollector{NewCollector()} },
+	Sets:         Sets,
+	Doc: system.Doc{
+		Title: "Kafka",
+		Intro: "Every series carries `kafka_cluster`. While `kafka_up` is 0 only `kafka_up` and the `kafka_exporter_*` series are served. " +
+			"Which per-partition series are served depends on the cluster's `partition_metrics` mode: see the table after this one. " +
+			"Which depend on the Kafka version: the `kafka_quorum_*` series need KRaft (absent in ZooKeeper mode); " +
+			"`kafka_partition_eligible_leader_replicas`, `kafka_partition_last_known_elr`, `kafka_partition_no_clean_leader` and " +
+			"`kafka_topic_no_clean_leader_partitions` need DescribeTopicPartitions (absent in ZooKeeper mode; on 3.9 in KRaft mode, which has no ELR, always 0, as its kafka-topics.sh shows the ELR empty); " +
+			"in ZooKeeper mode the reassignment series are served only while the broker the exporter reads Metadata from is the active controller. " +
+			"The README's Kafka versions table has the details (3.9 ZooKeeper, 3.9 KRaft, 4.1, 4.3, 4.4).",
+		Notes: PartitionModesDoc(),
+	},
+	Views:        Views,
+	Budget:       answerBudget,
+	BudgetScopes: []budget.Scope{budget.Broker, budget.Rack},
+}
+
+// System is Kafka's registry entry.
+var System = system.Define(Spec)
+
+// NewWatcher returns a watcher that refreshes cfg's cluster on its refresh
+// interval, as the manager builds it. It does no network I/O until the
+// watcher runs; the connection is closed when Run returns, or by Close.
+func NewWatcher(cfg config.KafkaCluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
+	return system.NewWatcher(Spec, cfg, logger)
+}
+
+// servingCollector is the collector as the registry serves it: each
+// cluster with its settings' choice of partition series.
+type servingCollector struct{ *Collector }
+
+func (c servingCollector) Serve(name string, w *watch.Watcher[Snapshot], settings config.KafkaCluster) {
+	c.SetEmit(name, w, EmitState(settings.PartitionMetrics))
+}
+
+// members are the cluster's id and every address it is known by: its
+// bootstrap servers and its brokers' advertised addresses.
+func members(c config.KafkaCluster, snap *Snapshot) (ids, addrs []string) {
+	addrs = append(addrs, c.BootstrapServers...)
+	if snap == nil {
+		return nil, addrs
+	}
+	if snap.ClusterID != "" {
+		ids = append(ids, "kafka cluster id "+snap.ClusterID)
+	}
+	for _, b := range snap.Brokers {
+		if b.Address != "" {
+			addrs = append(addrs, b.Address)
+		}
+	}
+	return ids, addrs
+}

@@ -1,0 +1,61 @@
+package mirror
+
+import (
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/system"
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/config"
+)
+
+// Spec is the mirror flow as the registry knows it (systems.All).
+var Spec = system.Spec[Snapshot, config.Mirror]{
+	Name:        "mirror",
+	Clusters:    func(cfg *config.Config) []config.Mirror { return cfg.Mirrors },
+	ClusterName: func(m config.Mirror) string { return m.Name },
+	Fingerprint: config.Mirror.Fingerprint,
+	Timing:      func(m config.Mirror) (time.Duration, time.Duration) { return m.RefreshInterval, m.RefreshTimeout },
+	Source: func(m config.Mirror, logger log.Logger) (system.Source[Snapshot], error) {
+		src, err := NewSource(m, logger)
+		if err != nil {
+			return system.Source[Snapshot]{}, err
+		}
+		return system.Source[Snapshot]{Refresh: src.Refresh, Close: src.Close}, nil
+	},
+	Events:     func(s *Snapshot) []events.Event { return s.Events.All() },
+	EventKinds: []events.Kind{EventStalled, EventResumed, EventTopicMissing, EventTopicAppeared, EventConnectorState, events.EventsTruncated},
+	NewCollector: func() system.Collector[Snapshot, config.Mirror] {
+		return servingCollector{NewCollector()}
+	},
+	Sets: Sets,
+	Doc: system.Doc{
+		Title: "MirrorMaker 2 flows",
+		Intro: "One section per `mirrors:` entry of the config: a MirrorMaker 2 flow from one Kafka cluster of the config to another, read from the two clusters " +
+			"(MM2's offset syncs, checkpoints and heartbeats, both clusters' offsets). Every series carries `mirror`, `source_cluster` and `target_cluster`. " +
+			"The topic series need the source (`kafka_mirror_source_up`), the heartbeat and group series the target. " +
+			"The `kafka_mirror_partition_*` and `kafka_mirror_group_resume_offset` series are served only with the flow's `partition_metrics: true`. " +
+			"docs/mirror.md says how exact each figure is.",
+	},
+	Views: Views,
+}
+
+// System is the mirror flow's registry entry.
+var System = system.Define(Spec)
+
+// NewWatcher returns a watcher that refreshes the flow m on its refresh
+// interval, as the manager builds it. m must come from a config that
+// Complete filled in (its clusters resolved).
+func NewWatcher(m config.Mirror, logger log.Logger) (*watch.Watcher[Snapshot], error) {
+	return system.NewWatcher(Spec, m, logger)
+}
+
+// servingCollector serves each flow with its settings' cluster names and
+// choice of partition series.
+type servingCollector struct{ *Collector }
+
+func (c servingCollector) Serve(name string, w *watch.Watcher[Snapshot], m config.Mirror) {
+	c.SetEmit(name, w, Emitter(m.Source, m.Target, m.PartitionMetrics))
+}

@@ -1,0 +1,106 @@
+package redis
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
+)
+
+// replicaOffset is one slaveN line of a master's INFO replication; its
+// state and lag are not used, so they are not read.
+type replicaOffset struct {
+	Addr   string // ip:port the replica announced
+	Offset int64  // replication offset the replica acknowledged
+}
+
+// replicationInfo is the part of INFO replication the exporter uses.
+type replicationInfo struct {
+	IsMaster bool
+	// On a master: its offset and its replicas' acknowledged offsets.
+	MasterReplOffset int64
+	Replicas         []replicaOffset
+	// On a replica: whether its link to the master is up.
+	MasterLinkUp bool
+}
+
+func parseReplicationInfo(fields redisproto.InfoFields) (replicationInfo, error) {
+	var ri replicationInfo
+	switch role := fields.Value("role"); role {
+	case "master":
+		ri.IsMaster = true
+	case "slave", "replica":
+		ri.MasterLinkUp = fields.Value("master_link_status") == "up"
+	default:
+		return ri, fmt.Errorf("INFO replication: unknown role %q", role)
+	}
+	var err error
+	if ri.MasterReplOffset, err = strconv.ParseInt(fields.Value("master_repl_offset"), 10, 64); err != nil {
+		return ri, fmt.Errorf("INFO replication: master_repl_offset: %w", err)
+	}
+	if !ri.IsMaster {
+		return ri, nil
+	}
+	connected, err := strconv.Atoi(fields.Value("connected_slaves"))
+	if err != nil {
+		return ri, fmt.Errorf("INFO replication: connected_slaves: %w", err)
+	}
+	for i := 0; i < connected; i++ {
+		key := "slave" + strconv.Itoa(i)
+		value, ok := fields.Get(key)
+		if !ok {
+			// connected_slaves and the slaveN lines come from one snapshot;
+			// a gap means a reply we do not understand.
+			return ri, fmt.Errorf("INFO replication: connected_slaves is %d but %s is missing", connected, key)
+		}
+		r, err := parseReplicaOffset(value)
+		if err != nil {
+			return ri, fmt.Errorf("INFO replication: %s: %w", key, err)
+		}
+		ri.Replicas = append(ri.Replicas, r)
+	}
+	return ri, nil
+}
+
+// parseReplicaOffset parses "ip=127.0.0.1,port=7003,state=online,offset=42,lag=0".
+func parseReplicaOffset(s string) (replicaOffset, error) {
+	var (
+		r        replicaOffset
+		ip, port string
+		err      error
+	)
+	for rest := s; rest != ""; {
+		var kv string
+		kv, rest, _ = strings.Cut(rest, ",")
+		key, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			return r, fmt.Errorf("%q is not key=value", kv)
+		}
+		switch key {
+		case "ip":
+			ip = value
+		case "port":
+			port = value
+		case "offset":
+			if r.Offset, err = strconv.ParseInt(value, 10, 64); err != nil {
+				return r, fmt.Errorf("offset: %w", err)
+			}
+		}
+	}
+	if ip == "" || port == "" {
+		return r, fmt.Errorf("%q has no ip or port", s)
+	}
+	r.Addr = net.JoinHostPort(ip, port)
+	return r, nil
+}
+
+// parseUsedMemory reads used_memory from INFO memory.
+func parseUsedMemory(fields redisproto.InfoFields) (uint64, error) {
+	used, err := strconv.ParseUint(fields.Value("used_memory"), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("INFO memory: used_memory: %w", err)
+	}
+	return used, nil
+}

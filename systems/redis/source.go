@@ -1,0 +1,463 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/redis/rueidis"
+
+	"github.com/failover-exporter/failover_exporter/collector/peer"
+	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
+)
+
+// errNodeBusy is returned for a node whose previous query has not finished.
+// Skipping it, rather than starting another query, keeps a hung node from
+// accumulating goroutines and connections across refreshes.
+var errNodeBusy = errors.New("previous query to this node is still in flight")
+
+// source reads a Redis Cluster by querying every node it lists directly.
+type source struct {
+	cfg    config.RedisCluster
+	option rueidis.ClientOption
+	logger log.Logger
+
+	mu      sync.Mutex
+	clients map[string]*nodeClient // by address; kept across refreshes
+	closed  bool
+	// peers says what answered at an address that failed.
+	peers peer.Cache
+	// slotStats reads the hot slots; nil unless slot_stats.top is set.
+	slotStats *slotStatsReader
+	// migrationsRefusedLogged makes an ACL refusing the atomic slot
+	// migration command one log line: it repeats on every refresh.
+	migrationsRefusedLogged atomic.Bool
+}
+
+// nodeClient is the connection to one node.
+type nodeClient struct {
+	addr string
+	// busy is set while a query runs; see errNodeBusy.
+	busy atomic.Bool
+	// migrationAPI is the node's atomic slot migration command, a
+	// migrationAPI read once (migrations.go).
+	migrationAPI atomic.Int32
+	// nodeTimeout is the node's cluster-node-timeout in milliseconds, read
+	// once per connection: 0 unread, -1 refused or unreadable (budget.go).
+	nodeTimeout atomic.Int64
+
+	mu     sync.Mutex
+	client rueidis.Client
+	closed bool
+}
+
+func newSource(cfg config.RedisCluster, logger log.Logger) (*source, error) {
+	if len(cfg.Addrs) == 0 {
+		return nil, errors.New("no seed addresses")
+	}
+	if cfg.CommandTimeout <= 0 || cfg.DialTimeout <= 0 {
+		return nil, errors.New("command and dial timeouts must be positive; was config.Complete called?")
+	}
+	option, err := redisproto.ClientOption(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &source{
+		cfg:     cfg,
+		option:  option,
+		logger:  logger,
+		clients: map[string]*nodeClient{},
+	}
+	if cfg.SlotStats.Top > 0 {
+		s.slotStats = &slotStatsReader{top: cfg.SlotStats.Top, logger: logger}
+	}
+	return s, nil
+}
+
+// refresh reads the topology and every node in it. Later refreshes start
+// from the last known topology, so the cluster is still found when the seeds
+// are gone; the seeds are tried only when none of those nodes answers.
+func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
+	probedAt := time.Now()
+	queried := map[string]bool{}
+	var views []nodeView
+	var errs []error
+	query := func(addrs []string) {
+		var todo []string
+		for _, a := range addrs {
+			if a != "" && !queried[a] {
+				queried[a] = true
+				todo = append(todo, a)
+			}
+		}
+		v, e := s.queryNodes(ctx, todo)
+		views, errs = append(views, v...), append(errs, e...)
+	}
+
+	if prev != nil {
+		known := make([]string, 0, len(prev.Nodes)+len(prev.Foreign))
+		for _, n := range prev.Nodes {
+			known = append(known, n.Addr)
+		}
+		// Foreign nodes are read again so that they stay reported (a
+		// forgotten replica is listed by no member) until they rejoin or
+		// stop answering.
+		for _, f := range prev.Foreign {
+			known = append(known, f.Addr)
+		}
+		query(known)
+	}
+	if len(views) == 0 {
+		query(s.cfg.Addrs)
+	}
+	if len(views) == 0 {
+		return nil, &noNodeAnsweredError{errs: errs}
+	}
+	// Nodes that joined since the last refresh, or all of them on the first.
+	query(topologyAddrs(views))
+
+	snap, err := buildSnapshot(views)
+	if err != nil {
+		return nil, err
+	}
+	// Dated by the last answer, not by the end of the refresh: a hung
+	// node keeps the refresh waiting until its deadline, and the cluster's
+	// state read from the others is that much older.
+	snap.ReadAt = lastAnswer(views)
+	snap.ProbedAt = probedAt
+	snap.backdateLimit = s.cfg.BackdateLimit
+	snap.FailureBudget = assessBudget(snap, s.cfg.FailureBudget, clusterNodeTimeout(views))
+	s.readSlotStats(ctx, snap)
+	carryTransitions(prev, snap)
+	settleDisputes(prev, snap, time.Now())
+	keep := append(topologyAddrs(views), s.cfg.Addrs...)
+	for _, f := range snap.Foreign {
+		keep = append(keep, f.Addr)
+	}
+	s.dropClientsExcept(keep)
+	return snap, nil
+}
+
+// lastAnswer is when the last of the views arrived.
+func lastAnswer(views []nodeView) time.Time {
+	var last time.Time
+	for _, v := range views {
+		if v.AnsweredAt.After(last) {
+			last = v.AnsweredAt
+		}
+	}
+	if last.IsZero() {
+		return time.Now()
+	}
+	return last
+}
+
+// topologyAddrs lists every address the views mention.
+func topologyAddrs(views []nodeView) []string { return redisproto.Addrs(views) }
+
+// queryNodes queries the nodes concurrently and returns the views of those
+// that answered before ctx ended. A node that has not answered by then is
+// left to finish (or time out) on its own; refresh does not wait for it.
+func (s *source) queryNodes(ctx context.Context, addrs []string) ([]nodeView, []error) {
+	type result struct {
+		view nodeView
+		err  error
+	}
+	results := make(chan result, len(addrs)) // buffered: late senders never block
+	for _, addr := range addrs {
+		nc := s.nodeClient(addr)
+		if nc == nil {
+			continue // source closed
+		}
+		go func() {
+			view, err := s.queryNode(ctx, nc)
+			if err != nil {
+				err = fmt.Errorf("%s: %w", nc.addr, s.explain(nc.addr, err))
+			}
+			results <- result{view, err}
+		}()
+	}
+	var views []nodeView
+	var errs []error
+	for range addrs {
+		select {
+		case r := <-results:
+			if r.err != nil {
+				level.Debug(s.logger).Log("msg", "node query failed", "err", r.err)
+				errs = append(errs, r.err)
+				continue
+			}
+			views = append(views, r.view)
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("refresh deadline: %w", ctx.Err()))
+			return views, errs
+		}
+	}
+	return views, errs
+}
+
+// peerHintWait is how long a failed query waits for the probe of what is at
+// the address. Kafka and a cluster bus answer it in milliseconds, but a
+// loaded machine's Kafka took over 200 ms, and the first failure is the one
+// logged as a warning: it waits up to a second, once per address (the
+// answer is cached), and only for a closed or reset connection.
+const peerHintWait = time.Second
+
+// explain says what to do about a refused login, and what answered at addr
+// when it is not Redis (a Kafka broker, a cluster bus port), which rueidis
+// reports only as EOF or a reset connection.
+func (s *source) explain(addr string, err error) error {
+	if strings.Contains(err.Error(), "NOAUTH") && !s.cfg.Password.IsSet() {
+		return fmt.Errorf("%w (the server wants a password: give --redis.password-file=FILE, or password: {file: FILE} or {env: VARIABLE} in the config file)", err)
+	}
+	// A reply is from Redis; a refused or timed-out connection is a node
+	// that is down or hung. Only a closed or reset connection is probed.
+	var netErr net.Error
+	if _, isReply := rueidis.IsRedisErr(err); isReply || errors.Is(err, errNodeBusy) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout() {
+		return err
+	}
+	if hint := s.peers.Hint(addr, peer.Redis, peerHintWait); hint != "" {
+		return fmt.Errorf("%w (%s)", err, hint)
+	}
+	return err
+}
+
+// nodeClient returns the client for addr, creating the entry (not the
+// connection) if needed. It returns nil once the source is closed.
+func (s *source) nodeClient(addr string) *nodeClient {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	nc, ok := s.clients[addr]
+	if !ok {
+		nc = &nodeClient{addr: addr}
+		s.clients[addr] = nc
+	}
+	return nc
+}
+
+// dropClientsExcept closes the clients of nodes that left the topology.
+func (s *source) dropClientsExcept(keep []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for addr, nc := range s.clients {
+		if !slices.Contains(keep, addr) {
+			delete(s.clients, addr)
+			nc.close()
+		}
+	}
+}
+
+// close closes every client; the source cannot be used afterwards.
+func (s *source) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for addr, nc := range s.clients {
+		delete(s.clients, addr)
+		nc.close()
+	}
+}
+
+func (nc *nodeClient) close() {
+	nc.mu.Lock()
+	defer nc.mu.Unlock()
+	nc.closed = true
+	if nc.client != nil {
+		nc.client.Close()
+		nc.client = nil
+	}
+}
+
+// get returns the node's rueidis client, dialling it the first time. The
+// dial is bounded by the dialer timeout (rueidis.NewClient takes no context).
+func (nc *nodeClient) get(option rueidis.ClientOption) (rueidis.Client, error) {
+	nc.mu.Lock()
+	if nc.client != nil {
+		defer nc.mu.Unlock()
+		return nc.client, nil
+	}
+	nc.mu.Unlock()
+	option.InitAddress = []string{nc.addr}
+	// With ForceSingleClient rueidis returns a usable client even when the
+	// first dial fails; it dials again on the next command.
+	client, err := rueidis.NewClient(option)
+	if client == nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	nc.mu.Lock()
+	defer nc.mu.Unlock()
+	if nc.closed {
+		// Dropped from the topology while dialling: do not leak it.
+		client.Close()
+		return nil, errors.New("client closed")
+	}
+	if nc.client != nil {
+		// Another caller won the race; keep one connection per node.
+		client.Close()
+		return nc.client, nil
+	}
+	nc.client = client
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	return client, nil
+}
+
+// queryNode reads one node's view with one pipelined round trip.
+func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error) {
+	if !nc.busy.CompareAndSwap(false, true) {
+		return nodeView{}, errNodeBusy
+	}
+	defer nc.busy.Store(false)
+
+	client, err := nc.get(s.option)
+	if err != nil {
+		return nodeView{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommandTimeout)
+	defer cancel()
+	cmds := rueidis.Commands{
+		client.B().ClusterNodes().Build(),
+		client.B().ClusterInfo().Build(),
+		// Two sections in two commands: INFO with several sections needs Redis 7.
+		client.B().Info().Section("replication").Build(),
+		client.B().Info().Section("memory").Build(),
+		client.B().Dbsize().Build(),
+		// Valkey 8.1 reports the node's availability-zone only here.
+		client.B().Hello().Build(),
+	}
+	api := nc.readMigrationAPI(ctx, client)
+	migrationReply := -1
+	if api == migrationAPIValkey || api == migrationAPIRedis {
+		migrationReply = len(cmds)
+		cmds = append(cmds, migrationCommand(client, api))
+	}
+	nodeTimeoutReply := -1
+	if nc.nodeTimeout.Load() == 0 {
+		nodeTimeoutReply = len(cmds)
+		cmds = append(cmds, client.B().ConfigGet().Parameter("cluster-node-timeout").Build())
+	}
+	replies := client.DoMulti(ctx, cmds...)
+	answeredAt := time.Now()
+	texts := make([]string, 4)
+	for i := range texts {
+		if texts[i], err = replies[i].ToString(); err != nil {
+			return nodeView{}, fmt.Errorf("%s: %w", commandNames[i], err)
+		}
+	}
+	keys, err := replies[4].AsInt64()
+	if err != nil {
+		return nodeView{}, fmt.Errorf("%s: %w", commandNames[4], err)
+	}
+	view, err := parseNodeView(nc.addr, texts[0], texts[1], texts[2], texts[3], keys)
+	if err != nil {
+		return view, err
+	}
+	hello, err := replies[5].AsMap()
+	if err != nil {
+		return nodeView{}, fmt.Errorf("HELLO: %w", err)
+	}
+	if zone, ok := hello["availability_zone"]; ok {
+		view.Zone, _ = zone.ToString()
+	}
+	if nodeTimeoutReply >= 0 {
+		nc.nodeTimeout.Store(parseNodeTimeout(replies[nodeTimeoutReply]))
+	}
+	if ms := nc.nodeTimeout.Load(); ms > 0 {
+		view.NodeTimeout = time.Duration(ms) * time.Millisecond
+	}
+	if migrationReply >= 0 {
+		// A node whose jobs cannot be read (an ACL refusing the command)
+		// is still read; its migration series are absent.
+		if view.Migrations, err = nc.readMigrations(replies[migrationReply], api); err != nil {
+			s.reportMigrationsUnread(nc.addr, api, err)
+		} else {
+			view.MigrationsRead = true
+		}
+	}
+	view.AnsweredAt = answeredAt
+	return view, nil
+}
+
+// reportMigrationsUnread logs a node whose atomic slot migration jobs could
+// not be read: once per source, at warn level, when the ACL refuses the
+// command (it lasts until someone allows it), at debug level otherwise.
+func (s *source) reportMigrationsUnread(addr string, api migrationAPI, err error) {
+	if strings.Contains(strings.ToLower(err.Error()), "noperm") && s.migrationsRefusedLogged.CompareAndSwap(false, true) {
+		allow := "+cluster|getslotmigrations"
+		if api == migrationAPIRedis {
+			allow = "+cluster|migration"
+		}
+		level.Warn(s.logger).Log("msg", "atomic slot migration jobs refused: allow "+allow+" to the exporter's ACL user (docs/redis.md); the redis_cluster_node_slot_migration_* series are absent until then; logged once",
+			"node", addr, "err", err)
+		return
+	}
+	level.Debug(s.logger).Log("msg", "reading atomic slot migrations failed", "addr", addr, "err", err)
+}
+
+// commandNames names the commands queryNode sends, in order, for errors.
+var commandNames = []string{"CLUSTER NODES", "CLUSTER INFO", "INFO replication", "INFO memory", "DBSIZE", "HELLO"}
+
+// parseNodeView decodes one node's replies.
+func parseNodeView(addr, nodes, info, replication, memory string, keys int64) (nodeView, error) {
+	view, err := redisproto.ParseView(addr, nodes, info)
+	v := nodeView{View: view, Keys: keys}
+	if err != nil {
+		return v, err
+	}
+	fields, err := redisproto.ParseInfoFields(replication)
+	if err != nil {
+		return v, fmt.Errorf("INFO replication: %w", err)
+	}
+	if v.Replication, err = parseReplicationInfo(fields); err != nil {
+		return v, err
+	}
+	if fields, err = redisproto.ParseInfoFields(memory); err != nil {
+		return v, fmt.Errorf("INFO memory: %w", err)
+	}
+	if v.UsedMemory, err = parseUsedMemory(fields); err != nil {
+		return v, err
+	}
+	return v, nil
+}
+
+// parseNodeTimeout reads CONFIG GET cluster-node-timeout's reply (a map in
+// RESP3, pairs in RESP2) as milliseconds, -1 when it is refused (an ACL
+// without +config|get) or not a positive number: the failure budget then
+// estimates with DefaultClusterNodeTimeout.
+func parseNodeTimeout(reply rueidis.RedisResult) int64 {
+	values, err := reply.AsStrMap()
+	if err != nil {
+		return -1
+	}
+	ms, err := strconv.ParseInt(values["cluster-node-timeout"], 10, 64)
+	if err != nil || ms <= 0 {
+		return -1
+	}
+	return ms
+}
+
+// clusterNodeTimeout is the largest cluster-node-timeout the views report,
+// 0 when none did.
+func clusterNodeTimeout(views []nodeView) time.Duration {
+	var timeout time.Duration
+	for _, v := range views {
+		timeout = max(timeout, v.NodeTimeout)
+	}
+	return timeout
+}
