@@ -76,6 +76,7 @@ func commandFirst(app *kingpin.Application, args []string, err error) ([]string,
 	return slices.Concat([]string{name}, args[:i], args[i+1:]), true
 }
 
+// commandNamed is the top-level command called name, or nil.
 func commandNamed(app *kingpin.ApplicationModel, name string) *kingpin.CmdModel {
 	for _, cmd := range app.Commands {
 		if cmd.Name == name {
