@@ -25,7 +25,8 @@ import (
 	"github.com/failover-exporter/failover_exporter/internal/readfile"
 )
 
-// flags are the command-line settings; everything else is in the config file.
+// flags are the server's command-line settings; everything else is in the
+// config file.
 type flags struct {
 	configFile               string
 	configCheck              bool
@@ -39,7 +40,6 @@ type flags struct {
 	redisAddrs               []string
 	redisName                string
 	redisPasswordFile        string
-	slotKeys                 []string
 	refreshInterval          time.Duration
 	telemetryPath            string
 	idleTimeout              time.Duration
@@ -61,33 +61,35 @@ type givenFlags struct {
 	kafkaName, kafkaVersion, kafkaPartitions, redisName, refreshInterval bool
 }
 
-// defineServeFlags declares the flags on app; their values land in f.
-func defineServeFlags(app *kingpin.Application, f *flags) {
-	app.Flag("config.file", "YAML file listing clusters to watch; see README.").StringVar(&f.configFile)
-	app.Flag("config.check", "Validate --config.file and the flags, then exit.").BoolVar(&f.configCheck)
-	app.Flag("kafka.server", "Kafka bootstrap server HOST:PORT (repeatable); enables the Kafka collector for one cluster.").StringsVar(&f.kafkaServers)
-	app.Flag("kafka.cluster-name", "Value of the kafka_cluster label for the --kafka.server cluster.").Default(config.DefaultKafkaClusterName).IsSetByUser(&f.given.kafkaName).StringVar(&f.kafkaName)
-	app.Flag("kafka.version", "Kafka protocol version to speak to the --kafka.server cluster (at least "+config.MinKafkaVersion.String()+").").Default(config.DefaultKafkaVersion).IsSetByUser(&f.given.kafkaVersion).StringVar(&f.kafkaVersion)
-	app.Flag("kafka.partition-metrics", "Per-partition series for the --kafka.server cluster: lean (five per healthy partition, detail where unhealthy), unhealthy (only unhealthy partitions), full or none (topic and broker series only).").
+// defineServeFlags declares the server's flags on its command; their
+// values land in f. None is the application's: the other commands take
+// none of them, and no command logs but the server.
+func defineServeFlags(cmd *kingpin.CmdClause, f *flags) {
+	cmd.Flag("config.file", "YAML file listing clusters to watch; see README.").StringVar(&f.configFile)
+	cmd.Flag("config.check", "Validate --config.file and the flags, then exit.").BoolVar(&f.configCheck)
+	cmd.Flag("kafka.server", "Kafka bootstrap server HOST:PORT (repeatable); enables the Kafka collector for one cluster.").StringsVar(&f.kafkaServers)
+	cmd.Flag("kafka.cluster-name", "Value of the kafka_cluster label for the --kafka.server cluster.").Default(config.DefaultKafkaClusterName).IsSetByUser(&f.given.kafkaName).StringVar(&f.kafkaName)
+	cmd.Flag("kafka.version", "Kafka protocol version to speak to the --kafka.server cluster (at least "+config.MinKafkaVersion.String()+").").Default(config.DefaultKafkaVersion).IsSetByUser(&f.given.kafkaVersion).StringVar(&f.kafkaVersion)
+	cmd.Flag("kafka.partition-metrics", "Per-partition series for the --kafka.server cluster: lean (five per healthy partition, detail where unhealthy), unhealthy (only unhealthy partitions), full or none (topic and broker series only).").
 		Default(string(config.DefaultPartitionMetrics)).IsSetByUser(&f.given.kafkaPartitions).SetValue(&enumValue{flag: "--kafka.partition-metrics", dst: &f.kafkaPartitions, options: []string{"lean", "unhealthy", "full", "none"}})
 	// The flag was a boolean before modes: its negation still means none.
-	app.Flag("no-kafka.partition-metrics", "Same as --kafka.partition-metrics=none (the flag was a boolean before modes).").Hidden().BoolVar(&f.kafkaNoPartitions)
-	app.Flag("kafka.topic-filter", "Regular expression of topics to watch in the --kafka.server cluster.").StringVar(&f.kafkaTopicFilter)
-	app.Flag("kafka.topic-exclude", "Regular expression of topics to leave out in the --kafka.server cluster.").StringVar(&f.kafkaTopicSkip)
-	app.Flag("redis.addr", "Redis Cluster seed node HOST:PORT (repeatable); enables the Redis collector for one cluster.").StringsVar(&f.redisAddrs)
-	app.Flag("redis.cluster-name", "Value of the redis_cluster label for the --redis.addr cluster.").Default(config.DefaultRedisClusterName).IsSetByUser(&f.given.redisName).StringVar(&f.redisName)
-	app.Flag("redis.password-file", "File holding the password of the --redis.addr cluster (never the password itself on the command line).").StringVar(&f.redisPasswordFile)
-	app.Flag("refresh.interval", "How often clusters given by flags are read ("+config.MinRefreshInterval.String()+" to "+config.MaxRefreshInterval.String()+").").Default(config.DefaultRefreshInterval.String()).IsSetByUser(&f.given.refreshInterval).SetValue(&durationValue{flag: "--refresh.interval", dst: &f.refreshInterval})
-	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.telemetryPath)
-	app.Flag("web.idle-timeout", "Close keep-alive HTTP connections idle this long.").Default("2m").SetValue(&durationValue{flag: "--web.idle-timeout", dst: &f.idleTimeout})
-	app.Flag("web.enable-pprof", "Serve Go profiles under /debug/pprof/ (and link them from the landing page).").BoolVar(&f.enablePprof)
-	app.Flag("log.level", "Only log messages with the given severity or above: debug, info, warn, error.").Default("info").SetValue(&enumValue{flag: "--log.level", dst: &f.logLevel, options: []string{"debug", "info", "warn", "error"}})
-	app.Flag("log.format", "Output format of log messages: logfmt or json.").Default("logfmt").SetValue(&enumValue{flag: "--log.format", dst: &f.logFormat, options: []string{"logfmt", "json"}})
-	app.Flag("events.capacity", "How many of the latest cluster events (transitions seen between refreshes) to keep for /api/v1/events and the status page (1 to "+strconv.Itoa(config.MaxEventCapacity)+").").Default(strconv.Itoa(events.DefaultCapacity)).SetValue(&countValue{flag: "--events.capacity", dst: &f.eventCapacity, min: 1, max: config.MaxEventCapacity})
-	app.Flag("probe.max-targets", "How many discovered targets (/probe with module=) may be watched at once; a probe of one more is answered 429 (0 to "+strconv.Itoa(maxProbeTargets)+"; 0 turns discovered targets off).").Default("100").SetValue(&countValue{flag: "--probe.max-targets", dst: &f.probeMaxTargets, min: 0, max: maxProbeTargets})
-	app.Flag("probe.discovered-on-metrics", "Serve the discovered targets (/probe with module=) on /metrics and the status page too. Off, only /probe serves them, so that no probe changes what /metrics carries.").Default("false").BoolVar(&f.probeDiscoveredOnMetrics)
-	app.Flag("probe.idle-timeout", "Stop watching a discovered target no probe asked for this long, and free its memory.").Default("10m").SetValue(&durationValue{flag: "--probe.idle-timeout", dst: &f.probeIdleTimeout})
-	f.webConfig = kingpinflag.AddFlags(app, ":9877")
+	cmd.Flag("no-kafka.partition-metrics", "Same as --kafka.partition-metrics=none (the flag was a boolean before modes).").Hidden().BoolVar(&f.kafkaNoPartitions)
+	cmd.Flag("kafka.topic-filter", "Regular expression of topics to watch in the --kafka.server cluster.").StringVar(&f.kafkaTopicFilter)
+	cmd.Flag("kafka.topic-exclude", "Regular expression of topics to leave out in the --kafka.server cluster.").StringVar(&f.kafkaTopicSkip)
+	cmd.Flag("redis.addr", "Redis Cluster seed node HOST:PORT (repeatable); enables the Redis collector for one cluster.").StringsVar(&f.redisAddrs)
+	cmd.Flag("redis.cluster-name", "Value of the redis_cluster label for the --redis.addr cluster.").Default(config.DefaultRedisClusterName).IsSetByUser(&f.given.redisName).StringVar(&f.redisName)
+	cmd.Flag("redis.password-file", "File holding the password of the --redis.addr cluster (never the password itself on the command line).").StringVar(&f.redisPasswordFile)
+	cmd.Flag("refresh.interval", "How often clusters given by flags are read ("+config.MinRefreshInterval.String()+" to "+config.MaxRefreshInterval.String()+").").Default(config.DefaultRefreshInterval.String()).IsSetByUser(&f.given.refreshInterval).SetValue(&durationValue{flag: "--refresh.interval", dst: &f.refreshInterval})
+	cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.telemetryPath)
+	cmd.Flag("web.idle-timeout", "Close keep-alive HTTP connections idle this long.").Default("2m").SetValue(&durationValue{flag: "--web.idle-timeout", dst: &f.idleTimeout})
+	cmd.Flag("web.enable-pprof", "Serve Go profiles under /debug/pprof/ (and link them from the landing page).").BoolVar(&f.enablePprof)
+	cmd.Flag("log.level", "Only log messages with the given severity or above: debug, info, warn, error.").Default("info").SetValue(&enumValue{flag: "--log.level", dst: &f.logLevel, options: []string{"debug", "info", "warn", "error"}})
+	cmd.Flag("log.format", "Output format of log messages: logfmt or json.").Default("logfmt").SetValue(&enumValue{flag: "--log.format", dst: &f.logFormat, options: []string{"logfmt", "json"}})
+	cmd.Flag("events.capacity", "How many of the latest cluster events (transitions seen between refreshes) to keep for /api/v1/events and the status page (1 to "+strconv.Itoa(config.MaxEventCapacity)+").").Default(strconv.Itoa(events.DefaultCapacity)).SetValue(&countValue{flag: "--events.capacity", dst: &f.eventCapacity, min: 1, max: config.MaxEventCapacity})
+	cmd.Flag("probe.max-targets", "How many discovered targets (/probe with module=) may be watched at once; a probe of one more is answered 429 (0 to "+strconv.Itoa(maxProbeTargets)+"; 0 turns discovered targets off).").Default("100").SetValue(&countValue{flag: "--probe.max-targets", dst: &f.probeMaxTargets, min: 0, max: maxProbeTargets})
+	cmd.Flag("probe.discovered-on-metrics", "Serve the discovered targets (/probe with module=) on /metrics and the status page too. Off, only /probe serves them, so that no probe changes what /metrics carries.").Default("false").BoolVar(&f.probeDiscoveredOnMetrics)
+	cmd.Flag("probe.idle-timeout", "Stop watching a discovered target no probe asked for this long, and free its memory.").Default("10m").SetValue(&durationValue{flag: "--probe.idle-timeout", dst: &f.probeIdleTimeout})
+	f.webConfig = kingpinflag.AddFlags(cmd, ":9877")
 }
 
 // durationValue is a duration flag whose parse errors name the flag and
@@ -137,27 +139,6 @@ func (v *enumValue) String() string {
 		return ""
 	}
 	return *v.dst
-}
-
-// explainParseError names the flag in kingpin's "unexpected true", which
-// is all it says when a switch is given a value (--web.enable-pprof=true).
-func explainParseError(app *kingpin.Application, args []string, err error) error {
-	value, ok := strings.CutPrefix(err.Error(), "unexpected ")
-	if !ok {
-		return err
-	}
-	for _, arg := range args {
-		name, v, hasValue := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
-		if !hasValue || v != value || !strings.HasPrefix(arg, "--") {
-			continue
-		}
-		for _, fm := range app.Model().Flags {
-			if fm.Name == name && fm.IsBoolFlag() {
-				return fmt.Errorf("--%s takes no value: write --%s to turn it on, or leave it out", name, name)
-			}
-		}
-	}
-	return err
 }
 
 // maxProbeTargets bounds --probe.max-targets: each target is a watcher

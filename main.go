@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,37 +36,22 @@ func main() {
 }
 
 func run(args []string, stdout, stderr *os.File) int {
-	app := kingpin.New(exporterName, "Prometheus exporter for Kafka replication and Redis Cluster sharding and failover.")
-	app.Version(version.Print(exporterName))
-	app.HelpFlag.Short('h')
-	app.UsageWriter(stdout)
-	app.ErrorWriter(stderr)
-
-	var f flags
-	serve := app.Command("serve", "Serve metrics (the default).").Default()
-	defineServeFlags(app, &f)
-	slot := app.Command("slot", "Print each KEY's Redis Cluster hash slot, and with --redis.addr the address of the node that owns it.")
-	slot.Arg("key", "Keys to look up.").Required().StringsVar(&f.slotKeys)
-	safeToStop, stopFlags := defineSafeToStop(app)
-
-	cmd, err := app.Parse(args)
+	cl, cmd, err := parseCommandLine(args, stdout, stderr)
 	if err != nil {
-		err = explainParseError(app, args, err)
 		fmt.Fprintf(stderr, "%s: %v (see --help)\n", exporterName, err)
 		return 2
 	}
-	logs := newLoggers(stderr, f.logFormat, f.logLevel)
-
 	switch cmd {
-	case safeToStop.FullCommand():
-		return runSafeToStop(stopFlags, stdout, stderr)
-	case slot.FullCommand():
-		if err := runSlot(f, stdout); err != nil {
+	case cl.safeToStop.FullCommand():
+		return runSafeToStop(cl.stopFlags, stdout, stderr)
+	case cl.slot.FullCommand():
+		if err := runSlot(cl.slotFlags, stdout); err != nil {
 			fmt.Fprintf(stderr, "%s slot: %v\n", exporterName, err)
 			return 1
 		}
-	case serve.FullCommand():
-		if err := runServe(f, logs); err != nil {
+	case cl.serve.FullCommand():
+		f := cl.serveFlags
+		if err := runServe(f, newLoggers(stderr, f.logFormat, f.logLevel)); err != nil {
 			// Plain text: this is read by a person at a terminal or in a
 			// crash-looping pod's log, not by a log pipeline.
 			fmt.Fprintf(stderr, "%s: %v\n", exporterName, err)
@@ -132,15 +116,6 @@ func loadConfig(f flags) (*config.Config, error) {
 		return nil, errors.New("nothing to watch: give --kafka.server, --redis.addr or a --config.file listing clusters (or modules for /probe)")
 	}
 	return cfg, nil
-}
-
-// runSlot prints the hash slot of each key, and its owner when seeds are
-// given.
-func runSlot(f flags, stdout *os.File) error {
-	rc := config.RedisCluster{Name: f.redisName, Addrs: splitList(f.redisAddrs), Password: config.Secret{File: f.redisPasswordFile}, RefreshInterval: f.refreshInterval}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return slotcmd.Run(ctx, stdout, f.slotKeys, rc)
 }
 
 // errNothingToReload answers a reload when no config file was given.

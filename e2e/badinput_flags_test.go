@@ -152,3 +152,44 @@ func TestBadInputProbeMethods(t *testing.T) {
 		t.Errorf("GET /custom/metrics: %d, want 200 with kafka_up", resp.StatusCode)
 	}
 }
+
+// TestBadInputFlagsOfCommands: each command of the built binary takes its
+// own flags (issue 43, 6). The server's work with no command, as every
+// deployment gives them, and with serve; safe-to-stop's help lists none
+// of them, and refuses one given to it by naming the server.
+func TestBadInputFlagsOfCommands(t *testing.T) {
+	t.Setenv("COLUMNS", "80")
+	serverFlags := []string{"--config.file", "--kafka.server", "--redis.cluster-name", "--refresh.interval", "--web.listen-address", "--web.config.file", "--web.telemetry-path", "--log.level", "--log.format", "--events.capacity", "--probe.max-targets"}
+	for _, c := range []struct {
+		command  string
+		maxLines int
+	}{{"safe-to-stop", 50}, {"slot", 24}} {
+		code, out := runExporterWithin(t, 30*time.Second, c.command, "--help")
+		if lines := strings.Count(out, "\n"); code != 0 || lines > c.maxLines {
+			t.Errorf("%s --help: exit %d, %d lines, want exit 0 and at most %d:\n%s", c.command, code, lines, c.maxLines, out)
+		}
+		for _, flag := range serverFlags {
+			if strings.Contains(out, flag) {
+				t.Errorf("%s --help shows the server's %s", c.command, flag)
+			}
+		}
+	}
+	for _, args := range [][]string{{"--help"}, {"serve", "--help"}} {
+		code, out := runExporterWithin(t, 30*time.Second, args...)
+		for _, flag := range serverFlags {
+			if code != 0 || !strings.Contains(out, flag+"=") {
+				t.Errorf("%v: exit %d, no %s:\n%s", args, code, flag, out)
+			}
+		}
+	}
+	start := []string{"--kafka.server=" + deadAddr(t), "--web.listen-address=127.0.0.1:0", "--log.level=debug", "--config.check"}
+	for _, args := range [][]string{start, append([]string{"serve"}, start...)} {
+		if code, out := runExporterWithin(t, 30*time.Second, args...); code != 0 || !strings.Contains(out, "configuration is valid") {
+			t.Errorf("%v: exit %d, output %q; want exit 0, valid", args, code, out)
+		}
+	}
+	want := "failover_exporter: unknown long flag '--kafka.server': it is a flag of the server (failover_exporter, or failover_exporter serve), not of safe-to-stop"
+	if code, out := runExporterWithin(t, 30*time.Second, "safe-to-stop", "--kafka.server=x", "--broker", "1"); code != 2 || !strings.Contains(out, want) {
+		t.Errorf("safe-to-stop with a server flag: exit %d, output %q; want exit 2 and %q", code, out, want)
+	}
+}
