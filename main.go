@@ -26,7 +26,6 @@ import (
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/status"
 	"github.com/failover-exporter/failover_exporter/systems"
-	"github.com/failover-exporter/failover_exporter/systems/redis/slotcmd"
 )
 
 const exporterName = collector.ExporterName

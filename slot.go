@@ -8,7 +8,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/failover-exporter/failover_exporter/config"
-	"github.com/failover-exporter/failover_exporter/internal/slotcmd"
+	"github.com/failover-exporter/failover_exporter/systems/redis/slotcmd"
 )
 
 // slotFlags are the slot command's settings: the keys, and the cluster
