@@ -63,7 +63,7 @@ type givenFlags struct {
 
 // defineServeFlags declares the flags on app; their values land in f.
 func defineServeFlags(app *kingpin.Application, f *flags) {
-	app.Flag("config.file", "YAML file listing clusters to watch; see README.").StringVar(&f.configFile)
+	app.Flag("config.file", "YAML file listing clusters to watch; see docs/configuration.md.").StringVar(&f.configFile)
 	app.Flag("config.check", "Validate --config.file and the flags, then exit.").BoolVar(&f.configCheck)
 	app.Flag("kafka.server", "Kafka bootstrap server HOST:PORT (repeatable); enables the Kafka collector for one cluster.").StringsVar(&f.kafkaServers)
 	app.Flag("kafka.cluster-name", "Value of the kafka_cluster label for the --kafka.server cluster.").Default(config.DefaultKafkaClusterName).IsSetByUser(&f.given.kafkaName).StringVar(&f.kafkaName)
