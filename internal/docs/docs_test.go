@@ -175,11 +175,12 @@ func TestAddingASystemNamesSpecFields(t *testing.T) {
 	}
 }
 
-// markdownPages are the pages whose links are checked: README.md and
+// markdownPages are the pages whose links are checked: README.md, the
+// other Markdown files at the root and beside the rules and the mixin, and
 // every page of docs/.
 func markdownPages(t *testing.T) []string {
 	t.Helper()
-	pages := []string{"README.md"}
+	pages := []string{"README.md", "METRICS.md", "BENCHMARKS.md", "prometheus/README.md", "mixin/README.md"}
 	matches, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +260,7 @@ func anchors(text string) map[string]bool {
 	return set
 }
 
-// TestRelativeLinksResolve: every relative link of README.md and docs/
+// TestRelativeLinksResolve: every relative link of the pages above
 // reaches a file or folder of the repository, and a #fragment into a
 // Markdown page names one of its headings.
 func TestRelativeLinksResolve(t *testing.T) {
