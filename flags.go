@@ -65,7 +65,7 @@ type givenFlags struct {
 // values land in f. None is the application's: the other commands take
 // none of them, and no command logs but the server.
 func defineServeFlags(cmd *kingpin.CmdClause, f *flags) {
-	cmd.Flag("config.file", "YAML file listing clusters to watch; see README.").StringVar(&f.configFile)
+	cmd.Flag("config.file", "YAML file listing clusters to watch; see docs/configuration.md.").StringVar(&f.configFile)
 	cmd.Flag("config.check", "Validate --config.file and the flags, then exit.").BoolVar(&f.configCheck)
 	cmd.Flag("kafka.server", "Kafka bootstrap server HOST:PORT (repeatable); enables the Kafka collector for one cluster.").StringsVar(&f.kafkaServers)
 	cmd.Flag("kafka.cluster-name", "Value of the kafka_cluster label for the --kafka.server cluster.").Default(config.DefaultKafkaClusterName).IsSetByUser(&f.given.kafkaName).StringVar(&f.kafkaName)

@@ -107,7 +107,7 @@ const (
 )
 
 // PartitionMetrics is how many per-partition series a Kafka cluster gets.
-// What Prometheus pays grows with it; see the README's sizing section.
+// What Prometheus pays grows with it; see docs/metrics-cost.md.
 type PartitionMetrics string
 
 // The partition_metrics modes.

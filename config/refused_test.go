@@ -139,7 +139,7 @@ func TestNestedDurations(t *testing.T) {
 			t.Errorf("key_ttl %s refused: %v", ttl, err)
 		}
 	}
-	// wait: 0s means no WAIT, as the README says; it is kept, not replaced.
+	// wait: 0s means no WAIT, as docs/configuration.md says; it is kept, not replaced.
 	cfg, err := Parse([]byte(canary("      wait: 0s\n")))
 	if err != nil || cfg.Redis[0].Canary.Wait != 0 {
 		t.Errorf("wait: 0s: %v", err)

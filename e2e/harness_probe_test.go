@@ -8,8 +8,8 @@ import (
 )
 
 // probeJob is a Prometheus scrape config that scrapes each of its targets
-// at the exporter's /probe, in the multi-target exporter pattern, as the
-// README's "Many clusters" section writes it: each target becomes the
+// at the exporter's /probe, in the multi-target exporter pattern, as
+// docs/probe.md writes it: each target becomes the
 // target= parameter and the instance label, the exporter the address.
 // params are the job's other parameters (system=, module=), targets its
 // service discovery block ("static_configs:\n  - targets: [...]" or a

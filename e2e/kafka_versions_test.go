@@ -32,8 +32,8 @@ const (
 )
 
 // kafkaMatrix is every Kafka the lab runs, with what each can tell a client:
-// a KRaft controller quorum (DescribeQuorum) and its ELR. The README's
-// Kafka versions table says the same.
+// a KRaft controller quorum (DescribeQuorum) and its ELR. The
+// Kafka versions table of docs/kafka.md says the same.
 var kafkaMatrix = []struct {
 	name   string
 	opts   lab.KafkaOptions

@@ -8,7 +8,7 @@ import (
 )
 
 // The exporter collects garbage at GOGC=50 unless the environment says
-// otherwise, as README's sizing section tells users; the Go collector's own
+// otherwise, as docs/metrics-cost.md tells users; the Go collector's own
 // go_gc_gogc_percent shows what the running process uses.
 func TestGOGCDefaultAndOverride(t *testing.T) {
 	nothing := "--redis.addr=127.0.0.1:" + strconv.Itoa(exportertest.FreePort(t))

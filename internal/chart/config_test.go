@@ -174,7 +174,7 @@ func TestChartValuesSchema(t *testing.T) {
 		t.Fatalf("%s: %v", path, err)
 	}
 	configPart := configSchema(reflect.TypeOf(config.Config{}))
-	configPart["description"] = "The exporter's config file (README, \"Config file\"), each secret a secretKeyRef. Written from the config package's types."
+	configPart["description"] = "The exporter's config file (docs/configuration.md), each secret a secretKeyRef. Written from the config package's types."
 	schema["properties"].(map[string]any)["config"] = configPart
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

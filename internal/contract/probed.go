@@ -25,7 +25,7 @@ import (
 // the exporter's own series, which /probe never serves.
 const OwnSeries = `(go|process|promhttp|failover_exporter)_.*`
 
-// ProbeJob is the job of the probed targets, as in the README's example.
+// ProbeJob is the job of the probed targets, as in docs/probe.md's example.
 const ProbeJob = "failover-clusters"
 
 // clusterLabels name the target of a series: the label /probe?target=

@@ -13,14 +13,14 @@ import (
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
 
-// TestProbeExampleConfigs: the Prometheus examples of the README's "Many
-// clusters" section load in promtool (the file_sd one), and every job of theirs that scrapes
+// TestProbeExampleConfigs: the Prometheus examples of docs/probe.md ("Many
+// clusters") load in promtool (the file_sd one), and every job of theirs that scrapes
 // /probe turns its discovered address into the target= parameter and sends
 // the scrape to the exporter, which is what makes each cluster its own
 // target (TestKafkaDiscoveredProbeTargets runs the same jobs against a real
 // Prometheus).
 //
-// The README's own example is checked the same way, and every config with
+// docs/probe.md's own example is checked the same way, and every config with
 // a /probe job must keep only the exporter's own series from its /metrics
 // jobs: /metrics serves the configured clusters too, and a job without the
 // filter ingests each of them twice (sum by (topic) doubles).
@@ -30,15 +30,15 @@ func TestProbeExampleConfigs(t *testing.T) {
 	for _, name := range []string{"probe-file-sd.yml", "probe-kubernetes-sd.yml"} {
 		examples[name] = filepath.Join(root, "examples", "prometheus", name)
 	}
-	for i, block := range readmeScrapeConfigs(t, filepath.Join(root, "README.md")) {
-		path := filepath.Join(t.TempDir(), "readme.yml")
+	for i, block := range docScrapeConfigs(t, filepath.Join(root, "docs", "probe.md")) {
+		path := filepath.Join(t.TempDir(), "probe-doc.yml")
 		if err := os.WriteFile(path, []byte(block), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		examples[fmt.Sprintf("README.md's scrape config %d", i+1)] = path
+		examples[fmt.Sprintf("docs/probe.md's scrape config %d", i+1)] = path
 	}
 	if len(examples) < 3 {
-		t.Fatalf("found no scrape config in README.md")
+		t.Fatalf("found no scrape config in docs/probe.md")
 	}
 	for name, path := range examples {
 		// Debian builds its Prometheus without Kubernetes discovery: its
@@ -126,9 +126,9 @@ func TestProbeExampleConfigs(t *testing.T) {
 	}
 }
 
-// readmeScrapeConfigs are the README's yaml blocks that hold a
+// docScrapeConfigs are a Markdown page's yaml blocks that hold a
 // scrape_configs list.
-func readmeScrapeConfigs(t *testing.T, path string) []string {
+func docScrapeConfigs(t *testing.T, path string) []string {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

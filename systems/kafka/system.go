@@ -50,7 +50,7 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 			"`kafka_partition_eligible_leader_replicas`, `kafka_partition_last_known_elr`, `kafka_partition_no_clean_leader` and " +
 			"`kafka_topic_no_clean_leader_partitions` need DescribeTopicPartitions (absent in ZooKeeper mode; on 3.9 in KRaft mode, which has no ELR, always 0, as its kafka-topics.sh shows the ELR empty); " +
 			"in ZooKeeper mode the reassignment series are served only while the broker the exporter reads Metadata from is the active controller. " +
-			"The README's Kafka versions table has the details (3.9 ZooKeeper, 3.9 KRaft, 4.1, 4.3, 4.4).",
+			"The Kafka versions table of docs/kafka.md has the details (3.9 ZooKeeper, 3.9 KRaft, 4.1, 4.3, 4.4).",
 		Notes: PartitionModesDoc(),
 	},
 	Views:        Views,
