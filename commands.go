@@ -34,7 +34,7 @@ func newCommandLine(stdout, stderr io.Writer) *commandLine {
 	cl.serve = app.Command("serve", "Serve metrics (the default).").Default()
 	defineServeFlags(cl.serve, &cl.serveFlags)
 	cl.slot, cl.slotFlags = defineSlot(app)
-	cl.safeToStop, cl.stopFlags = defineSafeToStop(app)
+	cl.safeToStop, cl.stopFlags = defineSafeToStop(app, budgetSystems())
 	return cl
 }
 

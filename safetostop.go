@@ -19,6 +19,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/readfile"
 	"github.com/failover-exporter/failover_exporter/internal/safetostop"
+	"github.com/failover-exporter/failover_exporter/systems"
 )
 
 // passwordEnv holds the password of --web.username when no file is named.
@@ -26,8 +27,11 @@ const passwordEnv = "FAILOVER_EXPORTER_WEB_PASSWORD"
 
 // safeToStopFlags are the safe-to-stop command's settings.
 type safeToStopFlags struct {
-	url, system, cluster     string
-	broker, rack, node, zone string
+	url, system, cluster string
+	// scopes are the registry's budget scopes, in order, and ids what each
+	// scope's flag was given.
+	scopes []budget.Scope
+	ids    map[budget.Scope]*string
 	wait, poll               time.Duration
 	afterRestart             bool
 	output                   string
@@ -36,21 +40,31 @@ type safeToStopFlags struct {
 	keyFile, serverName      string
 }
 
-func defineSafeToStop(app *kingpin.Application) (*kingpin.CmdClause, *safeToStopFlags) {
-	f := &safeToStopFlags{}
-	cmd := app.Command("safe-to-stop", "Ask a running exporter whether one broker, rack, node or zone can be stopped now "+
+// defineSafeToStop declares the command and its flags: one per budget
+// scope of the given systems (the registry's), built from the scopes'
+// data, so that the command names no system.
+func defineSafeToStop(app *kingpin.Application, systems []budget.System) (*kingpin.CmdClause, *safeToStopFlags) {
+	f := &safeToStopFlags{scopes: budget.Scopes(systems), ids: map[budget.Scope]*string{}}
+	var names []string
+	for _, s := range systems {
+		names = append(names, s.Name)
+	}
+	cmd := app.Command("safe-to-stop", "Ask a running exporter whether one "+orList(f.scopes, "")+" can be stopped now "+
 		"(exit 0 yes, 1 no, 2 a question it refused); with --wait, ask until yes or the wait runs out; "+
 		"with --after-restart, whether it is back and caught up.")
 	cmd.Flag("url", "The exporter's address.").Default("http://127.0.0.1:9877").StringVar(&f.url)
-	cmd.Flag("system", "kafka or redis; needed only when a cluster name is in both.").StringVar(&f.system)
+	cmd.Flag("system", strings.Join(names, " or ")+"; needed only when a cluster name is in several.").StringVar(&f.system)
 	cmd.Flag("cluster", "The cluster's name in the exporter's config; needed when it watches several.").StringVar(&f.cluster)
-	cmd.Flag("broker", "A Kafka broker id.").StringVar(&f.broker)
-	cmd.Flag("rack", "A Kafka broker.rack: every broker in it.").StringVar(&f.rack)
-	cmd.Flag("node", "A Redis node id or ip:port.").StringVar(&f.node)
-	cmd.Flag("zone", "A Redis availability zone: every node in it.").StringVar(&f.zone)
+	for _, s := range systems {
+		for _, spec := range s.Scopes {
+			if _, done := f.ids[spec.Scope]; !done {
+				f.ids[spec.Scope] = cmd.Flag(string(spec.Scope), spec.Help).String()
+			}
+		}
+	}
 	cmd.Flag("wait", "How long to keep asking until the answer is yes (0: ask once), e.g. 15m.").Default("0s").DurationVar(&f.wait)
 	cmd.Flag("poll", "Time between two questions while waiting.").Default("5s").DurationVar(&f.poll)
-	cmd.Flag("after-restart", "Ask whether the member is back and caught up (in every ISR; a Redis replica linked and synced) instead.").BoolVar(&f.afterRestart)
+	cmd.Flag("after-restart", "Ask whether the member is back and caught up (as its system judges it: back in every ISR, a replica linked and synced) instead.").BoolVar(&f.afterRestart)
 	cmd.Flag("output", "text (a line per answer) or json (the final answer).").Default("text").EnumVar(&f.output, "text", "json")
 	cmd.Flag("web.username", "Basic auth user of the exporter's web config; the password is read from --web.password-file or $"+passwordEnv+".").StringVar(&f.username)
 	cmd.Flag("web.password-file", "File holding the basic auth password (never the password on the command line).").StringVar(&f.passwordFile)
@@ -65,18 +79,15 @@ func defineSafeToStop(app *kingpin.Application) (*kingpin.CmdClause, *safeToStop
 func (f *safeToStopFlags) options() (safetostop.Options, error) {
 	o := safetostop.Options{URL: f.url, System: f.system, Cluster: f.cluster, AfterRestart: f.afterRestart, Wait: f.wait, Poll: f.poll}
 	var named []string
-	for _, s := range []struct {
-		scope budget.Scope
-		id    string
-	}{{budget.Broker, f.broker}, {budget.Rack, f.rack}, {budget.Node, f.node}, {budget.Zone, f.zone}} {
-		if s.id != "" {
-			named = append(named, "--"+string(s.scope))
-			o.Scope, o.ID = s.scope, s.id
+	for _, scope := range f.scopes {
+		if id := *f.ids[scope]; id != "" {
+			named = append(named, "--"+string(scope))
+			o.Scope, o.ID = scope, id
 		}
 	}
 	switch {
 	case len(named) == 0:
-		return o, errors.New("name what to stop: --broker, --rack, --node or --zone")
+		return o, errors.New("name what to stop: " + orList(f.scopes, "--"))
 	case len(named) > 1:
 		return o, fmt.Errorf("%s: name one member or domain at a time", strings.Join(named, " and "))
 	case f.wait < 0:
@@ -162,4 +173,29 @@ func printJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// orList writes scopes as "--broker, --rack, --node or --zone" (with
+// prefix "--") or "broker, rack, node or zone".
+func orList(scopes []budget.Scope, prefix string) string {
+	names := make([]string, len(scopes))
+	for i, s := range scopes {
+		names[i] = prefix + string(s)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// budgetSystems are the registry's systems with a failure budget, their
+// scopes the command's flags.
+func budgetSystems() []budget.System {
+	var out []budget.System
+	for _, s := range systems.All {
+		if scopes := s.BudgetScopes(); len(scopes) > 0 {
+			out = append(out, budget.System{Name: s.Name(), Scopes: scopes})
+		}
+	}
+	return out
 }

@@ -18,7 +18,7 @@ import (
 type oneBroker struct{}
 
 func (oneBroker) BudgetSystems() []budget.System {
-	return []budget.System{{Name: "kafka", Scopes: []budget.Scope{budget.Broker}, Clusters: []string{"orders"}}}
+	return []budget.System{{Name: "kafka", Scopes: []budget.ScopeSpec{{Scope: "broker", Member: "ID"}}, Clusters: []string{"orders"}}}
 }
 
 func (oneBroker) Budget(system, cluster string, q budget.Question, _ time.Time) (budget.Answer, error) {

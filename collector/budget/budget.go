@@ -15,25 +15,27 @@ import (
 	"time"
 )
 
-// Scope is what a question is about.
+// Scope is what a question is about: a kind of member ("broker") or of
+// failure domain ("rack") of one system, which declares it (ScopeSpec).
+// It is the endpoint's parameter and the command's flag.
 type Scope string
 
-const (
-	// Broker is one Kafka broker, by its id.
-	Broker Scope = "broker"
-	// Rack is every Kafka broker of one broker.rack.
-	Rack Scope = "rack"
-	// Node is one Redis Cluster node, by its id or its address.
-	Node Scope = "node"
-	// Zone is every Redis node of one availability zone.
-	Zone Scope = "zone"
-)
+// ScopeSpec is one scope as its system declares it: the data from which
+// /api/v1/safe-to-stop's parameters and 400 messages and the safe-to-stop
+// command's flags are built, so that neither names a system.
+type ScopeSpec struct {
+	Scope Scope
+	// Member says how one is named in a question: "ID", "NAME", "ID|ADDR".
+	Member string
+	// Help is the command flag's help: "A Kafka broker id."
+	Help string
+}
 
 // Question is what a caller asks of one cluster's latest snapshot.
 type Question struct {
 	Scope Scope
-	// ID names the member or domain: a broker id, a rack, a node id or
-	// ip:port, a zone.
+	// ID names the member or domain, as the scope's Member says: a broker
+	// id, a rack, a node id or ip:port, a zone.
 	ID string
 	// Recovered asks, after a restart, whether the member is back and
 	// caught up (in every ISR it belongs to; a replica's link up and

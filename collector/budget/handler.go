@@ -15,8 +15,46 @@ import (
 // cluster a question is about.
 type System struct {
 	Name     string
-	Scopes   []Scope
+	Scopes   []ScopeSpec
 	Clusters []string
+}
+
+// Answers reports whether the system's budget answers questions of scope.
+func (s System) Answers(scope Scope) bool {
+	return slices.ContainsFunc(s.Scopes, func(spec ScopeSpec) bool { return spec.Scope == scope })
+}
+
+// Scopes are the scopes of systems, each once, in the systems' order.
+func Scopes(systems []System) []Scope {
+	var out []Scope
+	for _, s := range systems {
+		for _, spec := range s.Scopes {
+			if !slices.Contains(out, spec.Scope) {
+				out = append(out, spec.Scope)
+			}
+		}
+	}
+	return out
+}
+
+// whatToStop says how each system's members and domains are named in a
+// question: "broker=ID or rack=NAME (kafka), node=ID|ADDR or zone=NAME
+// (redis)".
+func whatToStop(systems []System) string {
+	var parts []string
+	for _, s := range systems {
+		var named []string
+		for _, spec := range s.Scopes {
+			named = append(named, string(spec.Scope)+"="+spec.Member)
+		}
+		if len(named) > 0 {
+			parts = append(parts, strings.Join(named, " or ")+" ("+s.Name+")")
+		}
+	}
+	if len(parts) == 0 {
+		return "no system here has a failure budget"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Asker answers questions of served clusters (the collector's Manager).
@@ -73,12 +111,11 @@ func Handler(a Asker, recovered bool) http.Handler {
 	})
 }
 
-var scopes = []Scope{Broker, Rack, Node, Zone}
-
 // parseQuestion reads the query string strictly: every parameter known,
 // given once, not empty, and one member or domain named.
 func parseQuestion(r *http.Request, systems []System) (system, cluster string, q Question, err error) {
 	values := r.URL.Query()
+	scopes := Scopes(systems)
 	known := []string{"system", "cluster"}
 	for _, s := range scopes {
 		known = append(known, string(s))
@@ -98,7 +135,7 @@ func parseQuestion(r *http.Request, systems []System) (system, cluster string, q
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return "", "", q, fmt.Errorf("unknown parameter %s: want system, cluster and one of broker, rack, node, zone", strings.Join(unknown, ", "))
+		return "", "", q, fmt.Errorf("unknown parameter %s: want system, cluster and one of %s", strings.Join(unknown, ", "), strings.Join(known[2:], ", "))
 	}
 	for _, s := range scopes {
 		if id := values.Get(string(s)); id != "" {
@@ -109,7 +146,7 @@ func parseQuestion(r *http.Request, systems []System) (system, cluster string, q
 		}
 	}
 	if q.Scope == "" {
-		return "", "", q, errors.New("name what to stop: broker=ID or rack=NAME (Kafka), node=ID|ADDR or zone=NAME (Redis)")
+		return "", "", q, errors.New("name what to stop: " + whatToStop(systems))
 	}
 	system, cluster, err = place(values.Get("system"), values.Get("cluster"), q.Scope, systems)
 	return system, cluster, q, err
@@ -127,7 +164,7 @@ func place(system, cluster string, scope Scope, systems []System) (string, strin
 			continue
 		}
 		systemKnown = true
-		if !slices.Contains(s.Scopes, scope) {
+		if !s.Answers(scope) {
 			continue
 		}
 		for _, c := range s.Clusters {
@@ -156,7 +193,7 @@ func place(system, cluster string, scope Scope, systems []System) (string, strin
 func served(systems []System, scope Scope) string {
 	var parts []string
 	for _, s := range systems {
-		if slices.Contains(s.Scopes, scope) && len(s.Clusters) > 0 {
+		if s.Answers(scope) && len(s.Clusters) > 0 {
 			parts = append(parts, s.Name+": "+strings.Join(s.Clusters, ", "))
 		}
 	}

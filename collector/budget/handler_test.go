@@ -38,8 +38,8 @@ func (a *askerOf) Budget(system, cluster string, q Question, _ time.Time) (Answe
 
 func TestHandlerPlacesAndAnswers(t *testing.T) {
 	systems := []System{
-		{Name: "kafka", Scopes: []Scope{Broker, Rack}, Clusters: []string{"orders", "shared"}},
-		{Name: "redis", Scopes: []Scope{Node, Zone}, Clusters: []string{"sessions", "shared"}},
+		{Name: "kafka", Scopes: []ScopeSpec{broker, rack}, Clusters: []string{"orders", "shared"}},
+		{Name: "redis", Scopes: []ScopeSpec{node, zone}, Clusters: []string{"sessions", "shared"}},
 		{Name: "kafka_canary"}, // no budget: never a candidate
 	}
 	unsafe := Answer{Safe: false, Findings: []Finding{{Reason: "partitions_under_min_isr", Count: 3, Message: "3 partitions would go under min ISR"}}}
@@ -69,7 +69,7 @@ func TestHandlerPlacesAndAnswers(t *testing.T) {
 		{"/api/v1/safe-to-stop?system=mysql&broker=1", 400, "", `system "mysql" has no failure budget here`},
 		{"/api/v1/safe-to-stop?system=redis&cluster=sessions&broker=1", 400, "", `no cluster of that name answers broker questions`},
 		{"/api/v1/safe-to-stop?cluster=orders&broker=9", 400, "kafka/orders/broker/9", "broker 9: unknown"},
-		{"/api/v1/safe-to-stop?cluster=orders", 400, "", "name what to stop: broker=ID"},
+		{"/api/v1/safe-to-stop?cluster=orders", 400, "", "name what to stop: broker=ID or rack=NAME (kafka), node=ID|ADDR or zone=NAME (redis)"},
 		{"/api/v1/safe-to-stop?cluster=orders&broker=1&rack=a", 400, "", "parameters broker and rack both given"},
 		{"/api/v1/safe-to-stop?cluster=orders&brokers=1", 400, "", "unknown parameter brokers"},
 		{"/api/v1/safe-to-stop?cluster=orders&broker=", 400, "", "parameter broker is empty"},
@@ -108,7 +108,7 @@ func TestHandlerPlacesAndAnswers(t *testing.T) {
 }
 
 func TestHandlerNeverAnswersFromStaleData(t *testing.T) {
-	systems := []System{{Name: "kafka", Scopes: []Scope{Broker}, Clusters: []string{"orders"}}}
+	systems := []System{{Name: "kafka", Scopes: []ScopeSpec{broker}, Clusters: []string{"orders"}}}
 	for _, err := range []error{
 		Fresh(true, true, nil, time.Now().Add(-21*time.Second), 10*time.Second, time.Now()),
 		Fresh(true, false, fmt.Errorf("dial tcp 127.0.0.1:9092: connection refused"), time.Now(), 10*time.Second, time.Now()),
@@ -146,3 +146,12 @@ func TestAddAtRiskIsBounded(t *testing.T) {
 		t.Errorf("%d listed, %d counted", len(a.AtRisk), a.AtRiskTotal)
 	}
 }
+
+// The scopes of the tests' systems, declared as Kafka and Redis declare
+// theirs.
+var (
+	broker = ScopeSpec{Scope: "broker", Member: "ID", Help: "A Kafka broker id."}
+	rack   = ScopeSpec{Scope: "rack", Member: "NAME", Help: "A Kafka broker.rack: every broker in it."}
+	node   = ScopeSpec{Scope: "node", Member: "ID|ADDR", Help: "A Redis node id or ip:port."}
+	zone   = ScopeSpec{Scope: "zone", Member: "NAME", Help: "A Redis availability zone: every node in it."}
+)

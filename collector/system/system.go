@@ -90,8 +90,10 @@ type Spec[S, C any] struct {
 	// caller's mistake.
 	Budget func(snap *S, q budget.Question) (budget.Answer, error)
 	// BudgetScopes are the kinds of member and domain Budget answers of
-	// (broker and rack for Kafka), so that a question finds its system.
-	BudgetScopes []budget.Scope
+	// (broker and rack for Kafka), as data: a question finds its system by
+	// them, and the endpoint's parameters and messages and the command's
+	// flags are built from them.
+	BudgetScopes []budget.ScopeSpec
 }
 
 // Doc is a system's section of METRICS.md.
@@ -165,7 +167,7 @@ type System interface {
 	Collector() prometheus.Collector
 	// BudgetScopes are the scopes the system's failure budget answers; none
 	// for a system without one.
-	BudgetScopes() []budget.Scope
+	BudgetScopes() []budget.ScopeSpec
 	// Discovers reports whether the system watches clusters of modules,
 	// found by service discovery (Spec.Discover).
 	Discovers() bool
@@ -268,7 +270,7 @@ func (d defined[S, C]) Sets() []*exposition.Set         { return d.spec.Sets() }
 func (d defined[S, C]) MetricNames() []string           { return exposition.Names(d.spec.Sets()...) }
 func (d defined[S, C]) SeriesNames() []string           { return exposition.SeriesNames(d.spec.Sets()...) }
 func (d defined[S, C]) Doc() Doc                        { return d.spec.Doc }
-func (d defined[S, C]) BudgetScopes() []budget.Scope    { return d.spec.BudgetScopes }
+func (d defined[S, C]) BudgetScopes() []budget.ScopeSpec { return d.spec.BudgetScopes }
 func (d defined[S, C]) Collector() prometheus.Collector { return d.spec.NewCollector() }
 func (d defined[S, C]) Discovers() bool                 { return d.spec.Discover != nil }
 
@@ -310,7 +312,7 @@ func (s *serving[S, C]) Served() []string {
 }
 
 func (s *serving[S, C]) Budget(cluster string, q budget.Question, now time.Time) (budget.Answer, error) {
-	if s.spec.Budget == nil || !slices.Contains(s.spec.BudgetScopes, q.Scope) {
+	if s.spec.Budget == nil || !slices.ContainsFunc(s.spec.BudgetScopes, func(spec budget.ScopeSpec) bool { return spec.Scope == q.Scope }) {
 		return budget.Answer{}, fmt.Errorf("%s has no %s: %w", s.spec.Name, q.Scope, budget.ErrWrongScope)
 	}
 	s.servedMu.Lock()

@@ -25,7 +25,7 @@ type turning struct {
 }
 
 func (t *turning) BudgetSystems() []budget.System {
-	return []budget.System{{Name: "kafka", Scopes: []budget.Scope{budget.Broker}, Clusters: []string{"orders"}}}
+	return []budget.System{{Name: "kafka", Scopes: []budget.ScopeSpec{{Scope: "broker", Member: "ID"}}, Clusters: []string{"orders"}}}
 }
 
 func (t *turning) Budget(system, cluster string, q budget.Question, _ time.Time) (budget.Answer, error) {
@@ -58,7 +58,7 @@ func serve(t *testing.T, a budget.Asker) string {
 func TestWaitsUntilSafe(t *testing.T) {
 	asker := &turning{safeAfter: 3, stale: map[int]bool{2: true}}
 	var log bytes.Buffer
-	answer, err := Run(context.Background(), Options{URL: serve(t, asker), Scope: budget.Broker, ID: "2",
+	answer, err := Run(context.Background(), Options{URL: serve(t, asker), Scope: budget.Scope("broker"), ID: "2",
 		Wait: 10 * time.Second, Poll: 10 * time.Millisecond, Log: &log})
 	if err != nil || !answer.Safe {
 		t.Fatalf("answer %+v, %v; log:\n%s", answer, err, &log)
@@ -82,7 +82,7 @@ func TestWaitsUntilSafe(t *testing.T) {
 func TestGivesUpAtTheDeadline(t *testing.T) {
 	asker := &turning{safeAfter: 1 << 30}
 	started := time.Now()
-	_, err := Run(context.Background(), Options{URL: serve(t, asker), Scope: budget.Broker, ID: "2",
+	_, err := Run(context.Background(), Options{URL: serve(t, asker), Scope: budget.Scope("broker"), ID: "2",
 		Wait: 200 * time.Millisecond, Poll: 20 * time.Millisecond})
 	var ns *NotSafeError
 	if !errors.As(err, &ns) || ns.Answer == nil || !strings.Contains(err.Error(), "2 partitions would go under min ISR") {
@@ -97,10 +97,10 @@ func TestRefusedQuestionsStopAtOnce(t *testing.T) {
 	asker := &turning{}
 	base := serve(t, asker)
 	for _, o := range []Options{
-		{URL: base, Scope: budget.Broker, ID: "7"},
-		{URL: base, Cluster: "nope", Scope: budget.Broker, ID: "2"},
-		{URL: "127.0.0.1:9877", Scope: budget.Broker, ID: "2"},
-		{URL: "http://user:hunter2@127.0.0.1:9877", Scope: budget.Broker, ID: "2"},
+		{URL: base, Scope: budget.Scope("broker"), ID: "7"},
+		{URL: base, Cluster: "nope", Scope: budget.Scope("broker"), ID: "2"},
+		{URL: "127.0.0.1:9877", Scope: budget.Scope("broker"), ID: "2"},
+		{URL: "http://user:hunter2@127.0.0.1:9877", Scope: budget.Scope("broker"), ID: "2"},
 	} {
 		o.Wait, o.Poll = time.Minute, time.Millisecond
 		_, err := Run(context.Background(), o)
@@ -116,7 +116,7 @@ func TestRefusedQuestionsStopAtOnce(t *testing.T) {
 
 func TestAfterRestartAsksRecovered(t *testing.T) {
 	asker := &turning{}
-	answer, err := Ask(context.Background(), Options{URL: serve(t, asker), Scope: budget.Broker, ID: "2", AfterRestart: true})
+	answer, err := Ask(context.Background(), Options{URL: serve(t, asker), Scope: budget.Scope("broker"), ID: "2", AfterRestart: true})
 	if err != nil || !answer.Recovered {
 		t.Fatalf("%+v, %v: want the recovered question asked", answer, err)
 	}

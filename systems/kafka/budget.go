@@ -60,6 +60,14 @@ import (
 // filter leaves out are not judged, but for the internal ones; each answer
 // names them (NotJudged).
 
+// The scopes Kafka's failure budget answers (system.go declares them).
+const (
+	// ScopeBroker is one Kafka broker, by its id.
+	ScopeBroker budget.Scope = "broker"
+	// ScopeRack is every Kafka broker of one broker.rack.
+	ScopeRack budget.Scope = "rack"
+)
+
 // Reasons a stop is not safe: the reason label of the *_stop_unsafe series.
 const (
 	ReasonPartitionsOffline     budget.Reason = "partitions_offline"
@@ -595,7 +603,7 @@ func answerBudget(snap *Snapshot, q budget.Question) (budget.Answer, error) {
 	}
 	var effect *StopEffect
 	switch q.Scope {
-	case budget.Broker:
+	case ScopeBroker:
 		for i := range b.Brokers {
 			if b.Brokers[i].ID == q.ID {
 				effect = &b.Brokers[i]
@@ -617,7 +625,7 @@ func answerBudget(snap *Snapshot, q budget.Question) (budget.Answer, error) {
 			notJudged(snap, &a)
 			return a, nil
 		}
-	case budget.Rack:
+	case ScopeRack:
 		if q.Recovered {
 			return a, fmt.Errorf("recovered question for a rack: %w (ask for each broker)", budget.ErrUnsupported)
 		}

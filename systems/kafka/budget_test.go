@@ -284,7 +284,7 @@ func TestAnswerBudget(t *testing.T) {
 	s := budgetSnapshot(3, nil, nil, budgetPart{"t", 2, 1, all, []int32{1, 2}, nil}, budgetPart{"t", 2, 1, all, all, nil})
 	s.computeBudget(0)
 
-	a, err := answerBudget(s, budget.Question{Scope: budget.Broker, ID: "1"})
+	a, err := answerBudget(s, budget.Question{Scope: ScopeBroker, ID: "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,44 +298,44 @@ func TestAnswerBudget(t *testing.T) {
 	if a.Facts["losses_until_under_min_isr"] != 0 || a.Facts["losses_until_offline"] != 1 {
 		t.Errorf("facts %v", a.Facts)
 	}
-	if a, err := answerBudget(s, budget.Question{Scope: budget.Broker, ID: "3"}); err != nil || !a.Safe || len(a.Findings) != 0 {
+	if a, err := answerBudget(s, budget.Question{Scope: ScopeBroker, ID: "3"}); err != nil || !a.Safe || len(a.Findings) != 0 {
 		t.Errorf("broker 3: %+v, %v; want safe", a, err)
 	}
 
 	// Broker 3 is out of the ISR of partition 0: not recovered.
-	a, err = answerBudget(s, budget.Question{Scope: budget.Broker, ID: "3", Recovered: true})
+	a, err = answerBudget(s, budget.Question{Scope: ScopeBroker, ID: "3", Recovered: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.Safe || len(a.Findings) != 1 || a.Findings[0].Reason != ReasonOutOfSync || a.Findings[0].Count != 1 || !reflect.DeepEqual(a.AtRisk, []string{"t/0"}) {
 		t.Errorf("broker 3 recovered: %+v", a)
 	}
-	if a, err := answerBudget(s, budget.Question{Scope: budget.Broker, ID: "2", Recovered: true}); err != nil || !a.Safe {
+	if a, err := answerBudget(s, budget.Question{Scope: ScopeBroker, ID: "2", Recovered: true}); err != nil || !a.Safe {
 		t.Errorf("broker 2 recovered: %+v, %v; want safe", a, err)
 	}
 
-	_, err = answerBudget(s, budget.Question{Scope: budget.Broker, ID: "7"})
+	_, err = answerBudget(s, budget.Question{Scope: ScopeBroker, ID: "7"})
 	if !errors.Is(err, budget.ErrUnknown) || !strings.Contains(err.Error(), `"7"`) || !strings.Contains(err.Error(), "1, 2, 3") {
 		t.Errorf("unknown broker: %v", err)
 	}
-	if _, err := answerBudget(s, budget.Question{Scope: budget.Rack, ID: "a"}); !errors.Is(err, budget.ErrUnsupported) {
+	if _, err := answerBudget(s, budget.Question{Scope: ScopeRack, ID: "a"}); !errors.Is(err, budget.ErrUnsupported) {
 		t.Errorf("rack without racks: %v", err)
 	}
-	if _, err := answerBudget(s, budget.Question{Scope: budget.Node, ID: "a"}); !errors.Is(err, budget.ErrUnsupported) {
+	if _, err := answerBudget(s, budget.Question{Scope: budget.Scope("node"), ID: "a"}); !errors.Is(err, budget.ErrUnsupported) {
 		t.Errorf("node scope: %v", err)
 	}
 
 	down := budgetSnapshot(3, []int32{2}, map[int32]string{1: "a", 2: "a", 3: "b"}, budgetPart{"t", 2, 1, all, []int32{1, 3}, nil})
 	down.computeBudget(0)
-	a, err = answerBudget(down, budget.Question{Scope: budget.Broker, ID: "2", Recovered: true})
+	a, err = answerBudget(down, budget.Question{Scope: ScopeBroker, ID: "2", Recovered: true})
 	if err != nil || a.Safe || len(a.Findings) != 3 || a.Findings[0].Reason != ReasonNotRegistered || a.Findings[1].Reason != ReasonNotReachable {
 		t.Errorf("broker 2 down, recovered: %+v, %v", a, err)
 	}
-	a, err = answerBudget(down, budget.Question{Scope: budget.Rack, ID: "b"})
+	a, err = answerBudget(down, budget.Question{Scope: ScopeRack, ID: "b"})
 	if err != nil || a.Safe || !reflect.DeepEqual(a.Members, []string{"3"}) {
 		t.Errorf("rack b: %+v, %v", a, err)
 	}
-	if _, err := answerBudget(down, budget.Question{Scope: budget.Rack, ID: "c"}); !errors.Is(err, budget.ErrUnknown) || !strings.Contains(err.Error(), "a, b") {
+	if _, err := answerBudget(down, budget.Question{Scope: ScopeRack, ID: "c"}); !errors.Is(err, budget.ErrUnknown) || !strings.Contains(err.Error(), "a, b") {
 		t.Errorf("unknown rack: %v", err)
 	}
 }
@@ -595,7 +595,7 @@ func TestBudgetNeverJudgesWhatItCannotRead(t *testing.T) {
 	cut := budgetSnapshot(3, nil, nil, budgetPart{"t", 2, 2, all, all, nil}, budgetPart{"t", 2, 2, all, all, nil})
 	cut.Brokers[1].Reachable = false
 	cut.computeBudget(0)
-	a, err := answerBudget(cut, budget.Question{Scope: budget.Broker, ID: "2"})
+	a, err := answerBudget(cut, budget.Question{Scope: ScopeBroker, ID: "2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -619,7 +619,7 @@ func TestBudgetNeverJudgesWhatItCannotRead(t *testing.T) {
 			t.Errorf("stop of broker %s with the quorum unread: %s, want not_judged", id, got)
 		}
 	}
-	a, err = answerBudget(unread, budget.Question{Scope: budget.Broker, ID: "3"})
+	a, err = answerBudget(unread, budget.Question{Scope: ScopeBroker, ID: "3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -657,7 +657,7 @@ func TestRecoveredSaysWhatIsMissing(t *testing.T) {
 		{"7", "not_registered not_reachable"},
 		{"1", ""},
 	} {
-		a, err := answerBudget(snap, budget.Question{Scope: budget.Broker, ID: c.id, Recovered: true})
+		a, err := answerBudget(snap, budget.Question{Scope: ScopeBroker, ID: c.id, Recovered: true})
 		if err != nil {
 			t.Errorf("recovered broker %s: %v", c.id, err)
 			continue
@@ -666,10 +666,10 @@ func TestRecoveredSaysWhatIsMissing(t *testing.T) {
 			t.Errorf("recovered broker %s: reasons %q safe %v, want %q", c.id, got, a.Safe, c.want)
 		}
 	}
-	if _, err := answerBudget(snap, budget.Question{Scope: budget.Broker, ID: "seven", Recovered: true}); !errors.Is(err, budget.ErrUnknown) {
+	if _, err := answerBudget(snap, budget.Question{Scope: ScopeBroker, ID: "seven", Recovered: true}); !errors.Is(err, budget.ErrUnknown) {
 		t.Errorf("recovered broker \"seven\": err = %v, want ErrUnknown", err)
 	}
-	if _, err := answerBudget(snap, budget.Question{Scope: budget.Broker, ID: "7"}); !errors.Is(err, budget.ErrUnknown) {
+	if _, err := answerBudget(snap, budget.Question{Scope: ScopeBroker, ID: "7"}); !errors.Is(err, budget.ErrUnknown) {
 		t.Errorf("stop of unknown broker 7: err = %v, want ErrUnknown", err)
 	}
 }
@@ -682,7 +682,7 @@ func TestOfflineWithUncleanElectionSaysDataLoss(t *testing.T) {
 	snap := budgetSnapshot(3, nil, nil, budgetPart{"t", 2, 1, []int32{1, 2, 3}, []int32{1}, nil})
 	snap.Topics[0].UncleanElectionKnown, snap.Topics[0].UncleanElectionEnabled = true, true
 	snap.computeBudget(0)
-	a, err := answerBudget(snap, budget.Question{Scope: budget.Broker, ID: "1"})
+	a, err := answerBudget(snap, budget.Question{Scope: ScopeBroker, ID: "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -711,14 +711,14 @@ func TestBudgetJudgesInternalTopicsWhateverTheFilter(t *testing.T) {
 	}
 	snap.computeBudget(0)
 
-	back, err := answerBudget(snap, budget.Question{Scope: budget.Broker, ID: "3", Recovered: true})
+	back, err := answerBudget(snap, budget.Question{Scope: ScopeBroker, ID: "3", Recovered: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if back.Safe || !slices.Contains(back.AtRisk, "__consumer_offsets/0") {
 		t.Errorf("broker 3, out of the ISR of __consumer_offsets/0 (filtered out): %+v, want not back", back)
 	}
-	stop, err := answerBudget(snap, budget.Question{Scope: budget.Broker, ID: "1"})
+	stop, err := answerBudget(snap, budget.Question{Scope: ScopeBroker, ID: "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -758,14 +758,14 @@ func TestBudgetJudgesTopicsOutsideTheFilter(t *testing.T) {
 	}
 	snap.computeBudget(0)
 
-	stop, err := answerBudget(snap, budget.Question{Scope: budget.Broker, ID: "2"})
+	stop, err := answerBudget(snap, budget.Question{Scope: ScopeBroker, ID: "2"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if stop.Safe || !slices.Contains(stop.AtRisk, "legacy/0") || len(stop.NotJudged) != 0 {
 		t.Errorf("stop of broker 2, the last ISR member of legacy/0 (filtered out, judged): %+v, want not safe, legacy/0 at risk, nothing unjudged", stop)
 	}
-	back, err := answerBudget(snap, budget.Question{Scope: budget.Broker, ID: "3", Recovered: true})
+	back, err := answerBudget(snap, budget.Question{Scope: ScopeBroker, ID: "3", Recovered: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,10 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 	},
 	Views:        Views,
 	Budget:       answerBudget,
-	BudgetScopes: []budget.Scope{budget.Broker, budget.Rack},
+	BudgetScopes: []budget.ScopeSpec{
+		{Scope: ScopeBroker, Member: "ID", Help: "A Kafka broker id."},
+		{Scope: ScopeRack, Member: "NAME", Help: "A Kafka broker.rack: every broker in it."},
+	},
 }
 
 // System is Kafka's registry entry.

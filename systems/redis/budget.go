@@ -80,6 +80,14 @@ import (
 // until=failover), losing what it lags: failover_data_loss_bytes is the
 // master's offset minus the best healthy replica's.
 
+// The scopes Redis's failure budget answers (system.go declares them).
+const (
+	// ScopeNode is one Redis Cluster node, by its id or its address.
+	ScopeNode budget.Scope = "node"
+	// ScopeZone is every Redis node of one availability zone.
+	ScopeZone budget.Scope = "zone"
+)
+
 // Reasons a Redis stop is not safe, labelling redis_cluster_node_stop_unsafe
 // and redis_cluster_zone_stop_unsafe.
 const (
@@ -631,7 +639,7 @@ func answerBudget(snap *Snapshot, q budget.Question) (budget.Answer, error) {
 	}
 	a := budget.Answer{System: "redis", Scope: q.Scope, ID: q.ID, Recovered: q.Recovered, Safe: true, ReadAt: snap.ReadAt}
 	switch q.Scope {
-	case budget.Node:
+	case ScopeNode:
 		n := snap.findNode(q.ID)
 		if n == nil {
 			return budget.Answer{}, fmt.Errorf("redis node %q: %w node (give a node id or ip:port of a member)", q.ID, budget.ErrUnknown)
@@ -642,7 +650,7 @@ func answerBudget(snap *Snapshot, q budget.Question) (budget.Answer, error) {
 		}
 		b.answerStop(&a, b.Nodes[n.ID])
 		return a, nil
-	case budget.Zone:
+	case ScopeZone:
 		if len(b.Zones) == 0 {
 			return budget.Answer{}, fmt.Errorf("no node reports an availability_zone and failure_budget.zones is empty: %w", budget.ErrUnsupported)
 		}

@@ -73,11 +73,11 @@ func TestLabFailureBudget(t *testing.T) {
 
 	// The replicas are safe to stop; the masters are not, and the answer
 	// for M2 names R2 and what to run on it.
-	expectAnswer(budget.Node, r3.Addr, "replica R3 safe", "")
+	expectAnswer(ScopeNode, r3.Addr, "replica R3 safe", "")
 	if err := e.gather().expect(1, "redis_cluster_node_safe_to_stop", "address", r3.Addr); err != nil {
 		t.Error(err)
 	}
-	a := expectAnswer(budget.Node, m2.ID, "master M2 unsafe: serves slots", "serves_slots")
+	a := expectAnswer(ScopeNode, m2.ID, "master M2 unsafe: serves slots", "serves_slots")
 	wantAdvice := fmt.Sprintf("fail over to replica %s (%s) first: redis-cli -h %s -p %d CLUSTER FAILOVER", r2.ID, r2.Addr, c.Host(r2.Port), r2.Port)
 	if a.Advice != wantAdvice {
 		t.Errorf("advice for M2: %q, want %q", a.Advice, wantAdvice)
@@ -91,7 +91,7 @@ func TestLabFailureBudget(t *testing.T) {
 	}
 	// Zone A holds M1 and its only replica: its loss would leave M1's
 	// slots unserved for good (checked against the cluster in step 2).
-	zoneA := expectAnswer(budget.Zone, "zone-a", "zone A unsafe", "serves_slots,no_healthy_replica")
+	zoneA := expectAnswer(ScopeZone, "zone-a", "zone A unsafe", "serves_slots,no_healthy_replica")
 	if got, want := strings.Join(zoneA.AtRisk, ","), labRanges(m1); got != want || zoneA.Facts["unserved_slots_never"] != float64(m1.Slots) {
 		t.Errorf("zone A at risk %s (%v never), want %s (%d)", got, zoneA.Facts["unserved_slots_never"], want, m1.Slots)
 	}
@@ -99,7 +99,7 @@ func TestLabFailureBudget(t *testing.T) {
 	// 1. Fail over to R2 first, as advised: then M2 is a replica and safe,
 	// and its stop leaves every slot served.
 	c.ManualFailover(t, r2.Port)
-	expectAnswer(budget.Node, m2.ID, "old master M2 safe once a replica", "")
+	expectAnswer(ScopeNode, m2.ID, "old master M2 safe once a replica", "")
 	c.Kill(t, m2.Port)
 	waitFailed(t, c, m2)
 	time.Sleep(2 * c.NodeTimeout())
@@ -113,7 +113,7 @@ func TestLabFailureBudget(t *testing.T) {
 	// 2. R1 dies: M1 has no healthy replica; its stop leaves its slots
 	// unserved for good, exactly those.
 	c.Kill(t, r1.Port)
-	a = expectAnswer(budget.Node, m1.ID, "M1 without a replica", "serves_slots,no_healthy_replica")
+	a = expectAnswer(ScopeNode, m1.ID, "M1 without a replica", "serves_slots,no_healthy_replica")
 	predicted := strings.Join(a.AtRisk, ",")
 	if a.Facts["unserved_slots_never"] != float64(m1.Slots) || !strings.Contains(a.Advice, "no healthy replica") {
 		t.Errorf("M1: %v slots unserved for good, advice %q; want %d and no replica", a.Facts["unserved_slots_never"], a.Advice, m1.Slots)
@@ -134,7 +134,7 @@ func TestLabFailureBudget(t *testing.T) {
 
 	// 3. With M1 down, 2 of the 3 slot-serving masters vote, the majority:
 	// none more may be lost. Stopping M3 leaves R3 without the votes.
-	a = expectAnswer(budget.Node, m3.ID, "M3's stop breaks the majority", "cluster_degraded,masters_majority,serves_slots")
+	a = expectAnswer(ScopeNode, m3.ID, "M3's stop breaks the majority", "cluster_degraded,masters_majority,serves_slots")
 	if a.Facts["unserved_slots_never"] != float64(m3.Slots) || a.Facts["master_losses_tolerated"] != 0 {
 		t.Errorf("M3: %v slots unserved for good, %v losses tolerated; want %d, 0", a.Facts["unserved_slots_never"], a.Facts["master_losses_tolerated"], m3.Slots)
 	}

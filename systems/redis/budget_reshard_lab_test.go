@@ -51,7 +51,7 @@ func (lb labBudget) expect(id, what, wantReasons string) budget.Answer {
 	var a budget.Answer
 	lab.RedisWaitFor(lb.t, 20*time.Second, what, func() error {
 		var err error
-		if a, err = lb.answer(budget.Node, id); err != nil {
+		if a, err = lb.answer(ScopeNode, id); err != nil {
 			return err
 		}
 		if got := reasons(a); got != wantReasons || a.Safe != (wantReasons == "") {
@@ -305,7 +305,7 @@ func TestValkey9BudgetAtomicMigration(t *testing.T) {
 	}
 	c.CLI(t, m0.Port, "CONFIG", "SET", "rdb-key-save-delay", "0")
 	lab.RedisWaitFor(t, 20*time.Second, "no slot_migration once no job runs", func() error {
-		if a := lb.ask(budget.Node, m0.ID); slices.ContainsFunc(a.Findings, func(f budget.Finding) bool { return f.Reason == "slot_migration" }) {
+		if a := lb.ask(ScopeNode, m0.ID); slices.ContainsFunc(a.Findings, func(f budget.Finding) bool { return f.Reason == "slot_migration" }) {
 			return fmt.Errorf("M0 still %+v", a.Findings)
 		}
 		return nil

@@ -163,110 +163,110 @@ func TestBudgetStop(t *testing.T) {
 		// tolerated is redis_cluster_master_losses_tolerated.
 		tolerated int
 	}{
-		{name: "master with a caught-up replica: fail over first", nodes: threeShards(), scope: budget.Node, id: "A",
+		{name: "master with a caught-up replica: fail over first", nodes: threeShards(), scope: ScopeNode, id: "A",
 			reasons: "serves_slots", failover: 5461, atRisk: "0-5460",
 			advice: "fail over to replica D (10.0.0.2:7003) first: redis-cli -h 10.0.0.2 -p 7003 CLUSTER FAILOVER", loss: 100, hasLoss: true, tolerated: 1},
-		{name: "by address", nodes: threeShards(), scope: budget.Node, id: "10.0.0.2:7001",
+		{name: "by address", nodes: threeShards(), scope: ScopeNode, id: "10.0.0.2:7001",
 			reasons: "serves_slots", failover: 5462, atRisk: "5461-10922", advice: "replica E (10.0.0.3:7004)", hasLoss: true, tolerated: 1},
-		{name: "a replica is safe", nodes: threeShards(), scope: budget.Node, id: "D", safe: true, tolerated: 1},
+		{name: "a replica is safe", nodes: threeShards(), scope: ScopeNode, id: "D", safe: true, tolerated: 1},
 		{name: "master whose replica failed: its slots unserved for good",
-			nodes: with(threeShards(), "D", func(n *bnode) { n.state = NodeStateFail }), scope: budget.Node, id: "A",
+			nodes: with(threeShards(), "D", func(n *bnode) { n.state = NodeStateFail }), scope: ScopeNode, id: "A",
 			reasons: "serves_slots,no_healthy_replica", never: 5461, atRisk: "0-5460", advice: "master 10.0.0.1:7000 has no healthy replica to fail over to", tolerated: 1},
 		{name: "replica whose master link is down does not protect",
-			nodes: with(threeShards(), "D", func(n *bnode) { n.linkDown = true }), scope: budget.Node, id: "A",
+			nodes: with(threeShards(), "D", func(n *bnode) { n.linkDown = true }), scope: ScopeNode, id: "A",
 			reasons: "serves_slots,no_healthy_replica", never: 5461, atRisk: "0-5460", tolerated: 1},
 		{name: "lagging replica: promoted all the same, losing its lag; not advised as caught up",
-			nodes: with(threeShards(), "D", func(n *bnode) { n.lag = 10 << 20 }), scope: budget.Node, id: "A",
+			nodes: with(threeShards(), "D", func(n *bnode) { n.lag = 10 << 20 }), scope: ScopeNode, id: "A",
 			reasons: "serves_slots", failover: 5461, atRisk: "0-5460", advice: "no replica of 10.0.0.1:7000 is caught up (within 1048576 bytes): the best, D (10.0.0.2:7003), it is 10485760 bytes behind",
 			loss: 10 << 20, hasLoss: true, tolerated: 1},
 		{name: "caught_up_bytes raised: the lagging replica is caught up",
-			nodes: with(threeShards(), "D", func(n *bnode) { n.lag = 10 << 20 }), cfg: config.RedisBudget{CaughtUpBytes: ptr(int64(20 << 20))}, scope: budget.Node, id: "A",
+			nodes: with(threeShards(), "D", func(n *bnode) { n.lag = 10 << 20 }), cfg: config.RedisBudget{CaughtUpBytes: ptr(int64(20 << 20))}, scope: ScopeNode, id: "A",
 			reasons: "serves_slots", failover: 5461, atRisk: "0-5460", advice: "fail over to replica D", loss: 10 << 20, hasLoss: true, tolerated: 1},
 		{name: "the best of two replicas is advised",
-			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.3:7006", master: "A", lag: 7}), scope: budget.Node, id: "A",
+			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.3:7006", master: "A", lag: 7}), scope: ScopeNode, id: "A",
 			reasons: "serves_slots", failover: 5461, atRisk: "0-5460", advice: "replica G (10.0.0.3:7006)", loss: 7, hasLoss: true, tolerated: 1},
-		{name: "last healthy replica without headroom: safe", nodes: threeShards(), scope: budget.Node, id: "E", safe: true, tolerated: 1},
-		{name: "last healthy replica with headroom", nodes: threeShards(), cfg: config.RedisBudget{HealthyReplicaHeadroom: true}, scope: budget.Node, id: "E",
+		{name: "last healthy replica without headroom: safe", nodes: threeShards(), scope: ScopeNode, id: "E", safe: true, tolerated: 1},
+		{name: "last healthy replica with headroom", nodes: threeShards(), cfg: config.RedisBudget{HealthyReplicaHeadroom: true}, scope: ScopeNode, id: "E",
 			reasons: "last_healthy_replica", atRisk: "5461-10922", tolerated: 1},
 		{name: "one of two healthy replicas with headroom: safe",
-			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.1:7006", master: "B"}), cfg: config.RedisBudget{HealthyReplicaHeadroom: true}, scope: budget.Node, id: "E",
+			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.1:7006", master: "B"}), cfg: config.RedisBudget{HealthyReplicaHeadroom: true}, scope: ScopeNode, id: "E",
 			safe: true, tolerated: 1},
-		{name: "an empty master is safe", nodes: append(threeShards(), bnode{id: "H", addr: "10.0.0.9:7009", first: 1, last: 0}), scope: budget.Node, id: "H",
+		{name: "an empty master is safe", nodes: append(threeShards(), bnode{id: "H", addr: "10.0.0.9:7009", first: 1, last: 0}), scope: ScopeNode, id: "H",
 			safe: true, tolerated: 1},
 		{name: "two masters: a stop breaks the majority, even with a replica",
 			nodes: []bnode{
 				{id: "A", addr: "10.0.0.1:7000", first: 0, last: 8191},
 				{id: "B", addr: "10.0.0.2:7001", first: 8192, last: 16383},
 				{id: "D", addr: "10.0.0.2:7003", master: "A"},
-			}, scope: budget.Node, id: "A",
+			}, scope: ScopeNode, id: "A",
 			reasons: "masters_majority,serves_slots", never: 8192, atRisk: "0-8191", advice: "fail over to replica D", hasLoss: true, tolerated: 0},
 		{name: "a failed master: the cluster is degraded, and the next master's stop breaks the majority",
-			nodes: with(threeShards(), "C", func(n *bnode) { n.state = NodeStateFail }), scope: budget.Node, id: "B",
+			nodes: with(threeShards(), "C", func(n *bnode) { n.state = NodeStateFail }), scope: ScopeNode, id: "B",
 			reasons: "cluster_degraded,masters_majority,serves_slots", never: 5462, atRisk: "5461-10922", advice: "replica E", hasLoss: true, tolerated: 0},
 		{name: "degraded: even a replica is unsafe",
-			nodes: with(threeShards(), "C", func(n *bnode) { n.state = NodeStatePFail }), scope: budget.Node, id: "D",
+			nodes: with(threeShards(), "C", func(n *bnode) { n.state = NodeStatePFail }), scope: ScopeNode, id: "D",
 			reasons: "cluster_degraded", tolerated: 0},
-		{name: "zone of one master with its replica elsewhere", nodes: threeShards(), scope: budget.Zone, id: "z3",
+		{name: "zone of one master with its replica elsewhere", nodes: threeShards(), scope: ScopeZone, id: "z3",
 			reasons: "serves_slots", failover: 5461, atRisk: "10923-16383", advice: "fail over to replica F (10.0.0.1:7005)", hasLoss: true, tolerated: 1},
 		{name: "zone holding a master and its replica",
-			nodes: with(threeShards(), "D", func(n *bnode) { n.zone = "z1" }), scope: budget.Zone, id: "z1",
+			nodes: with(threeShards(), "D", func(n *bnode) { n.zone = "z1" }), scope: ScopeZone, id: "z1",
 			reasons: "serves_slots,no_healthy_replica", never: 5461, atRisk: "0-5460", tolerated: 1},
 		{name: "zone holding two of three masters breaks the majority",
-			nodes: with(with(threeShards(), "B", func(n *bnode) { n.zone = "z1" }), "D", func(n *bnode) { n.zone = "z3" }), scope: budget.Zone, id: "z1",
+			nodes: with(with(threeShards(), "B", func(n *bnode) { n.zone = "z1" }), "D", func(n *bnode) { n.zone = "z3" }), scope: ScopeZone, id: "z1",
 			reasons: "masters_majority,serves_slots", never: 10923, atRisk: "0-5460,5461-10922", hasLoss: true, tolerated: 1},
 		{name: "zone of replicas only with headroom",
 			nodes: with(with(threeShards(), "F", func(n *bnode) { n.zone = "z9" }), "D", func(n *bnode) { n.zone = "z9" }),
-			cfg:   config.RedisBudget{HealthyReplicaHeadroom: true}, scope: budget.Zone, id: "z9",
+			cfg:   config.RedisBudget{HealthyReplicaHeadroom: true}, scope: ScopeZone, id: "z9",
 			reasons: "last_healthy_replica", atRisk: "0-5460,10923-16383", tolerated: 1},
 		{name: "configured zones override availability_zone",
-			nodes: threeShards(), cfg: config.RedisBudget{Zones: map[string]string{"10.0.0.2:7003": "z1"}}, scope: budget.Zone, id: "z1",
+			nodes: threeShards(), cfg: config.RedisBudget{Zones: map[string]string{"10.0.0.2:7003": "z1"}}, scope: ScopeZone, id: "z1",
 			reasons: "serves_slots,no_healthy_replica", never: 5461, atRisk: "0-5460", tolerated: 1},
 
 		// Slot migrations in progress (issue 42, item 1).
-		{name: "an empty master importing a slot is not safe", nodes: resharding(), scope: budget.Node, id: "H",
+		{name: "an empty master importing a slot is not safe", nodes: resharding(), scope: ScopeNode, id: "H",
 			reasons: "slot_migration", atRisk: "100-101", advice: "finish the slot migration first", tolerated: 1},
-		{name: "the migrating source: its slots and the move; no failover_to before the move ends", nodes: resharding(), scope: budget.Node, id: "A",
+		{name: "the migrating source: its slots and the move; no failover_to before the move ends", nodes: resharding(), scope: ScopeNode, id: "A",
 			reasons: "serves_slots,slot_migration", failover: 5461, atRisk: "0-5460",
 			advice: "finish the slot migration first: MIGRATE the slot's remaining keys, then CLUSTER SETSLOT <slot> NODE <target id> on the target and the source (redis-cli --cluster fix finishes a stuck one); fail over to replica D", loss: 100, hasLoss: true, tolerated: 1},
 		{name: "the importing end alone reports the move (the source unread)",
-			nodes: with(with(resharding(), "A", func(n *bnode) { n.migrating = nil }), "H", func(n *bnode) { n.importing = n.importing[:1] }), scope: budget.Node, id: "H",
+			nodes: with(with(resharding(), "A", func(n *bnode) { n.migrating = nil }), "H", func(n *bnode) { n.importing = n.importing[:1] }), scope: ScopeNode, id: "H",
 			reasons: "slot_migration", atRisk: "100-100", tolerated: 1},
 		{name: "the migrating end alone reports the move (the target unread)",
-			nodes: with(resharding(), "H", func(n *bnode) { n.importing, n.unread = nil, true }), scope: budget.Node, id: "H",
+			nodes: with(resharding(), "H", func(n *bnode) { n.importing, n.unread = nil, true }), scope: ScopeNode, id: "H",
 			reasons: "slot_migration", atRisk: "100-101", tolerated: 1},
-		{name: "a replica of the source is safe", nodes: resharding(), scope: budget.Node, id: "D", safe: true, tolerated: 1},
-		{name: "a zone holding the importing master", nodes: resharding(), scope: budget.Zone, id: "z9",
+		{name: "a replica of the source is safe", nodes: resharding(), scope: ScopeNode, id: "D", safe: true, tolerated: 1},
+		{name: "a zone holding the importing master", nodes: resharding(), scope: ScopeZone, id: "z9",
 			reasons: "slot_migration", atRisk: "100-101", tolerated: 1},
 		{name: "an atomic slot migration job's target",
 			nodes: append(threeShards(), bnode{id: "H", addr: "10.0.0.9:7009", first: 1, last: 0, jobs: []SlotMigration{
 				{Name: "job1", Operation: MigrationImport, Slots: []SlotSpan{{200, 300}}, Source: "B", Target: "H", State: "snapshotting"},
 				{Name: "old", Operation: MigrationImport, Slots: []SlotSpan{{400, 500}}, Source: "B", Target: "H", State: "success", Outcome: MigrationSuccess},
-			}}), scope: budget.Node, id: "H",
+			}}), scope: ScopeNode, id: "H",
 			reasons: "slot_migration", atRisk: "200-300", advice: "let the atomic slot migration end first", tolerated: 1},
 
 		// Replicas the exporter did not read (issue 42, item 5).
 		{name: "a master whose only replica is unread: not judged, so no healthy replica",
-			nodes: with(threeShards(), "D", func(n *bnode) { n.unread = true }), scope: budget.Node, id: "A",
+			nodes: with(threeShards(), "D", func(n *bnode) { n.unread = true }), scope: ScopeNode, id: "A",
 			reasons: "serves_slots,no_healthy_replica", never: 5461, atRisk: "0-5460", advice: "master 10.0.0.1:7000 has no healthy replica to fail over to", tolerated: 1},
 		{name: "an unread replica is never advised, however caught up",
-			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.3:7006", master: "A", lag: 0, unread: true}), scope: budget.Node, id: "A",
+			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.3:7006", master: "A", lag: 0, unread: true}), scope: ScopeNode, id: "A",
 			reasons: "serves_slots", failover: 5461, atRisk: "0-5460", advice: "fail over to replica D (10.0.0.2:7003)", loss: 100, hasLoss: true, tolerated: 1},
 		{name: "headroom: the other replica unread, so this one is the last",
-			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.1:7006", master: "B", unread: true}), cfg: config.RedisBudget{HealthyReplicaHeadroom: true}, scope: budget.Node, id: "E",
+			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.1:7006", master: "B", unread: true}), cfg: config.RedisBudget{HealthyReplicaHeadroom: true}, scope: ScopeNode, id: "E",
 			reasons: "last_healthy_replica", atRisk: "5461-10922", tolerated: 1},
 		{name: "the replica of a master the exporter did not read: not judged",
-			nodes: with(threeShards(), "A", func(n *bnode) { n.unread = true }), scope: budget.Node, id: "D",
+			nodes: with(threeShards(), "A", func(n *bnode) { n.unread = true }), scope: ScopeNode, id: "D",
 			reasons: "master_not_read", atRisk: "0-5460", tolerated: 1},
 		{name: "a master unread: its replica is safe while another read one stays",
-			nodes: append(with(threeShards(), "A", func(n *bnode) { n.unread = true }), bnode{id: "G", addr: "10.0.0.3:7006", master: "A"}), scope: budget.Node, id: "D",
+			nodes: append(with(threeShards(), "A", func(n *bnode) { n.unread = true }), bnode{id: "G", addr: "10.0.0.3:7006", master: "A"}), scope: ScopeNode, id: "D",
 			safe: true, tolerated: 1},
 		{name: "a master unread: a zone holding both its replicas is not judged",
-			nodes: append(with(threeShards(), "A", func(n *bnode) { n.unread = true }), bnode{id: "G", addr: "10.0.0.3:7006", master: "A", zone: "z2"}), scope: budget.Zone, id: "z2",
+			nodes: append(with(threeShards(), "A", func(n *bnode) { n.unread = true }), bnode{id: "G", addr: "10.0.0.3:7006", master: "A", zone: "z2"}), scope: ScopeZone, id: "z2",
 			reasons: "serves_slots,master_not_read", failover: 5462, atRisk: "0-5460,5461-10922", advice: "replica E", hasLoss: true, tolerated: 1},
 		{name: "another master unread: a replica elsewhere is judged as before",
-			nodes: with(threeShards(), "A", func(n *bnode) { n.unread = true }), scope: budget.Node, id: "E", safe: true, tolerated: 1},
+			nodes: with(threeShards(), "A", func(n *bnode) { n.unread = true }), scope: ScopeNode, id: "E", safe: true, tolerated: 1},
 		{name: "headroom: stopping the unread replica leaves the read one",
-			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.1:7006", master: "B", unread: true}), cfg: config.RedisBudget{HealthyReplicaHeadroom: true}, scope: budget.Node, id: "G",
+			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.1:7006", master: "B", unread: true}), cfg: config.RedisBudget{HealthyReplicaHeadroom: true}, scope: ScopeNode, id: "G",
 			safe: true, tolerated: 1},
 	}
 	for _, tc := range cases {
@@ -319,7 +319,7 @@ func ptr[T any](v T) *T { return &v }
 func TestBudgetNodeTimeoutDefault(t *testing.T) {
 	snap := budgetSnapshot(threeShards()...)
 	snap.FailureBudget = assessBudget(snap, config.RedisBudget{}, 0)
-	a := ask(t, snap, budget.Question{Scope: budget.Node, ID: "A"})
+	a := ask(t, snap, budget.Question{Scope: ScopeNode, ID: "A"})
 	if got := a.Facts["unserved_seconds_estimate"]; got != 16 {
 		t.Errorf("with no cluster-node-timeout read: estimate %v, want 16 (the 15 s default plus the election delay)", got)
 	}
@@ -339,7 +339,7 @@ func TestBudgetAtRiskIsBounded(t *testing.T) {
 	snap.SlotRanges = slotRanges(owners)
 	snap.Nodes[0].Slots, snap.Nodes[1].Slots, snap.Masters = 8192, 8192, 2
 	snap.FailureBudget = assessBudget(snap, config.RedisBudget{}, time.Second)
-	a := ask(t, snap, budget.Question{Scope: budget.Node, ID: "A"})
+	a := ask(t, snap, budget.Question{Scope: ScopeNode, ID: "A"})
 	if len(a.AtRisk) != budget.MaxAtRisk || a.AtRiskTotal != 8192 || a.AtRisk[0] != "0-0" {
 		t.Errorf("at risk: %d listed (first %q), %d in all; want %d, 8192", len(a.AtRisk), a.AtRisk[0], a.AtRiskTotal, budget.MaxAtRisk)
 	}
@@ -357,10 +357,10 @@ func TestBudgetErrors(t *testing.T) {
 		want error
 		says string
 	}{
-		{budget.Question{Scope: budget.Node, ID: "nope"}, budget.ErrUnknown, `"nope"`},
-		{budget.Question{Scope: budget.Node, ID: ""}, budget.ErrUnknown, `""`},
-		{budget.Question{Scope: budget.Zone, ID: "z1"}, budget.ErrUnsupported, "availability_zone"},
-		{budget.Question{Scope: budget.Broker, ID: "1"}, budget.ErrUnsupported, "broker"},
+		{budget.Question{Scope: ScopeNode, ID: "nope"}, budget.ErrUnknown, `"nope"`},
+		{budget.Question{Scope: ScopeNode, ID: ""}, budget.ErrUnknown, `""`},
+		{budget.Question{Scope: ScopeZone, ID: "z1"}, budget.ErrUnsupported, "availability_zone"},
+		{budget.Question{Scope: budget.Scope("broker"), ID: "1"}, budget.ErrUnsupported, "broker"},
 	} {
 		_, err := answerBudget(snap, tc.q)
 		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.says) {
@@ -369,13 +369,13 @@ func TestBudgetErrors(t *testing.T) {
 	}
 	zoned := budgetSnapshot(threeShards()...)
 	zoned.FailureBudget = assessBudget(zoned, config.RedisBudget{}, time.Second)
-	if _, err := answerBudget(zoned, budget.Question{Scope: budget.Zone, ID: "z7"}); !errors.Is(err, budget.ErrUnknown) || !strings.Contains(err.Error(), "z7") {
+	if _, err := answerBudget(zoned, budget.Question{Scope: ScopeZone, ID: "z7"}); !errors.Is(err, budget.ErrUnknown) || !strings.Contains(err.Error(), "z7") {
 		t.Errorf("unknown zone: %v", err)
 	}
-	if _, err := answerBudget(&Snapshot{}, budget.Question{Scope: budget.Node, ID: "A"}); !errors.Is(err, budget.ErrUnsupported) {
+	if _, err := answerBudget(&Snapshot{}, budget.Question{Scope: ScopeNode, ID: "A"}); !errors.Is(err, budget.ErrUnsupported) {
 		t.Errorf("no budget: %v", err)
 	}
-	a := ask(t, zoned, budget.Question{Scope: budget.Zone, ID: "z1"})
+	a := ask(t, zoned, budget.Question{Scope: ScopeZone, ID: "z1"})
 	if strings.Join(a.Members, ",") != "10.0.0.1:7000,10.0.0.1:7005" {
 		t.Errorf("zone z1 members %v", a.Members)
 	}
@@ -399,7 +399,7 @@ func TestBudgetRecovered(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := budgetSnapshot(tc.nodes...)
 			snap.FailureBudget = assessBudget(snap, config.RedisBudget{}, time.Second)
-			a := ask(t, snap, budget.Question{Scope: budget.Node, ID: tc.id, Recovered: true})
+			a := ask(t, snap, budget.Question{Scope: ScopeNode, ID: tc.id, Recovered: true})
 			if a.Safe != (tc.reasons == "") || reasons(a) != tc.reasons {
 				t.Errorf("recovered %v, reasons %q; want %q: %+v", a.Safe, reasons(a), tc.reasons, a.Findings)
 			}
@@ -407,7 +407,7 @@ func TestBudgetRecovered(t *testing.T) {
 	}
 	snap := budgetSnapshot(with(threeShards(), "F", func(n *bnode) { n.lag = 2 << 20 })...)
 	snap.FailureBudget = assessBudget(snap, config.RedisBudget{}, time.Second)
-	if a := ask(t, snap, budget.Question{Scope: budget.Zone, ID: "z1", Recovered: true}); a.Safe || reasons(a) != "not_caught_up" {
+	if a := ask(t, snap, budget.Question{Scope: ScopeZone, ID: "z1", Recovered: true}); a.Safe || reasons(a) != "not_caught_up" {
 		t.Errorf("zone z1 with a lagging replica: recovered %v, %+v", a.Safe, a.Findings)
 	}
 }
@@ -484,7 +484,7 @@ func BenchmarkAssessBudget100Nodes(b *testing.B) {
 func TestBudgetFindingsName(t *testing.T) {
 	snap := budgetSnapshot(resharding()...)
 	snap.FailureBudget = assessBudget(snap, config.RedisBudget{}, time.Second)
-	a := ask(t, snap, budget.Question{Scope: budget.Node, ID: "10.0.0.9:7009"})
+	a := ask(t, snap, budget.Question{Scope: ScopeNode, ID: "10.0.0.9:7009"})
 	want := "slots 100-101 from 10.0.0.1:7000 to 10.0.0.9:7009 (CLUSTER SETSLOT MIGRATING/IMPORTING)"
 	if len(a.Findings) != 1 || a.Findings[0].Count != 2 || !strings.Contains(a.Findings[0].Message, want) || a.FailoverTo != "" {
 		t.Errorf("importing master: %+v (failover_to %q), want one slot_migration of 2 slots saying %q", a.Findings, a.FailoverTo, want)
@@ -492,7 +492,7 @@ func TestBudgetFindingsName(t *testing.T) {
 
 	snap = budgetSnapshot(append(with(threeShards(), "E", func(n *bnode) { n.unread = true }), bnode{id: "G", addr: "10.0.0.1:7006", master: "B", unread: true})...)
 	snap.FailureBudget = assessBudget(snap, config.RedisBudget{}, time.Second)
-	a = ask(t, snap, budget.Question{Scope: budget.Node, ID: "B"})
+	a = ask(t, snap, budget.Question{Scope: ScopeNode, ID: "B"})
 	want = "not judged: the exporter did not read 10.0.0.3:7004, 10.0.0.1:7006 this refresh, so they are not counted as healthy"
 	if reasons(a) != "serves_slots,no_healthy_replica" || !strings.Contains(a.Findings[1].Message, want) || a.FailoverTo != "" || a.Facts["unserved_slots_never"] != 5462 {
 		t.Errorf("master with both replicas unread: %+v (failover_to %q, facts %v), want no_healthy_replica saying %q", a.Findings, a.FailoverTo, a.Facts, want)

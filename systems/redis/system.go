@@ -49,7 +49,10 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 	},
 	Views:        Views,
 	Budget:       answerBudget,
-	BudgetScopes: []budget.Scope{budget.Node, budget.Zone},
+	BudgetScopes: []budget.ScopeSpec{
+		{Scope: ScopeNode, Member: "ID|ADDR", Help: "A Redis node id or ip:port."},
+		{Scope: ScopeZone, Member: "NAME", Help: "A Redis availability zone: every node in it."},
+	},
 }
 
 // System is Redis Cluster's registry entry.
