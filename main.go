@@ -111,7 +111,7 @@ func loadConfig(f flags) (*config.Config, error) {
 	for _, n := range collector.Watched(systems.All, cfg) {
 		total += n
 	}
-	if total == 0 && len(cfg.KafkaModules) == 0 && len(cfg.RedisModules) == 0 {
+	if total == 0 && !config.HasModules(cfg) {
 		return nil, errors.New("nothing to watch: give --kafka.server, --redis.addr or a --config.file listing clusters (or modules for /probe)")
 	}
 	return cfg, nil

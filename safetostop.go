@@ -30,14 +30,14 @@ type safeToStopFlags struct {
 	url, system, cluster string
 	// scopes are the registry's budget scopes, in order, and ids what each
 	// scope's flag was given.
-	scopes []budget.Scope
-	ids    map[budget.Scope]*string
-	wait, poll               time.Duration
-	afterRestart             bool
-	output                   string
-	username, passwordFile   string
-	caFile, certFile         string
-	keyFile, serverName      string
+	scopes                 []budget.Scope
+	ids                    map[budget.Scope]*string
+	wait, poll             time.Duration
+	afterRestart           bool
+	output                 string
+	username, passwordFile string
+	caFile, certFile       string
+	keyFile, serverName    string
 }
 
 // defineSafeToStop declares the command and its flags: one per budget

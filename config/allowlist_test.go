@@ -157,18 +157,27 @@ func TestModuleClusterCheckTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open, _ := cfg.KafkaModule("open")
-	fenced, _ := cfg.KafkaModule("fenced")
-	redis, _ := cfg.RedisModule("fenced")
+	open := func(addrs []string) KafkaCluster {
+		c, _ := ModuleAt[KafkaCluster](cfg, "kafka", "open", "x", addrs)
+		return c
+	}
+	fenced := func(addrs []string) KafkaCluster {
+		c, _ := ModuleAt[KafkaCluster](cfg, "kafka", "fenced", "x", addrs)
+		return c
+	}
+	redis := func(addrs []string) RedisCluster {
+		c, _ := ModuleAt[RedisCluster](cfg, "redis", "fenced", "x", addrs)
+		return c
+	}
 	for _, c := range []struct {
 		check TargetChecker
 		ok    bool
 	}{
-		{open.At("x", []string{"203.0.113.1:9092"}), true},
-		{fenced.At("x", []string{"127.0.0.1:9092"}), true},
-		{fenced.At("x", []string{"127.0.0.1:9093"}), false},
-		{redis.At("x", []string{"[::1]:6379"}), true},
-		{redis.At("x", []string{"127.0.0.1:6379"}), false},
+		{open([]string{"203.0.113.1:9092"}), true},
+		{fenced([]string{"127.0.0.1:9092"}), true},
+		{fenced([]string{"127.0.0.1:9093"}), false},
+		{redis([]string{"[::1]:6379"}), true},
+		{redis([]string{"127.0.0.1:6379"}), false},
 	} {
 		if err := c.check.CheckTarget(); (err == nil) != c.ok {
 			t.Errorf("%+v: CheckTarget() = %v, want allowed %v", c.check, err, c.ok)

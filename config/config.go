@@ -41,10 +41,6 @@ type Config struct {
 	Redis []RedisCluster `yaml:"redis"`
 	// Mirrors are MirrorMaker 2 flows between clusters of Kafka.
 	Mirrors []Mirror `yaml:"mirrors"`
-	// KafkaModules and RedisModules are the settings of clusters found by
-	// service discovery and probed at /probe (modules.go).
-	KafkaModules []KafkaCluster `yaml:"kafka_modules"`
-	RedisModules []RedisCluster `yaml:"redis_modules"`
 
 	// entries are the sections registered from outside this package
 	// (Register), by key: each a *[]C of its SectionSpec.

@@ -343,9 +343,14 @@ var kafkaSection = NewSection(SectionSpec[KafkaCluster]{
 	List:     func(c *Config) *[]KafkaCluster { return &c.Kafka },
 	Defaults: (*KafkaCluster).applyDefaults,
 	Name:     func(k *KafkaCluster) string { return k.Name },
-	Validate: func(*Config) func(*KafkaCluster) error {
-		return func(k *KafkaCluster) error {
-			return errors.Join(k.validate(), errModuleKeys(k.AllowedTargets, k.AllowAnyTarget, "kafka_modules"))
-		}
+	Validate: func(*Config) func(*KafkaCluster) error { return (*KafkaCluster).validate },
+	Modules: &ModuleSpec[KafkaCluster]{
+		AddrKey: "bootstrap_servers",
+		Addrs:   func(k *KafkaCluster) []string { return k.BootstrapServers },
+		At:      KafkaCluster.At,
+		Check:   (*KafkaCluster).validate,
+		Targets: func(k *KafkaCluster) ModuleTargets {
+			return ModuleTargets{Allowed: k.AllowedTargets, AllowAny: k.AllowAnyTarget, Credentials: k.credentials(), TLS: k.TLS}
+		},
 	},
 })

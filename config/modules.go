@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Modules are the settings of clusters the exporter is not told about in
@@ -29,24 +30,90 @@ import (
 // cluster would be: the address is the request's, checked then.
 const moduleAddr = "127.0.0.1:1"
 
-// KafkaModule is cfg's Kafka module called name.
-func (cfg *Config) KafkaModule(name string) (KafkaCluster, bool) {
-	for _, m := range cfg.KafkaModules {
-		if m.Name == name {
-			return m, true
-		}
-	}
-	return KafkaCluster{}, false
+// ModuleSpec gives a section its modules (SectionSpec.Modules): the
+// section KEY_modules, of entries of the section's own type that hold
+// everything but the address, each checked as a cluster entry is at a
+// stand-in address. A system declares this much and writes no module
+// code of its own.
+type ModuleSpec[C any] struct {
+	// AddrKey is the key of an entry's addresses ("bootstrap_servers"),
+	// which a module must leave out.
+	AddrKey string
+	// Addrs are an entry's addresses.
+	Addrs func(*C) []string
+	// At is the module m's cluster at addrs, called name.
+	At func(m C, name string, addrs []string) C
+	// Check is an entry's own check, run on the module at a stand-in
+	// address.
+	Check func(*C) error
+	// Targets says where the module may go, and what it would carry there.
+	Targets func(*C) ModuleTargets
 }
 
-// RedisModule is cfg's Redis module called name.
-func (cfg *Config) RedisModule(name string) (RedisCluster, bool) {
-	for _, m := range cfg.RedisModules {
-		if m.Name == name {
-			return m, true
+// ModuleTargets are what a module says of where it may go
+// (allowlist.go), and the keys of what it would carry: its credentials.
+type ModuleTargets struct {
+	Allowed     []string
+	AllowAny    bool
+	Credentials []string
+	TLS         TLS
+}
+
+// moduleKey is the key of section key's modules: "kafka_modules".
+func moduleKey(key string) string { return key + "_modules" }
+
+// newModuleSection is the section of a section's modules.
+func newModuleSection[C any](spec SectionSpec[C], m ModuleSpec[C]) Section {
+	noun := strings.TrimSuffix(spec.Noun, " cluster") + " module"
+	s := NewSection(SectionSpec[C]{
+		Key: moduleKey(spec.Key), Noun: noun,
+		Defaults: spec.Defaults,
+		Name:     spec.Name,
+		Validate: func(*Config) func(*C) error {
+			return func(c *C) error {
+				if len(m.Addrs(c)) > 0 {
+					return errNoModuleAddr(m.AddrKey)
+				}
+				probe := m.At(*c, spec.Name(c), []string{moduleAddr})
+				t := m.Targets(c)
+				return errors.Join(m.Check(&probe), checkModuleTargets(t.Allowed, t.AllowAny, t.Credentials, t.TLS))
+			}
+		},
+	})
+	s.at = func(cfg *Config, module, name string, addrs []string) (any, bool) {
+		for _, e := range Entries[C](cfg, s.Key) {
+			if spec.Name(&e) == module {
+				return m.At(e, name, addrs), true
+			}
+		}
+		return *new(C), false
+	}
+	return s
+}
+
+// ModuleAt is the cluster a /probe request asks for: cfg's module of
+// section key ("kafka") called module, at addrs, called name; false when
+// there is no such module. Whether the module allows addrs is
+// CheckTarget's to say.
+func ModuleAt[C any](cfg *Config, key, module, name string, addrs []string) (C, bool) {
+	for _, s := range Sections() {
+		if s.Key == moduleKey(key) && s.at != nil {
+			c, ok := s.at(cfg, module, name, addrs)
+			found, isC := c.(C)
+			return found, ok && isC
 		}
 	}
-	return RedisCluster{}, false
+	return *new(C), false
+}
+
+// HasModules reports whether cfg lists a module of any section.
+func HasModules(cfg *Config) bool {
+	for _, s := range Sections() {
+		if s.at != nil && s.get(cfg).Len() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // At is the module's cluster at addrs, called name. Whether the module
@@ -62,38 +129,6 @@ func (r RedisCluster) At(name string, addrs []string) RedisCluster {
 	r.Name, r.Addrs = name, addrs
 	return r
 }
-
-var kafkaModuleSection = NewSection(SectionSpec[KafkaCluster]{
-	Key: "kafka_modules", Noun: "kafka module",
-	List:     func(c *Config) *[]KafkaCluster { return &c.KafkaModules },
-	Defaults: (*KafkaCluster).applyDefaults,
-	Name:     func(k *KafkaCluster) string { return k.Name },
-	Validate: func(*Config) func(*KafkaCluster) error {
-		return func(k *KafkaCluster) error {
-			if len(k.BootstrapServers) > 0 {
-				return errNoModuleAddr("bootstrap_servers")
-			}
-			probe := k.At(k.Name, []string{moduleAddr})
-			return errors.Join(probe.validate(), checkModuleTargets(k.AllowedTargets, k.AllowAnyTarget, k.credentials(), k.TLS))
-		}
-	},
-})
-
-var redisModuleSection = NewSection(SectionSpec[RedisCluster]{
-	Key: "redis_modules", Noun: "redis module",
-	List:     func(c *Config) *[]RedisCluster { return &c.RedisModules },
-	Defaults: (*RedisCluster).applyDefaults,
-	Name:     func(r *RedisCluster) string { return r.Name },
-	Validate: func(*Config) func(*RedisCluster) error {
-		return func(r *RedisCluster) error {
-			if len(r.Addrs) > 0 {
-				return errNoModuleAddr("addrs")
-			}
-			probe := r.At(r.Name, []string{moduleAddr})
-			return errors.Join(probe.validate(), checkModuleTargets(r.AllowedTargets, r.AllowAnyTarget, r.credentials(), r.TLS))
-		}
-	},
-})
 
 func errNoModuleAddr(key string) error {
 	return fmt.Errorf("%s is set: a module holds everything but the address, which each /probe request's target= gives", key)

@@ -23,19 +23,18 @@ redis_modules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, ok := cfg.KafkaModule("sasl")
+	k, ok := ModuleAt[KafkaCluster](cfg, "kafka", "sasl", "127.0.0.1:9092,127.0.0.1:9093", []string{"127.0.0.1:9092", "127.0.0.1:9093"})
 	if !ok {
 		t.Fatal("no kafka module sasl")
 	}
-	k := m.At("127.0.0.1:9092,127.0.0.1:9093", []string{"127.0.0.1:9092", "127.0.0.1:9093"})
 	if k.Name != "127.0.0.1:9092,127.0.0.1:9093" || !reflect.DeepEqual(k.BootstrapServers, []string{"127.0.0.1:9092", "127.0.0.1:9093"}) ||
 		k.RefreshInterval.String() != "2s" || k.SASL.Username != "u" || k.Canary.Enabled || k.RequestTimeout != DefaultRequestTimeout {
 		t.Errorf("the module's cluster: %+v", k)
 	}
-	if r, ok := cfg.RedisModule("acl"); !ok || r.At("127.0.0.1:6379", []string{"127.0.0.1:6379"}).Username != "monitor" {
+	if r, ok := ModuleAt[RedisCluster](cfg, "redis", "acl", "127.0.0.1:6379", []string{"127.0.0.1:6379"}); !ok || r.Username != "monitor" {
 		t.Errorf("redis module acl: %+v, %v", r, ok)
 	}
-	if _, ok := cfg.KafkaModule("acl"); ok {
+	if _, ok := ModuleAt[KafkaCluster](cfg, "kafka", "acl", "x", []string{"127.0.0.1:1"}); ok {
 		t.Error("a Redis module's name found among the Kafka modules")
 	}
 

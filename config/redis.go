@@ -208,9 +208,14 @@ var redisSection = NewSection(SectionSpec[RedisCluster]{
 	List:     func(c *Config) *[]RedisCluster { return &c.Redis },
 	Defaults: (*RedisCluster).applyDefaults,
 	Name:     func(r *RedisCluster) string { return r.Name },
-	Validate: func(*Config) func(*RedisCluster) error {
-		return func(r *RedisCluster) error {
-			return errors.Join(r.validate(), errModuleKeys(r.AllowedTargets, r.AllowAnyTarget, "redis_modules"))
-		}
+	Validate: func(*Config) func(*RedisCluster) error { return (*RedisCluster).validate },
+	Modules: &ModuleSpec[RedisCluster]{
+		AddrKey: "addrs",
+		Addrs:   func(r *RedisCluster) []string { return r.Addrs },
+		At:      RedisCluster.At,
+		Check:   (*RedisCluster).validate,
+		Targets: func(r *RedisCluster) ModuleTargets {
+			return ModuleTargets{Allowed: r.AllowedTargets, AllowAny: r.AllowAnyTarget, Credentials: r.credentials(), TLS: r.TLS}
+		},
 	},
 })

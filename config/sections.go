@@ -22,7 +22,15 @@ type Section struct {
 	get      func(*Config) reflect.Value  // the entries, a []C
 	set      func(*Config, reflect.Value) // replaces them
 	complete func(*Config) func(i int) (name string, nameErr, err error)
+	// modules is the section of this one's modules (SectionSpec.Modules),
+	// nil without; at finds a module of a modules section (ModuleAt).
+	modules *Section
+	at      func(cfg *Config, module, name string, addrs []string) (any, bool)
 }
+
+// Type is the type of the section's list of entries, []C: what the file's
+// key decodes into (the chart's schema is built from it).
+func (s Section) Type() reflect.Type { return s.typ }
 
 // SectionSpec describes a section of entries of type C.
 type SectionSpec[C any] struct {
@@ -39,10 +47,28 @@ type SectionSpec[C any] struct {
 	// Complete, after the sections before this one are complete, so that a
 	// check may read them (a mirror names clusters of the kafka list).
 	Validate func(cfg *Config) func(*C) error
+	// Modules, when set, gives the section a modules section (KEY_modules)
+	// for /probe, and refuses allowed_targets and allow_any_target in the
+	// section's own entries, where they mean nothing.
+	Modules *ModuleSpec[C]
 }
 
-// NewSection turns a spec into a Section of the table.
+// NewSection turns a spec into a Section of the table (with its modules
+// section, when the spec has Modules).
 func NewSection[C any](spec SectionSpec[C]) Section {
+	var modules *Section
+	if m := spec.Modules; m != nil {
+		ms := newModuleSection(spec, *m)
+		modules = &ms
+		validate := spec.Validate
+		spec.Validate = func(cfg *Config) func(*C) error {
+			check := validate(cfg)
+			return func(c *C) error {
+				t := m.Targets(c)
+				return errors.Join(check(c), errModuleKeys(t.Allowed, t.AllowAny, moduleKey(spec.Key)))
+			}
+		}
+	}
 	list := spec.List
 	if list == nil {
 		list = func(cfg *Config) *[]C {
@@ -58,11 +84,12 @@ func NewSection[C any](spec SectionSpec[C]) Section {
 		}
 	}
 	return Section{
-		Key:  spec.Key,
-		Noun: spec.Noun,
-		typ:  reflect.TypeOf([]C(nil)),
-		get:  func(cfg *Config) reflect.Value { return reflect.ValueOf(*list(cfg)) },
-		set:  func(cfg *Config, v reflect.Value) { *list(cfg) = v.Interface().([]C) },
+		Key:     spec.Key,
+		Noun:    spec.Noun,
+		modules: modules,
+		typ:     reflect.TypeOf([]C(nil)),
+		get:     func(cfg *Config) reflect.Value { return reflect.ValueOf(*list(cfg)) },
+		set:     func(cfg *Config, v reflect.Value) { *list(cfg) = v.Interface().([]C) },
 		complete: func(cfg *Config) func(int) (string, error, error) {
 			entries := *list(cfg)
 			validate := spec.Validate(cfg)
@@ -99,7 +126,19 @@ func SetEntries[C any](cfg *Config, key string, entries []C) {
 
 // sections is the table, in the order the file's sections are completed
 // and their errors reported: mirrors after kafka, whose clusters they name.
-var sections = []Section{kafkaSection, redisSection, mirrorSection, kafkaModuleSection, redisModuleSection}
+var sections = withModules(kafkaSection, redisSection, mirrorSection)
+
+// withModules is the table of sections: the sections in order, then the
+// modules sections of those that have them, in the same order.
+func withModules(sections ...Section) []Section {
+	out := append([]Section(nil), sections...)
+	for _, s := range sections {
+		if s.modules != nil {
+			out = append(out, *s.modules)
+		}
+	}
+	return out
+}
 
 var (
 	sectionsMu sync.RWMutex
@@ -113,12 +152,14 @@ var (
 func Register(s Section) error {
 	sectionsMu.Lock()
 	defer sectionsMu.Unlock()
-	for _, have := range sections {
-		if have.Key == s.Key {
-			return fmt.Errorf("config section %q is registered twice", s.Key)
+	for _, add := range withModules(s) {
+		for _, have := range sections {
+			if have.Key == add.Key {
+				return fmt.Errorf("config section %q is registered twice", add.Key)
+			}
 		}
 	}
-	sections = append(sections, s)
+	sections = append(sections, withModules(s)...)
 	fileTypeCache = nil
 	return nil
 }
@@ -129,6 +170,10 @@ func Sections() []Section {
 	defer sectionsMu.RUnlock()
 	return append([]Section(nil), sections...)
 }
+
+// FileType is the struct the file decodes into, one field per section of
+// the table tagged with its key: what the chart's schema describes.
+func FileType() reflect.Type { return fileType() }
 
 // fileType is the struct the file decodes into: one field per section,
 // tagged with its key, so that the strict decoder and the type walk know

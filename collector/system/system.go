@@ -60,7 +60,7 @@ type Spec[S, C any] struct {
 	// each manager has its own.
 	NewCollector func() Collector[S, C]
 	// Discover is the cluster a /probe request asks for: cfg's module
-	// called module, at addrs, called name (config.KafkaModule and At).
+	// called module, at addrs, called name (config.ModuleAt).
 	// False when cfg has no such module, or the module does not ask for
 	// what this system watches (a canary it leaves off). Nil for a system
 	// without modules. C must be a config.TargetChecker: Serving.Discover
@@ -265,14 +265,14 @@ func (d defined[S, C]) Clusters(cfg *config.Config) []string {
 	return names
 }
 
-func (d defined[S, C]) EventKinds() []events.Kind       { return d.spec.EventKinds }
-func (d defined[S, C]) Sets() []*exposition.Set         { return d.spec.Sets() }
-func (d defined[S, C]) MetricNames() []string           { return exposition.Names(d.spec.Sets()...) }
-func (d defined[S, C]) SeriesNames() []string           { return exposition.SeriesNames(d.spec.Sets()...) }
-func (d defined[S, C]) Doc() Doc                        { return d.spec.Doc }
+func (d defined[S, C]) EventKinds() []events.Kind        { return d.spec.EventKinds }
+func (d defined[S, C]) Sets() []*exposition.Set          { return d.spec.Sets() }
+func (d defined[S, C]) MetricNames() []string            { return exposition.Names(d.spec.Sets()...) }
+func (d defined[S, C]) SeriesNames() []string            { return exposition.SeriesNames(d.spec.Sets()...) }
+func (d defined[S, C]) Doc() Doc                         { return d.spec.Doc }
 func (d defined[S, C]) BudgetScopes() []budget.ScopeSpec { return d.spec.BudgetScopes }
-func (d defined[S, C]) Collector() prometheus.Collector { return d.spec.NewCollector() }
-func (d defined[S, C]) Discovers() bool                 { return d.spec.Discover != nil }
+func (d defined[S, C]) Collector() prometheus.Collector  { return d.spec.NewCollector() }
+func (d defined[S, C]) Discovers() bool                  { return d.spec.Discover != nil }
 
 func (d defined[S, C]) HasModule(cfg *config.Config, module string) bool {
 	if d.spec.Discover == nil {

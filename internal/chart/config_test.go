@@ -64,10 +64,10 @@ func isFilePlace(parent reflect.Type, f reflect.StructField) bool {
 	return parent == tlsType && f.Type.Kind() == reflect.String && strings.HasSuffix(yamlKey(f), "_file")
 }
 
-// configSections are the config file's top-level keys: config.Config's.
+// configSections are the config file's top-level keys: the sections table's.
 func configSections() []string {
 	var out []string
-	for _, f := range yamlFields(reflect.TypeOf(config.Config{})) {
+	for _, f := range yamlFields(config.FileType()) {
 		out = append(out, yamlKey(f))
 	}
 	return out
@@ -97,7 +97,7 @@ func configRefPlaces() []refPlace {
 			}
 		}
 	}
-	for _, f := range yamlFields(reflect.TypeOf(config.Config{})) {
+	for _, f := range yamlFields(config.FileType()) {
 		walk(yamlKey(f), nil, f.Type)
 	}
 	return out
@@ -173,7 +173,7 @@ func TestChartValuesSchema(t *testing.T) {
 	if err := json.Unmarshal(readFile(t, path), &schema); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	configPart := configSchema(reflect.TypeOf(config.Config{}))
+	configPart := configSchema(config.FileType())
 	configPart["description"] = "The exporter's config file (docs/configuration.md), each secret a secretKeyRef. Written from the config package's types."
 	schema["properties"].(map[string]any)["config"] = configPart
 	var b bytes.Buffer

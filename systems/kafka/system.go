@@ -18,8 +18,7 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 	Clusters:    func(cfg *config.Config) []config.KafkaCluster { return cfg.Kafka },
 	ClusterName: func(c config.KafkaCluster) string { return c.Name },
 	Discover: func(cfg *config.Config, module, name string, addrs []string) (config.KafkaCluster, bool) {
-		m, ok := cfg.KafkaModule(module)
-		return m.At(name, addrs), ok
+		return config.ModuleAt[config.KafkaCluster](cfg, "kafka", module, name, addrs)
 	},
 	Members:     members,
 	Fingerprint: config.KafkaCluster.Fingerprint,
@@ -53,8 +52,8 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 			"The Kafka versions table of docs/kafka.md has the details (3.9 ZooKeeper, 3.9 KRaft, 4.1, 4.3, 4.4).",
 		Notes: PartitionModesDoc(),
 	},
-	Views:        Views,
-	Budget:       answerBudget,
+	Views:  Views,
+	Budget: answerBudget,
 	BudgetScopes: []budget.ScopeSpec{
 		{Scope: ScopeBroker, Member: "ID", Help: "A Kafka broker id."},
 		{Scope: ScopeRack, Member: "NAME", Help: "A Kafka broker.rack: every broker in it."},

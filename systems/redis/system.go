@@ -18,8 +18,7 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 	Clusters:    func(cfg *config.Config) []config.RedisCluster { return cfg.Redis },
 	ClusterName: func(c config.RedisCluster) string { return c.Name },
 	Discover: func(cfg *config.Config, module, name string, addrs []string) (config.RedisCluster, bool) {
-		m, ok := cfg.RedisModule(module)
-		return m.At(name, addrs), ok
+		return config.ModuleAt[config.RedisCluster](cfg, "redis", module, name, addrs)
 	},
 	Members:     members,
 	Fingerprint: config.RedisCluster.Fingerprint,
@@ -47,8 +46,8 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 		Title: "Redis Cluster",
 		Intro: "Every series carries `redis_cluster`. While `redis_cluster_up` is 0 only it and the `redis_cluster_exporter_*` series are served.",
 	},
-	Views:        Views,
-	Budget:       answerBudget,
+	Views:  Views,
+	Budget: answerBudget,
 	BudgetScopes: []budget.ScopeSpec{
 		{Scope: ScopeNode, Member: "ID|ADDR", Help: "A Redis node id or ip:port."},
 		{Scope: ScopeZone, Member: "NAME", Help: "A Redis availability zone: every node in it."},

@@ -32,8 +32,8 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 	ClusterName: func(c config.KafkaCluster) string { return c.Name },
 	// A module's canary, like a cluster's, runs only when it enables it.
 	Discover: func(cfg *config.Config, module, name string, addrs []string) (config.KafkaCluster, bool) {
-		m, ok := cfg.KafkaModule(module)
-		return m.At(name, addrs), ok && m.Canary.Enabled
+		c, ok := config.ModuleAt[config.KafkaCluster](cfg, "kafka", module, name, addrs)
+		return c, ok && c.Canary.Enabled
 	},
 	Fingerprint: config.KafkaCluster.Fingerprint,
 	// A round may outlast the interval: after a broker dies, refreshing

@@ -32,8 +32,8 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 	ClusterName: func(c config.RedisCluster) string { return c.Name },
 	// A module's canary, like a cluster's, runs only when it enables it.
 	Discover: func(cfg *config.Config, module, name string, addrs []string) (config.RedisCluster, bool) {
-		m, ok := cfg.RedisModule(module)
-		return m.At(name, addrs), ok && m.Canary.Enabled
+		c, ok := config.ModuleAt[config.RedisCluster](cfg, "redis", module, name, addrs)
+		return c, ok && c.Canary.Enabled
 	},
 	Fingerprint: config.RedisCluster.Fingerprint,
 	Timing: func(c config.RedisCluster) (time.Duration, time.Duration) {
