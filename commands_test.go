@@ -6,8 +6,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/failover-exporter/failover_exporter/config"
 )
 
 // help returns the help of the command line args, as --help prints it
@@ -139,9 +142,22 @@ func TestServerFlagsWithOrWithoutServe(t *testing.T) {
 		return cl.serveFlags
 	}
 	bare := parse(everyServerFlag...)
-	if !bare.configCheck || len(bare.kafkaServers) != 2 || bare.logFormat != "json" || bare.eventCapacity != 10 || !*bare.webConfig.WebSystemdSocket ||
-		!slices.Equal(*bare.webConfig.WebListenAddresses, []string{"127.0.0.1:0", "127.0.0.1:1"}) || !bare.given.redisName {
+	if !bare.configCheck || bare.logFormat != "json" || bare.eventCapacity != 10 || !*bare.webConfig.WebSystemdSocket ||
+		!slices.Equal(*bare.webConfig.WebListenAddresses, []string{"127.0.0.1:0", "127.0.0.1:1"}) {
 		t.Errorf("flags with no command: %+v", bare)
+	}
+	// The systems' flags: the clusters they describe.
+	flagged := &config.Config{}
+	for _, c := range bare.clusters {
+		if c.Given() {
+			if err := c.AddTo(flagged, bare.refreshInterval); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(flagged.Kafka) != 1 || len(flagged.Kafka[0].BootstrapServers) != 2 || flagged.Kafka[0].Name != "orders" ||
+		len(flagged.Redis) != 1 || flagged.Redis[0].Name != "sessions" || flagged.Redis[0].RefreshInterval != time.Second {
+		t.Errorf("flags with no command: the clusters %+v %+v", flagged.Kafka, flagged.Redis)
 	}
 	for _, args := range [][]string{
 		slices.Concat([]string{"serve"}, everyServerFlag),
@@ -152,7 +168,7 @@ func TestServerFlagsWithOrWithoutServe(t *testing.T) {
 		}
 	}
 	// Defaults are applied with no flag and no command at all.
-	if f := parse(); f.logLevel != "info" || f.telemetryPath != "/metrics" || !slices.Equal(*f.webConfig.WebListenAddresses, []string{":9877"}) || f.given.kafkaName {
+	if f := parse(); f.logLevel != "info" || f.telemetryPath != "/metrics" || !slices.Equal(*f.webConfig.WebListenAddresses, []string{":9877"}) || f.anyFlagCluster() {
 		t.Errorf("no arguments: %+v", f)
 	}
 	// The whole start, as a deployment runs it, with and without serve.

@@ -7,8 +7,6 @@ import (
 	"net"
 	"path"
 	"path/filepath"
-	"regexp"
-	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,25 +19,21 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/config"
-	"github.com/failover-exporter/failover_exporter/internal/readfile"
+	"github.com/failover-exporter/failover_exporter/lib/flagvalue"
+	"github.com/failover-exporter/failover_exporter/lib/readfile"
+	"github.com/failover-exporter/failover_exporter/systems"
 )
 
 // flags are the server's command-line settings; everything else is in the
 // config file.
 type flags struct {
-	configFile               string
-	configCheck              bool
-	kafkaServers             []string
-	kafkaName                string
-	kafkaVersion             string
-	kafkaPartitions          string
-	kafkaNoPartitions        bool
-	kafkaTopicFilter         string
-	kafkaTopicSkip           string
-	redisAddrs               []string
-	redisName                string
-	redisPasswordFile        string
+	configFile  string
+	configCheck bool
+	// clusters are the clusters the systems' own flags describe
+	// (system.Spec.Flags: --kafka.server, --redis.addr and theirs).
+	clusters                 []system.FlagCluster
 	refreshInterval          time.Duration
 	telemetryPath            string
 	idleTimeout              time.Duration
@@ -58,7 +52,7 @@ type flags struct {
 
 // givenFlags records which defaulted flags were set on the command line.
 type givenFlags struct {
-	kafkaName, kafkaVersion, kafkaPartitions, redisName, refreshInterval bool
+	refreshInterval bool
 }
 
 // defineServeFlags declares the server's flags on its command; their
@@ -67,112 +61,27 @@ type givenFlags struct {
 func defineServeFlags(cmd *kingpin.CmdClause, f *flags) {
 	cmd.Flag("config.file", "YAML file listing clusters to watch; see docs/configuration.md.").StringVar(&f.configFile)
 	cmd.Flag("config.check", "Validate --config.file and the flags, then exit.").BoolVar(&f.configCheck)
-	cmd.Flag("kafka.server", "Kafka bootstrap server HOST:PORT (repeatable); enables the Kafka collector for one cluster.").StringsVar(&f.kafkaServers)
-	cmd.Flag("kafka.cluster-name", "Value of the kafka_cluster label for the --kafka.server cluster.").Default(config.DefaultKafkaClusterName).IsSetByUser(&f.given.kafkaName).StringVar(&f.kafkaName)
-	cmd.Flag("kafka.version", "Kafka protocol version to speak to the --kafka.server cluster (at least "+config.MinKafkaVersion.String()+").").Default(config.DefaultKafkaVersion).IsSetByUser(&f.given.kafkaVersion).StringVar(&f.kafkaVersion)
-	cmd.Flag("kafka.partition-metrics", "Per-partition series for the --kafka.server cluster: lean (five per healthy partition, detail where unhealthy), unhealthy (only unhealthy partitions), full or none (topic and broker series only).").
-		Default(string(config.DefaultPartitionMetrics)).IsSetByUser(&f.given.kafkaPartitions).SetValue(&enumValue{flag: "--kafka.partition-metrics", dst: &f.kafkaPartitions, options: []string{"lean", "unhealthy", "full", "none"}})
-	// The flag was a boolean before modes: its negation still means none.
-	cmd.Flag("no-kafka.partition-metrics", "Same as --kafka.partition-metrics=none (the flag was a boolean before modes).").Hidden().BoolVar(&f.kafkaNoPartitions)
-	cmd.Flag("kafka.topic-filter", "Regular expression of topics to watch in the --kafka.server cluster.").StringVar(&f.kafkaTopicFilter)
-	cmd.Flag("kafka.topic-exclude", "Regular expression of topics to leave out in the --kafka.server cluster.").StringVar(&f.kafkaTopicSkip)
-	cmd.Flag("redis.addr", "Redis Cluster seed node HOST:PORT (repeatable); enables the Redis collector for one cluster.").StringsVar(&f.redisAddrs)
-	cmd.Flag("redis.cluster-name", "Value of the redis_cluster label for the --redis.addr cluster.").Default(config.DefaultRedisClusterName).IsSetByUser(&f.given.redisName).StringVar(&f.redisName)
-	cmd.Flag("redis.password-file", "File holding the password of the --redis.addr cluster (never the password itself on the command line).").StringVar(&f.redisPasswordFile)
-	cmd.Flag("refresh.interval", "How often clusters given by flags are read ("+config.MinRefreshInterval.String()+" to "+config.MaxRefreshInterval.String()+").").Default(config.DefaultRefreshInterval.String()).IsSetByUser(&f.given.refreshInterval).SetValue(&durationValue{flag: "--refresh.interval", dst: &f.refreshInterval})
+	for _, sys := range systems.All {
+		if c := sys.DeclareFlags(cmd); c != nil {
+			f.clusters = append(f.clusters, c)
+		}
+	}
+	cmd.Flag("refresh.interval", "How often clusters given by flags are read ("+config.MinRefreshInterval.String()+" to "+config.MaxRefreshInterval.String()+").").Default(config.DefaultRefreshInterval.String()).IsSetByUser(&f.given.refreshInterval).SetValue(&flagvalue.Duration{Flag: "--refresh.interval", Dst: &f.refreshInterval})
 	cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.telemetryPath)
-	cmd.Flag("web.idle-timeout", "Close keep-alive HTTP connections idle this long.").Default("2m").SetValue(&durationValue{flag: "--web.idle-timeout", dst: &f.idleTimeout})
+	cmd.Flag("web.idle-timeout", "Close keep-alive HTTP connections idle this long.").Default("2m").SetValue(&flagvalue.Duration{Flag: "--web.idle-timeout", Dst: &f.idleTimeout})
 	cmd.Flag("web.enable-pprof", "Serve Go profiles under /debug/pprof/ (and link them from the landing page).").BoolVar(&f.enablePprof)
-	cmd.Flag("log.level", "Only log messages with the given severity or above: debug, info, warn, error.").Default("info").SetValue(&enumValue{flag: "--log.level", dst: &f.logLevel, options: []string{"debug", "info", "warn", "error"}})
-	cmd.Flag("log.format", "Output format of log messages: logfmt or json.").Default("logfmt").SetValue(&enumValue{flag: "--log.format", dst: &f.logFormat, options: []string{"logfmt", "json"}})
-	cmd.Flag("events.capacity", "How many of the latest cluster events (transitions seen between refreshes) to keep for /api/v1/events and the status page (1 to "+strconv.Itoa(config.MaxEventCapacity)+").").Default(strconv.Itoa(events.DefaultCapacity)).SetValue(&countValue{flag: "--events.capacity", dst: &f.eventCapacity, min: 1, max: config.MaxEventCapacity})
-	cmd.Flag("probe.max-targets", "How many discovered targets (/probe with module=) may be watched at once; a probe of one more is answered 429 (0 to "+strconv.Itoa(maxProbeTargets)+"; 0 turns discovered targets off).").Default("100").SetValue(&countValue{flag: "--probe.max-targets", dst: &f.probeMaxTargets, min: 0, max: maxProbeTargets})
+	cmd.Flag("log.level", "Only log messages with the given severity or above: debug, info, warn, error.").Default("info").SetValue(&flagvalue.Enum{Flag: "--log.level", Dst: &f.logLevel, Options: []string{"debug", "info", "warn", "error"}})
+	cmd.Flag("log.format", "Output format of log messages: logfmt or json.").Default("logfmt").SetValue(&flagvalue.Enum{Flag: "--log.format", Dst: &f.logFormat, Options: []string{"logfmt", "json"}})
+	cmd.Flag("events.capacity", "How many of the latest cluster events (transitions seen between refreshes) to keep for /api/v1/events and the status page (1 to "+strconv.Itoa(config.MaxEventCapacity)+").").Default(strconv.Itoa(events.DefaultCapacity)).SetValue(&flagvalue.Count{Flag: "--events.capacity", Dst: &f.eventCapacity, Min: 1, Max: config.MaxEventCapacity})
+	cmd.Flag("probe.max-targets", "How many discovered targets (/probe with module=) may be watched at once; a probe of one more is answered 429 (0 to "+strconv.Itoa(maxProbeTargets)+"; 0 turns discovered targets off).").Default("100").SetValue(&flagvalue.Count{Flag: "--probe.max-targets", Dst: &f.probeMaxTargets, Min: 0, Max: maxProbeTargets})
 	cmd.Flag("probe.discovered-on-metrics", "Serve the discovered targets (/probe with module=) on /metrics and the status page too. Off, only /probe serves them, so that no probe changes what /metrics carries.").Default("false").BoolVar(&f.probeDiscoveredOnMetrics)
-	cmd.Flag("probe.idle-timeout", "Stop watching a discovered target no probe asked for this long, and free its memory.").Default("10m").SetValue(&durationValue{flag: "--probe.idle-timeout", dst: &f.probeIdleTimeout})
+	cmd.Flag("probe.idle-timeout", "Stop watching a discovered target no probe asked for this long, and free its memory.").Default("10m").SetValue(&flagvalue.Duration{Flag: "--probe.idle-timeout", Dst: &f.probeIdleTimeout})
 	f.webConfig = kingpinflag.AddFlags(cmd, ":9877")
-}
-
-// durationValue is a duration flag whose parse errors name the flag and
-// the expected form; kingpin's own say only "time: missing unit".
-type durationValue struct {
-	flag string
-	dst  *time.Duration
-}
-
-func (v *durationValue) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err == nil {
-		*v.dst = d
-		return nil
-	}
-	if _, numErr := strconv.ParseFloat(s, 64); numErr == nil {
-		return fmt.Errorf("%s %q has no unit; write a duration such as %ss or %sms", v.flag, s, s, s)
-	}
-	return fmt.Errorf("%s %q is not a duration; write one such as 5s, 500ms or 2m", v.flag, s)
-}
-
-func (v *durationValue) String() string {
-	if v.dst == nil {
-		return ""
-	}
-	return v.dst.String()
-}
-
-// enumValue is kingpin's enum flag with the flag's name in its error.
-type enumValue struct {
-	flag    string
-	dst     *string
-	options []string
-}
-
-func (v *enumValue) Set(s string) error {
-	if !slices.Contains(v.options, s) {
-		// The words are kingpin's, which scripts may match on.
-		return fmt.Errorf("%s: enum value must be one of %s, got '%s'", v.flag, strings.Join(v.options, ","), s)
-	}
-	*v.dst = s
-	return nil
-}
-
-func (v *enumValue) String() string {
-	if v.dst == nil {
-		return ""
-	}
-	return *v.dst
 }
 
 // maxProbeTargets bounds --probe.max-targets: each target is a watcher
 // and its memory.
 const maxProbeTargets = 10_000
-
-// countValue is a flag that counts something: a whole number, never 1.5
-// read as 1 or an overflow read as a negative number.
-type countValue struct {
-	flag string
-	dst  *int
-	// min and max bound the number in messages; checkFlags checks them.
-	min, max int
-}
-
-func (v *countValue) Set(s string) error {
-	n, err := strconv.ParseInt(s, 10, 0)
-	if err != nil {
-		var numErr *strconv.NumError
-		if errors.As(err, &numErr) && errors.Is(numErr.Err, strconv.ErrRange) {
-			return fmt.Errorf("%s %s is out of range; give a whole number from %d to %d", v.flag, s, v.min, v.max)
-		}
-		return fmt.Errorf("%s %q is not a whole number; give one from %d to %d", v.flag, s, v.min, v.max)
-	}
-	*v.dst = int(n)
-	return nil
-}
-
-func (v *countValue) String() string {
-	if v.dst == nil {
-		return ""
-	}
-	return strconv.Itoa(*v.dst)
-}
 
 // checkFlags runs every check of the flags alone, each message naming its
 // flag. --config.check and the start both run it.
@@ -195,22 +104,11 @@ func checkFlags(f flags) error {
 	}
 	if err := config.CheckRefreshInterval("--refresh.interval", f.refreshInterval); err != nil {
 		errs = append(errs, err)
-	} else if f.given.refreshInterval && len(splitList(f.kafkaServers)) == 0 && len(splitList(f.redisAddrs)) == 0 {
-		errs = append(errs, errors.New("--refresh.interval is for the clusters given by --kafka.server and --redis.addr, and there are none; set refresh_interval: for each cluster of the config file"))
+	} else if f.given.refreshInterval && !f.anyFlagCluster() {
+		errs = append(errs, fmt.Errorf("--refresh.interval is for the clusters given by %s, and there are none; set refresh_interval: for each cluster of the config file", f.addrFlags("and")))
 	}
-	errs = append(errs, checkKafkaFlags(f)...)
-	for _, s := range splitList(f.redisAddrs) {
-		if err := config.CheckAddr(s); err != nil {
-			errs = append(errs, fmt.Errorf("--redis.addr: addr %w", err))
-		}
-	}
-	if len(splitList(f.redisAddrs)) == 0 {
-		if f.redisPasswordFile != "" {
-			errs = append(errs, errors.New("--redis.password-file is for the --redis.addr cluster; give --redis.addr, or set password: {file: PATH} in the config file"))
-		}
-		if f.given.redisName {
-			errs = append(errs, errors.New("--redis.cluster-name names the --redis.addr cluster and does nothing without --redis.addr; give --redis.addr, or set name: in the config file"))
-		}
+	for _, c := range f.clusters {
+		errs = append(errs, c.Check()...)
 	}
 	if err := checkListenAddresses(*f.webConfig.WebListenAddresses); err != nil {
 		errs = append(errs, err)
@@ -221,70 +119,6 @@ func checkFlags(f flags) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// checkKafkaFlags checks the flags of the --kafka.server cluster: each
-// value whenever it is given, and that none is given without the cluster
-// it is for.
-func checkKafkaFlags(f flags) []error {
-	var errs []error
-	servers := splitList(f.kafkaServers)
-	for _, s := range servers {
-		if err := config.CheckAddr(s); err != nil {
-			errs = append(errs, fmt.Errorf("--kafka.server: bootstrap server %w", err))
-		}
-	}
-	// ignored is the message for a flag given without --kafka.server.
-	ignored := func(flag, what, key string) error {
-		return fmt.Errorf("%s %s and does nothing without --kafka.server; give --kafka.server, or set %s in the config file", flag, what, key)
-	}
-	if err := config.CheckKafkaVersion(f.kafkaVersion); err != nil {
-		errs = append(errs, fmt.Errorf("--kafka.version %w", err))
-	} else if f.given.kafkaVersion && len(servers) == 0 {
-		errs = append(errs, ignored("--kafka.version", "is for the --kafka.server cluster", "version:"))
-	}
-	for _, re := range []struct{ flag, expr, key string }{
-		{"--kafka.topic-filter", f.kafkaTopicFilter, "topics: {include: ...}"},
-		{"--kafka.topic-exclude", f.kafkaTopicSkip, "topics: {exclude: ...}"},
-	} {
-		if re.expr == "" {
-			continue
-		}
-		if err := checkRegexp(re.expr); err != nil {
-			errs = append(errs, fmt.Errorf("%s %q is not a regular expression: %w; give one such as orders|payments\\..* (Go RE2 syntax, anchored at both ends)", re.flag, re.expr, err))
-		} else if len(servers) == 0 {
-			errs = append(errs, ignored(re.flag, "filters the topics of the --kafka.server cluster", re.key))
-		}
-	}
-	if f.kafkaNoPartitions && f.given.kafkaPartitions && f.kafkaPartitions != string(config.PartitionMetricsNone) {
-		errs = append(errs, fmt.Errorf("--no-kafka.partition-metrics (none) contradicts --kafka.partition-metrics=%s; give one of them", f.kafkaPartitions))
-	}
-	if len(servers) == 0 {
-		if f.given.kafkaName {
-			errs = append(errs, ignored("--kafka.cluster-name", "names the --kafka.server cluster", "name:"))
-		}
-		if f.given.kafkaPartitions {
-			errs = append(errs, ignored("--kafka.partition-metrics", "is for the --kafka.server cluster", "partition_metrics:"))
-		} else if f.kafkaNoPartitions {
-			errs = append(errs, ignored("--no-kafka.partition-metrics", "is for the --kafka.server cluster", "partition_metrics: none"))
-		}
-	}
-	return errs
-}
-
-// checkRegexp says what is wrong with expr as the flags' topic filters
-// use it, in terms of expr itself rather than of the anchored form
-// config.NewRegexp compiles.
-func checkRegexp(expr string) error {
-	_, err := regexp.Compile(expr)
-	if err == nil {
-		_, err = config.NewRegexp(expr)
-	}
-	var syntaxErr *syntax.Error
-	if errors.As(err, &syntaxErr) {
-		return fmt.Errorf("%s in %q", syntaxErr.Code, syntaxErr.Expr)
-	}
-	return err
 }
 
 // checkTelemetryPath refuses paths that http.ServeMux would panic on, that
@@ -461,15 +295,20 @@ func checkWebConfigFile(file string) error {
 	return nil
 }
 
-// splitList accepts both repeated flags and comma-separated values.
-func splitList(values []string) []string {
-	var out []string
-	for _, v := range values {
-		for _, s := range strings.Split(v, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				out = append(out, s)
-			}
-		}
+// anyFlagCluster reports whether the systems' flags name a cluster.
+func (f flags) anyFlagCluster() bool {
+	return slices.ContainsFunc(f.clusters, system.FlagCluster.Given)
+}
+
+// addrFlags lists the flags that name a cluster: "--kafka.server and
+// --redis.addr" (with "and"), or "--kafka.server, --redis.addr" (with "").
+func (f flags) addrFlags(and string) string {
+	var names []string
+	for _, c := range f.clusters {
+		names = append(names, c.AddrFlag())
 	}
-	return out
+	if and == "" || len(names) < 2 {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " " + and + " " + names[len(names)-1]
 }

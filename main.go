@@ -70,39 +70,13 @@ func loadConfig(f flags) (*config.Config, error) {
 			return nil, err
 		}
 	}
-	if len(f.kafkaServers) > 0 {
-		kc := config.KafkaCluster{
-			Name:             f.kafkaName,
-			BootstrapServers: splitList(f.kafkaServers),
-			Version:          f.kafkaVersion,
-			RefreshInterval:  f.refreshInterval,
-			PartitionMetrics: config.PartitionMetrics(f.kafkaPartitions),
+	for _, c := range f.clusters {
+		if !c.Given() {
+			continue
 		}
-		if f.kafkaNoPartitions {
-			kc.PartitionMetrics = config.PartitionMetricsNone
+		if err := c.AddTo(cfg, f.refreshInterval); err != nil {
+			return nil, err
 		}
-		for _, re := range []struct {
-			flag, expr string
-			dst        **config.Regexp
-		}{{"kafka.topic-filter", f.kafkaTopicFilter, &kc.Topics.Include}, {"kafka.topic-exclude", f.kafkaTopicSkip, &kc.Topics.Exclude}} {
-			if re.expr == "" {
-				continue
-			}
-			r, err := config.NewRegexp(re.expr)
-			if err != nil {
-				return nil, fmt.Errorf("--%s: %w", re.flag, err)
-			}
-			*re.dst = r
-		}
-		cfg.Kafka = append(cfg.Kafka, kc)
-	}
-	if len(f.redisAddrs) > 0 {
-		cfg.Redis = append(cfg.Redis, config.RedisCluster{
-			Name:            f.redisName,
-			Addrs:           splitList(f.redisAddrs),
-			Password:        config.Secret{File: f.redisPasswordFile},
-			RefreshInterval: f.refreshInterval,
-		})
 	}
 	if err := cfg.Complete(); err != nil {
 		return nil, fmt.Errorf("flags and config file: %w", err)
@@ -112,7 +86,7 @@ func loadConfig(f flags) (*config.Config, error) {
 		total += n
 	}
 	if total == 0 && !config.HasModules(cfg) {
-		return nil, errors.New("nothing to watch: give --kafka.server, --redis.addr or a --config.file listing clusters (or modules for /probe)")
+		return nil, fmt.Errorf("nothing to watch: give %s or a --config.file listing clusters (or modules for /probe)", f.addrFlags(""))
 	}
 	return cfg, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -211,19 +212,23 @@ func TestTuneRuntime(t *testing.T) {
 // still turns per-partition series off.
 func TestPartitionMetricsFlag(t *testing.T) {
 	for _, c := range []struct {
-		f    flags
+		args []string
 		want config.PartitionMetrics
 	}{
-		{flags{kafkaServers: []string{"127.0.0.1:9092"}, kafkaPartitions: "lean"}, config.PartitionMetricsLean},
-		{flags{kafkaServers: []string{"127.0.0.1:9092"}, kafkaPartitions: "unhealthy"}, config.PartitionMetricsUnhealthy},
-		{flags{kafkaServers: []string{"127.0.0.1:9092"}, kafkaPartitions: "lean", kafkaNoPartitions: true}, config.PartitionMetricsNone},
+		{[]string{"--kafka.server=127.0.0.1:9092", "--kafka.partition-metrics=lean"}, config.PartitionMetricsLean},
+		{[]string{"--kafka.server=127.0.0.1:9092", "--kafka.partition-metrics=unhealthy"}, config.PartitionMetricsUnhealthy},
+		{[]string{"--kafka.server=127.0.0.1:9092", "--no-kafka.partition-metrics"}, config.PartitionMetricsNone},
 	} {
-		cfg, err := loadConfig(c.f)
+		cl, cmd, err := parseCommandLine(c.args, io.Discard, io.Discard)
+		if err != nil || cmd != "serve" {
+			t.Fatalf("%v: command %q, %v", c.args, cmd, err)
+		}
+		cfg, err := loadConfig(cl.serveFlags)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := cfg.Kafka[0].PartitionMetrics; got != c.want {
-			t.Errorf("flags %+v: partition_metrics %q, want %q", c.f, got, c.want)
+			t.Errorf("flags %v: partition_metrics %q, want %q", c.args, got, c.want)
 		}
 	}
 }

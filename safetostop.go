@@ -17,8 +17,8 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/config"
-	"github.com/failover-exporter/failover_exporter/internal/readfile"
-	"github.com/failover-exporter/failover_exporter/internal/safetostop"
+	"github.com/failover-exporter/failover_exporter/lib/readfile"
+	"github.com/failover-exporter/failover_exporter/lib/safetostop"
 	"github.com/failover-exporter/failover_exporter/systems"
 )
 

@@ -28,7 +28,7 @@ func guardConfig(t *testing.T, mainSeed string, extra ...string) *config.Config 
 	for _, name := range extra {
 		text += "  - {name: \"" + name + "\", refresh_interval: 100ms}\n"
 	}
-	text += "fake_modules:\n  - {name: fast, refresh_interval: 100ms}\n  - {name: slow, refresh_interval: 200ms}\n"
+	text += "fake_modules:\n  - {name: fast, refresh_interval: 100ms, allow_any_target: true}\n  - {name: slow, refresh_interval: 200ms, allow_any_target: true}\n"
 	cfg, err := config.Parse([]byte(text))
 	if err != nil {
 		t.Fatal(err)

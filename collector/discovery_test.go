@@ -28,7 +28,11 @@ func moduleConfig(t *testing.T, clusters, modules []string) *config.Config {
 		b.WriteString(key + ":\n")
 		for _, e := range entries {
 			name, interval, _ := strings.Cut(e, " ")
-			b.WriteString("  - {name: \"" + name + "\", refresh_interval: " + interval + "}\n")
+			line := "  - {name: \"" + name + "\", refresh_interval: " + interval
+			if key == "fake_modules" { // a module says where it may go
+				line += ", allow_any_target: true"
+			}
+			b.WriteString(line + "}\n")
 		}
 	}
 	cfg, err := config.Parse([]byte(b.String()))

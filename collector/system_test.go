@@ -27,7 +27,7 @@ import (
 func TestMain(m *testing.M) {
 	// The fake system's section joins the table as a system's config file
 	// would add its own.
-	for _, s := range []config.Section{fakeSection, fakeModuleSection} {
+	for _, s := range []config.Section{fakeSection} {
 		if err := config.Register(s); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
@@ -50,23 +50,37 @@ type fakeSettings struct {
 	Addrs           []string      `yaml:"addrs"`
 	RefreshInterval time.Duration `yaml:"refresh_interval"`
 	RefreshTimeout  time.Duration `yaml:"refresh_timeout"`
-	// AllowedTargets is a module's allow-list; none allows any target.
+	// AllowedTargets and AllowAnyTarget say where a module may go.
 	AllowedTargets []string `yaml:"allowed_targets"`
+	AllowAnyTarget bool     `yaml:"allow_any_target"`
 }
 
 // CheckTarget makes the fake settings a config.TargetChecker, as the
 // manager asks of every system with modules.
 func (f fakeSettings) CheckTarget() error {
-	return config.CheckAllowedTargets(f.AllowedTargets, len(f.AllowedTargets) == 0, f.Addrs)
+	return config.CheckAllowedTargets(f.AllowedTargets, f.AllowAnyTarget, f.Addrs)
 }
 
 // fakeSection is the fake system's config format: its key, defaults,
-// validation and name, as config/kafka.go declares Kafka's.
+// validation and name, and its modules (fake_modules:, entries of the same
+// type), as config/kafka.go declares Kafka's.
 var fakeSection = config.NewSection(fakeSectionSpec("fake", "fake cluster"))
 
 func fakeSectionSpec(key, noun string) config.SectionSpec[fakeSettings] {
 	return config.SectionSpec[fakeSettings]{
 		Key: key, Noun: noun,
+		Modules: &config.ModuleSpec[fakeSettings]{
+			AddrKey: "addrs",
+			Addrs:   func(f *fakeSettings) []string { return f.Addrs },
+			At: func(m fakeSettings, name string, addrs []string) fakeSettings {
+				m.Name, m.Addrs = name, addrs
+				return m
+			},
+			Check: func(*fakeSettings) error { return nil },
+			Targets: func(f *fakeSettings) config.ModuleTargets {
+				return config.ModuleTargets{Allowed: f.AllowedTargets, AllowAny: f.AllowAnyTarget}
+			},
+		},
 		Defaults: func(f *fakeSettings) {
 			if f.Name == "" {
 				f.Name = "fake"
@@ -92,10 +106,6 @@ func fakeSectionSpec(key, noun string) config.SectionSpec[fakeSettings] {
 		},
 	}
 }
-
-// fakeModuleSection is the fake system's modules (fake_modules:), as
-// config/modules.go declares Kafka's: entries of the same type.
-var fakeModuleSection = config.NewSection(fakeSectionSpec("fake_modules", "fake module"))
 
 // fakeCounted is the fake system's one event kind, declared by it.
 const fakeCounted events.Kind = "fake_counted"
@@ -201,13 +211,7 @@ func fakeSpec(f *fakeSources) system.Spec[counted, fakeSettings] {
 		Clusters:    func(cfg *config.Config) []fakeSettings { return config.Entries[fakeSettings](cfg, "fake") },
 		ClusterName: func(c fakeSettings) string { return c.Name },
 		Discover: func(cfg *config.Config, module, name string, addrs []string) (fakeSettings, bool) {
-			for _, m := range config.Entries[fakeSettings](cfg, "fake_modules") {
-				if m.Name == module {
-					m.Name, m.Addrs = name, addrs
-					return m, true
-				}
-			}
-			return fakeSettings{}, false
+			return config.ModuleAt[fakeSettings](cfg, "fake", module, name, addrs)
 		},
 		// A fake cluster is known by its addresses, and by the ids
 		// fakeSources.ids gives a name, once read.

@@ -18,7 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/failover-exporter/failover_exporter/internal/readfile"
+	"github.com/failover-exporter/failover_exporter/lib/readfile"
 )
 
 // Defaults applied to every cluster that does not set its own.

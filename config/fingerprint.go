@@ -8,7 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/failover-exporter/failover_exporter/internal/readfile"
+	"github.com/failover-exporter/failover_exporter/lib/readfile"
 )
 
 // A reload restarts only the clusters whose fingerprint changed. Secrets

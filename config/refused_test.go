@@ -11,7 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/failover-exporter/failover_exporter/internal/readfile"
+	"github.com/failover-exporter/failover_exporter/lib/readfile"
 )
 
 // parseAndLoad runs a config through both ways in: Parse, and Load of a

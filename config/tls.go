@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/failover-exporter/failover_exporter/internal/readfile"
+	"github.com/failover-exporter/failover_exporter/lib/readfile"
 )
 
 // ClientConfig builds the *tls.Config for a client connection, or nil when

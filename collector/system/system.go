@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -94,6 +95,9 @@ type Spec[S, C any] struct {
 	// them, and the endpoint's parameters and messages and the command's
 	// flags are built from them.
 	BudgetScopes []budget.ScopeSpec
+	// Flags declares the system's convenience flags on the server's
+	// command (FlagCluster); nil for a system configured by the file only.
+	Flags func(cmd *kingpin.CmdClause) FlagCluster
 }
 
 // Doc is a system's section of METRICS.md.
@@ -148,6 +152,9 @@ func (c unconfigured[S, C]) Serve(name string, w *watch.Watcher[S], _ C) { c.Set
 type System interface {
 	// Name is the system's name (Spec.Name).
 	Name() string
+	// DeclareFlags declares the system's flags on the server's command
+	// (Spec.Flags); nil for a system without.
+	DeclareFlags(cmd *kingpin.CmdClause) FlagCluster
 	// EventSystem is the system its events are recorded under.
 	EventSystem() string
 	// Part is what the system watches of an EventSystem cluster, empty

@@ -42,8 +42,6 @@ var pendingNamers = map[string]string{
 	"config/modules.go":      "the two module sections",
 	"config/redis.go":        "Redis's settings live in config",
 	"config/sections.go":     "the sections table lists the typed sections",
-	"flags.go":               "the convenience flags build Kafka and Redis clusters",
-	"main.go":                "main wires the convenience flags and the modules by name",
 	"slot.go":                "the slot command is Redis's",
 	"web.go":                 "the landing page names the systems",
 }

@@ -54,6 +54,7 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 	},
 	Views:  Views,
 	Budget: answerBudget,
+	Flags:  declareFlags,
 	BudgetScopes: []budget.ScopeSpec{
 		{Scope: ScopeBroker, Member: "ID", Help: "A Kafka broker id."},
 		{Scope: ScopeRack, Member: "NAME", Help: "A Kafka broker.rack: every broker in it."},

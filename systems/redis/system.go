@@ -48,6 +48,7 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 	},
 	Views:  Views,
 	Budget: answerBudget,
+	Flags:  declareFlags,
 	BudgetScopes: []budget.ScopeSpec{
 		{Scope: ScopeNode, Member: "ID|ADDR", Help: "A Redis node id or ip:port."},
 		{Scope: ScopeZone, Member: "NAME", Help: "A Redis availability zone: every node in it."},
