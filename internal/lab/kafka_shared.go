@@ -196,9 +196,14 @@ func (c *KafkaCluster) state() (clusterState, error) {
 // stopped started again, the topics it created deleted, and every
 // partition's replicas all in sync. It fails, and the cluster is not lent
 // again, when that cannot be done within sharedRestoreTimeout.
+//
+// Each step is tried again until the deadline: on a busy machine a node's
+// restart, or an admin request while a restarted broker rejoins, can fail
+// once and succeed the next time (a fresh clone's make test once gave a
+// cluster up in TestSharedKafka with other builds running beside it).
 func (c *KafkaCluster) restore(before clusterState) error {
 	deadline := time.Now().Add(sharedRestoreTimeout)
-	if err := c.restartStopped(); err != nil {
+	if err := retryUntil(deadline, c.restartStopped); err != nil {
 		return err
 	}
 	var now clusterState
@@ -220,7 +225,7 @@ func (c *KafkaCluster) restore(before clusterState) error {
 		}
 	}
 	created := slices.DeleteFunc(slices.Clone(now.topics), func(topic string) bool { return slices.Contains(before.topics, topic) })
-	if err := c.deleteTopics(created); err != nil {
+	if err := retryUntil(deadline, func() error { return c.deleteTopics(created) }); err != nil {
 		return err
 	}
 	var why string
@@ -234,13 +239,28 @@ func (c *KafkaCluster) restore(before clusterState) error {
 	return fmt.Errorf("not restored within %s: %s", sharedRestoreTimeout, why)
 }
 
+// errLeftStopped is a node the test left SIGSTOPped: no retry helps.
+var errLeftStopped = errors.New("left stopped (SIGSTOP)")
+
+// retryUntil runs step until it succeeds, the deadline passes or it finds
+// a node left stopped, and returns its last error.
+func retryUntil(deadline time.Time, step func() error) error {
+	for {
+		err := step()
+		if err == nil || errors.Is(err, errLeftStopped) || !time.Now().Add(time.Second).Before(deadline) {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 // restartStopped starts every node that is not running; a node that runs
 // but is SIGSTOPped cannot be told from one the test still means to resume.
 func (c *KafkaCluster) restartStopped() error {
 	for id := int32(1); id <= int32(c.nodes); id++ {
 		pid := c.PID(id)
 		if pid != 0 && processStopped(pid) {
-			return fmt.Errorf("node %d (pid %d) was left stopped (SIGSTOP)", id, pid)
+			return fmt.Errorf("node %d (pid %d) was %w", id, pid, errLeftStopped)
 		}
 		if pid != 0 {
 			continue
