@@ -405,17 +405,6 @@ var metrics = func() descs {
 // documentation and contract tests.
 func Sets() []*exposition.Set { return []*exposition.Set{healthSeries, series} }
 
-// MetricNames returns every metric family the Kafka collector can emit.
-func MetricNames() []string {
-	return exposition.Names(Sets()...)
-}
-
-// SeriesNames returns every metric name a query can select: MetricNames
-// with each histogram replaced by its _bucket, _sum and _count series.
-func SeriesNames() []string {
-	return exposition.SeriesNames(Sets()...)
-}
-
 // Collector serves the latest snapshot of every watched Kafka cluster. It
 // never talks to a cluster: Collect only reads published snapshots.
 type Collector = exposition.Collector[Snapshot]
@@ -478,7 +467,7 @@ func (x *descs) counterFamilies() []*exposition.Desc {
 // and panel reads something each mode serves.
 func ServedFamilies(mode config.PartitionMetrics) map[string]bool {
 	served := map[string]bool{}
-	for _, name := range MetricNames() {
+	for _, name := range exposition.Names(Sets()...) {
 		served[name] = true
 	}
 	for _, d := range metrics.partitionFamilies() {

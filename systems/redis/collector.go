@@ -205,17 +205,6 @@ var metrics = func() descs {
 // documentation and contract tests.
 func Sets() []*exposition.Set { return []*exposition.Set{healthSeries, series} }
 
-// MetricNames returns every metric name the Redis collector can emit.
-func MetricNames() []string {
-	return exposition.Names(Sets()...)
-}
-
-// SeriesNames returns every metric name a query can select: MetricNames
-// with each histogram replaced by its _bucket, _sum and _count series.
-func SeriesNames() []string {
-	return exposition.SeriesNames(Sets()...)
-}
-
 // Collector serves the latest snapshot of every watched Redis Cluster. It
 // never talks to a cluster.
 type Collector = exposition.Collector[Snapshot]

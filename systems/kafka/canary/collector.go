@@ -78,17 +78,6 @@ var metrics = func() descs {
 // Sets returns the canary's metric tables, in exposition order.
 func Sets() []*exposition.Set { return []*exposition.Set{healthSeries, series} }
 
-// MetricNames returns every metric family the Kafka canary can emit.
-func MetricNames() []string {
-	return exposition.Names(Sets()...)
-}
-
-// SeriesNames returns every metric name a query can select: MetricNames
-// with each histogram replaced by its _bucket, _sum and _count series.
-func SeriesNames() []string {
-	return exposition.SeriesNames(Sets()...)
-}
-
 // Collector serves the latest counters of every Kafka canary. It never
 // talks to a cluster.
 type Collector = exposition.Collector[Snapshot]
