@@ -385,9 +385,9 @@ func BenchmarkWriteText100Nodes(b *testing.B) {
 func BenchmarkRender100Nodes(b *testing.B) {
 	snap := snapshot100Nodes()
 	emit := func(s exposition.Sink) { emitSnapshot(s, "bench", snap) }
-	prev := series.Render(nil, emit)
+	prev := table.Series.Render(nil, emit)
 	b.ReportAllocs()
 	for b.Loop() {
-		series.Render(prev, emit)
+		table.Series.Render(prev, emit)
 	}
 }
