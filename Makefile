@@ -8,9 +8,14 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
             -X github.com/prometheus/common/version.Branch=$(BRANCH) \
             -X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: build test demo demo-down bench
+.PHONY: build test demo demo-down bench chart-files
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o failover_exporter .
+
+# The Helm chart's files/ (the alert rules and dashboards, copied from
+# prometheus/ and grafana/), for `helm install ./charts/failover-exporter`.
+chart-files:
+	$(GO) run ./internal/chart/cmd/chartfiles
 
 # Everything: installs what is missing, lint, fuzz, unit and integration tests.
 test:

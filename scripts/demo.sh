@@ -243,9 +243,9 @@ check_ports() {
 
 scrape() { curl -fsS --max-time 3 "$(metrics_url)" 2>/dev/null || true; }
 
-# metric TEXT NAME [LABEL=VALUE...]: value of the first series of NAME whose
-# labels include every LABEL="VALUE"; empty if none.
-metric() {
+# values TEXT NAME [LABEL=VALUE...]: the value of each series of NAME whose
+# labels include every LABEL="VALUE", one a line.
+values() {
 	local text=$1 name=$2
 	shift 2
 	awk -v name="$name" -v want="$*" '
@@ -257,28 +257,18 @@ metric() {
 				split(w[i], kv, "=")
 				if (index($0, kv[1] "=\"" kv[2] "\"") == 0) next
 			}
-			print $NF; exit
+			print $NF
 		}' <<<"$text"
 }
 
-# total TEXT NAME [LABEL=VALUE...]: sum of every series of NAME whose labels
-# include every LABEL="VALUE"; 0 if none.
-total() {
-	local text=$1 name=$2
-	shift 2
-	awk -v name="$name" -v want="$*" '
-		BEGIN { n = split(want, w, " "); sum = 0 }
-		{
-			split($0, nv, /[{ ]/)
-			if (nv[1] != name) next
-			for (i = 1; i <= n; i++) {
-				split(w[i], kv, "=")
-				if (index($0, kv[1] "=\"" kv[2] "\"") == 0) next
-			}
-			sum += $NF
-		}
-		END { printf "%d\n", sum }' <<<"$text"
-}
+# metric TEXT NAME [LABEL=VALUE...]: value of the first matching series
+# (values); empty if none. awk reads every line: no early exit to break
+# the pipe under pipefail.
+metric() { values "$@" | awk 'NR == 1'; }
+
+# total TEXT NAME [LABEL=VALUE...]: sum of the matching series (values);
+# 0 if none.
+total() { values "$@" | awk '{ sum += $1 } END { printf "%d\n", sum }'; }
 
 # series TEXT NAME: "labels value" lines of every series of NAME.
 series() { grep -E "^$2(\{| )" <<<"$1" || true; }
@@ -763,25 +753,9 @@ cmd_kill() {
 
 # ------------------------------------------------------------- mirror ---
 
-# max_of TEXT NAME [LABEL=VALUE...]: largest value of the matching series,
-# empty if none.
-max_of() {
-	local text=$1 name=$2
-	shift 2
-	awk -v name="$name" -v want="$*" '
-		BEGIN { n = split(want, w, " ") }
-		{
-			split($0, nv, /[{ ]/)
-			if (nv[1] != name) next
-			for (i = 1; i <= n; i++) {
-				split(w[i], kv, "=")
-				if (index($0, kv[1] "=\"" kv[2] "\"") == 0) next
-			}
-			if (!seen || $NF + 0 > max) max = $NF + 0
-			seen = 1
-		}
-		END { if (seen) print max }' <<<"$text"
-}
+# max_of TEXT NAME [LABEL=VALUE...]: largest value of the matching series
+# (values), empty if none.
+max_of() { values "$@" | awk '!seen || $1 + 0 > max { max = $1 + 0; seen = 1 } END { if (seen) print max }'; }
 
 # mirror_reading TEXT: the flow's heartbeat age and what dr would lack now.
 mirror_reading() {

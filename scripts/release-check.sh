@@ -68,8 +68,11 @@ tar -tzf "$mixin_tarball" | grep -x 'failover_exporter-mixin/mixin/mixin.libsonn
 # as the release.
 chart_tgz="build/chart/failover-exporter-$version.tgz"
 [[ -f $chart_tgz ]] || die "the before hook wrote no $chart_tgz: $(ls build/chart 2>&1)"
+# Its files/ is generated (not committed): the rules as prometheus/alerts.yml.
 tar -tzf "$chart_tgz" | grep -x 'failover-exporter/files/alerts.yml' >/dev/null ||
   die "$chart_tgz lacks failover-exporter/files/alerts.yml"
+tar -xzOf "$chart_tgz" failover-exporter/files/alerts.yml | cmp -s - prometheus/alerts.yml ||
+  die "$chart_tgz: files/alerts.yml is not prometheus/alerts.yml"
 tar -xzOf "$chart_tgz" failover-exporter/Chart.yaml | grep -x "version: $version" >/dev/null ||
   die "$chart_tgz: Chart.yaml's version is not $version"
 

@@ -1,6 +1,8 @@
 // Package chart renders, lints and packages the Helm chart in
 // charts/failover-exporter with Helm's own Go library, for its tests (no
-// cluster, no helm binary) and for the release (cmd/chartpkg).
+// cluster, no helm binary) and for the release (cmd/chartpkg). The chart's
+// files/ is generated (chartfiles): Package takes it from its sources, Lint
+// and Load read the chart's directory as it is.
 package chart
 
 import (
@@ -17,10 +19,12 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/lint/support"
 	"helm.sh/helm/v3/pkg/releaseutil"
+
+	"github.com/failover-exporter/failover_exporter/internal/chart/chartfiles"
 )
 
 // Path is the chart's directory, relative to the repository root.
-const Path = "charts/failover-exporter"
+const Path = chartfiles.Chart
 
 // kubeVersion is the Kubernetes version charts are rendered for: the
 // oldest the chart's kubeVersion constraint admits.
@@ -129,12 +133,19 @@ func manifestIndex(key string) int {
 
 // Package writes the chart, with version and appVersion set to version, as
 // outDir/failover-exporter-VERSION.tgz (the `helm package` format), after
-// removing the .tgz files already there, and returns its path.
+// removing the .tgz files already there, and returns its path. Its files/
+// is read from the sources (chartfiles.Read), whatever the chart's
+// directory holds there.
 func Package(dir, version, outDir string) (string, error) {
 	ch, err := Load(dir)
 	if err != nil {
 		return "", err
 	}
+	generated, err := chartfiles.Read(dir)
+	if err != nil {
+		return "", err
+	}
+	replaceGenerated(ch, generated)
 	if version != "" {
 		ch.Metadata.Version = strings.TrimPrefix(version, "v")
 		ch.Metadata.AppVersion = strings.TrimPrefix(version, "v")
@@ -156,4 +167,19 @@ func Package(dir, version, outDir string) (string, error) {
 		return "", fmt.Errorf("package chart: %w", err)
 	}
 	return path, nil
+}
+
+// replaceGenerated puts generated in ch's files/ in place of what the
+// chart's directory held there.
+func replaceGenerated(ch *chart.Chart, generated map[string][]byte) {
+	kept := ch.Files[:0]
+	for _, f := range ch.Files {
+		if !strings.HasPrefix(f.Name, chartfiles.Dir+"/") {
+			kept = append(kept, f)
+		}
+	}
+	ch.Files = kept
+	for _, name := range chartfiles.Names(generated) {
+		ch.Files = append(ch.Files, &chart.File{Name: name, Data: generated[name]})
+	}
 }

@@ -25,11 +25,22 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/failover-exporter/failover_exporter/internal/certs"
+	"github.com/failover-exporter/failover_exporter/internal/chart/chartfiles"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
 
-var update = flag.Bool("update", false, "copy prometheus/alerts.yml and grafana/dashboards/ into the chart's files/, and regenerate the examples/kubernetes manifests made from the chart")
+var update = flag.Bool("update", false, "regenerate the examples/kubernetes manifests made from the chart, and its values.schema.json")
+
+// TestMain writes the chart's generated files/ (chartfiles), which Lint and
+// Load read from the chart's directory, as `make chart-files` does.
+func TestMain(m *testing.M) {
+	if err := chartfiles.Write(filepath.Join("..", "..", Path)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
 
 // object is a rendered document decoded strictly into its Kubernetes or
 // prometheus-operator type.
@@ -571,68 +582,78 @@ func checkNotes(t *testing.T, notes string, sidecar bool) {
 	}
 }
 
-// The chart's copies of the rules and dashboards are byte-equal to the
-// files `make test` checks (Helm reads no file outside the chart). -update
-// copies them.
-func TestChartFilesMatchSources(t *testing.T) {
+// The packaged chart carries the rules and dashboards byte for byte as
+// their sources are, whatever the chart's files/ holds: here a chart whose
+// files/ has a stale rule file and a dashboard with no source.
+func TestPackageCarriesTheSources(t *testing.T) {
 	root := lab.RepoRoot(t)
-	pairs := map[string]string{
-		filepath.Join(root, "prometheus", "alerts.yml"): filepath.Join(root, Path, "files", "alerts.yml"),
-	}
-	dashboards, _ := filepath.Glob(filepath.Join(root, "grafana", "dashboards", "*.json"))
-	for _, f := range dashboards {
-		pairs[f] = filepath.Join(root, Path, "files", "dashboards", filepath.Base(f))
-	}
-	copies, _ := filepath.Glob(filepath.Join(root, Path, "files", "dashboards", "*.json"))
-	for _, c := range copies {
-		if _, err := os.Stat(filepath.Join(root, "grafana", "dashboards", filepath.Base(c))); err != nil {
-			if *update {
-				os.Remove(c)
-				continue
-			}
-			t.Errorf("%s has no source in grafana/dashboards", c)
-		}
-	}
-	for src, dst := range pairs {
-		if *update {
-			writeFile(t, dst, string(readFile(t, src)))
-		}
-		got, err := os.ReadFile(dst)
-		if err != nil || !bytes.Equal(got, readFile(t, src)) {
-			rel, _ := filepath.Rel(root, dst)
-			t.Errorf("%s is not a copy of %s; run go test ./internal/chart -run TestChartFilesMatchSources -update", rel, strings.TrimPrefix(src, root+"/"))
-		}
-	}
-}
-
-func TestPackage(t *testing.T) {
-	out := t.TempDir()
-	path, err := Package(filepath.Join(lab.RepoRoot(t), Path), "v1.2.3-rc.1", out)
-	if err != nil {
+	tree := t.TempDir()
+	if err := os.CopyFS(filepath.Join(tree, Path), os.DirFS(filepath.Join(root, Path))); err != nil {
 		t.Fatal(err)
 	}
-	if filepath.Base(path) != "failover-exporter-1.2.3-rc.1.tgz" {
-		t.Errorf("packaged as %s", path)
+	for _, src := range []string{"prometheus", filepath.Join("grafana", "dashboards")} {
+		if err := os.CopyFS(filepath.Join(tree, src), os.DirFS(filepath.Join(root, src))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(tree, Path, "files", "alerts.yml"), "groups: []\n")
+	writeFile(t, filepath.Join(tree, Path, "files", "dashboards", "gone.json"), "{}\n")
+	path, err := Package(filepath.Join(tree, Path), "1.0.0", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	ch, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ch.Metadata.Version != "1.2.3-rc.1" || ch.Metadata.AppVersion != "1.2.3-rc.1" {
-		t.Errorf("version %s appVersion %s", ch.Metadata.Version, ch.Metadata.AppVersion)
+	want := map[string]string{"files/alerts.yml": filepath.Join(root, "prometheus", "alerts.yml")}
+	dashboards, _ := filepath.Glob(filepath.Join(root, "grafana", "dashboards", "*.json"))
+	if len(dashboards) == 0 {
+		t.Fatal("no dashboards in grafana/dashboards")
 	}
-	var names []string
+	for _, f := range dashboards {
+		want["files/dashboards/"+filepath.Base(f)] = f
+	}
 	for _, f := range ch.Files {
-		names = append(names, f.Name)
-	}
-	for _, want := range []string{"files/alerts.yml", "files/dashboards/kafka-replication.json"} {
-		if !strings.Contains(strings.Join(names, " "), want) {
-			t.Errorf("package lacks %s: %v", want, names)
+		if !strings.HasPrefix(f.Name, "files/") {
+			continue
 		}
+		src, ok := want[f.Name]
+		if !ok {
+			t.Errorf("the package holds %s, which has no source", f.Name)
+			continue
+		}
+		if !bytes.Equal(f.Data, readFile(t, src)) {
+			t.Errorf("the package's %s differs from %s", f.Name, strings.TrimPrefix(src, root+"/"))
+		}
+		delete(want, f.Name)
 	}
-	for _, n := range names {
-		if strings.HasPrefix(n, "ci/") {
-			t.Errorf("package holds the test values %s", n)
+	for name, src := range want {
+		t.Errorf("the package lacks %s (from %s)", name, strings.TrimPrefix(src, root+"/"))
+	}
+}
+
+// A chart directory without its generated files (a checkout where `make
+// chart-files` was not run) refuses to render and says what to run.
+func TestChartWithoutGeneratedFilesSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(lab.RepoRoot(t), Path))); err != nil {
+		t.Fatal(err)
+	}
+	for _, disabled := range []string{"dashboards", "prometheusRule"} {
+		if err := os.RemoveAll(filepath.Join(dir, "files")); err != nil {
+			t.Fatal(err)
+		}
+		ch, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals := map[string]any{
+			"config": map[string]any{"redis": []any{map[string]any{"addrs": []any{"r:6379"}}}},
+			disabled: map[string]any{"enabled": false},
+		}
+		if _, err := Render(ch, "x", "monitoring", vals); err == nil || !strings.Contains(err.Error(), "run make chart-files first") {
+			t.Errorf("with %s disabled and no files/: %v, want a failure naming make chart-files", disabled, err)
 		}
 	}
 }

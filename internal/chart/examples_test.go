@@ -27,7 +27,7 @@ const perClusterHeader = `# failover_exporter as one Deployment per watched clus
 #   kubectl apply -f examples/kubernetes/per-cluster-deployment.yaml
 #
 # Generated from the Helm chart: do not edit by hand. It is
-#   helm template failover-exporter charts/failover-exporter -f examples/kubernetes/per-cluster-deployment.values.yml
+#   make chart-files && helm template failover-exporter charts/failover-exporter -f examples/kubernetes/per-cluster-deployment.values.yml
 # regenerated with
 #   go test ./internal/chart -run TestExamplesFromChart -update
 # (the test fails while the two differ). Credentials come from the same

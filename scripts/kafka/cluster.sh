@@ -194,14 +194,8 @@ SERVER_JVM_OPTS=(
   -Djava.awt.headless=true
   "-Dlog4j2.configurationFile=$LOG4J_CONF"
 )
-# Short-lived tool JVMs (storage format, TopicCommand, readiness probe): start
-# fast (C1 only, serial GC) and log warnings to stderr so stdout stays clean.
-TOOL_JVM_OPTS=(
-  -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData
-  -Djava.awt.headless=true
-  "-Dlog4j2.configurationFile=$LOG4J_CONF"
-  -Dkafka.lab.loglevel=WARN -Dkafka.lab.logtarget=SYSTEM_ERR
-)
+# Short-lived tool JVMs (storage format, TopicCommand, readiness probe).
+tool_jvm_opts "$LOG4J_CONF"
 
 log() { printf 'cluster.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -233,10 +227,6 @@ set_version "${KAFKA_LAB_VERSION:-$DEFAULT_KAFKA_VERSION}"
 if ((KAFKA_MAJOR >= 4)); then ELR=${KAFKA_LAB_ELR:-1}; else ELR=${KAFKA_LAB_ELR:-0}; fi
 
 zookeeper_mode() { [[ $MODE == zookeeper ]]; }
-
-need_java() {
-  command -v java >/dev/null 2>&1 || die "java not found: run scripts/install-deps.sh kafka"
-}
 
 # ---------------------------------------------------------------- install ---
 

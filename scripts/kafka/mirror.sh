@@ -158,19 +158,11 @@ SERVER_JVM_OPTS=(
   -Djava.awt.headless=true
   "-Dlog4j2.configurationFile=$LOG4J_CONF"
 )
-TOOL_JVM_OPTS=(
-  -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData
-  -Djava.awt.headless=true
-  "-Dlog4j2.configurationFile=$LOG4J_CONF"
-  -Dkafka.lab.loglevel=WARN -Dkafka.lab.logtarget=SYSTEM_ERR
-)
+# Short-lived tool JVMs (MirrorOffsets).
+tool_jvm_opts "$LOG4J_CONF"
 
 log() { printf 'mirror.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
-
-need_java() {
-  command -v java >/dev/null 2>&1 || die "java not found: run scripts/install-deps.sh kafka"
-}
 
 # ---------------------------------------------------------------- install ---
 

@@ -3,6 +3,24 @@
 # scripts/kafka/mirror.sh). Sourced, never run; the sourcing script
 # defines log and die.
 
+# need_java: die unless java is on the PATH.
+need_java() {
+  command -v java >/dev/null 2>&1 || die "java not found: run scripts/install-deps.sh kafka"
+}
+
+# tool_jvm_opts LOG4J_CONF: set TOOL_JVM_OPTS, the options of the lab's
+# short-lived tool JVMs: start fast (C1 only, serial GC) and log warnings
+# to stderr with LOG4J_CONF, so that stdout stays clean.
+tool_jvm_opts() {
+  # shellcheck disable=SC2034 # read by the sourcing script
+  TOOL_JVM_OPTS=(
+    -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData
+    -Djava.awt.headless=true
+    "-Dlog4j2.configurationFile=$1"
+    -Dkafka.lab.loglevel=WARN -Dkafka.lab.logtarget=SYSTEM_ERR
+  )
+}
+
 # compile_java SRC LIBS DEST STAMP: compile SRC against every jar in LIBS
 # into DEST with the JDK's javac module, and write STAMP (the cache key:
 # a hash of what DEST was built from) to DEST/.sha256. DEST is replaced

@@ -137,11 +137,11 @@ func BenchmarkRegistryResponse10kPartitions(b *testing.B) {
 func benchmarkRender(b *testing.B, partitions int) {
 	snapshot := syntheticSnapshot(partitions)
 	emit := func(s exposition.Sink) { emitSnapshot(s, "bench", snapshot, config.PartitionMetricsFull) }
-	prev := series.Render(nil, emit)
+	prev := table.Series.Render(nil, emit)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		series.Render(prev, emit)
+		table.Series.Render(prev, emit)
 	}
 }
 

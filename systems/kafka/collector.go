@@ -123,26 +123,10 @@ type descs struct {
 	quorumVoterLossesTolerated *exposition.Desc
 }
 
-// healthSeries holds the refresh health families, served first; series
-// holds every other family, in exposition order.
-var (
-	healthSeries = &exposition.Set{}
-	series       = &exposition.Set{}
-)
-
-// newGauge and newCounter add a family whose labels start with the cluster
-// label.
-func newGauge(name, help string, labels ...string) *exposition.Desc {
-	return series.Gauge(name, help, append([]string{clusterLabel}, labels...)...)
-}
-
-func newCounter(name, help string, labels ...string) *exposition.Desc {
-	return series.Counter(name, help, append([]string{clusterLabel}, labels...)...)
-}
-
-func newHistogram(name, help string, labels ...string) *exposition.Desc {
-	return series.Histogram(name, help, episode.Buckets, append([]string{clusterLabel}, labels...)...)
-}
+// table holds the refresh health families, served first, and every other
+// family, in exposition order; its families' labels start with the
+// cluster's, and its histograms are episode histograms.
+var table = &exposition.Table{Labels: []string{clusterLabel}, Buckets: episode.Buckets}
 
 // episodeHelp is appended to the HELP of every episode histogram.
 const episodeHelp = ", from the exporter's first failed probe of the broker that caused it (once the metadata confirmed it; else the first refresh that saw it) " +
@@ -164,238 +148,238 @@ var metrics = func() descs {
 	voter := []string{"voter"}
 	x := descs{
 		health: exposition.Health{
-			Up: healthSeries.Gauge("kafka_up",
+			Up: table.Health.Gauge("kafka_up",
 				"1 if the last refresh of this Kafka cluster succeeded, else 0. While 0, partition, topic and broker series are not served.", clusterLabel),
-			Duration:    healthSeries.Gauge("kafka_exporter_refresh_duration_seconds", exposition.HelpRefreshDuration, clusterLabel),
-			LastSuccess: healthSeries.Gauge("kafka_exporter_last_refresh_success_timestamp_seconds", exposition.HelpLastRefreshSuccess, clusterLabel),
-			Refreshes:   healthSeries.Counter("kafka_exporter_refreshes_total", exposition.HelpRefreshes, clusterLabel),
-			Failures:    healthSeries.Counter("kafka_exporter_refresh_failures_total", exposition.HelpRefreshFailures, clusterLabel),
+			Duration:    table.Health.Gauge("kafka_exporter_refresh_duration_seconds", exposition.HelpRefreshDuration, clusterLabel),
+			LastSuccess: table.Health.Gauge("kafka_exporter_last_refresh_success_timestamp_seconds", exposition.HelpLastRefreshSuccess, clusterLabel),
+			Refreshes:   table.Health.Counter("kafka_exporter_refreshes_total", exposition.HelpRefreshes, clusterLabel),
+			Failures:    table.Health.Counter("kafka_exporter_refresh_failures_total", exposition.HelpRefreshFailures, clusterLabel),
 		},
 
-		partitionLeader: newGauge("kafka_partition_leader",
+		partitionLeader: table.Gauge("kafka_partition_leader",
 			"Broker ID of the partition's leader, -1 when it has none"+fromRefresh, partition...),
-		partitionReplicas: newGauge("kafka_partition_replicas",
+		partitionReplicas: table.Gauge("kafka_partition_replicas",
 			"Replication factor of the partition: its assigned replicas, without those a reassignment is still adding (KIP-352, as kafka-topics.sh counts)"+fromRefresh, partition...),
-		partitionISR: newGauge("kafka_partition_in_sync_replicas",
+		partitionISR: table.Gauge("kafka_partition_in_sync_replicas",
 			"Number of replicas in the partition's in-sync replica set (ISR)"+fromRefresh, partition...),
-		partitionOfflineReplicas: newGauge("kafka_partition_offline_replicas",
+		partitionOfflineReplicas: table.Gauge("kafka_partition_offline_replicas",
 			"Number of the partition's assigned replicas on brokers that are down or on offline log directories"+fromRefresh, partition...),
-		partitionUnderReplicated: newGauge("kafka_partition_under_replicated",
+		partitionUnderReplicated: table.Gauge("kafka_partition_under_replicated",
 			"1 if the ISR is smaller than the replication factor; a replica a reassignment is still adding does not count (KIP-352)"+fromRefresh, partition...),
-		partitionUnderMinISR: newGauge("kafka_partition_under_min_isr",
+		partitionUnderMinISR: table.Gauge("kafka_partition_under_min_isr",
 			"1 if acks=all writes fail: the ISR is smaller than the topic's effective min.insync.replicas, or the partition has no leader (as kafka-topics.sh --under-min-isr-partitions counts)"+fromRefresh, partition...),
-		partitionAtMinISR: newGauge("kafka_partition_at_min_isr",
+		partitionAtMinISR: table.Gauge("kafka_partition_at_min_isr",
 			"1 if the ISR equals the topic's effective min.insync.replicas, so one more loss blocks acks=all writes"+fromRefresh, partition...),
-		partitionOffline: newGauge("kafka_partition_offline",
+		partitionOffline: table.Gauge("kafka_partition_offline",
 			"1 if the partition has no leader"+fromRefresh, partition...),
-		partitionLeaderIsPreferred: newGauge("kafka_partition_leader_is_preferred",
+		partitionLeaderIsPreferred: table.Gauge("kafka_partition_leader_is_preferred",
 			"1 if the leader is the first assigned (preferred) replica"+fromRefresh, partition...),
-		partitionLeaderChanges: newCounter("kafka_partition_leader_changes_total",
+		partitionLeaderChanges: table.Counter("kafka_partition_leader_changes_total",
 			"Leader changes this exporter observed between consecutive refreshes, including to and from no leader.", partition...),
-		partitionISRShrinks: newCounter("kafka_partition_isr_shrinks_total",
+		partitionISRShrinks: table.Counter("kafka_partition_isr_shrinks_total",
 			"Refreshes in which this exporter observed the partition's ISR lose members; one that also gained members (a replacement, e.g. [3] to [1]) counts here and in kafka_partition_isr_expands_total.", partition...),
-		partitionISRExpands: newCounter("kafka_partition_isr_expands_total",
+		partitionISRExpands: table.Counter("kafka_partition_isr_expands_total",
 			"Refreshes in which this exporter observed the partition's ISR gain members; one that also lost members (a replacement, e.g. [3] to [1]) counts here and in kafka_partition_isr_shrinks_total.", partition...),
-		partitionReassigning: newGauge("kafka_partition_reassigning",
+		partitionReassigning: table.Gauge("kafka_partition_reassigning",
 			"1 while a reassignment of the partition is in progress (ListPartitionReassignments)"+fromRefresh, partition...),
-		partitionAddingReplicas: newGauge("kafka_partition_adding_replicas",
+		partitionAddingReplicas: table.Gauge("kafka_partition_adding_replicas",
 			"Replicas an in-progress reassignment is adding to the partition; served only while it is reassigning"+fromRefresh, partition...),
-		partitionRemovingReplicas: newGauge("kafka_partition_removing_replicas",
+		partitionRemovingReplicas: table.Gauge("kafka_partition_removing_replicas",
 			"Replicas an in-progress reassignment is removing from the partition; served only while it is reassigning"+fromRefresh, partition...),
-		partitionELR: newGauge("kafka_partition_eligible_leader_replicas",
+		partitionELR: table.Gauge("kafka_partition_eligible_leader_replicas",
 			"Eligible leader replicas (KIP-966, Kafka 3.9+): replicas out of an ISR below min.insync.replicas that may still lead without losing acknowledged writes; served only for partitions below min ISR, the only ones that can have any"+fromRefresh, partition...),
-		partitionLastKnownELR: newGauge("kafka_partition_last_known_elr",
+		partitionLastKnownELR: table.Gauge("kafka_partition_last_known_elr",
 			"Last known eligible leader replicas of a partition whose ELR emptied (KIP-966); served only for partitions below min ISR"+fromRefresh, partition...),
-		partitionUncleanElections: newCounter("kafka_partition_unclean_leader_elections_total",
+		partitionUncleanElections: table.Counter("kafka_partition_unclean_leader_elections_total",
 			"Leader changes this exporter observed to a replica that was in neither the previous ISR nor its eligible or last known eligible leader replicas: unclean elections, which lose acknowledged writes.", partition...),
-		partitionReplicaRacks: newGauge("kafka_partition_replica_racks",
+		partitionReplicaRacks: table.Gauge("kafka_partition_replica_racks",
 			"Distinct racks (broker.rack) among the partition's replicas, without those a reassignment is still adding; served when brokers have racks"+fromRefresh, partition...),
-		partitionISRRacks: newGauge("kafka_partition_isr_racks",
+		partitionISRRacks: table.Gauge("kafka_partition_isr_racks",
 			"Distinct racks (broker.rack) among the partition's in-sync replicas; served when brokers have racks"+fromRefresh, partition...),
-		partitionNoCleanLeader: newGauge("kafka_partition_no_clean_leader",
+		partitionNoCleanLeader: table.Gauge("kafka_partition_no_clean_leader",
 			"1 if the partition has no leader and neither an ISR nor an eligible leader replica left: only an unclean election, losing data, can bring it back; served only for partitions below min ISR"+fromRefresh, partition...),
 
-		brokerFenced: newGauge("kafka_broker_fenced",
+		brokerFenced: table.Gauge("kafka_broker_fenced",
 			"1 if the controller fenced the broker: registered, but serving nothing (dead, paused, or alive and not caught up with the metadata log); 0 if it serves. Only on Kafka 4.0+, which lists fenced brokers (DescribeCluster v2, KIP-1073); absent before"+fromRefresh, broker...),
-		brokerLogDirs: newGauge("kafka_broker_log_dirs",
+		brokerLogDirs: table.Gauge("kafka_broker_log_dirs",
 			"Log directories the broker reports (DescribeLogDirs), as of the previous refresh: they are read beside the refreshes, so that a hung broker never holds one up. "+
 				"Only on Kafka 4.3+, whose brokers say whether a directory is cordoned (DescribeLogDirs v5, KIP-1066); absent for a broker that is down or did not answer"+fromRefresh, broker...),
-		brokerCordonedLogDirs: newGauge("kafka_broker_cordoned_log_dirs",
+		brokerCordonedLogDirs: table.Gauge("kafka_broker_cordoned_log_dirs",
 			"Log directories of the broker an operator cordoned (cordoned.log.dirs, KIP-1066): no new replica is placed there. Equal to kafka_broker_log_dirs, the broker takes no new replica at all, "+
 				"and the controller refuses reassignments onto it; as kafka_broker_log_dirs, Kafka 4.3+ only"+fromRefresh, broker...),
-		brokerLogDirCordoned: newGauge("kafka_broker_log_dir_cordoned",
+		brokerLogDirCordoned: table.Gauge("kafka_broker_log_dir_cordoned",
 			"1 if the log directory is cordoned, 0 if not; one series per directory the broker reports (label log_dir, its path), Kafka 4.3+ only"+fromRefresh, "broker", "log_dir"),
-		internalPartitions: newGauge("kafka_internal_topic_partitions",
+		internalPartitions: table.Gauge("kafka_internal_topic_partitions",
 			"Partitions of an internal topic whose loss stops a feature of the cluster (feature: consumer_offsets, transactions, share_groups, tiered_storage_metadata), served whatever the topic filter and only once the topic exists"+fromRefresh, internal...),
-		internalUnderReplicated: newGauge("kafka_internal_topic_under_replicated_partitions",
+		internalUnderReplicated: table.Gauge("kafka_internal_topic_under_replicated_partitions",
 			"Partitions of the internal topic whose ISR is smaller than their assigned replicas"+fromRefresh, internal...),
-		internalUnderMinISR: newGauge("kafka_internal_topic_under_min_isr_partitions",
+		internalUnderMinISR: table.Gauge("kafka_internal_topic_under_min_isr_partitions",
 			"Partitions of the internal topic whose ISR is below its min.insync.replicas, or that have no leader: the feature's writes fail there (offset commits, transaction markers, share-group state, remote log metadata); absent while min.insync.replicas is unknown"+fromRefresh, internal...),
-		internalOffline: newGauge("kafka_internal_topic_offline_partitions",
+		internalOffline: table.Gauge("kafka_internal_topic_offline_partitions",
 			"Partitions of the internal topic without a leader: the feature stops for the groups, transactions or topics they hold"+fromRefresh, internal...),
-		topicPartitions: newGauge("kafka_topic_partitions",
+		topicPartitions: table.Gauge("kafka_topic_partitions",
 			"Number of partitions of the topic"+fromRefresh, topic...),
-		topicReplicationFactor: newGauge("kafka_topic_replication_factor",
+		topicReplicationFactor: table.Gauge("kafka_topic_replication_factor",
 			"Replication factor of the topic: the largest of its partitions', without replicas a reassignment is still adding (KIP-352)"+fromRefresh, topic...),
-		topicMinISR: newGauge("kafka_topic_min_insync_replicas",
+		topicMinISR: table.Gauge("kafka_topic_min_insync_replicas",
 			"Effective min.insync.replicas of the topic: its override, else the broker or cluster default"+fromRefresh, topic...),
-		topicUnderReplicated: newGauge("kafka_topic_under_replicated_partitions",
+		topicUnderReplicated: table.Gauge("kafka_topic_under_replicated_partitions",
 			"Partitions of the topic whose ISR is smaller than their assigned replicas"+fromRefresh, topic...),
-		topicUnderMinISR: newGauge("kafka_topic_under_min_isr_partitions",
+		topicUnderMinISR: table.Gauge("kafka_topic_under_min_isr_partitions",
 			"Partitions of the topic whose ISR is below min.insync.replicas, or that have no leader"+fromRefresh, topic...),
-		topicAtMinISR: newGauge("kafka_topic_at_min_isr_partitions",
+		topicAtMinISR: table.Gauge("kafka_topic_at_min_isr_partitions",
 			"Partitions of the topic whose ISR equals min.insync.replicas"+fromRefresh, topic...),
-		topicOffline: newGauge("kafka_topic_offline_partitions",
+		topicOffline: table.Gauge("kafka_topic_offline_partitions",
 			"Partitions of the topic without a leader"+fromRefresh, topic...),
-		topicReassigning: newGauge("kafka_topic_reassigning_partitions",
+		topicReassigning: table.Gauge("kafka_topic_reassigning_partitions",
 			"Partitions of the topic with a reassignment in progress"+fromRefresh, topic...),
-		topicUncleanEnabled: newGauge("kafka_topic_unclean_leader_election_enabled",
+		topicUncleanEnabled: table.Gauge("kafka_topic_unclean_leader_election_enabled",
 			"1 if the topic's effective unclean.leader.election.enable is true: a replica outside the ISR may be elected, losing acknowledged writes"+fromRefresh, topic...),
-		topicUntieredRecords: newGauge("kafka_topic_untiered_records",
+		topicUntieredRecords: table.Gauge("kafka_topic_untiered_records",
 			"Records of a topic with tiered storage (remote.storage.enable) that only its local replicas hold: per partition, the high watermark minus the first offset not copied to tiered storage "+
 				"(the newest tiered offset + 1, or the log start offset), summed over the partitions whose leader answered; lost if every replica of their partition is. "+
 				"The active segment is never copied, so a topic being written always has some; growing means the uploads stall. Read from the leaders beside the refreshes, so one refresh behind; "+
 				"a partition whose leader's offsets leave records neither local nor tiered (a new leader before its remote log task ran) is left out; "+
 				"Kafka 3.9+ (ListOffsets latest-tiered, KIP-1005), absent for topics without tiered storage"+fromRefresh, topic...),
-		topicUntieredOldest: newGauge("kafka_topic_oldest_untiered_record_timestamp_seconds",
+		topicUntieredOldest: table.Gauge("kafka_topic_oldest_untiered_record_timestamp_seconds",
 			"Timestamp (Unix seconds) of the oldest record of the topic that only its local replicas hold: the earliest, over its partitions, of the first record not copied to tiered storage "+
 				"(the append time on topics that use it, else the producer's create time; fetched once per partition each time its first untiered offset moves, at most 16 partitions per leader and read). "+
 				"time() minus it is how far back a loss of every replica would reach. Served with kafka_topic_untiered_records when every partition of the topic was read and each holding untiered records told it; "+
 				"absent when none holds any"+fromRefresh, topic...),
-		topicRemoteCopyLag: newGauge("kafka_topic_remote_copy_lag_seconds",
+		topicRemoteCopyLag: table.Gauge("kafka_topic_remote_copy_lag_seconds",
 			"The topic's remote.copy.lag.ms in seconds (KIP-1241, Kafka 4.4+): a rolled segment waits this long after its newest record before it is copied to tiered storage, "+
 				"unless kafka_topic_remote_copy_lag_bytes newer bytes follow it first; 0 copies at once, -1 follows the local retention (local.retention.ms). "+
 				"Served for topics with tiered storage, absent before Kafka 4.4"+fromRefresh, topic...),
-		topicRemoteCopyLagBytes: newGauge("kafka_topic_remote_copy_lag_bytes",
+		topicRemoteCopyLagBytes: table.Gauge("kafka_topic_remote_copy_lag_bytes",
 			"The topic's remote.copy.lag.bytes (KIP-1241, Kafka 4.4+): a rolled segment is copied once this many newer bytes follow it, or once kafka_topic_remote_copy_lag_seconds passed; "+
 				"0 copies at once, -1 follows the local retention (local.retention.bytes). Served for topics with tiered storage, absent before Kafka 4.4"+fromRefresh, topic...),
-		topicRackUnsafe: newGauge("kafka_topic_rack_unsafe_partitions",
+		topicRackUnsafe: table.Gauge("kafka_topic_rack_unsafe_partitions",
 			"Partitions of the topic whose replicas sit in fewer racks than they could: min(replication factor, racks in the cluster); served when brokers have racks"+fromRefresh, topic...),
-		topicNoCleanLeader: newGauge("kafka_topic_no_clean_leader_partitions",
+		topicNoCleanLeader: table.Gauge("kafka_topic_no_clean_leader_partitions",
 			"Partitions of the topic without a leader, an ISR or an eligible leader replica: only an unclean election can bring them back"+fromRefresh, topic...),
-		topicNonPreferred: newGauge("kafka_topic_non_preferred_leader_partitions",
+		topicNonPreferred: table.Gauge("kafka_topic_non_preferred_leader_partitions",
 			"Partitions of the topic led by a replica other than the preferred (first assigned) one, or by none"+fromRefresh, topic...),
-		topicOfflineReplicas: newGauge("kafka_topic_offline_replicas",
+		topicOfflineReplicas: table.Gauge("kafka_topic_offline_replicas",
 			"Replicas of the topic's partitions on brokers that are down or on offline log directories"+fromRefresh, topic...),
-		topicLeaderChanges: newCounter("kafka_topic_leader_changes_total",
+		topicLeaderChanges: table.Counter("kafka_topic_leader_changes_total",
 			"Leader changes of the topic's partitions this exporter observed between consecutive refreshes, including to and from no leader.", topic...),
-		topicISRShrinks: newCounter("kafka_topic_isr_shrinks_total",
+		topicISRShrinks: table.Counter("kafka_topic_isr_shrinks_total",
 			"Refreshes in which this exporter observed a partition's ISR lose members, summed over the topic's partitions; a replacement (e.g. [3] to [1]) counts here and in kafka_topic_isr_expands_total.", topic...),
-		topicISRExpands: newCounter("kafka_topic_isr_expands_total",
+		topicISRExpands: table.Counter("kafka_topic_isr_expands_total",
 			"Refreshes in which this exporter observed a partition's ISR gain members, summed over the topic's partitions; a replacement counts here and in kafka_topic_isr_shrinks_total.", topic...),
-		topicUncleanElections: newCounter("kafka_topic_unclean_leader_elections_total",
+		topicUncleanElections: table.Counter("kafka_topic_unclean_leader_elections_total",
 			"Unclean leader elections (to a replica in neither the previous ISR nor its eligible or last known eligible leader replicas) this exporter observed in the topic's partitions; they lose acknowledged writes.", topic...),
 
-		brokerUp: newGauge("kafka_broker_up",
+		brokerUp: table.Gauge("kafka_broker_up",
 			"1 if the broker is registered and live, 0 if replicas are assigned to it but it is not"+fromRefresh, broker...),
-		brokerReachable: newGauge("kafka_broker_reachable",
+		brokerReachable: table.Gauge("kafka_broker_reachable",
 			"1 if the broker answered the exporter's ApiVersions request at its address during the last successful refresh (a port that accepts connections is not enough). "+
 				"A broker that is up but unreachable from every exporter is dead and unfenced (KRaft quorum lost, metadata frozen) or cut off by the network.",
 			broker...),
-		brokerInfo: newGauge("kafka_broker_info",
+		brokerInfo: table.Gauge("kafka_broker_info",
 			"Always 1; carries the broker's advertised address and rack (last known address for a broker that is down)"+fromRefresh,
 			"broker", "address", "rack"),
-		brokerLeaderPartitions: newGauge("kafka_broker_leader_partitions",
+		brokerLeaderPartitions: table.Gauge("kafka_broker_leader_partitions",
 			"Partitions this broker leads, across all topics"+fromRefresh, broker...),
-		brokerReplicaPartitions: newGauge("kafka_broker_replica_partitions",
+		brokerReplicaPartitions: table.Gauge("kafka_broker_replica_partitions",
 			"Partition replicas assigned to this broker, across all topics"+fromRefresh, broker...),
-		brokerOutOfSync: newGauge("kafka_broker_out_of_sync_replicas",
+		brokerOutOfSync: table.Gauge("kafka_broker_out_of_sync_replicas",
 			"Replicas on this broker that are not in their partition's ISR, across all topics"+fromRefresh, broker...),
-		brokerAddingReplicas: newGauge("kafka_broker_adding_replicas",
+		brokerAddingReplicas: table.Gauge("kafka_broker_adding_replicas",
 			"Replicas in-progress reassignments are adding to this broker, across all topics"+fromRefresh, broker...),
-		brokerRemovingReplicas: newGauge("kafka_broker_removing_replicas",
+		brokerRemovingReplicas: table.Gauge("kafka_broker_removing_replicas",
 			"Replicas in-progress reassignments are removing from this broker, across all topics"+fromRefresh, broker...),
-		brokerLeadershipsGained: newCounter("kafka_broker_leaderships_gained_total",
+		brokerLeadershipsGained: table.Counter("kafka_broker_leaderships_gained_total",
 			"Leader changes this exporter observed that made this broker a partition's leader.", broker...),
-		brokerLeadershipsLost: newCounter("kafka_broker_leaderships_lost_total",
+		brokerLeadershipsLost: table.Counter("kafka_broker_leaderships_lost_total",
 			"Leader changes this exporter observed that took a partition's leadership from this broker.", broker...),
-		brokerISRShrinks: newCounter("kafka_broker_isr_shrinks_total",
+		brokerISRShrinks: table.Counter("kafka_broker_isr_shrinks_total",
 			"Times this exporter observed one of this broker's replicas leave its partition's ISR.", broker...),
-		brokerISRExpands: newCounter("kafka_broker_isr_expands_total",
+		brokerISRExpands: table.Counter("kafka_broker_isr_expands_total",
 			"Times this exporter observed one of this broker's replicas join its partition's ISR.", broker...),
-		brokerUncleanElections: newCounter("kafka_broker_unclean_leader_elections_total",
+		brokerUncleanElections: table.Counter("kafka_broker_unclean_leader_elections_total",
 			"Unclean leader elections this exporter observed that made this broker the leader; they lose acknowledged writes.", broker...),
 
-		clusterBrokers: newGauge("kafka_cluster_brokers",
+		clusterBrokers: table.Gauge("kafka_cluster_brokers",
 			"Live brokers"+fromRefresh),
-		clusterExpectedBrokers: newGauge("kafka_cluster_expected_brokers",
+		clusterExpectedBrokers: table.Gauge("kafka_cluster_expected_brokers",
 			"Brokers that are live or hold replica assignments; fewer live than expected means brokers are down"+fromRefresh),
-		detailedPartitions: newGauge("kafka_detailed_partitions",
+		detailedPartitions: table.Gauge("kafka_detailed_partitions",
 			"Partitions served in detail: unhealthy (under-replicated, at or under min ISR, offline, with offline replicas, reassigning or in an open episode) now or within partition_metrics_hold; "+
 				"in the unhealthy mode, the only partitions with per-partition series"+fromRefresh),
 
-		clusterRacks: newGauge("kafka_cluster_racks",
+		clusterRacks: table.Gauge("kafka_cluster_racks",
 			"Distinct racks (broker.rack) of the brokers, down ones by their last known rack; served when brokers have racks"+fromRefresh),
 
-		quorumLeader: newGauge("kafka_quorum_leader",
+		quorumLeader: table.Gauge("kafka_quorum_leader",
 			"Node ID of the KRaft quorum leader, which is the active controller, -1 while there is none (DescribeQuorum)"+fromRefresh),
-		quorumLeaderEpoch: newGauge("kafka_quorum_leader_epoch",
+		quorumLeaderEpoch: table.Gauge("kafka_quorum_leader_epoch",
 			"Epoch of the KRaft quorum leader; it rises with every controller election"+fromRefresh),
-		quorumHighWatermark: newGauge("kafka_quorum_high_watermark",
+		quorumHighWatermark: table.Gauge("kafka_quorum_high_watermark",
 			"High watermark of the KRaft metadata log (__cluster_metadata)"+fromRefresh),
-		quorumVoters: newGauge("kafka_quorum_voters",
+		quorumVoters: table.Gauge("kafka_quorum_voters",
 			"Controllers voting in the KRaft quorum"+fromRefresh),
-		quorumObservers: newGauge("kafka_quorum_observers",
+		quorumObservers: table.Gauge("kafka_quorum_observers",
 			"Observers of the KRaft quorum: brokers (and controllers not voting) that replicate the metadata log"+fromRefresh),
-		quorumVoterLogEndOffset: newGauge("kafka_quorum_voter_log_end_offset",
+		quorumVoterLogEndOffset: table.Gauge("kafka_quorum_voter_log_end_offset",
 			"Log end offset of the voter's copy of the metadata log, as the quorum leader knows it"+fromRefresh, voter...),
-		quorumVoterLag: newGauge("kafka_quorum_voter_lag",
+		quorumVoterLag: table.Gauge("kafka_quorum_voter_lag",
 			"Metadata log records the voter is behind the quorum leader (0 for the leader)"+fromRefresh, voter...),
-		quorumVoterCaughtUpAge: newGauge("kafka_quorum_voter_caught_up_age_seconds",
+		quorumVoterCaughtUpAge: table.Gauge("kafka_quorum_voter_caught_up_age_seconds",
 			"Seconds since the voter last caught up with the quorum leader, by the leader's clock; absent while the leader does not know"+fromRefresh, voter...),
-		quorumVoterInfo: newGauge("kafka_quorum_voter_info",
+		quorumVoterInfo: table.Gauge("kafka_quorum_voter_info",
 			"Always 1: the voter's metadata log directory ID (KIP-853; a voter is an ID and a directory, so a controller whose disk was replaced is another voter). "+
 				"Served on Kafka 3.9+ (DescribeQuorum v2) for quorums with directory IDs"+fromRefresh, "voter", "directory_id"),
-		quorumVoterOnline: newGauge("kafka_quorum_voter_online",
+		quorumVoterOnline: table.Gauge("kafka_quorum_voter_online",
 			"1 if the voter is the quorum leader or fetched from it within the last 10 s, by the leader's clock; 0 if it did not (down, paused, cut off, or never since this leader's election). "+
 				"Absent when the leader does not say when voters fetched (DescribeQuorum v0)"+fromRefresh, voter...),
-		quorumVoterLastFetchAge: newGauge("kafka_quorum_voter_last_fetch_age_seconds",
+		quorumVoterLastFetchAge: table.Gauge("kafka_quorum_voter_last_fetch_age_seconds",
 			"Seconds since the quorum leader last had a fetch from the voter, by its clock; absent for the leader itself and while the leader does not know"+fromRefresh, voter...),
-		quorumVoterCaughtUp: newGauge("kafka_quorum_voter_caught_up",
+		quorumVoterCaughtUp: table.Gauge("kafka_quorum_voter_caught_up",
 			"1 if the voter counts toward a caught-up majority, as the failure budget counts it (the leader, or last caught up within 10 s, and available as a broker in combined mode); else 0"+fromRefresh, voter...),
-		quorumControllerObservers: newGauge("kafka_quorum_controller_observers",
+		quorumControllerObservers: table.Gauge("kafka_quorum_controller_observers",
 			"Observers of the KRaft quorum that are not brokers and fetched within the last 10 s: controllers outside the voter set (not yet added, removed, or waiting to auto-join), "+
 				"which add nothing to the quorum's failure tolerance. A combined node removed from the voters is a broker and is not counted. "+
 				"Absent when the leader does not say when observers fetched"+fromRefresh),
-		quorumControllerObserverInfo: newGauge("kafka_quorum_controller_observer_info",
+		quorumControllerObserverInfo: table.Gauge("kafka_quorum_controller_observer_info",
 			"Always 1, for each observer counted in kafka_quorum_controller_observers: its node ID and metadata log directory ID"+fromRefresh, "node", "directory_id"),
 
-		brokerSafeToStop: newGauge("kafka_broker_safe_to_stop",
+		brokerSafeToStop: table.Gauge("kafka_broker_safe_to_stop",
 			"1 if stopping the broker now would take no watched or internal partition offline, under min.insync.replicas or below failure_budget.min_isr_headroom, "+
 				"leave a majority of caught-up KRaft voters, and deepen no damage already there; else 0 (the failure budget, docs/runbooks.md)"+fromRefresh, broker...),
-		brokerStopAffected: newGauge("kafka_broker_stop_affected_partitions",
+		brokerStopAffected: table.Gauge("kafka_broker_stop_affected_partitions",
 			"Partitions (of the topics the budget judges: all unless failure_budget.unwatched_topics is name) that stopping the broker now would put in the effect's state: offline (no leader candidate left), under_min_isr (acks=all writes refused), "+
 				"below_headroom (served when failure_budget.min_isr_headroom > 0); each partition counted once, at its worst"+fromRefresh, "broker", "effect"),
-		brokerStopUnsafe: newGauge("kafka_broker_stop_unsafe",
+		brokerStopUnsafe: table.Gauge("kafka_broker_stop_unsafe",
 			"1 if the reason makes stopping the broker now unsafe, 0 if it was checked and does not: partitions_offline, partitions_under_min_isr, min_isr_headroom, "+
 				"quorum_majority (the stop leaves too few caught-up KRaft voters), cluster_degraded (it would deepen damage already there), "+
 				"not_judged (an input the verdict needs is unknown: the broker is live to the cluster but unreachable by the exporter, the quorum unread, min.insync.replicas unknown)"+fromRefresh, "broker", "reason"),
-		rackSafeToStop: newGauge("kafka_rack_safe_to_stop",
+		rackSafeToStop: table.Gauge("kafka_rack_safe_to_stop",
 			"1 if losing every broker of the rack (broker.rack) now would be safe, by kafka_broker_safe_to_stop's rules; served when brokers have racks"+fromRefresh, "rack"),
-		rackStopAffected: newGauge("kafka_rack_stop_affected_partitions",
+		rackStopAffected: table.Gauge("kafka_rack_stop_affected_partitions",
 			"Partitions that losing the rack now would put in the effect's state (as kafka_broker_stop_affected_partitions); served when brokers have racks"+fromRefresh, "rack", "effect"),
-		rackStopUnsafe: newGauge("kafka_rack_stop_unsafe",
+		rackStopUnsafe: table.Gauge("kafka_rack_stop_unsafe",
 			"1 if the reason makes losing the rack now unsafe, 0 if checked and fine (reasons as kafka_broker_stop_unsafe); served when brokers have racks"+fromRefresh, "rack", "reason"),
-		brokerLossesTolerated: newGauge("kafka_broker_losses_tolerated",
+		brokerLossesTolerated: table.Gauge("kafka_broker_losses_tolerated",
 			"In-sync replica losses the worst watched or internal partition tolerates before it goes under_min_isr (ISR minus min.insync.replicas, over partitions whose min ISR is known) "+
 				"or offline (ISR plus eligible leader replicas, minus 1); 0 for a partition already there. Only available brokers count"+fromRefresh, "until"),
-		quorumVoterLossesTolerated: newGauge("kafka_quorum_voter_losses_tolerated",
+		quorumVoterLossesTolerated: table.Gauge("kafka_quorum_voter_losses_tolerated",
 			"Caught-up KRaft voters minus a majority of the voters, floor 0: how many more voters the quorum can lose; absent without quorum data"+fromRefresh),
 	}
 	x.episodeSeconds = [conditionCount]*exposition.Desc{
-		ConditionOffline: newHistogram("kafka_partition_offline_episode_seconds",
+		ConditionOffline: table.Histogram("kafka_partition_offline_episode_seconds",
 			"How long partitions of the topic had no leader"+episodeHelp, topic...),
-		ConditionUnderMinISR: newHistogram("kafka_partition_under_min_isr_episode_seconds",
+		ConditionUnderMinISR: table.Histogram("kafka_partition_under_min_isr_episode_seconds",
 			"How long partitions of the topic had fewer in-sync replicas than min.insync.replicas (acks=all writes refused)"+episodeHelp, topic...),
-		ConditionUnderReplicated: newHistogram("kafka_partition_under_replicated_episode_seconds",
+		ConditionUnderReplicated: table.Histogram("kafka_partition_under_replicated_episode_seconds",
 			"How long partitions of the topic had out-of-sync replicas"+episodeHelp, topic...),
 	}
 	x.openEpisodeSeconds = [conditionCount]*exposition.Desc{
-		ConditionOffline: newGauge("kafka_partition_offline_open_episode_seconds",
+		ConditionOffline: table.Gauge("kafka_partition_offline_open_episode_seconds",
 			"Age of the oldest ongoing episode of a partition of the topic without a leader"+openEpisodeHelp, topic...),
-		ConditionUnderMinISR: newGauge("kafka_partition_under_min_isr_open_episode_seconds",
+		ConditionUnderMinISR: table.Gauge("kafka_partition_under_min_isr_open_episode_seconds",
 			"Age of the oldest ongoing episode of a partition of the topic under min.insync.replicas"+openEpisodeHelp, topic...),
-		ConditionUnderReplicated: newGauge("kafka_partition_under_replicated_open_episode_seconds",
+		ConditionUnderReplicated: table.Gauge("kafka_partition_under_replicated_open_episode_seconds",
 			"Age of the oldest ongoing episode of an under-replicated partition of the topic"+openEpisodeHelp, topic...),
 	}
 	return x
@@ -403,18 +387,7 @@ var metrics = func() descs {
 
 // Sets returns the collector's metric tables, in exposition order, for
 // documentation and contract tests.
-func Sets() []*exposition.Set { return []*exposition.Set{healthSeries, series} }
-
-// MetricNames returns every metric family the Kafka collector can emit.
-func MetricNames() []string {
-	return exposition.Names(Sets()...)
-}
-
-// SeriesNames returns every metric name a query can select: MetricNames
-// with each histogram replaced by its _bucket, _sum and _count series.
-func SeriesNames() []string {
-	return exposition.SeriesNames(Sets()...)
-}
+func Sets() []*exposition.Set { return table.Sets() }
 
 // Collector serves the latest snapshot of every watched Kafka cluster. It
 // never talks to a cluster: Collect only reads published snapshots.
@@ -424,7 +397,7 @@ type Collector = exposition.Collector[Snapshot]
 // with the default partition series, SetEmit(name, w, EmitState(mode))
 // with another mode's.
 func NewCollector() *Collector {
-	return exposition.NewCollector(EmitState(config.DefaultPartitionMetrics), healthSeries, series)
+	return exposition.NewCollector(EmitState(config.DefaultPartitionMetrics), table.Sets()...)
 }
 
 // EmitState emits one cluster's health series and, when its last refresh
@@ -478,7 +451,7 @@ func (x *descs) counterFamilies() []*exposition.Desc {
 // and panel reads something each mode serves.
 func ServedFamilies(mode config.PartitionMetrics) map[string]bool {
 	served := map[string]bool{}
-	for _, name := range MetricNames() {
+	for _, name := range exposition.Names(Sets()...) {
 		served[name] = true
 	}
 	for _, d := range metrics.partitionFamilies() {

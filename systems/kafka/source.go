@@ -307,17 +307,9 @@ type metadataAttempt struct {
 // connection when conn is nil or broken. It does not touch the source's
 // state, so that readMetadata can abandon it at the refresh deadline.
 func (s *source) fetchMetadata(conn *sarama.Broker, addr string) metadataAttempt {
-	if conn != nil {
-		if ok, _ := conn.Connected(); !ok {
-			_ = conn.Close()
-			conn = nil
-		}
-	}
-	if conn == nil {
-		var err error
-		if conn, err = s.open(addr); err != nil {
-			return metadataAttempt{err: err}
-		}
+	conn, err := s.reuseOrOpen(conn, addr)
+	if err != nil {
+		return metadataAttempt{err: err}
 	}
 	req := sarama.NewMetadataRequest(s.conf.Version, nil)
 	req.AllowAutoTopicCreation = false
@@ -329,7 +321,20 @@ func (s *source) fetchMetadata(conn *sarama.Broker, addr string) metadataAttempt
 	return metadataAttempt{md: md, broker: conn}
 }
 
+// reuseOrOpen returns conn while it is connected, else a new connection
+// to addr (conn closed); conn may be nil.
+func (s *source) reuseOrOpen(conn *sarama.Broker, addr string) (*sarama.Broker, error) {
+	if conn != nil {
+		if ok, _ := conn.Connected(); ok {
+			return conn, nil
+		}
+		_ = conn.Close()
+	}
+	return s.open(addr)
+}
+
 // open opens a connection to addr.
+
 func (s *source) open(addr string) (*sarama.Broker, error) {
 	broker := sarama.NewBroker(addr)
 	if err := broker.Open(s.conf); err != nil {
@@ -525,18 +530,10 @@ func (s *source) forwardReassignments(addr string, req *sarama.ListPartitionReas
 	}
 	done := make(chan forwardAttempt, 1)
 	go func() {
-		if conn != nil {
-			if ok, _ := conn.Connected(); !ok {
-				_ = conn.Close()
-				conn = nil
-			}
-		}
-		if conn == nil {
-			var err error
-			if conn, err = s.open(addr); err != nil {
-				done <- forwardAttempt{err: err}
-				return
-			}
+		conn, err := s.reuseOrOpen(conn, addr)
+		if err != nil {
+			done <- forwardAttempt{err: err}
+			return
 		}
 		resp, err := conn.ListPartitionReassignments(req)
 		done <- forwardAttempt{conn: conn, resp: resp, err: err}

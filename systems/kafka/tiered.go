@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/failover-exporter/failover_exporter/systems/kafka/client"
 )
 
 // The ListOffsets timestamps a tiered read asks each partition's leader
@@ -308,22 +310,7 @@ func partitionOffsetsOf(ctx context.Context, broker *kgo.Broker, parts []Partiti
 // returns the offset of each partition that answered without error, and
 // the version the broker answered.
 func listOffsets(ctx context.Context, broker *kgo.Broker, parts []PartitionKey, ts int64) (map[PartitionKey]int64, int16, error) {
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -1
-	byTopic := map[string]int{}
-	for _, p := range parts {
-		i, ok := byTopic[p.Topic]
-		if !ok {
-			i = len(req.Topics)
-			byTopic[p.Topic] = i
-			t := kmsg.NewListOffsetsRequestTopic()
-			t.Topic = p.Topic
-			req.Topics = append(req.Topics, t)
-		}
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition, rp.Timestamp = p.Partition, ts
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-	}
+	req := kafkaclient.ListOffsetsRequest(parts, func(p PartitionKey) (string, int32) { return p.Topic, p.Partition }, ts)
 	kresp, err := broker.Request(ctx, req)
 	if err != nil {
 		return nil, 0, err

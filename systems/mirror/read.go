@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/failover-exporter/failover_exporter/systems/kafka/client"
 )
 
 // Bounds on what one refresh reads.
@@ -87,24 +89,7 @@ func (c *cluster) listOffsets(ctx context.Context, parts []partitionKey, timesta
 	if len(parts) == 0 {
 		return out, nil
 	}
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -1
-	byTopic := map[string]int{}
-	for _, p := range parts {
-		i, ok := byTopic[p.topic]
-		if !ok {
-			i = len(req.Topics)
-			byTopic[p.topic] = i
-			rt := kmsg.NewListOffsetsRequestTopic()
-			rt.Topic = p.topic
-			req.Topics = append(req.Topics, rt)
-		}
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition = p.partition
-		rp.Timestamp = timestamp
-		rp.CurrentLeaderEpoch = -1
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-	}
+	req := kafkaclient.ListOffsetsRequest(parts, func(p partitionKey) (string, int32) { return p.topic, p.partition }, timestamp)
 	kresp, err := c.client.Request(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("list offsets of %d partitions: %w", len(parts), err)

@@ -62,26 +62,10 @@ type descs struct {
 	slotsUnservedOpenSeconds *exposition.Desc
 }
 
-// healthSeries holds the refresh health families, served first; series
-// holds every other family, in exposition order.
-var (
-	healthSeries = &exposition.Set{}
-	series       = &exposition.Set{}
-)
-
-// newGauge and newCounter add a family whose labels start with the cluster
-// label.
-func newGauge(name, help string, labels ...string) *exposition.Desc {
-	return series.Gauge(name, help, append([]string{clusterLabel}, labels...)...)
-}
-
-func newCounter(name, help string, labels ...string) *exposition.Desc {
-	return series.Counter(name, help, append([]string{clusterLabel}, labels...)...)
-}
-
-func newHistogram(name, help string, labels ...string) *exposition.Desc {
-	return series.Histogram(name, help, episode.Buckets, append([]string{clusterLabel}, labels...)...)
-}
+// table holds the refresh health families, served first, and every other
+// family, in exposition order; its families' labels start with the
+// cluster's, and its histograms are episode histograms.
+var table = &exposition.Table{Labels: []string{clusterLabel}, Buckets: episode.Buckets}
 
 // metrics is the collector's metric table: every family it can emit, each
 // name a literal.
@@ -89,113 +73,113 @@ var metrics = func() descs {
 	node := []string{"node_id", "address"}
 	return descs{
 		health: exposition.Health{
-			Up: healthSeries.Gauge("redis_cluster_up",
+			Up: table.Health.Gauge("redis_cluster_up",
 				"1 if the last refresh read the cluster topology from at least one node.", clusterLabel),
-			Duration:    healthSeries.Gauge("redis_cluster_exporter_refresh_duration_seconds", exposition.HelpRefreshDuration, clusterLabel),
-			LastSuccess: healthSeries.Gauge("redis_cluster_exporter_last_refresh_success_timestamp_seconds", exposition.HelpLastRefreshSuccess, clusterLabel),
-			Refreshes:   healthSeries.Counter("redis_cluster_exporter_refreshes_total", exposition.HelpRefreshes, clusterLabel),
-			Failures:    healthSeries.Counter("redis_cluster_exporter_refresh_failures_total", exposition.HelpRefreshFailures, clusterLabel),
+			Duration:    table.Health.Gauge("redis_cluster_exporter_refresh_duration_seconds", exposition.HelpRefreshDuration, clusterLabel),
+			LastSuccess: table.Health.Gauge("redis_cluster_exporter_last_refresh_success_timestamp_seconds", exposition.HelpLastRefreshSuccess, clusterLabel),
+			Refreshes:   table.Health.Counter("redis_cluster_exporter_refreshes_total", exposition.HelpRefreshes, clusterLabel),
+			Failures:    table.Health.Counter("redis_cluster_exporter_refresh_failures_total", exposition.HelpRefreshFailures, clusterLabel),
 		},
 
-		stateOK: newGauge("redis_cluster_state_ok",
+		stateOK: table.Gauge("redis_cluster_state_ok",
 			"1 if every reachable member master that serves slots reports cluster_state:ok, 0 if any reports fail (with none reachable, every reachable member decides). An empty master's own state is in redis_cluster_node_cluster_state_ok."+fromRefresh),
-		slots: newGauge("redis_cluster_slots",
+		slots: table.Gauge("redis_cluster_slots",
 			"Hash slots by the state of the master owning them in the cluster's view (unassigned: no owner); the states sum to 16384."+fromRefresh, "state"),
-		slotsWithoutReplica: newGauge("redis_cluster_slots_without_replica",
+		slotsWithoutReplica: table.Gauge("redis_cluster_slots_without_replica",
 			"Hash slots whose master has no healthy replica."+fromRefresh),
-		masters: newGauge("redis_cluster_masters",
+		masters: table.Gauge("redis_cluster_masters",
 			"Masters that own at least one hash slot."+fromRefresh),
-		knownNodes: newGauge("redis_cluster_known_nodes",
+		knownNodes: table.Gauge("redis_cluster_known_nodes",
 			"Member nodes: listed by the majority of slot-serving masters (foreign nodes are counted apart)."+fromRefresh),
-		currentEpoch: newGauge("redis_cluster_current_epoch",
+		currentEpoch: table.Gauge("redis_cluster_current_epoch",
 			"Highest cluster current epoch reported by a reachable node."+fromRefresh),
-		viewsConsistent: newGauge("redis_cluster_views_consistent",
+		viewsConsistent: table.Gauge("redis_cluster_views_consistent",
 			"0 if the members have disagreed on a slot's owner or on a node's failure for over 15 s, outside any slot migration; 1 otherwise."+fromRefresh),
-		slotsInMigration: newGauge("redis_cluster_slots_in_migration",
+		slotsInMigration: table.Gauge("redis_cluster_slots_in_migration",
 			"Hash slots some member has in migrating or importing state (a reshard in progress), or in an atomic slot migration job it reports running (Valkey 9.0+, Redis 8.4+)."+fromRefresh),
-		slotsInConflict: newGauge("redis_cluster_slots_in_conflict",
+		slotsInConflict: table.Gauge("redis_cluster_slots_in_conflict",
 			"Hash slots whose owner the members have disputed for over 15 s, outside any slot migration."+fromRefresh),
-		failovers: newCounter("redis_cluster_failovers_total",
+		failovers: table.Counter("redis_cluster_failovers_total",
 			"Times a shard's master changed to a node that was its replica, observed by this exporter."+fromRefresh),
-		slotsOneDomain: newGauge("redis_cluster_slots_in_one_failure_domain",
+		slotsOneDomain: table.Gauge("redis_cluster_slots_in_one_failure_domain",
 			"Hash slots whose master has healthy replicas, all in the master's failure domain: its host (IP), or its availability zone where every copy reports one (Valkey 8.1+)."+fromRefresh, "domain"),
-		foreignNodes: newGauge("redis_cluster_foreign_nodes",
+		foreignNodes: table.Gauge("redis_cluster_foreign_nodes",
 			"Nodes that answered but are not members: not listed by the majority of slot-serving masters, or not listing them."+fromRefresh),
-		foreignNodeInfo: newGauge("redis_cluster_foreign_node_info",
+		foreignNodeInfo: table.Gauge("redis_cluster_foreign_node_info",
 			"Always 1 for a foreign node; reason is not_listed or not_listing_cluster, role what the node claims."+fromRefresh,
 			"node_id", "address", "role", "reason"),
 
-		nodeInfo: newGauge("redis_cluster_node_info",
+		nodeInfo: table.Gauge("redis_cluster_node_info",
 			"Always 1; role is master or replica, master_id the id of a replica's master."+fromRefresh, "node_id", "address", "role", "master_id"),
-		nodeMaster: newGauge("redis_cluster_node_master",
+		nodeMaster: table.Gauge("redis_cluster_node_master",
 			"1 if the node is a master, 0 if a replica."+fromRefresh, node...),
-		nodeSlots: newGauge("redis_cluster_node_slots",
+		nodeSlots: table.Gauge("redis_cluster_node_slots",
 			"Hash slots the node owns."+fromRefresh, node...),
-		nodeReplicas: newGauge("redis_cluster_node_replicas",
+		nodeReplicas: table.Gauge("redis_cluster_node_replicas",
 			"For a master, its healthy replicas (state ok, link to the master up)."+fromRefresh, node...),
-		nodeState: newGauge("redis_cluster_node_state",
+		nodeState: table.Gauge("redis_cluster_node_state",
 			"1 for the node's state in the cluster's view, 0 for the other states."+fromRefresh, "node_id", "address", "state"),
-		nodeLinkConnected: newGauge("redis_cluster_node_link_connected",
+		nodeLinkConnected: table.Gauge("redis_cluster_node_link_connected",
 			"1 if the cluster bus link to the node is connected, as another node sees it."+fromRefresh, node...),
-		nodeConfigEpoch: newGauge("redis_cluster_node_config_epoch",
+		nodeConfigEpoch: table.Gauge("redis_cluster_node_config_epoch",
 			"The node's config epoch."+fromRefresh, node...),
-		nodeMigrating: newGauge("redis_cluster_node_migrating_slots",
+		nodeMigrating: table.Gauge("redis_cluster_node_migrating_slots",
 			"Slots the node is migrating to another node."+fromRefresh, node...),
-		nodeImporting: newGauge("redis_cluster_node_importing_slots",
+		nodeImporting: table.Gauge("redis_cluster_node_importing_slots",
 			"Slots the node is importing from another node."+fromRefresh, node...),
-		nodeUp: newGauge("redis_cluster_node_up",
+		nodeUp: table.Gauge("redis_cluster_node_up",
 			"1 if the exporter read the node itself."+fromRefresh, node...),
-		nodeClusterStateOK: newGauge("redis_cluster_node_cluster_state_ok",
+		nodeClusterStateOK: table.Gauge("redis_cluster_node_cluster_state_ok",
 			"1 if the node itself reports cluster_state:ok, 0 if fail; for reachable members. Only masters that serve slots decide redis_cluster_state_ok."+fromRefresh, node...),
-		nodeMasterLinkUp: newGauge("redis_cluster_node_master_link_up",
+		nodeMasterLinkUp: table.Gauge("redis_cluster_node_master_link_up",
 			"For a replica, 1 if its replication link to its master is up."+fromRefresh, node...),
-		nodeLag: newGauge("redis_cluster_node_replication_lag_bytes",
+		nodeLag: table.Gauge("redis_cluster_node_replication_lag_bytes",
 			"For a replica, its master's replication offset minus the offset the replica acknowledged."+fromRefresh, node...),
-		nodeKeys: newGauge("redis_cluster_node_keys",
+		nodeKeys: table.Gauge("redis_cluster_node_keys",
 			"Keys stored on the node (DBSIZE)."+fromRefresh, node...),
-		nodeMemoryUsed: newGauge("redis_cluster_node_memory_used_bytes",
+		nodeMemoryUsed: table.Gauge("redis_cluster_node_memory_used_bytes",
 			"Memory the node uses (used_memory)."+fromRefresh, node...),
-		nodeReplicasOutside: newGauge("redis_cluster_node_replicas_outside_failure_domain",
+		nodeReplicasOutside: table.Gauge("redis_cluster_node_replicas_outside_failure_domain",
 			"For a master with healthy replicas, how many are on another host (domain=host) or in another availability zone (domain=zone, when every copy reports one)."+fromRefresh,
 			"node_id", "address", "domain"),
-		nodeRoleChanges: newCounter("redis_cluster_node_role_changes_total",
+		nodeRoleChanges: table.Counter("redis_cluster_node_role_changes_total",
 			"Role changes of the node observed by this exporter."+fromRefresh, node...),
 
 		// The failure budget (budget.go): what stopping a node or a zone now
 		// would do.
-		nodeSafeToStop: newGauge("redis_cluster_node_safe_to_stop",
+		nodeSafeToStop: table.Gauge("redis_cluster_node_safe_to_stop",
 			"1 if stopping the node now is safe: it serves no slot (a replica, or an empty master), is neither end of a slot migration in progress nor the last read replica of a master the exporter could not read, the cluster is not degraded, and, with healthy_replica_headroom, it is not its master's last healthy replica the exporter read; 0 otherwise (redis_cluster_node_stop_unsafe says why)."+fromRefresh, node...),
-		nodeStopUnsafe: newGauge("redis_cluster_node_stop_unsafe",
+		nodeStopUnsafe: table.Gauge("redis_cluster_node_stop_unsafe",
 			"1 if the reason makes stopping the node unsafe, 0 if not, for every reason: serves_slots (a master that serves slots: fail over first), no_healthy_replica (its slots would be unserved for good), "+
 				"masters_majority (too few slot-serving masters would be left to authorise a failover), last_healthy_replica (its master's last healthy replica, with healthy_replica_headroom), "+
 				"master_not_read (the last read replica of a master the exporter could not read this refresh: not judged), slot_migration (the source or target of a slot migration in progress: keys already moved would be lost or stranded), cluster_degraded (the cluster already is). "+
 				"Only replicas the exporter read this refresh count as healthy."+fromRefresh,
 			"node_id", "address", "reason"),
-		nodeStopUnserved: newGauge("redis_cluster_node_stop_unserved_slots",
+		nodeStopUnserved: table.Gauge("redis_cluster_node_stop_unserved_slots",
 			"Hash slots that stopping the node now would leave unserved: until=failover until a replica is promoted (about cluster-node-timeout), until=never for good (no healthy replica, or no majority to authorise the failover)."+fromRefresh,
 			"node_id", "address", "until"),
-		nodeFailoverDataLoss: newGauge("redis_cluster_node_failover_data_loss_bytes",
+		nodeFailoverDataLoss: table.Gauge("redis_cluster_node_failover_data_loss_bytes",
 			"For a master with a healthy replica whose lag is known, what a failover now would lose: the master's replication offset minus the best healthy replica's."+fromRefresh, node...),
-		zoneSafeToStop: newGauge("redis_cluster_zone_safe_to_stop",
+		zoneSafeToStop: table.Gauge("redis_cluster_zone_safe_to_stop",
 			"1 if losing every node of the zone (availability_zone, or failure_budget.zones) now would be safe, by the node rules; present only where zones are known."+fromRefresh, "zone"),
-		zoneStopUnsafe: newGauge("redis_cluster_zone_stop_unsafe",
+		zoneStopUnsafe: table.Gauge("redis_cluster_zone_stop_unsafe",
 			"1 if the reason makes losing the zone unsafe, 0 if not, for every reason of redis_cluster_node_stop_unsafe."+fromRefresh, "zone", "reason"),
-		zoneStopUnserved: newGauge("redis_cluster_zone_stop_unserved_slots",
+		zoneStopUnserved: table.Gauge("redis_cluster_zone_stop_unserved_slots",
 			"Hash slots the zone's loss now would leave unserved: until=failover until replicas in other zones are promoted, until=never for good."+fromRefresh, "zone", "until"),
-		masterLossesTolerated: newGauge("redis_cluster_master_losses_tolerated",
+		masterLossesTolerated: table.Gauge("redis_cluster_master_losses_tolerated",
 			"How many more slot-serving masters could fail with a majority of them still able to authorise a failover: the masters serving slots and not failing, minus the majority of all masters serving slots; negative when failovers already cannot be authorised."+fromRefresh),
 
-		failoverSeconds: newHistogram("redis_cluster_failover_seconds",
+		failoverSeconds: table.Histogram("redis_cluster_failover_seconds",
 			"How long failovers took, from the exporter's first failed query of a master owning slots, once the cluster flagged it PFAIL or FAIL (else the first refresh that saw the flag), to the first refresh that saw one of its replicas promoted, "+
 				"not failing and owning slots; one observation per failover. A failover flagged and promoted between two refreshes counts from the exporter's first failed query of the master too, or, with none before the earlier refresh, as the time between the two (an upper bound). "+
 				"A master that recovers before a replica takes over is not a failover. Failovers already under way when the exporter started are not observed."),
-		slotsUnservedSeconds: newHistogram("redis_cluster_slots_unserved_episode_seconds",
+		slotsUnservedSeconds: table.Histogram("redis_cluster_slots_unserved_episode_seconds",
 			"How long some hash slots were unserved (owner flagged PFAIL or FAIL, or no owner), from the exporter's first failed query of the flagged owner (else the first refresh that saw it) to the first refresh that did not. "+
 				"Episodes already under way when the exporter started are not observed."),
-		failoverOpenSeconds: newGauge("redis_cluster_failover_open_episode_seconds",
+		failoverOpenSeconds: table.Gauge("redis_cluster_failover_open_episode_seconds",
 			"Age of the oldest failover under way (a master owning slots flagged PFAIL or FAIL, no replica promoted yet); absent while none is. "+
 				"Counted from the exporter's first failed query of the master, as the histogram is; for one already under way when the exporter started, from its first refresh."+fromRefresh),
-		slotsUnservedOpenSeconds: newGauge("redis_cluster_slots_unserved_open_episode_seconds",
+		slotsUnservedOpenSeconds: table.Gauge("redis_cluster_slots_unserved_open_episode_seconds",
 			"Age of the ongoing episode of unserved hash slots; absent while every slot is served. "+
 				"Counted from the exporter's first failed query of the flagged owner, as the histogram is; for one already under way when the exporter started, from its first refresh."+fromRefresh),
 	}
@@ -203,25 +187,14 @@ var metrics = func() descs {
 
 // Sets returns the collector's metric tables, in exposition order, for
 // documentation and contract tests.
-func Sets() []*exposition.Set { return []*exposition.Set{healthSeries, series} }
-
-// MetricNames returns every metric name the Redis collector can emit.
-func MetricNames() []string {
-	return exposition.Names(Sets()...)
-}
-
-// SeriesNames returns every metric name a query can select: MetricNames
-// with each histogram replaced by its _bucket, _sum and _count series.
-func SeriesNames() []string {
-	return exposition.SeriesNames(Sets()...)
-}
+func Sets() []*exposition.Set { return table.Sets() }
 
 // Collector serves the latest snapshot of every watched Redis Cluster. It
 // never talks to a cluster.
 type Collector = exposition.Collector[Snapshot]
 
 // NewCollector returns a collector with no clusters.
-func NewCollector() *Collector { return exposition.NewCollector(emitState, healthSeries, series) }
+func NewCollector() *Collector { return exposition.NewCollector(emitState, table.Sets()...) }
 
 // emitState emits one cluster's health series to health and, when its last
 // refresh succeeded, its snapshot series to snapshotSink.

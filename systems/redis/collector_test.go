@@ -45,7 +45,7 @@ func testSnapshot() *Snapshot {
 
 // stableNames are the metrics whose values do not depend on the clock.
 func stableNames() []string {
-	return slices.DeleteFunc(MetricNames(), func(n string) bool {
+	return slices.DeleteFunc(exposition.Names(Sets()...), func(n string) bool {
 		return n == "redis_cluster_exporter_refresh_duration_seconds" ||
 			n == "redis_cluster_exporter_last_refresh_success_timestamp_seconds"
 	})
@@ -137,14 +137,14 @@ func TestMetricNamesAreCollected(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range MetricNames() {
+	for _, name := range exposition.Names(Sets()...) {
 		if !got[name] {
-			t.Errorf("MetricNames lists %s but the collector did not emit it", name)
+			t.Errorf("the metric tables list %s but the collector did not emit it", name)
 		}
 		delete(got, name)
 	}
 	for name := range got {
-		t.Errorf("collector emitted %s, missing from MetricNames", name)
+		t.Errorf("collector emitted %s, missing from the metric tables", name)
 	}
 }
 
@@ -385,9 +385,9 @@ func BenchmarkWriteText100Nodes(b *testing.B) {
 func BenchmarkRender100Nodes(b *testing.B) {
 	snap := snapshot100Nodes()
 	emit := func(s exposition.Sink) { emitSnapshot(s, "bench", snap) }
-	prev := series.Render(nil, emit)
+	prev := table.Series.Render(nil, emit)
 	b.ReportAllocs()
 	for b.Loop() {
-		series.Render(prev, emit)
+		table.Series.Render(prev, emit)
 	}
 }

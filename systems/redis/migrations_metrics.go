@@ -19,18 +19,18 @@ var migrationMetrics = func() struct {
 	return struct {
 		jobs, slots, remaining, lastOutcome, finished *exposition.Desc
 	}{
-		jobs: newGauge("redis_cluster_node_slot_migration_jobs",
+		jobs: table.Gauge("redis_cluster_node_slot_migration_jobs",
 			"Atomic slot migration jobs in the node's log by operation (export: the node is the source; import: the target) and state (in_progress, or how it finished: success, failed, cancelled); in_progress is always served, the others while non-zero. The log is bounded (cluster-slot-migration-log-max-len)."+servers+fromRefresh,
 			append(node, "operation", "state")...),
-		slots: newGauge("redis_cluster_node_slot_migration_slots",
+		slots: table.Gauge("redis_cluster_node_slot_migration_slots",
 			"Hash slots in the node's atomic slot migration jobs in progress, by operation (export or import)."+servers+fromRefresh,
 			append(node, "operation")...),
-		remaining: newGauge("redis_cluster_node_slot_migration_remaining_replication_bytes",
+		remaining: table.Gauge("redis_cluster_node_slot_migration_remaining_replication_bytes",
 			"Replication stream the node still has to send for its export jobs in progress (remaining_repl_size; Valkey only)."+servers+fromRefresh, node...),
-		lastOutcome: newGauge("redis_cluster_node_slot_migration_last_outcome",
+		lastOutcome: table.Gauge("redis_cluster_node_slot_migration_last_outcome",
 			"1 for the outcome (success, failed, cancelled) of the node's most recently finished atomic slot migration job, 0 for the others; absent while its log has no finished job."+servers+fromRefresh,
 			append(node, "outcome")...),
-		finished: newCounter("redis_cluster_slot_migrations_finished_total",
+		finished: table.Counter("redis_cluster_slot_migrations_finished_total",
 			"Atomic slot migration jobs this exporter saw finish, by outcome (success, failed, cancelled); each job once, however many nodes report it."+servers+fromRefresh, "outcome"),
 	}
 }()

@@ -264,10 +264,10 @@ var slotStatsMetrics = func() struct{ keys, cpu, networkIn, networkOut *expositi
 	const source = " For each master's hottest slots by this statistic, at most slot_stats.top of them (CLUSTER SLOT-STATS, Valkey 8.0+ and Redis 8.2+; absent on servers without it)."
 	const usage = " Counted while the server has cluster-slot-stats-enabled on; starts again from 0 when the slot moves or the server's statistics are reset."
 	return struct{ keys, cpu, networkIn, networkOut *exposition.Desc }{
-		keys:       newGauge("redis_cluster_slot_keys", "Keys in the hash slot."+source+fromRefresh, slot...),
-		cpu:        newCounter("redis_cluster_slot_cpu_seconds_total", "CPU time the master spent on commands for the hash slot."+source+usage+fromRefresh, slot...),
-		networkIn:  newCounter("redis_cluster_slot_network_received_bytes_total", "Bytes of commands for the hash slot the master received."+source+usage+fromRefresh, slot...),
-		networkOut: newCounter("redis_cluster_slot_network_sent_bytes_total", "Bytes of replies for the hash slot the master sent."+source+usage+fromRefresh, slot...),
+		keys:       table.Gauge("redis_cluster_slot_keys", "Keys in the hash slot."+source+fromRefresh, slot...),
+		cpu:        table.Counter("redis_cluster_slot_cpu_seconds_total", "CPU time the master spent on commands for the hash slot."+source+usage+fromRefresh, slot...),
+		networkIn:  table.Counter("redis_cluster_slot_network_received_bytes_total", "Bytes of commands for the hash slot the master received."+source+usage+fromRefresh, slot...),
+		networkOut: table.Counter("redis_cluster_slot_network_sent_bytes_total", "Bytes of replies for the hash slot the master sent."+source+usage+fromRefresh, slot...),
 	}
 }()
 

@@ -11,10 +11,10 @@ import (
 
 const clusterLabel = "kafka_cluster"
 
-var (
-	healthSeries = &exposition.Set{}
-	series       = &exposition.Set{}
-)
+// table holds the canary's round health families, served first, and
+// every other family, in exposition order; its families' labels start
+// with the cluster's.
+var table = &exposition.Table{Labels: []string{clusterLabel}, Buckets: canary.LatencyBuckets}
 
 type descs struct {
 	health exposition.Health
@@ -37,64 +37,53 @@ type descs struct {
 // metrics is the canary's metric table, each name a literal. broker is
 // the partition's leader when the write was attempted (-1: none known).
 var metrics = func() descs {
-	partition := []string{clusterLabel, "partition", "broker"}
+	partition := []string{"partition", "broker"}
 	return descs{
 		health: exposition.Health{
-			Up: healthSeries.Gauge("kafka_canary_up",
+			Up: table.Health.Gauge("kafka_canary_up",
 				"1 if the write canary's last round reached the cluster and its topic; the write counters are served either way.", clusterLabel),
-			Duration:    healthSeries.Gauge("kafka_canary_round_duration_seconds", "How long the canary's last round of writes took.", clusterLabel),
-			LastSuccess: healthSeries.Gauge("kafka_canary_last_round_success_timestamp_seconds", "Unix time when the canary last reached its topic and wrote.", clusterLabel),
-			Refreshes:   healthSeries.Counter("kafka_canary_rounds_total", "Rounds of canary writes attempted since the exporter started.", clusterLabel),
-			Failures:    healthSeries.Counter("kafka_canary_round_failures_total", "Canary rounds that could not reach the cluster or the canary topic.", clusterLabel),
+			Duration:    table.Health.Gauge("kafka_canary_round_duration_seconds", "How long the canary's last round of writes took.", clusterLabel),
+			LastSuccess: table.Health.Gauge("kafka_canary_last_round_success_timestamp_seconds", "Unix time when the canary last reached its topic and wrote.", clusterLabel),
+			Refreshes:   table.Health.Counter("kafka_canary_rounds_total", "Rounds of canary writes attempted since the exporter started.", clusterLabel),
+			Failures:    table.Health.Counter("kafka_canary_round_failures_total", "Canary rounds that could not reach the cluster or the canary topic.", clusterLabel),
 		},
-		leader: series.Gauge("kafka_canary_leader",
-			"1 if this exporter holds the cluster's canary lease (leads the group named after the canary topic with .lease) and its last round succeeded, so it is the one that writes (always 1 with canary.lease false, while rounds succeed); 0 on the other exporters of the cluster, which serve no write counters.", clusterLabel),
-		attempts: series.Counter("kafka_canary_produce_attempts_total",
+		leader: table.Gauge("kafka_canary_leader",
+			"1 if this exporter holds the cluster's canary lease (leads the group named after the canary topic with .lease) and its last round succeeded, so it is the one that writes (always 1 with canary.lease false, while rounds succeed); 0 on the other exporters of the cluster, which serve no write counters."),
+		attempts: table.Counter("kafka_canary_produce_attempts_total",
 			"Canary records produced (acks=all, idempotent) to the partition, by its leader at the time.", partition...),
-		acknowledged: series.Counter("kafka_canary_produce_acknowledged_total",
+		acknowledged: table.Counter("kafka_canary_produce_acknowledged_total",
 			"Canary records the leader acknowledged: written to every in-sync replica, at least min.insync.replicas.", partition...),
-		failures: series.Counter("kafka_canary_produce_failures_total",
+		failures: table.Counter("kafka_canary_produce_failures_total",
 			"Canary records not acknowledged, by error: the Kafka error (NOT_ENOUGH_REPLICAS, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, TOPIC_AUTHORIZATION_FAILED, ...), timeout, connection, no_broker or other.",
 			append(partition, "error")...),
-		duration: series.Histogram("kafka_canary_produce_duration_seconds",
-			"Latency of acknowledged canary records, by the leader that acknowledged them.", canary.LatencyBuckets, clusterLabel, "broker"),
-		lost: series.Counter("kafka_canary_acknowledged_lost_total",
+		duration: table.Histogram("kafka_canary_produce_duration_seconds",
+			"Latency of acknowledged canary records, by the leader that acknowledged them.", "broker"),
+		lost: table.Counter("kafka_canary_acknowledged_lost_total",
 			"Canary records this leader acknowledged that were not at their offset when read back after the partition's next leader change.", partition...),
-		unverifiable: series.Counter("kafka_canary_acknowledged_unverifiable_total",
+		unverifiable: table.Counter("kafka_canary_acknowledged_unverifiable_total",
 			"Canary records this leader acknowledged that the canary dropped without reading them back, so counted neither lost nor kept: gone from the log (retention, DeleteRecords), written to a canary topic since deleted and re-created, acknowledged during an earlier hold of the canary lease, or more than 1000 waiting on a partition whose read-backs failed.", partition...),
-		checks: series.Counter("kafka_canary_read_back_checks_total",
-			"Times the canary read back a partition's acknowledged records after its leader changed.", clusterLabel),
-		topicDegraded: series.Gauge("kafka_canary_topic_degraded",
-			"1 while the canary topic is weaker than configured: fewer replicas or a lower min.insync.replicas than canary.replication_factor and canary.min_insync_replicas, or a live broker that is the preferred leader of no canary partition. The canary heals its own topic (unless create_topic is false). Served while the last round succeeded.", clusterLabel),
-		topicRF: series.Gauge("kafka_canary_topic_replication_factor",
-			"Lowest number of replicas of a canary partition, not counting those a reassignment is still adding. Served while the last round succeeded.", clusterLabel),
-		topicMinISR: series.Gauge("kafka_canary_topic_min_insync_replicas",
-			"min.insync.replicas of the canary topic; absent while unknown. Served while the last round succeeded.", clusterLabel),
-		topicNotLeading: series.Gauge("kafka_canary_topic_brokers_not_leading",
-			"Live brokers that lead no canary partition, so the canary does not test them as leaders (after a failover, until leadership is moved back). Served while the last round succeeded.", clusterLabel),
+		checks: table.Counter("kafka_canary_read_back_checks_total",
+			"Times the canary read back a partition's acknowledged records after its leader changed."),
+		topicDegraded: table.Gauge("kafka_canary_topic_degraded",
+			"1 while the canary topic is weaker than configured: fewer replicas or a lower min.insync.replicas than canary.replication_factor and canary.min_insync_replicas, or a live broker that is the preferred leader of no canary partition. The canary heals its own topic (unless create_topic is false). Served while the last round succeeded."),
+		topicRF: table.Gauge("kafka_canary_topic_replication_factor",
+			"Lowest number of replicas of a canary partition, not counting those a reassignment is still adding. Served while the last round succeeded."),
+		topicMinISR: table.Gauge("kafka_canary_topic_min_insync_replicas",
+			"min.insync.replicas of the canary topic; absent while unknown. Served while the last round succeeded."),
+		topicNotLeading: table.Gauge("kafka_canary_topic_brokers_not_leading",
+			"Live brokers that lead no canary partition, so the canary does not test them as leaders (after a failover, until leadership is moved back). Served while the last round succeeded."),
 	}
 }()
 
 // Sets returns the canary's metric tables, in exposition order.
-func Sets() []*exposition.Set { return []*exposition.Set{healthSeries, series} }
-
-// MetricNames returns every metric family the Kafka canary can emit.
-func MetricNames() []string {
-	return exposition.Names(Sets()...)
-}
-
-// SeriesNames returns every metric name a query can select: MetricNames
-// with each histogram replaced by its _bucket, _sum and _count series.
-func SeriesNames() []string {
-	return exposition.SeriesNames(Sets()...)
-}
+func Sets() []*exposition.Set { return table.Sets() }
 
 // Collector serves the latest counters of every Kafka canary. It never
 // talks to a cluster.
 type Collector = exposition.Collector[Snapshot]
 
 // NewCollector returns a collector with no canaries.
-func NewCollector() *Collector { return exposition.NewCollector(emitState, healthSeries, series) }
+func NewCollector() *Collector { return exposition.NewCollector(emitState, table.Sets()...) }
 
 func sortedKeys[V any](m map[int32]V) []int32 {
 	keys := make([]int32, 0, len(m))

@@ -10,12 +10,10 @@ import (
 
 const clusterLabel = "redis_cluster"
 
-// healthSeries holds the canary's own round health, served first; series
-// every other family, in exposition order.
-var (
-	healthSeries = &exposition.Set{}
-	series       = &exposition.Set{}
-)
+// table holds the canary's round health families, served first, and
+// every other family, in exposition order; its families' labels start
+// with the cluster's.
+var table = &exposition.Table{Labels: []string{clusterLabel}, Buckets: canary.LatencyBuckets}
 
 type descs struct {
 	health exposition.Health
@@ -32,57 +30,46 @@ type descs struct {
 
 // metrics is the canary's metric table, each name a literal.
 var metrics = func() descs {
-	master := []string{clusterLabel, "node_id", "address"}
+	master := []string{"node_id", "address"}
 	return descs{
 		health: exposition.Health{
-			Up: healthSeries.Gauge("redis_canary_up",
+			Up: table.Health.Gauge("redis_canary_up",
 				"1 if the write canary's last round read the slot owners; the write counters are served either way.", clusterLabel),
-			Duration:    healthSeries.Gauge("redis_canary_round_duration_seconds", "How long the canary's last round of writes took.", clusterLabel),
-			LastSuccess: healthSeries.Gauge("redis_canary_last_round_success_timestamp_seconds", "Unix time when the canary last read the slot owners and wrote.", clusterLabel),
-			Refreshes:   healthSeries.Counter("redis_canary_rounds_total", "Rounds of canary writes attempted since the exporter started.", clusterLabel),
-			Failures:    healthSeries.Counter("redis_canary_round_failures_total", "Canary rounds that could not read the slot owners from any node.", clusterLabel),
+			Duration:    table.Health.Gauge("redis_canary_round_duration_seconds", "How long the canary's last round of writes took.", clusterLabel),
+			LastSuccess: table.Health.Gauge("redis_canary_last_round_success_timestamp_seconds", "Unix time when the canary last read the slot owners and wrote.", clusterLabel),
+			Refreshes:   table.Health.Counter("redis_canary_rounds_total", "Rounds of canary writes attempted since the exporter started.", clusterLabel),
+			Failures:    table.Health.Counter("redis_canary_round_failures_total", "Canary rounds that could not read the slot owners from any node.", clusterLabel),
 		},
-		attempts: series.Counter("redis_canary_write_attempts_total",
+		attempts: table.Counter("redis_canary_write_attempts_total",
 			"Canary writes attempted to the master's key: SET (and WAIT when configured), preceded by a GET when the key's slot changed master.", master...),
-		acknowledged: series.Counter("redis_canary_writes_acknowledged_total",
+		acknowledged: table.Counter("redis_canary_writes_acknowledged_total",
 			"Canary writes the master acknowledged (with WAIT on: that a replica also confirmed).", master...),
-		failures: series.Counter("redis_canary_write_failures_total",
+		failures: table.Counter("redis_canary_write_failures_total",
 			"Canary writes that failed, by error: the Redis error code (NOPERM, MOVED, CLUSTERDOWN, READONLY, OOM, ...), timeout, connection, or not_replicated (WAIT saw no replica in time).",
 			append(master, "error")...),
-		duration: series.Histogram("redis_canary_write_duration_seconds",
-			"Latency of acknowledged canary writes, SET and WAIT together.", canary.LatencyBuckets, master...),
-		lost: series.Counter("redis_canary_acknowledged_lost_writes_total",
+		duration: table.Histogram("redis_canary_write_duration_seconds",
+			"Latency of acknowledged canary writes, SET and WAIT together.", master...),
+		lost: table.Counter("redis_canary_acknowledged_lost_writes_total",
 			"Writes this master acknowledged that the master which took over its slot did not have when the canary read the key from it.", master...),
-		unverifiable: series.Counter("redis_canary_acknowledged_unverifiable_writes_total",
+		unverifiable: table.Counter("redis_canary_acknowledged_unverifiable_writes_total",
 			"Writes this master acknowledged whose key the master which took over its slot did not have, when the key's TTL (canary.key_ttl) may have run out before the canary read it: expired or lost, which cannot be told, so counted neither lost nor kept.", master...),
-		leader: series.Gauge("redis_canary_leader",
-			"1 if this exporter holds the cluster's canary lease and its last round succeeded, so it is the one that writes (always 1 with canary.lease false, while rounds succeed); 0 on the other exporters of the cluster, which serve no write counters.", clusterLabel),
-		checks: series.Counter("redis_canary_lost_write_checks_total",
-			"Times the canary read its key from a new master after the key's slot changed master, looking for lost acknowledged writes.", clusterLabel),
+		leader: table.Gauge("redis_canary_leader",
+			"1 if this exporter holds the cluster's canary lease and its last round succeeded, so it is the one that writes (always 1 with canary.lease false, while rounds succeed); 0 on the other exporters of the cluster, which serve no write counters."),
+		checks: table.Counter("redis_canary_lost_write_checks_total",
+			"Times the canary read its key from a new master after the key's slot changed master, looking for lost acknowledged writes."),
 	}
 }()
 
 // Sets returns the canary's metric tables, in exposition order, for
 // documentation and contract tests.
-func Sets() []*exposition.Set { return []*exposition.Set{healthSeries, series} }
-
-// MetricNames returns every metric family the Redis canary can emit.
-func MetricNames() []string {
-	return exposition.Names(Sets()...)
-}
-
-// SeriesNames returns every metric name a query can select: MetricNames
-// with each histogram replaced by its _bucket, _sum and _count series.
-func SeriesNames() []string {
-	return exposition.SeriesNames(Sets()...)
-}
+func Sets() []*exposition.Set { return table.Sets() }
 
 // Collector serves the latest counters of every Redis canary. It never
 // talks to a cluster.
 type Collector = exposition.Collector[Snapshot]
 
 // NewCollector returns a collector with no canaries.
-func NewCollector() *Collector { return exposition.NewCollector(emitState, healthSeries, series) }
+func NewCollector() *Collector { return exposition.NewCollector(emitState, table.Sets()...) }
 
 // emitState emits the round health and the counters of the last snapshot.
 // Unlike the cluster collectors' series, the counters stay served when a

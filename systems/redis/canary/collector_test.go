@@ -119,7 +119,7 @@ func TestMetricNamesAreCollected(t *testing.T) {
 	for _, f := range families {
 		got[f.GetName()] = true
 	}
-	for _, d := range append(healthSeries.Descs(), series.Descs()...) {
+	for _, d := range append(table.Health.Descs(), table.Series.Descs()...) {
 		if !got[d.Name] {
 			t.Errorf("%s is in the table but not collected", d.Name)
 		}
