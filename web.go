@@ -83,10 +83,10 @@ func newMux(f flags, reg *prometheus.Registry, e endpoints) (*http.ServeMux, err
 	if f.telemetryPath != "/" {
 		links := []status.Link{
 			{Address: f.telemetryPath, Text: "Metrics"},
-			{Address: probePath, Text: "Probe", Description: "one cluster's series, one Prometheus target each: ?target=NAME (&system=kafka when the name is used by several systems); a cluster the config does not list: ?system=kafka&module=M&target=HOST:PORT"},
+			{Address: probePath, Text: "Probe", Description: "one cluster's series, one Prometheus target each: ?target=NAME (&system=SYSTEM when the name is used by several systems); a cluster the config does not list: ?system=SYSTEM&module=M&target=HOST:PORT"},
 			{Address: "/-/healthy", Text: "Health"},
 			{Address: "/-/ready", Text: "Readiness", Description: "ready once every cluster was read once"},
-			{Address: "/api/v1/events", Text: "Events", Description: "the latest cluster events as JSON, newest first; ?system=kafka&cluster=NAME&since=15m"},
+			{Address: "/api/v1/events", Text: "Events", Description: "the latest cluster events as JSON, newest first; ?system=SYSTEM&cluster=NAME&since=15m"},
 			{Address: budget.SafeToStopPath, Text: "Safe to stop?", Description: "what stopping a member now would do: ?cluster=NAME&broker=ID (rack=, node=, zone=); 200 safe, 409 not, 503 stale"},
 			{Address: budget.RecoveredPath, Text: "Recovered?", Description: "after a restart: back and caught up? Same parameters"},
 		}
