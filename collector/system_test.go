@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -12,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
 	"go.uber.org/goleak"
 
+	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/system"
@@ -234,7 +238,51 @@ func fakeSpec(f *fakeSources) system.Spec[counted, fakeSettings] {
 		},
 		Sets: func() []*exposition.Set { return []*exposition.Set{fakeHealth, fakeSeries} },
 		Doc:  system.Doc{Title: "Fake", Intro: "A system of the tests."},
+		// Its failure budget: of its members a, b and c, only a may stop.
+		BudgetScopes: []budget.ScopeSpec{{Scope: "member", Member: "NAME", Help: "A fake member."}},
+		Budget:       fakeBudget,
+		Flags:        declareFakeFlags,
 	}
+}
+
+// fakeBudget answers what stopping a member of a fake cluster would do:
+// a is safe, b and c are not, and there is no other.
+func fakeBudget(snap *counted, q budget.Question) (budget.Answer, error) {
+	a := budget.Answer{Scope: q.Scope, ID: q.ID}
+	switch q.ID {
+	case "a":
+		a.Safe = true
+	case "b", "c":
+		a.Add("fake_unsafe", 1, "member %s holds the last copy of count %d", q.ID, snap.N)
+	default:
+		return a, fmt.Errorf("member %s: %w (known: a, b, c)", q.ID, budget.ErrUnknown)
+	}
+	return a, nil
+}
+
+// fakeFlags are the fake system's convenience flags: --fake.addr names
+// one cluster, --fake.name its name.
+type fakeFlags struct{ addrs, name string }
+
+func declareFakeFlags(cmd *kingpin.CmdClause) system.FlagCluster {
+	f := &fakeFlags{}
+	cmd.Flag("fake.addr", "A fake cluster's address.").StringVar(&f.addrs)
+	cmd.Flag("fake.name", "The --fake.addr cluster's name.").Default("fake").StringVar(&f.name)
+	return f
+}
+
+func (f *fakeFlags) Given() bool      { return f.addrs != "" }
+func (f *fakeFlags) AddrFlag() string { return "--fake.addr" }
+func (f *fakeFlags) Check() []error {
+	if err := config.CheckAddr(f.addrs); f.addrs != "" && err != nil {
+		return []error{fmt.Errorf("--fake.addr: %w", err)}
+	}
+	return nil
+}
+func (f *fakeFlags) AddTo(cfg *config.Config, refresh time.Duration) error {
+	entries := append(config.Entries[fakeSettings](cfg, "fake"), fakeSettings{Name: f.name, Addrs: []string{f.addrs}, RefreshInterval: refresh})
+	config.SetEntries(cfg, "fake", entries)
+	return nil
 }
 
 func fakeCluster(name string, interval time.Duration) fakeSettings {
@@ -477,5 +525,71 @@ func TestFakeSystemOwnsItsConfigSection(t *testing.T) {
 	}
 	if kinds := sys.EventKinds(); len(kinds) != 1 || kinds[0] != fakeCounted {
 		t.Errorf("EventKinds() = %v", kinds)
+	}
+}
+
+// TestFakeSystemDeclaresItsFlagsAndBudget: the engine learns the fake
+// system's convenience flags and failure budget from its Spec alone. Its
+// flags, declared on a server command, check their values and add their
+// cluster to a config file's; the manager watches both clusters; and
+// /api/v1/safe-to-stop takes the system's own scope as its parameter,
+// names it in its 400s, and answers from the system's budget.
+func TestFakeSystemDeclaresItsFlagsAndBudget(t *testing.T) {
+	sys := fakeSystem(&fakeSources{})
+	app := kingpin.New("test", "")
+	serve := app.Command("serve", "").Default()
+	flagged := sys.DeclareFlags(serve)
+	if _, err := app.Parse([]string{"--fake.addr=127.0.0.1:7", "--fake.name=flagged"}); err != nil {
+		t.Fatal(err)
+	}
+	if !flagged.Given() || len(flagged.Check()) != 0 {
+		t.Fatalf("the fake flags: given %v, checks %v", flagged.Given(), flagged.Check())
+	}
+	cfg, err := config.Parse([]byte("fake:\n  - {name: filed, refresh_interval: 100ms}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := flagged.AddTo(cfg, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager([]system.System{sys}, log.NewNopLogger(), 0)
+	t.Cleanup(m.Stop)
+	if err := m.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if known := m.Known()["fake"]; !slices.Equal(known, []string{"filed", "flagged"}) {
+		t.Fatalf("the manager watches %v, want the file's and the flags' clusters", known)
+	}
+
+	handler := budget.Handler(m, false)
+	ask := func(query string) (int, string) {
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, budget.SafeToStopPath+"?"+query, nil))
+		return rec.Code, rec.Body.String()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for code, _ := ask("cluster=flagged&member=a"); code != http.StatusOK; code, _ = ask("cluster=flagged&member=a") {
+		if time.Now().After(deadline) {
+			t.Fatalf("member a of the flags' cluster: %d, want 200 once it is read", code)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, c := range []struct {
+		query string
+		code  int
+		says  string
+	}{
+		{"cluster=flagged&member=b", http.StatusConflict, "fake_unsafe"},
+		{"system=fake&cluster=filed&member=c", http.StatusConflict, "member c holds the last copy"},
+		{"cluster=filed&member=z", http.StatusBadRequest, "member z: unknown"},
+		{"cluster=filed", http.StatusBadRequest, "name what to stop: member=NAME (fake)"},
+		{"cluster=filed&broker=1", http.StatusBadRequest, "unknown parameter broker: want system, cluster and one of member"},
+	} {
+		if code, body := ask(c.query); code != c.code || !strings.Contains(body, c.says) {
+			t.Errorf("?%s: %d %s, want %d saying %q", c.query, code, body, c.code, c.says)
+		}
 	}
 }
