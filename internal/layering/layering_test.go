@@ -137,7 +137,7 @@ func TestConfigLinksNoClientLibrary(t *testing.T) {
 // that the page can change without them (issue 43, 3). collector/system,
 // the registry, links the view model by design: a system's Spec carries
 // its views.
-var floors = []string{"collector/watch", "collector/events", "collector/episode", "collector/exposition", "collector/histogram", "collector/budget", "collector/peer", "config"}
+var floors = []string{"collector/watch", "collector/events", "collector/episode", "collector/exposition", "collector/histogram", "collector/budget", "config"}
 
 func TestFloorsImportNoPage(t *testing.T) {
 	patterns := make([]string, len(floors))

@@ -28,7 +28,6 @@ var notShared = []string{"systems", "e2e", "examples", "scripts", "internal/lab"
 // shrinks: the test fails when a file listed names no system any more
 // (remove its line) and when a file not listed starts to.
 var pendingNamers = map[string]string{
-	"collector/peer/peer.go": "what answers at an address: Kafka, Redis and the cluster bus",
 	"commands.go":            "the commands' help names the server's Kafka and Redis flags",
 	"config/allowlist.go":    "the module checks name Kafka's and Redis's credentials",
 	"config/budget.go":       "Kafka's budget settings live in config",

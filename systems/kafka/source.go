@@ -17,9 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"github.com/failover-exporter/failover_exporter/collector/peer"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/systems/kafka/client"
+	"github.com/failover-exporter/failover_exporter/systems/peer"
 )
 
 // The topic configs the exporter reads, in one batched DescribeConfigs.

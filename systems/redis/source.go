@@ -17,8 +17,8 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/redis/rueidis"
 
-	"github.com/failover-exporter/failover_exporter/collector/peer"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/peer"
 	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
 )
 
