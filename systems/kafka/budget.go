@@ -60,13 +60,9 @@ import (
 // filter leaves out are not judged, but for the internal ones; each answer
 // names them (NotJudged).
 
-// The scopes Kafka's failure budget answers (system.go declares them).
-const (
-	// ScopeBroker is one Kafka broker, by its id.
-	ScopeBroker budget.Scope = "broker"
-	// ScopeRack is every Kafka broker of one broker.rack.
-	ScopeRack budget.Scope = "rack"
-)
+// The scopes Kafka's failure budget answers (system.go declares them): one
+// broker by its id, and every broker of one broker.rack.
+const ScopeBroker, ScopeRack budget.Scope = "broker", "rack"
 
 // Reasons a stop is not safe: the reason label of the *_stop_unsafe series.
 const (

@@ -80,13 +80,9 @@ import (
 // until=failover), losing what it lags: failover_data_loss_bytes is the
 // master's offset minus the best healthy replica's.
 
-// The scopes Redis's failure budget answers (system.go declares them).
-const (
-	// ScopeNode is one Redis Cluster node, by its id or its address.
-	ScopeNode budget.Scope = "node"
-	// ScopeZone is every Redis node of one availability zone.
-	ScopeZone budget.Scope = "zone"
-)
+// The scopes Redis's failure budget answers (system.go declares them): one
+// node by its id or its address, and every node of one availability zone.
+const ScopeNode, ScopeZone budget.Scope = "node", "zone"
 
 // Reasons a Redis stop is not safe, labelling redis_cluster_node_stop_unsafe
 // and redis_cluster_zone_stop_unsafe.
