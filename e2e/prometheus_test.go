@@ -80,7 +80,7 @@ var emptyPanels = func() map[string]string {
 		const noELR = "no partition goes below min ISR (ISR 2 = min.insync.replicas 2 with one broker killed), the only state with an ELR"
 		kafka("Eligible and last known leader replicas per partition of $topic/A", noELR)
 		kafka("Eligible and last known leader replicas per partition of $topic/B", noELR)
-		for _, title := range []string{"Canary write success rate per leader", "Canary write failures per minute by error", "Canary produce latency p99 per leader", "Acknowledged writes lost", "Canary writer"} {
+		for _, title := range []string{"Canary write success rate per leader", "Canary write failures per minute by error", "Canary produce latency p99 per leader", "Acknowledged writes lost / unverifiable", "Canary writer"} {
 			kafka(title, canaryOff)
 		}
 		// The shared lab is lent without internal topics (lab.SharedKafka
@@ -118,7 +118,7 @@ var emptyPanels = func() map[string]string {
 	// TestValkey9AtomicSlotMigration reads it on Valkey 9.1).
 	const noAtomicMigration = "this lab's Redis 7.0 has no atomic slot migration (Valkey 9.0+, Redis 8.4+)"
 	for _, cluster := range []string{liveRedisBare, liveRedisRepl} {
-		for _, title := range []string{"Canary write success rate per master", "Canary write failures per minute by error", "Canary write latency p99 per master", "Acknowledged writes lost", "Canary writer"} {
+		for _, title := range []string{"Canary write success rate per master", "Canary write failures per minute by error", "Canary write latency p99 per master", "Acknowledged writes lost / unverifiable", "Canary writer"} {
 			empty["redis-cluster.json/"+cluster+"/"+title] = canaryOff
 		}
 		for _, title := range []string{"Hottest slots by keys", "Hottest slots by CPU", "Hottest slots by network"} {
