@@ -307,8 +307,14 @@ func (f flags) addrFlags(and string) string {
 	for _, c := range f.clusters {
 		names = append(names, c.AddrFlag())
 	}
-	if and == "" || len(names) < 2 {
+	return joinWords(names, and)
+}
+
+// joinWords writes names as a list for a message: "a, b and c" with last
+// "and", "a, b, c" with last "".
+func joinWords(names []string, last string) string {
+	if last == "" || len(names) < 2 {
 		return strings.Join(names, ", ")
 	}
-	return strings.Join(names[:len(names)-1], ", ") + " " + and + " " + names[len(names)-1]
+	return strings.Join(names[:len(names)-1], ", ") + " " + last + " " + names[len(names)-1]
 }

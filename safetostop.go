@@ -182,10 +182,7 @@ func orList(scopes []budget.Scope, prefix string) string {
 	for i, s := range scopes {
 		names[i] = prefix + string(s)
 	}
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	return joinWords(names, "or")
 }
 
 // budgetSystems are the registry's systems with a failure budget, their
