@@ -23,7 +23,6 @@ import (
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/lib/flagvalue"
 	"github.com/failover-exporter/failover_exporter/lib/readfile"
-	"github.com/failover-exporter/failover_exporter/systems"
 )
 
 // flags are the server's command-line settings; everything else is in the
@@ -61,7 +60,7 @@ type givenFlags struct {
 func defineServeFlags(cmd *kingpin.CmdClause, f *flags) {
 	cmd.Flag("config.file", "YAML file listing clusters to watch; see docs/configuration.md.").StringVar(&f.configFile)
 	cmd.Flag("config.check", "Validate --config.file and the flags, then exit.").BoolVar(&f.configCheck)
-	for _, sys := range systems.All {
+	for _, sys := range registry {
 		if c := sys.DeclareFlags(cmd); c != nil {
 			f.clusters = append(f.clusters, c)
 		}

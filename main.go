@@ -30,6 +30,11 @@ import (
 
 const exporterName = collector.ExporterName
 
+// registry is every system the binary watches, declares flags and
+// answers the failure budget of: the systems' registry (a test adds a
+// system of its own).
+var registry = systems.All
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -82,7 +87,7 @@ func loadConfig(f flags) (*config.Config, error) {
 		return nil, fmt.Errorf("flags and config file: %w", err)
 	}
 	total := 0
-	for _, n := range collector.Watched(systems.All, cfg) {
+	for _, n := range collector.Watched(registry, cfg) {
 		total += n
 	}
 	if total == 0 && !config.HasModules(cfg) {
@@ -104,7 +109,7 @@ func checkAll(f flags) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := collector.Check(systems.All, cfg); err != nil {
+	if err := collector.Check(registry, cfg); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -138,33 +143,11 @@ func runServe(f flags, logs loggers) error {
 	level.Info(logger).Log("msg", "starting "+exporterName, "version", version.Info(), "build_context", version.BuildContext())
 	tuneRuntime(f.enablePprof, logger)
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
-	self := collector.NewSelfMetrics(systems.All)
-	reg.MustRegister(self.Collectors()...)
-
-	manager := collector.NewManager(systems.All, logger, f.eventCapacity)
-	manager.ConfigureDiscovery(collector.DiscoveryOptions{MaxTargets: f.probeMaxTargets, IdleTimeout: f.probeIdleTimeout, Metrics: self.Discovery,
-		OnMetrics: f.probeDiscoveredOnMetrics})
-	if err := manager.Apply(cfg); err != nil {
-		return err
-	}
-	defer manager.Stop()
-	self.ReloadOK.Set(1)
-	self.ReloadTime.SetToCurrentTime()
-
-	var reload func() error
-	if f.configFile != "" {
-		reload = (&reloader{flags: f, manager: manager, ok: self.ReloadOK, time: self.ReloadTime, logger: logger}).reload
-	}
-
-	mux, err := newMux(f, reg, managerEndpoints(manager, reg, reload, logger))
+	manager, mux, reload, err := buildServer(f, cfg, logger)
 	if err != nil {
 		return err
 	}
+	defer manager.Stop()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -180,6 +163,43 @@ func runServe(f flags, logs loggers) error {
 		IdleTimeout: f.idleTimeout,
 	}
 	return serveUntilSignal(ctx, server, listeners, systemd, f, logs)
+}
+
+// buildServer builds what a start serves, connecting to nothing it was
+// not configured to: the registry of the exporter's own metrics, the
+// manager watching cfg's clusters, the reload of the config file (nil
+// without one) and the mux of every endpoint. The caller stops the
+// manager.
+func buildServer(f flags, cfg *config.Config, logger log.Logger) (*collector.Manager, *http.ServeMux, func() error, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	self := collector.NewSelfMetrics(registry)
+	reg.MustRegister(self.Collectors()...)
+
+	manager := collector.NewManager(registry, logger, f.eventCapacity)
+	manager.ConfigureDiscovery(collector.DiscoveryOptions{MaxTargets: f.probeMaxTargets, IdleTimeout: f.probeIdleTimeout, Metrics: self.Discovery,
+		OnMetrics: f.probeDiscoveredOnMetrics})
+	if err := manager.Apply(cfg); err != nil {
+		manager.Stop()
+		return nil, nil, nil, err
+	}
+	self.ReloadOK.Set(1)
+	self.ReloadTime.SetToCurrentTime()
+
+	var reload func() error
+	if f.configFile != "" {
+		reload = (&reloader{flags: f, manager: manager, ok: self.ReloadOK, time: self.ReloadTime, logger: logger}).reload
+	}
+
+	mux, err := newMux(f, reg, managerEndpoints(manager, reg, reload, logger))
+	if err != nil {
+		manager.Stop()
+		return nil, nil, nil, err
+	}
+	return manager, mux, reload, nil
 }
 
 // checkListen is --config.check's end: the check binds what the start
@@ -200,7 +220,7 @@ func checkListen(f flags, cfg *config.Config, systemd bool, logger log.Logger) e
 		}
 	}
 	kv := []any{"msg", "configuration is valid"}
-	for _, s := range systems.All {
+	for _, s := range registry {
 		if s.Part() == "" {
 			kv = append(kv, s.Name()+"_clusters", len(s.Clusters(cfg)))
 		}
@@ -224,7 +244,7 @@ func (r *reloader) reload() error {
 	defer r.mu.Unlock()
 	next, err := loadConfig(r.flags)
 	if err == nil {
-		err = collector.Check(systems.All, next)
+		err = collector.Check(registry, next)
 	}
 	if err == nil {
 		err = r.manager.Apply(next)

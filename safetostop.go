@@ -19,7 +19,6 @@ import (
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/lib/readfile"
 	"github.com/failover-exporter/failover_exporter/lib/safetostop"
-	"github.com/failover-exporter/failover_exporter/systems"
 )
 
 // passwordEnv holds the password of --web.username when no file is named.
@@ -189,7 +188,7 @@ func orList(scopes []budget.Scope, prefix string) string {
 // scopes the command's flags.
 func budgetSystems() []budget.System {
 	var out []budget.System
-	for _, s := range systems.All {
+	for _, s := range registry {
 		if scopes := s.BudgetScopes(); len(scopes) > 0 {
 			out = append(out, budget.System{Name: s.Name(), Scopes: scopes})
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/fakesystem"
 	"github.com/failover-exporter/failover_exporter/systems"
 )
 
@@ -51,7 +52,7 @@ func partRunning(m *Manager, name string) bool {
 // starts its part once read.
 func TestDiscoveredAliasesAreRefused(t *testing.T) {
 	const seed, hostAlias, own = "127.0.0.1:9100", "localhost:9100", "127.0.0.1:9200"
-	f := &fakeSources{ids: map[string][]string{
+	f := &fakesystem.Sources{IDs: map[string][]string{
 		"main":    {"node-a", "node-b"},
 		hostAlias: {"node-b"}, // the same cluster, by another name
 		own:       {"node-z"},
@@ -64,18 +65,14 @@ func TestDiscoveredAliasesAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	f.mu.Lock()
-	builtBefore := f.built
-	f.mu.Unlock()
+	builtBefore, _ := f.Counts()
 	_, err := m.ProbeModule("fake", "fast", seed, time.Second)
 	if !errors.Is(err, ErrAlias) || !strings.Contains(err.Error(), `fake cluster "main" of the config`) {
 		t.Errorf("probe of main's seed %s: err = %v, want ErrAlias naming main", seed, err)
 	}
-	f.mu.Lock()
-	if f.built != builtBefore {
-		t.Errorf("the refused alias %s built %d sources: it was refused after something could connect", seed, f.built-builtBefore)
+	if built, _ := f.Counts(); built != builtBefore {
+		t.Errorf("the refused alias %s built %d sources: it was refused after something could connect", seed, built-builtBefore)
 	}
-	f.mu.Unlock()
 
 	_, err = m.ProbeModule("fake", "fast", hostAlias, 2*time.Second)
 	if !errors.Is(err, ErrAlias) {
@@ -114,7 +111,7 @@ func TestDiscoveredAliasesAreRefused(t *testing.T) {
 func TestDiscoveredTargetsStayOffMetrics(t *testing.T) {
 	const probed = "127.0.0.1:9300"
 	for _, onMetrics := range []bool{false, true} {
-		f := &fakeSources{}
+		f := &fakesystem.Sources{}
 		m := NewManager(probeSystems(f), log.NewNopLogger(), 0)
 		m.ConfigureDiscovery(DiscoveryOptions{MaxTargets: 10, IdleTimeout: time.Minute, OnMetrics: onMetrics})
 		if err := apply(t, m, guardConfig(t, "127.0.0.1:9100")); err != nil {
@@ -144,7 +141,7 @@ func TestDiscoveredTargetsStayOffMetrics(t *testing.T) {
 // first; a table of answering targets refuses it with when a place frees.
 func TestJunkTargetsMakeWay(t *testing.T) {
 	const junk1, junk2, real1, real2 = "127.0.0.1:9401", "127.0.0.1:9402", "127.0.0.1:9403", "127.0.0.1:9404"
-	f := &fakeSources{down: map[string]bool{junk1: true, junk2: true}}
+	f := &fakesystem.Sources{Down: map[string]bool{junk1: true, junk2: true}}
 	m := NewManager(probeSystems(f), log.NewNopLogger(), 0)
 	metrics := NewDiscoveryMetrics(systems.All)
 	m.ConfigureDiscovery(DiscoveryOptions{MaxTargets: 2, IdleTimeout: time.Minute, Metrics: metrics})
@@ -195,7 +192,7 @@ func TestJunkTargetsMakeWay(t *testing.T) {
 func TestConcurrentFirstProbesShareTheFirstRefresh(t *testing.T) {
 	const target = "127.0.0.1:9500"
 	// The slow module's refresh timeout is 160 ms.
-	f := &fakeSources{delay: 120 * time.Millisecond}
+	f := &fakesystem.Sources{Delay: 120 * time.Millisecond}
 	m := NewManager(probeSystems(f), log.NewNopLogger(), 0)
 	m.ConfigureDiscovery(DiscoveryOptions{MaxTargets: 10, IdleTimeout: time.Minute})
 	t.Cleanup(m.Stop)
@@ -234,7 +231,7 @@ func TestConcurrentFirstProbesShareTheFirstRefresh(t *testing.T) {
 // discovered target of that name is left running.
 func TestReloadRefusesAFirstProbeOfItsNames(t *testing.T) {
 	const name = "127.0.0.1:9600"
-	f := &fakeSources{}
+	f := &fakesystem.Sources{}
 	m := NewManager(probeSystems(f), log.NewNopLogger(), 0)
 	m.ConfigureDiscovery(DiscoveryOptions{MaxTargets: 10, IdleTimeout: time.Minute})
 	t.Cleanup(m.Stop)

@@ -13,6 +13,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/fakesystem"
 	"github.com/failover-exporter/failover_exporter/systems"
 )
 
@@ -70,7 +71,7 @@ func TestDiscoveredTargets(t *testing.T) {
 		configured           = "127.0.0.1:9009"
 		idle                 = 1500 * time.Millisecond
 	)
-	f := &fakeSources{}
+	f := &fakesystem.Sources{}
 	m := NewManager(probeSystems(f), log.NewNopLogger(), 0)
 	metrics := NewDiscoveryMetrics(systems.All)
 	m.ConfigureDiscovery(DiscoveryOptions{MaxTargets: 2, IdleTimeout: idle, Metrics: metrics})
@@ -192,13 +193,12 @@ func countOf(t *testing.T, m *Manager, name string) int {
 func TestReloadStopsAHungTargetOutsideTheLock(t *testing.T) {
 	const hung, next = "127.0.0.1:9101", "127.0.0.1:9102"
 	const hang = 3 * time.Second
-	f := &fakeSources{}
+	f := &fakesystem.Sources{}
 	// Last to run: the hung refreshes finish before goleak looks.
 	t.Cleanup(func() {
 		for deadline := time.Now().Add(3 * hang); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			f.mu.Lock()
-			done := f.closed == f.built
-			f.mu.Unlock()
+			built, closed := f.Counts()
+			done := closed == built
 			if done {
 				return
 			}
@@ -214,9 +214,7 @@ func TestReloadStopsAHungTargetOutsideTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	probeModuleText(t, m, "slow", hung)
-	f.mu.Lock()
-	f.stubborn, f.delay = true, hang
-	f.mu.Unlock()
+	f.Set(hang, true)
 	time.Sleep(2300 * time.Millisecond) // its next refresh has begun, and hangs
 
 	reloaded := make(chan error, 1)
@@ -243,9 +241,7 @@ func TestReloadStopsAHungTargetOutsideTheLock(t *testing.T) {
 	if err := <-reloaded; err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	f.stubborn, f.delay = false, 0 // the clusters recover: cleanup waits for one hang at most
-	f.mu.Unlock()
+	f.Set(0, false) // the clusters recover: cleanup waits for one hang at most
 }
 
 // TestDiscoveredTargetNotAllowed: a target with an address outside its
@@ -262,7 +258,7 @@ func TestDiscoveredTargetNotAllowed(t *testing.T) {
 		}
 		return cfg
 	}
-	f := &fakeSources{}
+	f := &fakesystem.Sources{}
 	m := NewManager(probeSystems(f), log.NewNopLogger(), 0)
 	metrics := NewDiscoveryMetrics(systems.All)
 	m.ConfigureDiscovery(DiscoveryOptions{MaxTargets: 2, IdleTimeout: time.Minute, Metrics: metrics})
@@ -271,9 +267,8 @@ func TestDiscoveredTargetNotAllowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	built := func() int {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		return f.built
+		built, _ := f.Counts()
+		return built
 	}
 
 	for _, target := range []string{outside, inside + "," + outside} {

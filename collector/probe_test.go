@@ -11,34 +11,39 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/fakesystem"
 )
 
 // probeSystems are three fake systems over the fake config section: fake,
 // its part (as a canary is its cluster's, recorded under fake), and twin,
 // another system that watches only the cluster called "shared", so that
 // "shared" names a cluster of two systems.
-func probeSystems(f *fakeSources) []system.System {
-	part := fakeSpec(f)
+func probeSystems(f *fakesystem.Sources) []system.System {
+	part := fakesystem.Spec(f)
 	part.Name, part.EventSystem, part.Part = "fake_part", "fake", "part"
-	partHealth, partSeries := countingTables("fake_part")
+	partHealth, partSeries := fakesystem.CountingTables("fake_part")
 	part.Sets = func() []*exposition.Set { return []*exposition.Set{partHealth, partSeries} }
-	part.NewCollector = func() system.Collector[counted, fakeSettings] { return countingCollector(partHealth, partSeries) }
+	part.NewCollector = func() system.Collector[fakesystem.Snapshot, fakesystem.Settings] {
+		return fakesystem.CountingCollector(partHealth, partSeries)
+	}
 
-	twin := fakeSpec(f)
+	twin := fakesystem.Spec(f)
 	twin.Name = "twin"
-	twinHealth, twinSeries := countingTables("twin")
+	twinHealth, twinSeries := fakesystem.CountingTables("twin")
 	twin.Sets = func() []*exposition.Set { return []*exposition.Set{twinHealth, twinSeries} }
-	twin.NewCollector = func() system.Collector[counted, fakeSettings] { return countingCollector(twinHealth, twinSeries) }
-	twin.Clusters = func(cfg *config.Config) []fakeSettings {
-		var shared []fakeSettings
-		for _, c := range config.Entries[fakeSettings](cfg, "fake") {
+	twin.NewCollector = func() system.Collector[fakesystem.Snapshot, fakesystem.Settings] {
+		return fakesystem.CountingCollector(twinHealth, twinSeries)
+	}
+	twin.Clusters = func(cfg *config.Config) []fakesystem.Settings {
+		var shared []fakesystem.Settings
+		for _, c := range config.Entries[fakesystem.Settings](cfg, "fake") {
 			if c.Name == "shared" {
 				shared = append(shared, c)
 			}
 		}
 		return shared
 	}
-	return []system.System{fakeSystem(f), system.Define(part), system.Define(twin)}
+	return []system.System{fakesystem.System(f), system.Define(part), system.Define(twin)}
 }
 
 // probeText is what /probe would serve for system and target.
@@ -68,10 +73,10 @@ func seriesLines(text string) []string {
 }
 
 func TestProbeServesOneClusterOfItsSystem(t *testing.T) {
-	f := &fakeSources{}
+	f := &fakesystem.Sources{}
 	m := NewManager(probeSystems(f), log.NewNopLogger(), 0)
 	t.Cleanup(m.Stop)
-	cfg := fakeConfig(t, fakeCluster("one", 100*time.Millisecond), fakeCluster("shared", 100*time.Millisecond))
+	cfg := fakesystem.Config(t, fakesystem.Cluster("one", 100*time.Millisecond), fakesystem.Cluster("shared", 100*time.Millisecond))
 	if err := apply(t, m, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +123,7 @@ func TestProbeServesOneClusterOfItsSystem(t *testing.T) {
 	}
 
 	// A cluster a reload removed is no longer a target.
-	if err := m.Apply(fakeConfig(t, fakeCluster("shared", 100*time.Millisecond))); err != nil {
+	if err := m.Apply(fakesystem.Config(t, fakesystem.Cluster("shared", 100*time.Millisecond))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Probe("", "one"); !errors.Is(err, ErrUnknownTarget) {

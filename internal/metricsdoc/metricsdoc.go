@@ -10,7 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/failover-exporter/failover_exporter/collector"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/system"
 )
 
 // Metric is one family as documented.
@@ -102,4 +104,18 @@ func Markdown(sections []Section) string {
 		}
 	}
 	return b.String()
+}
+
+// Sections are METRICS.md's sections for a registry: one per system, in
+// its order, then the exporter's own metrics.
+func Sections(systems []system.System) ([]Section, error) {
+	self, err := FromCollectors(collector.NewSelfMetrics(systems).Collectors()...)
+	if err != nil {
+		return nil, err
+	}
+	var out []Section
+	for _, s := range systems {
+		out = append(out, Section{Title: s.Doc().Title, Intro: s.Doc().Intro, Metrics: FromSets(s.Sets()...), Notes: s.Doc().Notes})
+	}
+	return append(out, Section{Title: "The exporter itself", Intro: "Besides Go runtime (`go_*`), process (`process_*`) and `/metrics` handler (`promhttp_metric_handler_*`) series.", Metrics: self}), nil
 }

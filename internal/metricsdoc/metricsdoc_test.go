@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/failover-exporter/failover_exporter/collector"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/systems"
 )
@@ -17,15 +16,11 @@ var update = flag.Bool("update", false, "rewrite METRICS.md from the collectors"
 
 func sections(t *testing.T) []Section {
 	t.Helper()
-	self, err := FromCollectors(collector.NewSelfMetrics(systems.All).Collectors()...)
+	out, err := Sections(systems.All)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []Section
-	for _, s := range systems.All {
-		out = append(out, Section{Title: s.Doc().Title, Intro: s.Doc().Intro, Metrics: FromSets(s.Sets()...), Notes: s.Doc().Notes})
-	}
-	return append(out, Section{Title: "The exporter itself", Intro: "Besides Go runtime (`go_*`), process (`process_*`) and `/metrics` handler (`promhttp_metric_handler_*`) series.", Metrics: self})
+	return out
 }
 
 func TestMetricsDocIsUpToDate(t *testing.T) {
