@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-kit/log"
 
+	"github.com/failover-exporter/failover_exporter/collector"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/fakesystem"
 	"github.com/failover-exporter/failover_exporter/internal/metricsdoc"
@@ -99,7 +100,7 @@ func TestAFakeSystemThroughTheBinary(t *testing.T) {
 		}
 	}
 
-	sections, err := metricsdoc.Sections(registry)
+	sections, err := metricsdoc.Sections(registry, collector.NewSelfMetrics(registry).Collectors()...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/failover-exporter/failover_exporter/collector"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 )
@@ -107,9 +106,10 @@ func Markdown(sections []Section) string {
 }
 
 // Sections are METRICS.md's sections for a registry: one per system, in
-// its order, then the exporter's own metrics.
-func Sections(systems []system.System) ([]Section, error) {
-	self, err := FromCollectors(collector.NewSelfMetrics(systems).Collectors()...)
+// its order, then the exporter's own metrics, self (the collectors of
+// collector.NewSelfMetrics(systems)).
+func Sections(systems []system.System, self ...prometheus.Collector) ([]Section, error) {
+	own, err := FromCollectors(self...)
 	if err != nil {
 		return nil, err
 	}
@@ -117,5 +117,5 @@ func Sections(systems []system.System) ([]Section, error) {
 	for _, s := range systems {
 		out = append(out, Section{Title: s.Doc().Title, Intro: s.Doc().Intro, Metrics: FromSets(s.Sets()...), Notes: s.Doc().Notes})
 	}
-	return append(out, Section{Title: "The exporter itself", Intro: "Besides Go runtime (`go_*`), process (`process_*`) and `/metrics` handler (`promhttp_metric_handler_*`) series.", Metrics: self}), nil
+	return append(out, Section{Title: "The exporter itself", Intro: "Besides Go runtime (`go_*`), process (`process_*`) and `/metrics` handler (`promhttp_metric_handler_*`) series.", Metrics: own}), nil
 }

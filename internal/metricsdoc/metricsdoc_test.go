@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/failover-exporter/failover_exporter/collector"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/systems"
 )
@@ -16,7 +17,7 @@ var update = flag.Bool("update", false, "rewrite METRICS.md from the collectors"
 
 func sections(t *testing.T) []Section {
 	t.Helper()
-	out, err := Sections(systems.All)
+	out, err := Sections(systems.All, collector.NewSelfMetrics(systems.All).Collectors()...)
 	if err != nil {
 		t.Fatal(err)
 	}
