@@ -98,6 +98,23 @@ type Spec[S, C any] struct {
 	// Flags declares the system's convenience flags on the server's
 	// command (FlagCluster); nil for a system configured by the file only.
 	Flags func(cmd *kingpin.CmdClause) FlagCluster
+	// Dashboards are the Grafana dashboards the system ships, for the
+	// contract tests; none for a part shown on its cluster's dashboard.
+	Dashboards []Dashboard
+}
+
+// Dashboard is a Grafana dashboard a system ships, and what the contract
+// tests hold it to.
+type Dashboard struct {
+	// File is its path from the repository's root.
+	File string
+	// UID is its Grafana uid; ClusterVar its variable that picks one
+	// cluster (the system's cluster label); LinksTo the uid of the
+	// dashboard it links to.
+	UID, ClusterVar, LinksTo string
+	// FailoverCounters are the counters its failover annotations may come
+	// from (one is enough).
+	FailoverCounters []string
 }
 
 // Doc is a system's section of METRICS.md.
@@ -175,6 +192,8 @@ type System interface {
 	// BudgetScopes are the scopes the system's failure budget answers; none
 	// for a system without one.
 	BudgetScopes() []budget.ScopeSpec
+	// Dashboards are the Grafana dashboards the system ships.
+	Dashboards() []Dashboard
 	// Discovers reports whether the system watches clusters of modules,
 	// found by service discovery (Spec.Discover).
 	Discovers() bool
@@ -278,6 +297,7 @@ func (d defined[S, C]) MetricNames() []string            { return exposition.Nam
 func (d defined[S, C]) SeriesNames() []string            { return exposition.SeriesNames(d.spec.Sets()...) }
 func (d defined[S, C]) Doc() Doc                         { return d.spec.Doc }
 func (d defined[S, C]) BudgetScopes() []budget.ScopeSpec { return d.spec.BudgetScopes }
+func (d defined[S, C]) Dashboards() []Dashboard          { return d.spec.Dashboards }
 func (d defined[S, C]) Collector() prometheus.Collector  { return d.spec.NewCollector() }
 func (d defined[S, C]) Discovers() bool                  { return d.spec.Discover != nil }
 

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/failover-exporter/failover_exporter/collector"
+	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/internal/metricsdoc"
 	"github.com/failover-exporter/failover_exporter/systems"
@@ -29,25 +31,18 @@ const (
 	runbookBase   = "https://github.com/failover-exporter/failover_exporter/blob/main/docs/runbooks.md#"
 )
 
-// dashboardSpec is what each dashboard must be: its file, uid, cluster
-// variable, the dashboard it links to and the counters its failover
-// annotations may come from (one is enough).
-type dashboardSpec struct {
-	file, uid, clusterVar, linksTo string
-	failoverCounters               []string
-}
+// dashboards are the registry's: each system's Spec names the dashboards
+// it ships and what each must be (its uid, cluster variable, the
+// dashboard it links to and the counters its failover annotations may
+// come from).
+var dashboards = dashboardsOf(systems.All)
 
-var dashboards = []dashboardSpec{
-	// kafka_topic_leader_changes_total is served with every partition_metrics
-	// setting, kafka_partition_leader_changes_total only with full.
-	{"grafana/dashboards/kafka-replication.json", "failover-kafka", "kafka_cluster", "failover-redis",
-		[]string{"kafka_topic_leader_changes_total", "kafka_partition_leader_changes_total"}},
-	{"grafana/dashboards/redis-cluster.json", "failover-redis", "redis_cluster", "failover-kafka",
-		[]string{"redis_cluster_failovers_total"}},
-	// MirrorMaker 2 flows: one flow at a time ($mirror); its annotations mark
-	// leader elections in its source and target clusters.
-	{"grafana/dashboards/kafka-mirror.json", "failover-mirror", "mirror", "failover-kafka",
-		[]string{"kafka_topic_leader_changes_total"}},
+func dashboardsOf(list []system.System) []system.Dashboard {
+	var out []system.Dashboard
+	for _, s := range list {
+		out = append(out, s.Dashboards()...)
+	}
+	return out
 }
 
 // sampleVariables are the values substituted for dashboard variables before
@@ -114,9 +109,9 @@ func alertRules(t *testing.T) []Rule {
 	return alerts
 }
 
-func loadDashboard(t *testing.T, spec dashboardSpec) (*Dashboard, any) {
+func loadDashboard(t *testing.T, spec system.Dashboard) (*Dashboard, any) {
 	t.Helper()
-	path := filepath.Join(lab.RepoRoot(t), spec.file)
+	path := filepath.Join(lab.RepoRoot(t), spec.File)
 	d, err := LoadDashboard(path)
 	if err != nil {
 		t.Fatal(err)
@@ -140,13 +135,13 @@ type expression struct {
 	expr   string // variables substituted
 }
 
-func dashboardExpressions(t *testing.T, spec dashboardSpec) []expression {
+func dashboardExpressions(t *testing.T, spec system.Dashboard) []expression {
 	t.Helper()
 	d, _ := loadDashboard(t, spec)
 	vars := sampleVariables()
 	var out []expression
 	add := func(origin, raw string) {
-		out = append(out, expression{origin: spec.file + ": " + origin, raw: raw, expr: SubstituteVariables(raw, vars)})
+		out = append(out, expression{origin: spec.File + ": " + origin, raw: raw, expr: SubstituteVariables(raw, vars)})
 	}
 	for _, p := range d.AllPanels() {
 		for _, tg := range p.Targets {
@@ -164,7 +159,7 @@ func dashboardExpressions(t *testing.T, spec dashboardSpec) []expression {
 		}
 		sel := VariableSelector(v.QueryString())
 		if sel == "" {
-			t.Errorf("%s: variable %q: query %q is not label_values(selector, label) or query_result(...)", spec.file, v.Name, v.QueryString())
+			t.Errorf("%s: variable %q: query %q is not label_values(selector, label) or query_result(...)", spec.File, v.Name, v.QueryString())
 			continue
 		}
 		add(fmt.Sprintf("variable %q", v.Name), sel)
@@ -312,7 +307,7 @@ func TestDashboardExpressionsParse(t *testing.T) {
 	var index []string
 	leftover := regexp.MustCompile(`\$[A-Za-z_{]|\[\[`)
 	for _, spec := range dashboards {
-		g := group{Name: filepath.Base(spec.file)}
+		g := group{Name: filepath.Base(spec.File)}
 		for _, e := range dashboardExpressions(t, spec) {
 			if leftover.MatchString(e.expr) {
 				t.Errorf("%s: unsubstituted variable in %q", e.origin, e.expr)
@@ -367,37 +362,54 @@ func TestQueriesDeduplicateExporters(t *testing.T) {
 // (4) Each dashboard is importable Grafana JSON that follows our conventions.
 func TestDashboardsAreValid(t *testing.T) {
 	for _, spec := range dashboards {
-		t.Run(filepath.Base(spec.file), func(t *testing.T) {
-			d, generic := loadDashboard(t, spec)
-			if d.UID != spec.uid {
-				t.Errorf("uid = %q, want %q", d.UID, spec.uid)
-			}
-			if d.Title == "" || len(d.Tags) == 0 {
-				t.Errorf("title %q and tags %v must be set", d.Title, d.Tags)
-			}
-			if d.SchemaVersion != 39 {
-				t.Errorf("schemaVersion = %d, want 39", d.SchemaVersion)
-			}
-			if d.Time.From != "now-30m" || d.Time.To != "now" || d.Refresh != "5s" {
-				t.Errorf("time %s..%s refresh %q, want now-30m..now refresh 5s", d.Time.From, d.Time.To, d.Refresh)
-			}
-			checkVariables(t, d, spec)
-			checkDatasources(t, generic, "$")
-			checkPanels(t, d)
-			checkAnnotations(t, d, spec)
-			checkLinks(t, d, spec)
-			for _, e := range dashboardExpressions(t, spec) {
-				for _, m := range regexp.MustCompile(`\[([^\]]*)\]`).FindAllStringSubmatch(e.raw, -1) {
-					if m[1] != "$__rate_interval" && m[1] != "$__range" {
-						t.Errorf("%s: range [%s] should be [$__rate_interval]", e.origin, m[1])
-					}
-				}
-			}
-		})
+		t.Run(filepath.Base(spec.File), func(t *testing.T) { checkDashboard(t, spec) })
 	}
 }
 
-func checkVariables(t *testing.T, d *Dashboard, spec dashboardSpec) {
+// Every dashboard shipped is a system's, and so held to the checks above.
+func TestEveryShippedDashboardIsASystems(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(lab.RepoRoot(t), "grafana", "dashboards", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no dashboards in grafana/dashboards (%v)", err)
+	}
+	for _, f := range files {
+		rel := "grafana/dashboards/" + filepath.Base(f)
+		if !slices.ContainsFunc(dashboards, func(d system.Dashboard) bool { return d.File == rel }) {
+			t.Errorf("%s is no system's dashboard: name it in the Dashboards of its system's Spec", rel)
+		}
+	}
+}
+
+func checkDashboard(t *testing.T, spec system.Dashboard) {
+	t.Helper()
+	d, generic := loadDashboard(t, spec)
+	if d.UID != spec.UID {
+		t.Errorf("uid = %q, want %q", d.UID, spec.UID)
+	}
+	if d.Title == "" || len(d.Tags) == 0 {
+		t.Errorf("title %q and tags %v must be set", d.Title, d.Tags)
+	}
+	if d.SchemaVersion != 39 {
+		t.Errorf("schemaVersion = %d, want 39", d.SchemaVersion)
+	}
+	if d.Time.From != "now-30m" || d.Time.To != "now" || d.Refresh != "5s" {
+		t.Errorf("time %s..%s refresh %q, want now-30m..now refresh 5s", d.Time.From, d.Time.To, d.Refresh)
+	}
+	checkVariables(t, d, spec)
+	checkDatasources(t, generic, "$")
+	checkPanels(t, d)
+	checkAnnotations(t, d, spec)
+	checkLinks(t, d, spec)
+	for _, e := range dashboardExpressions(t, spec) {
+		for _, m := range regexp.MustCompile(`\[([^\]]*)\]`).FindAllStringSubmatch(e.raw, -1) {
+			if m[1] != "$__rate_interval" && m[1] != "$__range" {
+				t.Errorf("%s: range [%s] should be [$__rate_interval]", e.origin, m[1])
+			}
+		}
+	}
+}
+
+func checkVariables(t *testing.T, d *Dashboard, spec system.Dashboard) {
 	t.Helper()
 	vars := map[string]Variable{}
 	for _, v := range d.Templating.List {
@@ -407,10 +419,10 @@ func checkVariables(t *testing.T, d *Dashboard, spec dashboardSpec) {
 	if !ok || ds.Type != "datasource" || ds.QueryString() != "prometheus" {
 		t.Errorf("templating needs a variable datasource of type datasource querying prometheus, got %+v", ds)
 	}
-	cluster, ok := vars[spec.clusterVar]
+	cluster, ok := vars[spec.ClusterVar]
 	if !ok || cluster.Type != "query" || !strings.HasPrefix(strings.TrimSpace(cluster.QueryString()), "label_values(") ||
-		!strings.HasSuffix(strings.TrimSpace(cluster.QueryString()), spec.clusterVar+")") {
-		t.Errorf("templating needs a variable %s from label_values(..., %s), got %q", spec.clusterVar, spec.clusterVar, cluster.QueryString())
+		!strings.HasSuffix(strings.TrimSpace(cluster.QueryString()), spec.ClusterVar+")") {
+		t.Errorf("templating needs a variable %s from label_values(..., %s), got %q", spec.ClusterVar, spec.ClusterVar, cluster.QueryString())
 	}
 }
 
@@ -506,7 +518,7 @@ func overlap(a, b GridPos) bool {
 	return a.X < b.X+b.W && b.X < a.X+a.W && a.Y < b.Y+b.H && b.Y < a.Y+a.H
 }
 
-func checkAnnotations(t *testing.T, d *Dashboard, spec dashboardSpec) {
+func checkAnnotations(t *testing.T, d *Dashboard, spec system.Dashboard) {
 	t.Helper()
 	failover := false
 	for _, a := range d.Annotations.List {
@@ -519,25 +531,25 @@ func checkAnnotations(t *testing.T, d *Dashboard, spec dashboardSpec) {
 		if len(a.Filter) > 0 && string(a.Filter) != "null" {
 			t.Errorf("annotation %q is filtered to some panels; failovers must show on every panel", a.Name)
 		}
-		for _, counter := range spec.failoverCounters {
+		for _, counter := range spec.FailoverCounters {
 			if a.Enable && strings.Contains(a.Expr, counter) {
 				failover = true
 			}
 		}
 	}
 	if !failover {
-		t.Errorf("no enabled annotation marks failovers from %s", strings.Join(spec.failoverCounters, " or "))
+		t.Errorf("no enabled annotation marks failovers from %s", strings.Join(spec.FailoverCounters, " or "))
 	}
 }
 
-func checkLinks(t *testing.T, d *Dashboard, spec dashboardSpec) {
+func checkLinks(t *testing.T, d *Dashboard, spec system.Dashboard) {
 	t.Helper()
 	for _, l := range d.Links {
-		if strings.Contains(l.URL, "/d/"+spec.linksTo+"/") || strings.HasSuffix(l.URL, "/d/"+spec.linksTo) {
+		if strings.Contains(l.URL, "/d/"+spec.LinksTo+"/") || strings.HasSuffix(l.URL, "/d/"+spec.LinksTo) {
 			return
 		}
 	}
-	t.Errorf("no dashboard link to /d/%s", spec.linksTo)
+	t.Errorf("no dashboard link to /d/%s", spec.LinksTo)
 }
 
 // (5) Every alert is documented, labelled and tested.
@@ -684,16 +696,16 @@ func TestSubstituteVariables(t *testing.T) {
 
 func TestLoadDashboardQueries(t *testing.T) {
 	for _, spec := range dashboards {
-		panels, err := LoadDashboardQueries(filepath.Join(lab.RepoRoot(t), spec.file))
+		panels, err := LoadDashboardQueries(filepath.Join(lab.RepoRoot(t), spec.File))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(panels) == 0 {
-			t.Fatalf("%s: no panels with queries", spec.file)
+			t.Fatalf("%s: no panels with queries", spec.File)
 		}
 		for _, p := range panels {
 			if p.Title == "" || len(p.Queries) == 0 || p.Queries[0].RefID == "" {
-				t.Errorf("%s: panel %d %q: incomplete %+v", spec.file, p.PanelID, p.Title, p)
+				t.Errorf("%s: panel %d %q: incomplete %+v", spec.File, p.PanelID, p.Title, p)
 			}
 		}
 	}

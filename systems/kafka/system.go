@@ -41,6 +41,10 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 	},
 	NewCollector: func() system.Collector[Snapshot, config.KafkaCluster] { return servingCollector{NewCollector()} },
 	Sets:         Sets,
+	// kafka_topic_leader_changes_total is served with every partition_metrics
+	// setting, kafka_partition_leader_changes_total only with full.
+	Dashboards: []system.Dashboard{{File: "grafana/dashboards/kafka-replication.json", UID: "failover-kafka", ClusterVar: "kafka_cluster",
+		LinksTo: "failover-redis", FailoverCounters: []string{"kafka_topic_leader_changes_total", "kafka_partition_leader_changes_total"}}},
 	Doc: system.Doc{
 		Title: "Kafka",
 		Intro: "Every series carries `kafka_cluster`. While `kafka_up` is 0 only `kafka_up` and the `kafka_exporter_*` series are served. " +

@@ -31,6 +31,10 @@ var Spec = system.Spec[Snapshot, config.Mirror]{
 		return servingCollector{NewCollector()}
 	},
 	Sets: Sets,
+	// One flow at a time ($mirror); its annotations mark leader elections
+	// in its source and target clusters.
+	Dashboards: []system.Dashboard{{File: "grafana/dashboards/kafka-mirror.json", UID: "failover-mirror", ClusterVar: "mirror",
+		LinksTo: "failover-kafka", FailoverCounters: []string{"kafka_topic_leader_changes_total"}}},
 	Doc: system.Doc{
 		Title: "MirrorMaker 2 flows",
 		Intro: "One section per `mirrors:` entry of the config: a MirrorMaker 2 flow from one Kafka cluster of the config to another, read from the two clusters " +

@@ -42,6 +42,8 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 		return system.Unconfigured[Snapshot, config.RedisCluster](NewCollector())
 	},
 	Sets: Sets,
+	Dashboards: []system.Dashboard{{File: "grafana/dashboards/redis-cluster.json", UID: "failover-redis", ClusterVar: "redis_cluster",
+		LinksTo: "failover-kafka", FailoverCounters: []string{"redis_cluster_failovers_total"}}},
 	Doc: system.Doc{
 		Title: "Redis Cluster",
 		Intro: "Every series carries `redis_cluster`. While `redis_cluster_up` is 0 only it and the `redis_cluster_exporter_*` series are served.",
