@@ -116,20 +116,6 @@ func HasModules(cfg *Config) bool {
 	return false
 }
 
-// At is the module's cluster at addrs, called name. Whether the module
-// allows addrs is CheckTarget's to say.
-func (k KafkaCluster) At(name string, addrs []string) KafkaCluster {
-	k.Name, k.BootstrapServers = name, addrs
-	return k
-}
-
-// At is the module's cluster at addrs, called name. Whether the module
-// allows addrs is CheckTarget's to say.
-func (r RedisCluster) At(name string, addrs []string) RedisCluster {
-	r.Name, r.Addrs = name, addrs
-	return r
-}
-
 func errNoModuleAddr(key string) error {
 	return fmt.Errorf("%s is set: a module holds everything but the address, which each /probe request's target= gives", key)
 }

@@ -1,9 +1,11 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -11,12 +13,15 @@ import (
 // A Section is one system's list of clusters in the config file: its key,
 // what one entry is called in messages, and how an entry is completed.
 // Complete, the strict decoder and the type hints walk the sections table,
-// so a system's format is its file in this package and its entry there.
+// so a system's format is its settings package, which registers its
+// section (Register).
 type Section struct {
-	// Key is the file's top-level key: "kafka".
+	// Key is the file's top-level key.
 	Key string
-	// Noun names one entry in messages: "kafka cluster", "mirror".
+	// Noun names one entry in messages.
 	Noun string
+	// Rank places the section in the table (SectionSpec.Rank).
+	Rank int
 
 	typ      reflect.Type                 // []C
 	get      func(*Config) reflect.Value  // the entries, a []C
@@ -35,9 +40,15 @@ func (s Section) Type() reflect.Type { return s.typ }
 // SectionSpec describes a section of entries of type C.
 type SectionSpec[C any] struct {
 	Key, Noun string
+	// Rank places the section in the table, whatever the order the
+	// sections are registered in: the sections of a positive rank come
+	// first, lowest first, then their modules sections in the same order,
+	// then those of no rank (0, a test's), each with its modules section,
+	// in the order registered. A section whose check reads another's
+	// entries ranks after it, being completed after it.
+	Rank int
 	// List is where the entries live in a Config; nil keeps them in the
-	// config's own table, read with Entries, for a system whose settings
-	// Config has no field of (one defined outside this package).
+	// config's own table, read with Entries and set with SetEntries.
 	List func(*Config) *[]C
 	// Defaults fills in what an entry does not set, its name included.
 	Defaults func(*C)
@@ -86,6 +97,7 @@ func NewSection[C any](spec SectionSpec[C]) Section {
 	return Section{
 		Key:     spec.Key,
 		Noun:    spec.Noun,
+		Rank:    spec.Rank,
 		modules: modules,
 		typ:     reflect.TypeOf([]C(nil)),
 		get:     func(cfg *Config) reflect.Value { return reflect.ValueOf(*list(cfg)) },
@@ -124,12 +136,8 @@ func SetEntries[C any](cfg *Config, key string, entries []C) {
 	cfg.entries[key] = &entries
 }
 
-// sections is the table, in the order the file's sections are completed
-// and their errors reported: mirrors after kafka, whose clusters they name.
-var sections = withModules(kafkaSection, redisSection, mirrorSection)
-
-// withModules is the table of sections: the sections in order, then the
-// modules sections of those that have them, in the same order.
+// withModules is the sections in order, then the modules sections of
+// those that have them, in the same order.
 func withModules(sections ...Section) []Section {
 	out := append([]Section(nil), sections...)
 	for _, s := range sections {
@@ -140,14 +148,39 @@ func withModules(sections ...Section) []Section {
 	return out
 }
 
+// table is the table of the registered sections (SectionSpec.Rank): the
+// ranked sections by rank and their modules sections, then the others,
+// each with its modules section, in the order registered.
+func table(registered []Section) []Section {
+	var ranked, others []Section
+	for _, s := range registered {
+		if s.Rank > 0 {
+			ranked = append(ranked, s)
+		} else {
+			others = append(others, s)
+		}
+	}
+	slices.SortStableFunc(ranked, func(a, b Section) int { return cmp.Compare(a.Rank, b.Rank) })
+	out := withModules(ranked...)
+	for _, s := range others {
+		out = append(out, withModules(s)...)
+	}
+	return out
+}
+
 var (
 	sectionsMu sync.RWMutex
+	// registered are the sections Register added, without their modules
+	// sections; sections is their table, in the order the file's sections
+	// are completed and their errors reported.
+	registered, sections []Section
 	// fileTypeCache is the type the file decodes into, built from the table.
 	fileTypeCache reflect.Type
 )
 
-// Register adds a section to the table, after those of this package, for
-// a system whose format is defined elsewhere (a test's). It is called
+// Register adds a section to the table, at its rank: each system's
+// settings package registers its own in its init, so that a program or
+// test that imports the package reads the section's key. It is called
 // before the first Parse; a key already in the table is refused.
 func Register(s Section) error {
 	sectionsMu.Lock()
@@ -159,7 +192,8 @@ func Register(s Section) error {
 			}
 		}
 	}
-	sections = append(sections, withModules(s)...)
+	registered = append(registered, s)
+	sections = table(registered)
 	fileTypeCache = nil
 	return nil
 }
@@ -210,7 +244,7 @@ func fileTypeError(err error, file reflect.Type) error {
 	return errors.New(strings.ReplaceAll(err.Error(), file.String(), "config.Config"))
 }
 
-// sectionKeys lists the keys for messages: "kafka, redis and mirrors".
+// sectionKeys lists the keys for messages: "a, b and c".
 func sectionKeys() string {
 	var keys []string
 	for _, s := range Sections() {
