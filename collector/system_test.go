@@ -69,7 +69,7 @@ func (f fakeSettings) CheckTarget() error {
 
 // fakeSection is the fake system's config format: its key, defaults,
 // validation and name, and its modules (fake_modules:, entries of the same
-// type), as config/kafka.go declares Kafka's.
+// type), as systems/kafka/settings declares Kafka's.
 var fakeSection = config.NewSection(fakeSectionSpec("fake", "fake cluster"))
 
 func fakeSectionSpec(key, noun string) config.SectionSpec[fakeSettings] {

@@ -52,7 +52,7 @@ func TestCheckEventCapacityIsBounded(t *testing.T) {
 func TestLoadRefusesAHugeFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "huge.yml")
 	// Valid YAML throughout, so only the size can be the reason.
-	body := "kafka:\n  - bootstrap_servers: [127.0.0.1:9092]\n" + strings.Repeat("# padding padding padding padding\n", MaxConfigSize/30)
+	body := "test:\n  - addrs: [127.0.0.1:9092]\n" + strings.Repeat("# padding padding padding padding\n", MaxConfigSize/30)
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestLoadNamesTheFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.yml")
-	if err := os.WriteFile(path, []byte("kafka:\n  - nope: 1\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("test:\n  - nope: 1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Load(path)
@@ -38,4 +37,3 @@ func TestSecretFromFileAndEnv(t *testing.T) {
 		t.Errorf("String() leaks the secret: %q", s)
 	}
 }
-

@@ -77,3 +77,12 @@ func TestGoodInputStillAccepted(t *testing.T) {
 		t.Errorf("refresh_timeout for 1h = %s, want 48m", got)
 	}
 }
+
+// In a file, a bad allowed_targets entry's message names the module and
+// the entry.
+func TestAllowedTargetsNamedInAFile(t *testing.T) {
+	_, err := config.Parse([]byte("kafka_modules:\n  - name: m\n    allowed_targets: [10.0.0.0/8:9092, \"*:9092\"]\n"))
+	if err == nil || !strings.Contains(err.Error(), `kafka module 1 ("m"): allowed_targets[1] "*:9092": a host of * would allow every host`) {
+		t.Errorf("a bad entry in a file: %v", err)
+	}
+}
