@@ -231,7 +231,7 @@ func decodeStrict(b []byte, cfg *Config) (err error) {
 	dec.KnownFields(true)
 	file := reflect.New(fileType())
 	if err := dec.Decode(file.Interface()); err != nil && !errors.Is(err, io.EOF) {
-		return fileTypeError(err, file.Elem().Type())
+		return fileTypeError(err, file.Elem().Type(), b)
 	}
 	fromFile(cfg, file.Elem())
 	for {

@@ -66,7 +66,7 @@ func moduleKey(key string) string { return key + "_modules" }
 func newModuleSection[C any](spec SectionSpec[C], m ModuleSpec[C]) Section {
 	noun := strings.TrimSuffix(spec.Noun, " cluster") + " module"
 	s := NewSection(SectionSpec[C]{
-		Key: moduleKey(spec.Key), Noun: noun,
+		Key: moduleKey(spec.Key), Noun: noun, TypeNames: spec.TypeNames,
 		Defaults: spec.Defaults,
 		Name:     spec.Name,
 		Validate: func(*Config) func(*C) error {

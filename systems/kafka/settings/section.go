@@ -20,9 +20,12 @@ const Rank = 1
 // section is the kafka list of the file.
 var section = config.NewSection(config.SectionSpec[Cluster]{
 	Key: Key, Noun: "kafka cluster", Rank: Rank,
-	Defaults: (*Cluster).applyDefaults,
-	Name:     func(k *Cluster) string { return k.Name },
-	Validate: func(*config.Config) func(*Cluster) error { return (*Cluster).validate },
+	// The messages for an unknown key name the types as they were named
+	// when they were config's.
+	TypeNames: map[string]string{"settings.Cluster": "config.KafkaCluster", "settings.Canary": "config.KafkaCanary", "settings.SASL": "config.SASL", "settings.TopicFilter": "config.TopicFilter", "settings.UnwatchedTopics": "config.UnwatchedTopics"},
+	Defaults:  (*Cluster).applyDefaults,
+	Name:      func(k *Cluster) string { return k.Name },
+	Validate:  func(*config.Config) func(*Cluster) error { return (*Cluster).validate },
 	Modules: &config.ModuleSpec[Cluster]{
 		AddrKey: "bootstrap_servers",
 		Addrs:   func(k *Cluster) []string { return k.BootstrapServers },

@@ -609,3 +609,39 @@ func TestFingerprintFollowsSecretAndTLSFiles(t *testing.T) {
 		t.Error("fingerprint unchanged after the SASL password variable changed")
 	}
 }
+
+// An unknown key is refused by the decoder with the name of the type it is
+// not a field of, as the types were named when the settings were config's
+// (docs/faults.md), in every section and its modules.
+func TestUnknownKeysNameTheTypesAsBefore(t *testing.T) {
+	_, err := config.Parse([]byte("kafka:\n  - bootstrap_servers: [a:1]\n    refresh_intervall: 5s\n    canary: {x: 1}\n    sasl: {y: 1}\n    topics: {z: 1}\n" +
+		"redis:\n  - addrs: [a:1]\n    foo: 1\n    canary: {x: 1}\n    slot_stats: {q: 1}\n    tls: {r: 1}\n" +
+		"mirrors:\n  - name: m\n    bar: 1\n    connect: {u: 1}\n" +
+		"kafka_modules:\n  - name: m\n    baz: 1\nredis_modules:\n  - name: m\n    qux: 1\n"))
+	want := []string{
+		"line 3: field refresh_intervall not found in type config.KafkaCluster",
+		"line 4: field x not found in type config.KafkaCanary",
+		"line 5: field y not found in type config.SASL",
+		"line 6: field z not found in type config.TopicFilter",
+		"line 9: field foo not found in type config.RedisCluster",
+		"line 10: field x not found in type config.RedisCanary",
+		"line 11: field q not found in type config.RedisSlotStats",
+		"line 12: field r not found in type config.TLS",
+		"line 15: field bar not found in type config.Mirror",
+		"line 16: field u not found in type config.MirrorConnect",
+		"line 19: field baz not found in type config.KafkaCluster",
+		"line 22: field qux not found in type config.RedisCluster",
+	}
+	for _, w := range want {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v, want %q", err, w)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "settings.") {
+		t.Errorf("error names a settings package's type: %v", err)
+	}
+	_, err = config.Parse([]byte("kafka:\n  - bootstrap_servers: [a:1]\n    failure_budget: {unwatched_topics: [a]}\n"))
+	if want := "line 3: cannot unmarshal !!seq into config.UnwatchedTopics"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}

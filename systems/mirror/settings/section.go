@@ -23,8 +23,11 @@ const Rank = 3
 // list, completed before it.
 var section = config.NewSection(config.SectionSpec[Flow]{
 	Key: Key, Noun: "mirror", Rank: Rank,
-	Defaults: (*Flow).applyDefaults,
-	Name:     func(m *Flow) string { return m.Name },
+	// The messages for an unknown key name the types as they were named
+	// when they were config's.
+	TypeNames: map[string]string{"settings.Flow": "config.Mirror", "settings.Connect": "config.MirrorConnect"},
+	Defaults:  (*Flow).applyDefaults,
+	Name:      func(m *Flow) string { return m.Name },
 	Validate: func(cfg *config.Config) func(*Flow) error {
 		kafka := map[string]kafkasettings.Cluster{}
 		for _, k := range kafkasettings.Clusters(cfg) {

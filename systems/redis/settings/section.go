@@ -17,9 +17,12 @@ const Rank = 2
 // section is the redis list of the file.
 var section = config.NewSection(config.SectionSpec[Cluster]{
 	Key: Key, Noun: "redis cluster", Rank: Rank,
-	Defaults: (*Cluster).applyDefaults,
-	Name:     func(r *Cluster) string { return r.Name },
-	Validate: func(*config.Config) func(*Cluster) error { return (*Cluster).validate },
+	// The messages for an unknown key name the types as they were named
+	// when they were config's.
+	TypeNames: map[string]string{"settings.Cluster": "config.RedisCluster", "settings.Canary": "config.RedisCanary", "settings.SlotStats": "config.RedisSlotStats"},
+	Defaults:  (*Cluster).applyDefaults,
+	Name:      func(r *Cluster) string { return r.Name },
+	Validate:  func(*config.Config) func(*Cluster) error { return (*Cluster).validate },
 	Modules: &config.ModuleSpec[Cluster]{
 		AddrKey: "addrs",
 		Addrs:   func(r *Cluster) []string { return r.Addrs },
