@@ -16,6 +16,9 @@ import (
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
+	// The systems' settings packages register the file's sections.
+	_ "github.com/failover-exporter/failover_exporter/systems/mirror/settings"
+	_ "github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // refPlace is a place of the config file that takes a secret ({file:
