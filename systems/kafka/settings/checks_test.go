@@ -86,3 +86,15 @@ func TestAllowedTargetsNamedInAFile(t *testing.T) {
 		t.Errorf("a bad entry in a file: %v", err)
 	}
 }
+
+// Complete applies the kafka section's defaults to clusters set in code.
+func TestCompleteAppliesDefaults(t *testing.T) {
+	cfg := &config.Config{}
+	SetClusters(cfg, []Cluster{{BootstrapServers: []string{"127.0.0.1:9092"}}})
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	if got := Clusters(cfg); got[0].Name != DefaultClusterName {
+		t.Errorf("Complete left the kafka section's defaults out: %+v", got[0])
+	}
+}

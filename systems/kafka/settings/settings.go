@@ -26,7 +26,7 @@ type Cluster struct {
 	Name             string   `yaml:"name"`
 	BootstrapServers []string `yaml:"bootstrap_servers" example:"[host:9092]"`
 	// AllowedTargets, in a module only, lists where a /probe target may
-	// take the module's settings (allowlist.go); AllowAnyTarget lets any
+	// take the module's settings (config/allowlist.go); AllowAnyTarget lets any
 	// target take them, for a module that carries no credentials.
 	AllowedTargets []string `yaml:"allowed_targets" example:"[10.0.0.0/8:9092]"`
 	AllowAnyTarget bool     `yaml:"allow_any_target"`

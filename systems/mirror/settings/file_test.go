@@ -645,3 +645,23 @@ func TestUnknownKeysNameTheTypesAsBefore(t *testing.T) {
 		t.Errorf("error %v, want %q", err, want)
 	}
 }
+
+// The table's order is kafka, redis, mirrors, then the modules sections,
+// whatever the order the settings packages' inits register them in (Go
+// runs kafka's, then mirror's, then redis's): mirrors are completed after
+// the kafka clusters they name, and the messages list the keys so.
+func TestSectionsInTheirOrder(t *testing.T) {
+	var keys []string
+	for _, s := range config.Sections() {
+		keys = append(keys, s.Key)
+	}
+	if got, want := strings.Join(keys, " "), "kafka redis mirrors kafka_modules redis_modules"; got != want {
+		t.Errorf("sections %s, want %s", got, want)
+	}
+	file := config.FileType()
+	for i, s := range config.Sections() {
+		if f := file.Field(i); f.Tag.Get("yaml") != s.Key || f.Type != s.Type() {
+			t.Errorf("the file's field %d is %s %s, want the section %s's, of type %s", i, f.Tag.Get("yaml"), f.Type, s.Key, s.Type())
+		}
+	}
+}
