@@ -11,6 +11,8 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/failover-exporter/failover_exporter/config"
+	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
+	redissettings "github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // help returns the help of the command line args, as --help prints it
@@ -155,9 +157,10 @@ func TestServerFlagsWithOrWithoutServe(t *testing.T) {
 			}
 		}
 	}
-	if len(flagged.Kafka) != 1 || len(flagged.Kafka[0].BootstrapServers) != 2 || flagged.Kafka[0].Name != "orders" ||
-		len(flagged.Redis) != 1 || flagged.Redis[0].Name != "sessions" || flagged.Redis[0].RefreshInterval != time.Second {
-		t.Errorf("flags with no command: the clusters %+v %+v", flagged.Kafka, flagged.Redis)
+	kafka, redis := kafkasettings.Clusters(flagged), redissettings.Clusters(flagged)
+	if len(kafka) != 1 || len(kafka[0].BootstrapServers) != 2 || kafka[0].Name != "orders" ||
+		len(redis) != 1 || redis[0].Name != "sessions" || redis[0].RefreshInterval != time.Second {
+		t.Errorf("flags with no command: the clusters %+v %+v", kafka, redis)
 	}
 	for _, args := range [][]string{
 		slices.Concat([]string{"serve"}, everyServerFlag),

@@ -12,7 +12,7 @@ import (
 
 	"github.com/go-kit/log"
 
-	"github.com/failover-exporter/failover_exporter/config"
+	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // runArgs runs the command line in-process and returns its exit code and
@@ -213,11 +213,11 @@ func TestTuneRuntime(t *testing.T) {
 func TestPartitionMetricsFlag(t *testing.T) {
 	for _, c := range []struct {
 		args []string
-		want config.PartitionMetrics
+		want kafkasettings.PartitionMetrics
 	}{
-		{[]string{"--kafka.server=127.0.0.1:9092", "--kafka.partition-metrics=lean"}, config.PartitionMetricsLean},
-		{[]string{"--kafka.server=127.0.0.1:9092", "--kafka.partition-metrics=unhealthy"}, config.PartitionMetricsUnhealthy},
-		{[]string{"--kafka.server=127.0.0.1:9092", "--no-kafka.partition-metrics"}, config.PartitionMetricsNone},
+		{[]string{"--kafka.server=127.0.0.1:9092", "--kafka.partition-metrics=lean"}, kafkasettings.PartitionMetricsLean},
+		{[]string{"--kafka.server=127.0.0.1:9092", "--kafka.partition-metrics=unhealthy"}, kafkasettings.PartitionMetricsUnhealthy},
+		{[]string{"--kafka.server=127.0.0.1:9092", "--no-kafka.partition-metrics"}, kafkasettings.PartitionMetricsNone},
 	} {
 		cl, cmd, err := parseCommandLine(c.args, io.Discard, io.Discard)
 		if err != nil || cmd != "serve" {
@@ -227,7 +227,7 @@ func TestPartitionMetricsFlag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := cfg.Kafka[0].PartitionMetrics; got != c.want {
+		if got := kafkasettings.Clusters(cfg)[0].PartitionMetrics; got != c.want {
 			t.Errorf("flags %v: partition_metrics %q, want %q", c.args, got, c.want)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/lib/flagvalue"
+	redissettings "github.com/failover-exporter/failover_exporter/systems/redis/settings"
 	"github.com/failover-exporter/failover_exporter/systems/redis/slotcmd"
 )
 
@@ -33,7 +34,7 @@ func defineSlot(app *kingpin.Application) (*kingpin.CmdClause, *slotFlags) {
 // runSlot prints the hash slot of each key, and its owner when seeds are
 // given.
 func runSlot(f *slotFlags, stdout io.Writer) error {
-	rc := config.RedisCluster{Addrs: flagvalue.SplitList(f.redisAddrs), Password: config.Secret{File: f.redisPasswordFile}}
+	rc := redissettings.Cluster{Addrs: flagvalue.SplitList(f.redisAddrs), Password: config.Secret{File: f.redisPasswordFile}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return slotcmd.Run(ctx, stdout, f.keys, rc)

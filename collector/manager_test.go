@@ -13,6 +13,8 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/systems"
+	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
+	redissettings "github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // The clusters of these tests point at 127.0.0.1:1, where nothing listens:
@@ -20,17 +22,19 @@ import (
 // refresh that fails at once is enough to see both.
 const nowhere = "127.0.0.1:1"
 
-func kafkaCluster(name string) config.KafkaCluster {
-	return config.KafkaCluster{Name: name, BootstrapServers: []string{nowhere}, RefreshInterval: time.Hour}
+func kafkaCluster(name string) kafkasettings.Cluster {
+	return kafkasettings.Cluster{Name: name, BootstrapServers: []string{nowhere}, RefreshInterval: time.Hour}
 }
 
-func redisCluster(name string) config.RedisCluster {
-	return config.RedisCluster{Name: name, Addrs: []string{nowhere}, RefreshInterval: time.Hour}
+func redisCluster(name string) redissettings.Cluster {
+	return redissettings.Cluster{Name: name, Addrs: []string{nowhere}, RefreshInterval: time.Hour}
 }
 
-func completed(t *testing.T, kafka []config.KafkaCluster, redis []config.RedisCluster) *config.Config {
+func completed(t *testing.T, kafka []kafkasettings.Cluster, redis []redissettings.Cluster) *config.Config {
 	t.Helper()
-	cfg := &config.Config{Kafka: kafka, Redis: redis}
+	cfg := &config.Config{}
+	kafkasettings.SetClusters(cfg, kafka)
+	redissettings.SetClusters(cfg, redis)
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +97,8 @@ func TestApplyAddsKeepsChangesAndRemovesClusters(t *testing.T) {
 
 	// Add: two Kafka clusters and one Redis cluster.
 	if err := apply(t, m, completed(t,
-		[]config.KafkaCluster{kafkaCluster("a"), kafkaCluster("b")},
-		[]config.RedisCluster{redisCluster("r")})); err != nil {
+		[]kafkasettings.Cluster{kafkaCluster("a"), kafkaCluster("b")},
+		[]redissettings.Cluster{redisCluster("r")})); err != nil {
 		t.Fatal(err)
 	}
 	first := runningNow(m)
@@ -108,8 +112,8 @@ func TestApplyAddsKeepsChangesAndRemovesClusters(t *testing.T) {
 
 	// The same settings again: nothing restarts.
 	if err := apply(t, m, completed(t,
-		[]config.KafkaCluster{kafkaCluster("a"), kafkaCluster("b")},
-		[]config.RedisCluster{redisCluster("r")})); err != nil {
+		[]kafkasettings.Cluster{kafkaCluster("a"), kafkaCluster("b")},
+		[]redissettings.Cluster{redisCluster("r")})); err != nil {
 		t.Fatal(err)
 	}
 	for k, r := range runningNow(m) {
@@ -124,8 +128,8 @@ func TestApplyAddsKeepsChangesAndRemovesClusters(t *testing.T) {
 	changedR := redisCluster("r")
 	changedR.CommandTimeout = time.Second
 	if err := apply(t, m, completed(t,
-		[]config.KafkaCluster{changedB},
-		[]config.RedisCluster{changedR, redisCluster("s")})); err != nil {
+		[]kafkasettings.Cluster{changedB},
+		[]redissettings.Cluster{changedR, redisCluster("s")})); err != nil {
 		t.Fatal(err)
 	}
 	second := runningNow(m)
@@ -154,8 +158,8 @@ func TestApplyFailedReloadChangesNothing(t *testing.T) {
 	m := NewManager(systems.All, log.NewNopLogger(), 0)
 	t.Cleanup(m.Stop)
 	if err := apply(t, m, completed(t,
-		[]config.KafkaCluster{kafkaCluster("a")},
-		[]config.RedisCluster{redisCluster("r")})); err != nil {
+		[]kafkasettings.Cluster{kafkaCluster("a")},
+		[]redissettings.Cluster{redisCluster("r")})); err != nil {
 		t.Fatal(err)
 	}
 	before := runningNow(m)
@@ -173,7 +177,7 @@ func TestApplyFailedReloadChangesNothing(t *testing.T) {
 	changedR.CommandTimeout = time.Second
 	broken := redisCluster("t")
 	broken.Password = config.Secret{File: password}
-	cfg := completed(t, []config.KafkaCluster{changedA}, []config.RedisCluster{changedR, redisCluster("s"), broken})
+	cfg := completed(t, []kafkasettings.Cluster{changedA}, []redissettings.Cluster{changedR, redisCluster("s"), broken})
 	if err := os.Remove(password); err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,8 @@ import (
 	"github.com/failover-exporter/failover_exporter/internal/fakesystem"
 	"github.com/failover-exporter/failover_exporter/internal/metricsdoc"
 	"github.com/failover-exporter/failover_exporter/systems"
+	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
+	redissettings "github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 func TestMain(m *testing.M) {
@@ -128,7 +130,7 @@ func TestFakeSystemThroughTheRegistry(t *testing.T) {
 // everything they built and start nothing.
 func TestCheckAndFailedApplyLeakNothing(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	cfg := completed(t, []config.KafkaCluster{kafkaCluster("k")}, []config.RedisCluster{redisCluster("r")})
+	cfg := completed(t, []kafkasettings.Cluster{kafkaCluster("k")}, []redissettings.Cluster{redisCluster("r")})
 	for range 100 {
 		if err := Check(systems.All, cfg); err != nil {
 			t.Fatal(err)
@@ -143,7 +145,9 @@ func TestCheckAndFailedApplyLeakNothing(t *testing.T) {
 	// b builds (a real Kafka source), then s cannot: b must be closed.
 	broken := redisCluster("s")
 	broken.Password = config.Secret{Env: "FAILOVER_TEST_UNSET_PASSWORD"}
-	bad := &config.Config{Kafka: []config.KafkaCluster{kafkaCluster("k"), kafkaCluster("b")}, Redis: []config.RedisCluster{redisCluster("r"), broken}}
+	bad := &config.Config{}
+	kafkasettings.SetClusters(bad, []kafkasettings.Cluster{kafkaCluster("k"), kafkaCluster("b")})
+	redissettings.SetClusters(bad, []redissettings.Cluster{redisCluster("r"), broken})
 	// Complete would refuse the missing variable; the manager must too,
 	// whatever reaches it.
 	for range 20 {

@@ -36,16 +36,6 @@ type TargetChecker interface {
 	CheckTarget() error
 }
 
-// CheckTarget reports whether the module allows the cluster's addresses.
-func (k KafkaCluster) CheckTarget() error {
-	return CheckAllowedTargets(k.AllowedTargets, k.AllowAnyTarget, k.BootstrapServers)
-}
-
-// CheckTarget reports whether the module allows the cluster's addresses.
-func (r RedisCluster) CheckTarget() error {
-	return CheckAllowedTargets(r.AllowedTargets, r.AllowAnyTarget, r.Addrs)
-}
-
 // CheckAllowedTargets reports whether every one of addrs, a target's
 // canonical addresses (ParseTarget), is in allowed, a module's validated
 // allowed_targets; allowAny allows all.
@@ -252,37 +242,8 @@ func errModuleKeys(allowed []string, allowAny bool, modulesKey string) error {
 	return fmt.Errorf("allowed_targets and allow_any_target are keys of a module (%s:): a cluster of the file has its addresses already", modulesKey)
 }
 
-// credentials are what secrets a Kafka module carries, by their keys.
-func (k KafkaCluster) credentials() []string {
-	var keys []string
-	if k.SASL.Mechanism != "" || k.SASL.Username != "" || k.SASL.Password.IsSet() {
-		keys = append(keys, "sasl")
-	}
-	keys = append(keys, k.TLS.credentials()...)
-	if k.Canary.Enabled {
-		keys = append(keys, "canary.enabled, a write canary")
-	}
-	return keys
-}
-
-// credentials are what secrets a Redis module carries, by their keys.
-func (r RedisCluster) credentials() []string {
-	var keys []string
-	if r.Username != "" {
-		keys = append(keys, "username")
-	}
-	if r.Password.IsSet() {
-		keys = append(keys, "password")
-	}
-	keys = append(keys, r.TLS.credentials()...)
-	if r.Canary.Enabled {
-		keys = append(keys, "canary.enabled, a write canary")
-	}
-	return keys
-}
-
-// credentials are a TLS client certificate's keys, when one is set.
-func (t TLS) credentials() []string {
+// Credentials are a TLS client certificate's keys, when one is set.
+func (t TLS) Credentials() []string {
 	var keys []string
 	if t.CertFile != "" {
 		keys = append(keys, "tls.cert_file")

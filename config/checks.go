@@ -30,10 +30,6 @@ const (
 	// --config.check had passed it. At the few events a failover makes,
 	// 100,000 is weeks of history.
 	MaxEventCapacity = 100_000
-	// MaxReplicationFactor bounds canary.replication_factor (and so
-	// min_insync_replicas): Kafka's replication factor is an INT16 in
-	// CreateTopics and CreatePartitions.
-	MaxReplicationFactor = 32767
 )
 
 // CheckEventCapacity reports whether n events can be kept: at least one,
@@ -44,25 +40,6 @@ func CheckEventCapacity(given string, n int) error {
 		return fmt.Errorf("%s %d must be at least 1", given, n)
 	case n > MaxEventCapacity:
 		return fmt.Errorf("%s %d is more than %d, the most the event log keeps (each event is held in memory from the start)", given, n, MaxEventCapacity)
-	}
-	return nil
-}
-
-// MinKafkaVersion is the oldest protocol version the exporter may speak.
-// Kafka 4 brokers refuse requests of protocol versions older than 2.1
-// (KIP-896): with 1.0.0 the exporter starts, then every DescribeConfigs
-// fails with EOF and no min-ISR series is ever served.
-var MinKafkaVersion = KafkaVersion{2, 1, 0, 0}
-
-// CheckKafkaVersion reports whether v is a Kafka version sarama knows and
-// no older than MinKafkaVersion.
-func CheckKafkaVersion(v string) error {
-	parsed, ok := ParseKafkaVersion(v)
-	if !ok {
-		return fmt.Errorf("%q is not a Kafka version; give one such as %s", v, DefaultKafkaVersion)
-	}
-	if !parsed.IsAtLeast(MinKafkaVersion) {
-		return fmt.Errorf("%s is older than %s, the oldest protocol version Kafka 4 brokers accept", v, MinKafkaVersion)
 	}
 	return nil
 }

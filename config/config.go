@@ -1,5 +1,7 @@
-// Package config holds the exporter's configuration file format, its
-// defaults and validation, and each cluster's Fingerprint. It holds no
+// Package config loads the exporter's configuration file: the strict
+// decoder, the table of sections each system registers (its settings live
+// in the system's own settings package), the checks and types they share,
+// modules and fingerprints. It holds no
 // state: on a reload, main loads a new Config and hands it to
 // collector.Manager.Apply, which restarts the clusters whose fingerprint
 // changed.
@@ -35,15 +37,11 @@ const (
 	MaxBackdateLimit = time.Hour
 )
 
-// Config is the whole configuration file.
+// Config is the whole configuration file: each section's entries, which
+// the package that defines the section reads (Entries).
 type Config struct {
-	Kafka []KafkaCluster `yaml:"kafka"`
-	Redis []RedisCluster `yaml:"redis"`
-	// Mirrors are MirrorMaker 2 flows between clusters of Kafka.
-	Mirrors []Mirror `yaml:"mirrors"`
-
-	// entries are the sections registered from outside this package
-	// (Register), by key: each a *[]C of its SectionSpec.
+	// entries are the sections' entries, by key: each a *[]C of its
+	// SectionSpec.
 	entries map[string]any
 }
 
@@ -233,7 +231,7 @@ func decodeStrict(b []byte, cfg *Config) (err error) {
 	dec.KnownFields(true)
 	file := reflect.New(fileType())
 	if err := dec.Decode(file.Interface()); err != nil && !errors.Is(err, io.EOF) {
-		return fileTypeError(err, file.Elem().Type())
+		return fileTypeError(err, file.Elem().Type(), b)
 	}
 	fromFile(cfg, file.Elem())
 	for {
@@ -248,28 +246,28 @@ func decodeStrict(b []byte, cfg *Config) (err error) {
 	}
 }
 
-// refreshTimeoutFor is the default refresh_timeout, or 0 (reported by
+// RefreshTimeoutFor is the default refresh_timeout, or 0 (reported by
 // validation as the interval's problem, not the timeout's) when the
 // interval is out of bounds.
-func refreshTimeoutFor(interval time.Duration) time.Duration {
+func RefreshTimeoutFor(interval time.Duration) time.Duration {
 	if CheckRefreshInterval("", interval) != nil {
 		return 0
 	}
 	return interval * defaultRefreshTimeoutPercent / 100
 }
 
-// checkBackdateLimit refuses a limit that would backdate nothing or
+// CheckBackdateLimit refuses a limit that would backdate nothing or
 // lend an exporter-side outage of hours to a later failure.
-func checkBackdateLimit(limit time.Duration) error {
+func CheckBackdateLimit(limit time.Duration) error {
 	if limit <= 0 || limit > MaxBackdateLimit {
 		return fmt.Errorf("backdate_limit %s must be positive and at most %s", limit, MaxBackdateLimit)
 	}
 	return nil
 }
 
-// validateTimings returns one message per bad setting; a refresh_timeout
+// ValidateTimings returns one message per bad setting; a refresh_timeout
 // that was derived from a bad interval is the interval's problem only.
-func validateTimings(interval, timeout, dial, request time.Duration, requestKey string) []error {
+func ValidateTimings(interval, timeout, dial, request time.Duration, requestKey string) []error {
 	var errs []error
 	intervalErr := CheckRefreshInterval("refresh_interval", interval)
 	if intervalErr != nil {
@@ -291,7 +289,8 @@ func validateTimings(interval, timeout, dial, request time.Duration, requestKey 
 	return errs
 }
 
-func (t TLS) validate() error {
+// Validate checks the TLS settings, reading the files they name.
+func (t TLS) Validate() error {
 	if !t.Enabled {
 		if t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.ServerName != "" || t.InsecureSkipVerify {
 			return errors.New("tls settings given but tls.enabled is false")
@@ -309,7 +308,9 @@ func (t TLS) validate() error {
 	return nil
 }
 
-func (s Secret) validate(field string) error {
+// Validate checks that the secret names one source and can be read;
+// field names it in the message.
+func (s Secret) Validate(field string) error {
 	if s.File != "" && s.Env != "" {
 		return fmt.Errorf("%s: set either file or env, not both", field)
 	}

@@ -27,36 +27,26 @@ var fingerprintKey = func() []byte {
 	return key
 }()
 
-// Fingerprint identifies the cluster's settings together with the current
-// contents of its TLS files and SASL password. It reads those files and
+// Fingerprint identifies a cluster's settings together with the current
+// contents of its TLS files and its secrets: a system's settings type
+// calls it from its own Fingerprint method. It reads those files and
 // variables on every call.
-func (k KafkaCluster) Fingerprint() (string, error) {
-	return fingerprint(k, k.TLS, k.SASL.Password)
-}
-
-// Fingerprint identifies the cluster's settings together with the current
-// contents of its TLS files and password. It reads those files and
-// variables on every call.
-func (r RedisCluster) Fingerprint() (string, error) {
-	return fingerprint(r, r.TLS, r.Password)
-}
-
-func fingerprint(settings any, tls TLS, secrets ...Secret) (string, error) {
+func Fingerprint(settings any, tls TLS, secrets ...Secret) (string, error) {
 	// The settings hold file paths and variable names, never secret values.
 	b, err := json.Marshal(settings)
 	if err != nil {
 		return "", fmt.Errorf("fingerprint config: %w", err)
 	}
-	parts := append([][]byte{b}, tls.fileContents()...)
+	parts := append([][]byte{b}, tls.FileContents()...)
 	for _, s := range secrets {
-		parts = append(parts, s.currentValue())
+		parts = append(parts, s.CurrentValue())
 	}
-	return keyedDigest(parts...), nil
+	return KeyedDigest(parts...), nil
 }
 
-// fileContents reads the CA, certificate and key files. A file that cannot
+// FileContents reads the CA, certificate and key files. A file that cannot
 // be read contributes its error, so that fixing it changes the fingerprint.
-func (t TLS) fileContents() [][]byte {
+func (t TLS) FileContents() [][]byte {
 	var contents [][]byte
 	for _, f := range []string{t.CAFile, t.CertFile, t.KeyFile} {
 		if f == "" {
@@ -72,8 +62,8 @@ func (t TLS) fileContents() [][]byte {
 	return contents
 }
 
-// currentValue reads the secret, or its error when it cannot be read.
-func (s Secret) currentValue() []byte {
+// CurrentValue reads the secret, or its error when it cannot be read.
+func (s Secret) CurrentValue() []byte {
 	if !s.IsSet() {
 		return nil
 	}
@@ -84,7 +74,9 @@ func (s Secret) currentValue() []byte {
 	return []byte("value: " + v)
 }
 
-func keyedDigest(parts ...[]byte) string {
+// KeyedDigest is the process's keyed digest of parts, for a fingerprint of
+// the material of several settings (a flow's, and its two clusters').
+func KeyedDigest(parts ...[]byte) string {
 	mac := hmac.New(sha256.New, fingerprintKey)
 	for _, p := range parts {
 		// Length-prefixed, so that ("ab","c") and ("a","bc") differ.

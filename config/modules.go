@@ -66,7 +66,7 @@ func moduleKey(key string) string { return key + "_modules" }
 func newModuleSection[C any](spec SectionSpec[C], m ModuleSpec[C]) Section {
 	noun := strings.TrimSuffix(spec.Noun, " cluster") + " module"
 	s := NewSection(SectionSpec[C]{
-		Key: moduleKey(spec.Key), Noun: noun,
+		Key: moduleKey(spec.Key), Noun: noun, TypeNames: spec.TypeNames,
 		Defaults: spec.Defaults,
 		Name:     spec.Name,
 		Validate: func(*Config) func(*C) error {
@@ -114,20 +114,6 @@ func HasModules(cfg *Config) bool {
 		}
 	}
 	return false
-}
-
-// At is the module's cluster at addrs, called name. Whether the module
-// allows addrs is CheckTarget's to say.
-func (k KafkaCluster) At(name string, addrs []string) KafkaCluster {
-	k.Name, k.BootstrapServers = name, addrs
-	return k
-}
-
-// At is the module's cluster at addrs, called name. Whether the module
-// allows addrs is CheckTarget's to say.
-func (r RedisCluster) At(name string, addrs []string) RedisCluster {
-	r.Name, r.Addrs = name, addrs
-	return r
 }
 
 func errNoModuleAddr(key string) error {

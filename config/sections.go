@@ -1,22 +1,33 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+
+	"gopkg.in/yaml.v3"
 )
 
 // A Section is one system's list of clusters in the config file: its key,
 // what one entry is called in messages, and how an entry is completed.
 // Complete, the strict decoder and the type hints walk the sections table,
-// so a system's format is its file in this package and its entry there.
+// so a system's format is its settings package, which registers its
+// section (Register).
 type Section struct {
-	// Key is the file's top-level key: "kafka".
+	// Key is the file's top-level key.
 	Key string
-	// Noun names one entry in messages: "kafka cluster", "mirror".
+	// Noun names one entry in messages.
 	Noun string
+	// Rank places the section in the table (SectionSpec.Rank).
+	Rank int
+	// typeNames are SectionSpec.TypeNames.
+	typeNames map[string]string
 
 	typ      reflect.Type                 // []C
 	get      func(*Config) reflect.Value  // the entries, a []C
@@ -35,10 +46,20 @@ func (s Section) Type() reflect.Type { return s.typ }
 // SectionSpec describes a section of entries of type C.
 type SectionSpec[C any] struct {
 	Key, Noun string
-	// List is where the entries live in a Config; nil keeps them in the
-	// config's own table, read with Entries, for a system whose settings
-	// Config has no field of (one defined outside this package).
-	List func(*Config) *[]C
+	// Rank places the section in the table, whatever the order the
+	// sections are registered in: the sections of a positive rank come
+	// first, lowest first, then their modules sections in the same order,
+	// then those of no rank (0, a test's), each with its modules section,
+	// in the order registered. A section whose check reads another's
+	// entries ranks after it, being completed after it.
+	Rank int
+	// TypeNames are the names the decoder's messages give the section's
+	// types, by the names Go gives them ("settings.Cluster":
+	// "config.KafkaCluster"): the names they had when the settings were
+	// this package's, which the messages for an unknown key keep
+	// ("line 3: field refresh_intervall not found in type
+	// config.KafkaCluster"). Its modules section has the same.
+	TypeNames map[string]string
 	// Defaults fills in what an entry does not set, its name included.
 	Defaults func(*C)
 	// Name is an entry's name, unique within the section.
@@ -69,27 +90,29 @@ func NewSection[C any](spec SectionSpec[C]) Section {
 			}
 		}
 	}
-	list := spec.List
-	if list == nil {
-		list = func(cfg *Config) *[]C {
-			if cfg.entries == nil {
-				cfg.entries = map[string]any{}
-			}
-			entries, _ := cfg.entries[spec.Key].(*[]C)
-			if entries == nil {
-				entries = new([]C)
-				cfg.entries[spec.Key] = entries
-			}
-			return entries
+	// The entries live in the config's own table, read with Entries and
+	// set with SetEntries.
+	list := func(cfg *Config) *[]C {
+		if cfg.entries == nil {
+			cfg.entries = map[string]any{}
 		}
+		entries, _ := cfg.entries[spec.Key].(*[]C)
+		if entries == nil {
+			entries = new([]C)
+			cfg.entries[spec.Key] = entries
+		}
+		return entries
 	}
 	return Section{
-		Key:     spec.Key,
-		Noun:    spec.Noun,
-		modules: modules,
-		typ:     reflect.TypeOf([]C(nil)),
-		get:     func(cfg *Config) reflect.Value { return reflect.ValueOf(*list(cfg)) },
-		set:     func(cfg *Config, v reflect.Value) { *list(cfg) = v.Interface().([]C) },
+		Key:  spec.Key,
+		Noun: spec.Noun,
+		Rank: spec.Rank,
+
+		typeNames: spec.TypeNames,
+		modules:   modules,
+		typ:       reflect.TypeOf([]C(nil)),
+		get:       func(cfg *Config) reflect.Value { return reflect.ValueOf(*list(cfg)) },
+		set:       func(cfg *Config, v reflect.Value) { *list(cfg) = v.Interface().([]C) },
 		complete: func(cfg *Config) func(int) (string, error, error) {
 			entries := *list(cfg)
 			validate := spec.Validate(cfg)
@@ -106,8 +129,8 @@ func NewSection[C any](spec SectionSpec[C]) Section {
 	}
 }
 
-// Entries are the entries of the section key that lives in the config's
-// own table (a SectionSpec without List), nil when it has none.
+// Entries are the entries of cfg's section key, nil when it has none: what
+// a settings package's accessor reads.
 func Entries[C any](cfg *Config, key string) []C {
 	if entries, ok := cfg.entries[key].(*[]C); ok {
 		return *entries
@@ -115,8 +138,8 @@ func Entries[C any](cfg *Config, key string) []C {
 	return nil
 }
 
-// SetEntries replaces the entries of such a section, for configs built in
-// code; Complete then completes them.
+// SetEntries replaces the entries of cfg's section key, for configs built
+// in code; Complete then completes them.
 func SetEntries[C any](cfg *Config, key string, entries []C) {
 	if cfg.entries == nil {
 		cfg.entries = map[string]any{}
@@ -124,12 +147,8 @@ func SetEntries[C any](cfg *Config, key string, entries []C) {
 	cfg.entries[key] = &entries
 }
 
-// sections is the table, in the order the file's sections are completed
-// and their errors reported: mirrors after kafka, whose clusters they name.
-var sections = withModules(kafkaSection, redisSection, mirrorSection)
-
-// withModules is the table of sections: the sections in order, then the
-// modules sections of those that have them, in the same order.
+// withModules is the sections in order, then the modules sections of
+// those that have them, in the same order.
 func withModules(sections ...Section) []Section {
 	out := append([]Section(nil), sections...)
 	for _, s := range sections {
@@ -140,14 +159,39 @@ func withModules(sections ...Section) []Section {
 	return out
 }
 
+// table is the table of the registered sections (SectionSpec.Rank): the
+// ranked sections by rank and their modules sections, then the others,
+// each with its modules section, in the order registered.
+func table(registered []Section) []Section {
+	var ranked, others []Section
+	for _, s := range registered {
+		if s.Rank > 0 {
+			ranked = append(ranked, s)
+		} else {
+			others = append(others, s)
+		}
+	}
+	slices.SortStableFunc(ranked, func(a, b Section) int { return cmp.Compare(a.Rank, b.Rank) })
+	out := withModules(ranked...)
+	for _, s := range others {
+		out = append(out, withModules(s)...)
+	}
+	return out
+}
+
 var (
 	sectionsMu sync.RWMutex
+	// registered are the sections Register added, without their modules
+	// sections; sections is their table, in the order the file's sections
+	// are completed and their errors reported.
+	registered, sections []Section
 	// fileTypeCache is the type the file decodes into, built from the table.
 	fileTypeCache reflect.Type
 )
 
-// Register adds a section to the table, after those of this package, for
-// a system whose format is defined elsewhere (a test's). It is called
+// Register adds a section to the table, at its rank: each system's
+// settings package registers its own in its init, so that a program or
+// test that imports the package reads the section's key. It is called
 // before the first Parse; a key already in the table is refused.
 func Register(s Section) error {
 	sectionsMu.Lock()
@@ -159,7 +203,8 @@ func Register(s Section) error {
 			}
 		}
 	}
-	sections = append(sections, withModules(s)...)
+	registered = append(registered, s)
+	sections = table(registered)
 	fileTypeCache = nil
 	return nil
 }
@@ -202,15 +247,67 @@ func fromFile(cfg *Config, file reflect.Value) {
 
 // fileTypeError names the file's type as config.Config in the decoder's
 // messages ("field x not found in type config.Config"), whatever the
-// sections.
-func fileTypeError(err error, file reflect.Type) error {
-	if err == nil || !strings.Contains(err.Error(), file.String()) {
+// sections, and each section's types by their TypeNames: b is the file.
+func fileTypeError(err error, file reflect.Type, b []byte) error {
+	if err == nil {
+		return nil
+	}
+	msg := strings.ReplaceAll(err.Error(), file.String(), "config.Config")
+	if unknownField.MatchString(msg) {
+		at := sectionOfLine(b)
+		msg = unknownField.ReplaceAllStringFunc(msg, func(m string) string {
+			parts := unknownField.FindStringSubmatch(m)
+			line, _ := strconv.Atoi(parts[2])
+			if name, ok := at(line).typeNames[parts[3]]; ok {
+				return parts[1] + name
+			}
+			return m
+		})
+	}
+	if msg == err.Error() {
 		return err
 	}
-	return errors.New(strings.ReplaceAll(err.Error(), file.String(), "config.Config"))
+	return errors.New(msg)
 }
 
-// sectionKeys lists the keys for messages: "kafka, redis and mirrors".
+// unknownField is the decoder's message for an unknown key or a value of
+// the wrong type: its line and the Go type it names.
+var unknownField = regexp.MustCompile(`(?m)^(\s*line (\d+): (?:field \S+ not found in type|cannot unmarshal .* into) )(\S+)$`)
+
+// sectionOfLine returns the section of the table whose top-level key the
+// file's line is under (none outside them).
+func sectionOfLine(b []byte) func(line int) Section {
+	var doc yaml.Node
+	_ = yaml.Unmarshal(b, &doc)
+	type start struct {
+		line int
+		key  string
+	}
+	var starts []start
+	if len(doc.Content) == 1 && doc.Content[0].Kind == yaml.MappingNode {
+		root := doc.Content[0]
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			starts = append(starts, start{root.Content[i].Line, root.Content[i].Value})
+		}
+	}
+	table := Sections()
+	return func(line int) Section {
+		key := ""
+		for _, s := range starts {
+			if s.line <= line {
+				key = s.key
+			}
+		}
+		for _, s := range table {
+			if s.Key == key {
+				return s
+			}
+		}
+		return Section{}
+	}
+}
+
+// sectionKeys lists the keys for messages: "a, b and c".
 func sectionKeys() string {
 	var keys []string
 	for _, s := range Sections() {

@@ -13,9 +13,9 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 const (
@@ -40,9 +40,9 @@ func canaryKafkaAdmin(t *testing.T, c *lab.KafkaCluster) sarama.ClusterAdmin {
 }
 
 // canaryLeaseGroup is the ACL resource of the canary lease's group of the
-// topic (config.KafkaCanary.LeaseGroup).
+// topic (kafkasettings.Canary.LeaseGroup).
 func canaryLeaseGroup(topic string) sarama.Resource {
-	return sarama.Resource{ResourceType: sarama.AclResourceGroup, ResourceName: config.KafkaCanary{Topic: topic}.LeaseGroup(), ResourcePatternType: sarama.AclPatternLiteral}
+	return sarama.Resource{ResourceType: sarama.AclResourceGroup, ResourceName: kafkasettings.Canary{Topic: topic}.LeaseGroup(), ResourcePatternType: sarama.AclPatternLiteral}
 }
 
 // logEndOffsets reads every partition's log end offset of the topics, with

@@ -134,7 +134,7 @@ func (w *ackWatch) longestGap(from, to time.Time) (gap time.Duration, end time.T
 func TestKafkaCanaryLeaseHungCoordinator(t *testing.T) {
 	c := lab.SharedKafka(t, lab.KafkaOptions{})
 	const topic = "canary-lease-coord"
-	group := topic + ".lease" // config.KafkaCanary.LeaseGroup
+	group := topic + ".lease" // kafkasettings.Canary.LeaseGroup
 	cfg := faultConfig(t, fmt.Sprintf(`kafka:
   - name: lab
     bootstrap_servers: [%s]

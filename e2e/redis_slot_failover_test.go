@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
+	redissettings "github.com/failover-exporter/failover_exporter/systems/redis/settings"
 	"github.com/failover-exporter/failover_exporter/systems/redis/slotcmd"
 )
 
@@ -154,7 +154,7 @@ func runSlotSample(keys, seeds []string) (slotSample, error) {
 	defer cancel()
 	var out strings.Builder
 	s := slotSample{start: time.Now(), owners: map[string]string{}}
-	err := slotcmd.Run(ctx, &out, keys, config.RedisCluster{Addrs: seeds})
+	err := slotcmd.Run(ctx, &out, keys, redissettings.Cluster{Addrs: seeds})
 	s.end = time.Now()
 	if err != nil {
 		return s, fmt.Errorf("slot %s: %w", strings.Join(keys, " "), err)

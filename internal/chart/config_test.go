@@ -15,6 +15,10 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
+	// The systems' settings packages register the file's sections.
+	_ "github.com/failover-exporter/failover_exporter/systems/mirror/settings"
+	_ "github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // refPlace is a place of the config file that takes a secret ({file:
@@ -35,8 +39,8 @@ var (
 	tlsType       = reflect.TypeOf(config.TLS{})
 	durationType  = reflect.TypeOf(time.Duration(0))
 	regexpType    = reflect.TypeOf(config.Regexp{})
-	modeType      = reflect.TypeOf(config.PartitionMetrics(""))
-	unwatchedType = reflect.TypeOf(config.UnwatchedTopics(""))
+	modeType      = reflect.TypeOf(kafkasettings.PartitionMetrics(""))
+	unwatchedType = reflect.TypeOf(kafkasettings.UnwatchedTopics(""))
 )
 
 // yamlFields are a struct type's fields by their YAML key, in order.
@@ -124,12 +128,12 @@ func configSchema(t reflect.Type) map[string]any {
 		return map[string]any{"type": "string", "description": "A duration with its unit, such as 5s or 1m."}
 	case t == modeType:
 		modes := []any{}
-		for _, m := range config.PartitionMetricsModes {
+		for _, m := range kafkasettings.PartitionMetricsModes {
 			modes = append(modes, string(m))
 		}
 		return map[string]any{"enum": append(modes, true, false)}
 	case t == unwatchedType:
-		return map[string]any{"enum": []any{string(config.JudgeUnwatched), string(config.NameUnwatched)}}
+		return map[string]any{"enum": []any{string(kafkasettings.JudgeUnwatched), string(kafkasettings.NameUnwatched)}}
 	case t == secretType:
 		return secretPlaceSchema
 	}

@@ -10,9 +10,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/systems/kafka"
+	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // Kafka's partition_metrics setting decides which per-partition series
@@ -28,7 +28,7 @@ func TestPartitionMetricsContract(t *testing.T) {
 	for _, n := range contractMetricNames(t)["kafka"] {
 		kafkaNames[n] = true
 	}
-	for _, mode := range config.PartitionMetricsModes {
+	for _, mode := range kafkasettings.PartitionMetricsModes {
 		names, ok := contract[string(mode)]
 		if !ok {
 			t.Errorf("testdata/partition_metrics.txt has no section [%s]", mode)
@@ -60,13 +60,13 @@ func TestPartitionMetricsContract(t *testing.T) {
 		delete(contract, string(mode))
 	}
 	for section := range contract {
-		t.Errorf("testdata/partition_metrics.txt: [%s] is not a partition_metrics mode (have %v)", section, config.PartitionMetricsModes)
+		t.Errorf("testdata/partition_metrics.txt: [%s] is not a partition_metrics mode (have %v)", section, kafkasettings.PartitionMetricsModes)
 	}
 }
 
 // modeTestFile is the promtool unit test file that feeds the alerts what
 // mode serves.
-func modeTestFile(mode config.PartitionMetrics) string {
+func modeTestFile(mode kafkasettings.PartitionMetrics) string {
 	return fmt.Sprintf("prometheus/tests/alerts_%s_test.yml", mode)
 }
 
@@ -74,7 +74,7 @@ func modeTestFile(mode config.PartitionMetrics) string {
 // served: names of the Kafka collector (a histogram's _bucket, _sum and
 // _count as their family) as kafka.ServedFamilies says, any other name yes
 // (partition_metrics does not govern it).
-func servedIn(mode config.PartitionMetrics) func(name string) bool {
+func servedIn(mode kafkasettings.PartitionMetrics) func(name string) bool {
 	families := kafka.ServedFamilies(mode)
 	return func(name string) bool {
 		family, ok := kafkaFamily(families, name)
@@ -102,7 +102,7 @@ func kafkaFamily(families map[string]bool, name string) (string, bool) {
 func kafkaAlerts(t *testing.T) (all []Rule, modeDependent map[string]bool) {
 	t.Helper()
 	modeDependent = map[string]bool{}
-	families := kafka.ServedFamilies(config.PartitionMetricsFull)
+	families := kafka.ServedFamilies(kafkasettings.PartitionMetricsFull)
 	for _, a := range alertRules(t) {
 		kafkaRule := false
 		for _, name := range MetricNamesInExpr(a.Expr) {
@@ -111,7 +111,7 @@ func kafkaAlerts(t *testing.T) (all []Rule, modeDependent map[string]bool) {
 				continue
 			}
 			kafkaRule = true
-			for _, mode := range config.PartitionMetricsModes {
+			for _, mode := range kafkasettings.PartitionMetricsModes {
 				if !kafka.ServedFamilies(mode)[family] {
 					modeDependent[a.Alert] = true
 				}
@@ -133,7 +133,7 @@ func kafkaAlerts(t *testing.T) (all []Rule, modeDependent map[string]bool) {
 // not serve must be or'ed with one it does).
 func TestKafkaAlertsWorkInEveryMode(t *testing.T) {
 	alerts, modeDependent := kafkaAlerts(t)
-	for _, mode := range config.PartitionMetricsModes {
+	for _, mode := range kafkasettings.PartitionMetricsModes {
 		served := servedIn(mode)
 		families := kafka.ServedFamilies(mode)
 		for _, a := range alerts {
@@ -184,7 +184,7 @@ func TestModeUnitTestsFeedWhatTheModeServes(t *testing.T) {
 	seriesName := regexp.MustCompile(`^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)`)
 	instance := regexp.MustCompile(`instance="([^"]*)"`)
 	root := lab.RepoRoot(t)
-	for _, mode := range config.PartitionMetricsModes {
+	for _, mode := range kafkasettings.PartitionMetricsModes {
 		file := modeTestFile(mode)
 		matched, err := filepath.Match(rulesTestGlob, file)
 		if err != nil || !matched {

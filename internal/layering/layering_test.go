@@ -108,10 +108,11 @@ func TestNoSystemImportsASibling(t *testing.T) {
 	}
 }
 
-// The config and the status page are read by every system: they link no
-// client library, so that a system's client stays its own.
+// The config, the systems' settings and the status page are read by every
+// system (and the settings by --config.check): they link no client
+// library, so that a system's client stays its own.
 func TestConfigLinksNoClientLibrary(t *testing.T) {
-	for _, dir := range []string{"config", "status"} {
+	for _, dir := range []string{"config", "systems/kafka/settings", "systems/redis/settings", "systems/mirror/settings", "status"} {
 		pkgs := goList(t, "./"+dir+"/...")
 		checked := 0
 		for path, p := range pkgs {

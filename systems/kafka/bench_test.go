@@ -16,7 +16,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
-	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // syntheticMetadata is a 3-broker cluster with partitions spread over
@@ -136,7 +136,7 @@ func BenchmarkRegistryResponse10kPartitions(b *testing.B) {
 // rendering, as in Collector.
 func benchmarkRender(b *testing.B, partitions int) {
 	snapshot := syntheticSnapshot(partitions)
-	emit := func(s exposition.Sink) { emitSnapshot(s, "bench", snapshot, config.PartitionMetricsFull) }
+	emit := func(s exposition.Sink) { emitSnapshot(s, "bench", snapshot, settings.PartitionMetricsFull) }
 	prev := table.Series.Render(nil, emit)
 	b.ReportAllocs()
 	b.ResetTimer()

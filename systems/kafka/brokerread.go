@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/systems/kafka/client"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // brokerReader runs reads that ask each broker something of its own (its
@@ -112,7 +112,7 @@ func (r *brokerReader[T]) running() bool { return r.pending != nil }
 // start runs read on its own goroutine with a handle for each of brokers
 // (ID to address), unless a read runs. read must end by itself: each of
 // its requests bounded by a timeout.
-func (r *brokerReader[T]) start(cfg config.KafkaCluster, brokers map[int32]string, read func(handles map[int32]*kgo.Broker) T) error {
+func (r *brokerReader[T]) start(cfg settings.Cluster, brokers map[int32]string, read func(handles map[int32]*kgo.Broker) T) error {
 	if r.pending != nil || len(brokers) == 0 {
 		return nil
 	}

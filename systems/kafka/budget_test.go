@@ -16,6 +16,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // budgetPart is one partition of a hand-built budget snapshot.
@@ -416,7 +417,7 @@ func BenchmarkBudgetHeadroom100kPartitions(b *testing.B) { benchmarkBudget(b, 1)
 // when the headroom is set.
 func TestBudgetSeries(t *testing.T) {
 	all := []int32{1, 2, 3}
-	for _, mode := range config.PartitionMetricsModes {
+	for _, mode := range settings.PartitionMetricsModes {
 		for _, headroom := range []int{0, 1} {
 			s := budgetSnapshot(3, nil, map[int32]string{1: "a", 2: "a", 3: "b"},
 				budgetPart{"t", 2, 1, all, all, nil}, budgetPart{"one", 1, 3, []int32{3}, []int32{3}, nil})
@@ -750,8 +751,8 @@ func TestBudgetJudgesTopicsOutsideTheFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.KafkaCluster{Topics: config.TopicFilter{Include: include},
-		FailureBudget: config.KafkaBudget{UnwatchedTopics: config.JudgeUnwatched}}
+	cfg := settings.Cluster{Topics: settings.TopicFilter{Include: include},
+		FailureBudget: settings.Budget{UnwatchedTopics: settings.JudgeUnwatched}}
 	snap := buildSnapshotJudging(md, cfg.Topics.Match, cfg.Judged, configs, nil, time.Unix(1000, 0))
 	for i := range snap.Brokers {
 		snap.Brokers[i].Reachable = true

@@ -6,7 +6,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/episode"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
-	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 const clusterLabel = "kafka_cluster"
@@ -397,12 +397,12 @@ type Collector = exposition.Collector[Snapshot]
 // with the default partition series, SetEmit(name, w, EmitState(mode))
 // with another mode's.
 func NewCollector() *Collector {
-	return exposition.NewCollector(EmitState(config.DefaultPartitionMetrics), table.Sets()...)
+	return exposition.NewCollector(EmitState(settings.DefaultPartitionMetrics), table.Sets()...)
 }
 
 // EmitState emits one cluster's health series and, when its last refresh
 // succeeded, its snapshot series, with mode's per-partition series.
-func EmitState(mode config.PartitionMetrics) exposition.EmitStateFunc[Snapshot] {
+func EmitState(mode settings.PartitionMetrics) exposition.EmitStateFunc[Snapshot] {
 	return func(health, snapshotSink exposition.Sink, name string, state *watch.State[Snapshot]) {
 		emitState(health, snapshotSink, name, state, mode)
 	}
@@ -410,7 +410,7 @@ func EmitState(mode config.PartitionMetrics) exposition.EmitStateFunc[Snapshot] 
 
 // emitState emits one cluster's health series to health and, when its last
 // refresh succeeded, its snapshot series to snapshotSink.
-func emitState(health, snapshotSink exposition.Sink, name string, state *watch.State[Snapshot], mode config.PartitionMetrics) {
+func emitState(health, snapshotSink exposition.Sink, name string, state *watch.State[Snapshot], mode settings.PartitionMetrics) {
 	exposition.EmitHealth(metrics.health, health, name, state)
 	// A snapshot from before a failed refresh is not served as current.
 	if !state.Up || state.Snapshot == nil {
@@ -449,16 +449,16 @@ func (x *descs) counterFamilies() []*exposition.Desc {
 // every mode, the per-partition counters only in full, and no
 // per-partition family in none. The contract tests check that every alert
 // and panel reads something each mode serves.
-func ServedFamilies(mode config.PartitionMetrics) map[string]bool {
+func ServedFamilies(mode settings.PartitionMetrics) map[string]bool {
 	served := map[string]bool{}
 	for _, name := range exposition.Names(Sets()...) {
 		served[name] = true
 	}
 	for _, d := range metrics.partitionFamilies() {
-		served[d.Name] = mode != config.PartitionMetricsNone
+		served[d.Name] = mode != settings.PartitionMetricsNone
 	}
 	for _, d := range metrics.counterFamilies() {
-		served[d.Name] = mode == config.PartitionMetricsFull
+		served[d.Name] = mode == settings.PartitionMetricsFull
 	}
 	return served
 }
@@ -470,7 +470,7 @@ func bool01(b bool) float64 {
 	return 0
 }
 
-func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, mode config.PartitionMetrics) {
+func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, mode settings.PartitionMetrics) {
 	// Label values are filled into slices reused for every series: a fresh
 	// variadic slice per series would be over 100,000 allocations per
 	// rendering at 10,000 partitions. Sinks copy what they keep.
@@ -490,7 +490,7 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, mode config.P
 	emitInternal(ch, cluster, s.Internal)
 	// While rendering one non-partition family, skip the partition loop,
 	// nine tenths of the work.
-	partitions := mode != config.PartitionMetricsNone && exposition.Wants(ch, metrics.partitionFamilies()...)
+	partitions := mode != settings.PartitionMetricsNone && exposition.Wants(ch, metrics.partitionFamilies()...)
 	for ti := range s.Topics {
 		t := &s.Topics[ti]
 		topicLabels[1] = t.Name
@@ -501,11 +501,11 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, mode config.P
 		}
 		for pi := range t.Partitions {
 			p := &t.Partitions[pi]
-			if mode == config.PartitionMetricsUnhealthy && !p.Detailed {
+			if mode == settings.PartitionMetricsUnhealthy && !p.Detailed {
 				continue
 			}
 			partLabels[1], partLabels[2] = t.Name, strconv.FormatInt(int64(p.ID), 10)
-			if mode == config.PartitionMetricsFull {
+			if mode == settings.PartitionMetricsFull {
 				emitFullPartition(ch, s, t, p, partLabels)
 			} else {
 				emitLeanPartition(ch, s, t, p, partLabels)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
-	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // watcherServing returns a watcher whose refreshes return the given
@@ -42,7 +42,7 @@ func collectorAfterFailover(t *testing.T) *Collector {
 	before, after := failoverSnapshots()
 	w := watcherServing(t, before, after)
 	c := NewCollector()
-	c.SetEmit("main", w, EmitState(config.PartitionMetricsFull))
+	c.SetEmit("main", w, EmitState(settings.PartitionMetricsFull))
 	w.RefreshOnce(context.Background())
 	w.RefreshOnce(context.Background())
 	return c
@@ -164,7 +164,7 @@ func TestCollectorWithoutPartitionMetrics(t *testing.T) {
 	before, _ := failoverSnapshots()
 	w := watcherServing(t, before)
 	c := NewCollector()
-	c.SetEmit("main", w, EmitState(config.PartitionMetricsNone))
+	c.SetEmit("main", w, EmitState(settings.PartitionMetricsNone))
 	w.RefreshOnce(context.Background())
 	if n := testutil.CollectAndCount(c, "kafka_partition_leader", "kafka_partition_in_sync_replicas"); n != 0 {
 		t.Errorf("partition series = %d, want 0 with partition metrics off", n)
@@ -192,7 +192,7 @@ func TestMetricNamesCoverEverythingCollected(t *testing.T) {
 	after.Internal = []InternalTopic{{Name: "__consumer_offsets", Feature: "consumer_offsets", MinISR: 2, Partitions: 50, UnderReplicated: 1}}
 	w := watcherServing(t, before, after)
 	c := NewCollector()
-	c.SetEmit("main", w, EmitState(config.PartitionMetricsFull))
+	c.SetEmit("main", w, EmitState(settings.PartitionMetricsFull))
 	w.RefreshOnce(context.Background())
 	w.RefreshOnce(context.Background())
 	known := map[string]bool{}

@@ -12,6 +12,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/lib/flagvalue"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // flagCluster is the Kafka cluster of the --kafka.* flags (Spec.Flags).
@@ -28,10 +29,10 @@ type flagCluster struct {
 func declareFlags(cmd *kingpin.CmdClause) system.FlagCluster {
 	f := &flagCluster{}
 	cmd.Flag("kafka.server", "Kafka bootstrap server HOST:PORT (repeatable); enables the Kafka collector for one cluster.").StringsVar(&f.servers)
-	cmd.Flag("kafka.cluster-name", "Value of the kafka_cluster label for the --kafka.server cluster.").Default(config.DefaultKafkaClusterName).IsSetByUser(&f.givenName).StringVar(&f.name)
-	cmd.Flag("kafka.version", "Kafka protocol version to speak to the --kafka.server cluster (at least "+config.MinKafkaVersion.String()+").").Default(config.DefaultKafkaVersion).IsSetByUser(&f.givenVersion).StringVar(&f.version)
+	cmd.Flag("kafka.cluster-name", "Value of the kafka_cluster label for the --kafka.server cluster.").Default(settings.DefaultClusterName).IsSetByUser(&f.givenName).StringVar(&f.name)
+	cmd.Flag("kafka.version", "Kafka protocol version to speak to the --kafka.server cluster (at least "+settings.MinVersion.String()+").").Default(settings.DefaultVersion).IsSetByUser(&f.givenVersion).StringVar(&f.version)
 	cmd.Flag("kafka.partition-metrics", "Per-partition series for the --kafka.server cluster: lean (five per healthy partition, detail where unhealthy), unhealthy (only unhealthy partitions), full or none (topic and broker series only).").
-		Default(string(config.DefaultPartitionMetrics)).IsSetByUser(&f.givenPartitions).SetValue(&flagvalue.Enum{Flag: "--kafka.partition-metrics", Dst: &f.partitions, Options: []string{"lean", "unhealthy", "full", "none"}})
+		Default(string(settings.DefaultPartitionMetrics)).IsSetByUser(&f.givenPartitions).SetValue(&flagvalue.Enum{Flag: "--kafka.partition-metrics", Dst: &f.partitions, Options: []string{"lean", "unhealthy", "full", "none"}})
 	// The flag was a boolean before modes: its negation still means none.
 	cmd.Flag("no-kafka.partition-metrics", "Same as --kafka.partition-metrics=none (the flag was a boolean before modes).").Hidden().BoolVar(&f.noPartitions)
 	cmd.Flag("kafka.topic-filter", "Regular expression of topics to watch in the --kafka.server cluster.").StringVar(&f.topicFilter)
@@ -57,7 +58,7 @@ func (f *flagCluster) Check() []error {
 	ignored := func(flag, what, key string) error {
 		return fmt.Errorf("%s %s and does nothing without --kafka.server; give --kafka.server, or set %s in the config file", flag, what, key)
 	}
-	if err := config.CheckKafkaVersion(f.version); err != nil {
+	if err := settings.CheckVersion(f.version); err != nil {
 		errs = append(errs, fmt.Errorf("--kafka.version %w", err))
 	} else if f.givenVersion && len(servers) == 0 {
 		errs = append(errs, ignored("--kafka.version", "is for the --kafka.server cluster", "version:"))
@@ -75,7 +76,7 @@ func (f *flagCluster) Check() []error {
 			errs = append(errs, ignored(re.flag, "filters the topics of the --kafka.server cluster", re.key))
 		}
 	}
-	if f.noPartitions && f.givenPartitions && f.partitions != string(config.PartitionMetricsNone) {
+	if f.noPartitions && f.givenPartitions && f.partitions != string(settings.PartitionMetricsNone) {
 		errs = append(errs, fmt.Errorf("--no-kafka.partition-metrics (none) contradicts --kafka.partition-metrics=%s; give one of them", f.partitions))
 	}
 	if len(servers) == 0 {
@@ -93,15 +94,15 @@ func (f *flagCluster) Check() []error {
 
 // AddTo adds the --kafka.server cluster to cfg.
 func (f *flagCluster) AddTo(cfg *config.Config, refresh time.Duration) error {
-	kc := config.KafkaCluster{
+	kc := settings.Cluster{
 		Name:             f.name,
 		BootstrapServers: flagvalue.SplitList(f.servers),
 		Version:          f.version,
 		RefreshInterval:  refresh,
-		PartitionMetrics: config.PartitionMetrics(f.partitions),
+		PartitionMetrics: settings.PartitionMetrics(f.partitions),
 	}
 	if f.noPartitions {
-		kc.PartitionMetrics = config.PartitionMetricsNone
+		kc.PartitionMetrics = settings.PartitionMetricsNone
 	}
 	for _, re := range []struct {
 		flag, expr string
@@ -116,7 +117,7 @@ func (f *flagCluster) AddTo(cfg *config.Config, refresh time.Duration) error {
 		}
 		*re.dst = r
 	}
-	cfg.Kafka = append(cfg.Kafka, kc)
+	settings.SetClusters(cfg, append(settings.Clusters(cfg), kc))
 	return nil
 }
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 func TestLogDirsFrom(t *testing.T) {
@@ -73,7 +73,7 @@ func TestCordonedLogDirs(t *testing.T) {
 		t.Errorf("status page state with a reassignment adding replicas = %q", row.State)
 	}
 	cordoned.Brokers[0].AddingReplicas = 0
-	series := render(cordoned, config.DefaultPartitionMetrics)
+	series := render(cordoned, settings.DefaultPartitionMetrics)
 	for key, want := range map[string]float64{
 		`kafka_broker_log_dirs{broker="1",kafka_cluster="k"}`:                       2,
 		`kafka_broker_cordoned_log_dirs{broker="1",kafka_cluster="k"}`:              1,
@@ -85,7 +85,7 @@ func TestCordonedLogDirs(t *testing.T) {
 			t.Errorf("%s = %v (served: %v), want %v", key, got, ok, want)
 		}
 	}
-	for key := range render(unread, config.DefaultPartitionMetrics) {
+	for key := range render(unread, settings.DefaultPartitionMetrics) {
 		if strings.Contains(key, "log_dir") && strings.Contains(key, `broker="1"`) {
 			t.Errorf("a broker whose directories were not read serves %s", key)
 		}

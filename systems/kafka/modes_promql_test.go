@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // TestLeanReplacementsGiveTheFullSeries checks the PromQL METRICS.md gives
@@ -48,7 +48,7 @@ func TestLeanReplacementsGiveTheFullSeries(t *testing.T) {
 	var tests strings.Builder
 	tests.WriteString("tests:\n")
 	for i, snap := range []*Snapshot{healthy, failover} {
-		lean, full := render(snap, config.PartitionMetricsLean), render(snap, config.PartitionMetricsFull)
+		lean, full := render(snap, settings.PartitionMetricsLean), render(snap, settings.PartitionMetricsFull)
 		fmt.Fprintf(&tests, "  - interval: 1m\n    name: snapshot %d\n    input_series:\n", i)
 		for _, key := range sortedKeys(lean) {
 			fmt.Fprintf(&tests, "      - series: '%s'\n        values: '%g'\n", withInstance(key), lean[key])

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
-	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // seriesSink records every series as "name{labels}" → value.
@@ -28,7 +28,7 @@ func (s seriesSink) AddHistogram(d *exposition.Desc, count uint64, sum float64, 
 }
 
 // render emits snap in mode as cluster "k".
-func render(snap *Snapshot, mode config.PartitionMetrics) seriesSink {
+func render(snap *Snapshot, mode settings.PartitionMetrics) seriesSink {
 	sink := seriesSink{}
 	emitSnapshot(sink, "k", snap, mode)
 	return sink
@@ -83,7 +83,7 @@ func at(s *Snapshot, t0 time.Time, offset time.Duration) *Snapshot {
 func TestLeanServesFiveSeriesPerHealthyPartition(t *testing.T) {
 	rs := []int32{1, 2, 3}
 	healthy := refreshes(time.Minute, snapshotOf([]int32{1, 2, 3}, part{1, rs, rs}, part{2, []int32{2, 3, 1}, rs}, part{3, []int32{3, 1, 2}, rs}))
-	got := render(healthy, config.PartitionMetricsLean)
+	got := render(healthy, settings.PartitionMetricsLean)
 	for p, n := range got.perPartition() {
 		if n != 5 {
 			t.Errorf("lean: %d series for healthy partition %s, want 5", n, p)
@@ -92,13 +92,13 @@ func TestLeanServesFiveSeriesPerHealthyPartition(t *testing.T) {
 	if want := []string{"kafka_partition_in_sync_replicas", "kafka_partition_leader", "kafka_partition_replicas", "kafka_partition_under_min_isr", "kafka_partition_under_replicated"}; !slices.Equal(got.partitionFamilies(), want) {
 		t.Errorf("lean families of a healthy cluster = %v, want %v", got.partitionFamilies(), want)
 	}
-	if n := len(render(healthy, config.PartitionMetricsUnhealthy).perPartition()); n != 0 {
+	if n := len(render(healthy, settings.PartitionMetricsUnhealthy).perPartition()); n != 0 {
 		t.Errorf("unhealthy mode: %d healthy partitions with series, want none", n)
 	}
-	if n := len(render(healthy, config.PartitionMetricsNone).perPartition()); n != 0 {
+	if n := len(render(healthy, settings.PartitionMetricsNone).perPartition()); n != 0 {
 		t.Errorf("none: %d partitions with series, want none", n)
 	}
-	full := render(healthy, config.PartitionMetricsFull).perPartition()
+	full := render(healthy, settings.PartitionMetricsFull).perPartition()
 	for p, n := range full {
 		// leader, replicas, ISR, offline replicas, under-replicated, offline,
 		// preferred, under and at min ISR, four counters, reassigning.
@@ -124,7 +124,7 @@ func TestModesAfterFailover(t *testing.T) {
 	before.Topics[0].MinISR, after.Topics[0].MinISR = 1, 1
 	last := refreshes(time.Minute, before, after)
 
-	lean := render(last, config.PartitionMetricsLean)
+	lean := render(last, settings.PartitionMetricsLean)
 	counts := lean.perPartition()
 	if counts["t/1"] != 5 {
 		t.Errorf("lean: healthy partition t/1 has %d series, want 5", counts["t/1"])
@@ -159,7 +159,7 @@ func TestModesAfterFailover(t *testing.T) {
 		`kafka_broker_isr_shrinks_total{broker="2",kafka_cluster="k"}`:             0,
 		`kafka_detailed_partitions{kafka_cluster="k"}`:                             1,
 	}
-	for _, mode := range config.PartitionMetricsModes {
+	for _, mode := range settings.PartitionMetricsModes {
 		got := render(last, mode)
 		for key, v := range want {
 			if got[key] != v {
@@ -170,7 +170,7 @@ func TestModesAfterFailover(t *testing.T) {
 			}
 		}
 	}
-	sparse := render(last, config.PartitionMetricsUnhealthy).perPartition()
+	sparse := render(last, settings.PartitionMetricsUnhealthy).perPartition()
 	if _, ok := sparse["t/1"]; ok || sparse["t/0"] == 0 {
 		t.Errorf("unhealthy mode: per-partition series %v, want t/0 only", sparse)
 	}
@@ -194,7 +194,7 @@ func TestDetailHold(t *testing.T) {
 		s.detailHold = hold
 		carryTransitions(prev, s)
 		prev = s
-		sink = render(s, config.PartitionMetricsUnhealthy)
+		sink = render(s, settings.PartitionMetricsUnhealthy)
 		_, present = sink[`kafka_partition_leader{kafka_cluster="k",partition="0",topic="t"}`]
 		return present, sink
 	}
@@ -239,7 +239,7 @@ func TestDetailHold(t *testing.T) {
 // replica, an ISR at min ISR (replication factor = min ISR).
 func TestLeanServesGaugesOffTheirHealthyValue(t *testing.T) {
 	last := refreshes(time.Minute, snapshotOf([]int32{1, 2, 3}, part{2, []int32{1, 2, 3}, []int32{1, 2, 3}}, part{1, []int32{1, 2}, []int32{1, 2}}))
-	got := render(last, config.PartitionMetricsLean)
+	got := render(last, settings.PartitionMetricsLean)
 	if v, ok := got[`kafka_partition_leader_is_preferred{kafka_cluster="k",partition="0",topic="t"}`]; !ok || v != 0 {
 		t.Errorf("lean: leader_is_preferred of a partition led by its second replica = %v (served %v), want 0", v, ok)
 	}
@@ -266,7 +266,7 @@ func TestServedFamiliesMatchWhatEachModeEmits(t *testing.T) {
 	last := refreshes(time.Minute, before, after)
 	last.countNoCleanLeader()
 	last.countRacks()
-	for _, mode := range config.PartitionMetricsModes {
+	for _, mode := range settings.PartitionMetricsModes {
 		served := ServedFamilies(mode)
 		for key := range render(last, mode) {
 			if name := key[:strings.IndexByte(key, '{')]; !served[name] {
@@ -274,10 +274,10 @@ func TestServedFamiliesMatchWhatEachModeEmits(t *testing.T) {
 			}
 		}
 	}
-	if ServedFamilies(config.PartitionMetricsLean)["kafka_partition_leader_changes_total"] || !ServedFamilies(config.PartitionMetricsFull)["kafka_partition_leader_changes_total"] {
+	if ServedFamilies(settings.PartitionMetricsLean)["kafka_partition_leader_changes_total"] || !ServedFamilies(settings.PartitionMetricsFull)["kafka_partition_leader_changes_total"] {
 		t.Error("per-partition counters: want served in full only")
 	}
-	if ServedFamilies(config.PartitionMetricsNone)["kafka_partition_leader"] || !ServedFamilies(config.PartitionMetricsNone)["kafka_topic_leader_changes_total"] {
+	if ServedFamilies(settings.PartitionMetricsNone)["kafka_partition_leader"] || !ServedFamilies(settings.PartitionMetricsNone)["kafka_topic_leader_changes_total"] {
 		t.Error("none: want no partition family and every topic family")
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/go-kit/log"
 
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/certs"
+	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 func TestProbeTargetsKeepDownBrokersLastAddress(t *testing.T) {
@@ -101,7 +101,7 @@ func TestProbeAddrsDialsEachAddress(t *testing.T) {
 	closed.Close()
 	connected := "127.0.0.1:1" // nothing listens there: a dial would fail
 
-	s := &source{cfg: config.KafkaCluster{DialTimeout: time.Second}, logger: log.NewNopLogger()}
+	s := &source{cfg: kafkasettings.Cluster{DialTimeout: time.Second}, logger: log.NewNopLogger()}
 	got := s.probeAddrs(context.Background(), []string{open.Addr().String(), closedAddr, silent.Addr().String(), connected, ""}, connected)
 	want := map[string]bool{open.Addr().String(): true, connected: true}
 	if !reflect.DeepEqual(got, want) {
@@ -149,7 +149,7 @@ func TestProbeAddrsOverTLS(t *testing.T) {
 		conf := sarama.NewConfig()
 		conf.Net.TLS.Enable = true
 		conf.Net.TLS.Config = &tls.Config{RootCAs: c.roots, MinVersion: tls.VersionTLS12}
-		s := &source{cfg: config.KafkaCluster{DialTimeout: time.Second}, conf: conf, logger: log.NewNopLogger()}
+		s := &source{cfg: kafkasettings.Cluster{DialTimeout: time.Second}, conf: conf, logger: log.NewNopLogger()}
 		if got := s.probeAddrs(context.Background(), []string{addr}, "")[addr]; got != c.want {
 			t.Errorf("TLS broker with %s trusted: reached %v, want %v", c.name, got, c.want)
 		}

@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/systems/kafka/client"
+	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 	"github.com/failover-exporter/failover_exporter/systems/peer"
 )
 
@@ -43,7 +43,7 @@ const (
 // what is to be stored, which the watcher goroutine stores after joining
 // them (see refresh and readQuorum).
 type source struct {
-	cfg    config.KafkaCluster
+	cfg    kafkasettings.Cluster
 	conf   *sarama.Config
 	logger log.Logger
 
@@ -89,7 +89,7 @@ type source struct {
 	answered map[string]bool
 }
 
-func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
+func newSource(cfg kafkasettings.Cluster, logger log.Logger) (*source, error) {
 	conf, security, err := kafkaclient.Configs(cfg)
 	if err != nil {
 		return nil, err

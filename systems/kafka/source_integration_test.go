@@ -11,6 +11,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // TestIntegrationSource refreshes a real 3-node KRaft cluster, healthy and
@@ -24,24 +25,25 @@ func TestIntegrationSource(t *testing.T) {
 		t.Skip("starts a Kafka cluster")
 	}
 	c := lab.StartKafka(t, lab.KafkaOptions{})
-	cfg := config.Config{Kafka: []config.KafkaCluster{{
+	cfg := config.Config{}
+	settings.SetClusters(&cfg, []settings.Cluster{{
 		Name:             "lab",
 		BootstrapServers: c.Bootstrap(),
 		RefreshInterval:  2 * time.Second,
 		DialTimeout:      time.Second,
 		RequestTimeout:   time.Second,
-	}}}
+	}})
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	src, err := newSource(cfg.Kafka[0], log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)))
+	src, err := newSource(settings.Clusters(&cfg)[0], log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.close()
 	var snap *Snapshot
 	refresh := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.Kafka[0].RefreshTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), settings.Clusters(&cfg)[0].RefreshTimeout)
 		defer cancel()
 		next, err := src.refresh(ctx, snap)
 		if err == nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // mockCluster is a sarama MockBroker answering Metadata and DescribeConfigs.
@@ -106,11 +107,12 @@ func testSource(t *testing.T, addr string) (*source, *time.Time) {
 }
 
 func testSourceLogging(t *testing.T, addr string, logger log.Logger) (*source, *time.Time) {
-	cfg := config.Config{Kafka: []config.KafkaCluster{{Name: "k", BootstrapServers: []string{addr}}}}
+	cfg := config.Config{}
+	settings.SetClusters(&cfg, []settings.Cluster{{Name: "k", BootstrapServers: []string{addr}}})
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	src, err := newSource(cfg.Kafka[0], logger)
+	src, err := newSource(settings.Clusters(&cfg)[0], logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +304,7 @@ func TestReassignmentsListedOncePerRefresh(t *testing.T) {
 func renderSnapshot(t *testing.T, snap *Snapshot) string {
 	t.Helper()
 	var sink lineSink
-	emitSnapshot(&sink, "k", snap, config.PartitionMetricsFull)
+	emitSnapshot(&sink, "k", snap, settings.PartitionMetricsFull)
 	return sink.String()
 }
 

@@ -10,20 +10,23 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
+	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // Spec is Kafka as the registry knows it (systems.All).
-var Spec = system.Spec[Snapshot, config.KafkaCluster]{
+var Spec = system.Spec[Snapshot, kafkasettings.Cluster]{
 	Name:        "kafka",
-	Clusters:    func(cfg *config.Config) []config.KafkaCluster { return cfg.Kafka },
-	ClusterName: func(c config.KafkaCluster) string { return c.Name },
-	Discover: func(cfg *config.Config, module, name string, addrs []string) (config.KafkaCluster, bool) {
-		return config.ModuleAt[config.KafkaCluster](cfg, "kafka", module, name, addrs)
+	Clusters:    func(cfg *config.Config) []kafkasettings.Cluster { return kafkasettings.Clusters(cfg) },
+	ClusterName: func(c kafkasettings.Cluster) string { return c.Name },
+	Discover: func(cfg *config.Config, module, name string, addrs []string) (kafkasettings.Cluster, bool) {
+		return config.ModuleAt[kafkasettings.Cluster](cfg, "kafka", module, name, addrs)
 	},
 	Members:     members,
-	Fingerprint: config.KafkaCluster.Fingerprint,
-	Timing:      func(c config.KafkaCluster) (time.Duration, time.Duration) { return c.RefreshInterval, c.RefreshTimeout },
-	Source: func(c config.KafkaCluster, logger log.Logger) (system.Source[Snapshot], error) {
+	Fingerprint: kafkasettings.Cluster.Fingerprint,
+	Timing: func(c kafkasettings.Cluster) (time.Duration, time.Duration) {
+		return c.RefreshInterval, c.RefreshTimeout
+	},
+	Source: func(c kafkasettings.Cluster, logger log.Logger) (system.Source[Snapshot], error) {
 		src, err := newSource(c, logger)
 		if err != nil {
 			return system.Source[Snapshot]{}, err
@@ -39,7 +42,7 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 		EventUnderMinISRBegin, EventUnderMinISREnd, EventUncleanElection,
 		EventReassignmentStarted, EventReassignmentFinished, events.EventsTruncated,
 	},
-	NewCollector: func() system.Collector[Snapshot, config.KafkaCluster] { return servingCollector{NewCollector()} },
+	NewCollector: func() system.Collector[Snapshot, kafkasettings.Cluster] { return servingCollector{NewCollector()} },
 	Sets:         Sets,
 	// kafka_topic_leader_changes_total is served with every partition_metrics
 	// setting, kafka_partition_leader_changes_total only with full.
@@ -71,7 +74,7 @@ var System = system.Define(Spec)
 // NewWatcher returns a watcher that refreshes cfg's cluster on its refresh
 // interval, as the manager builds it. It does no network I/O until the
 // watcher runs; the connection is closed when Run returns, or by Close.
-func NewWatcher(cfg config.KafkaCluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
+func NewWatcher(cfg kafkasettings.Cluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
 	return system.NewWatcher(Spec, cfg, logger)
 }
 
@@ -79,13 +82,13 @@ func NewWatcher(cfg config.KafkaCluster, logger log.Logger) (*watch.Watcher[Snap
 // cluster with its settings' choice of partition series.
 type servingCollector struct{ *Collector }
 
-func (c servingCollector) Serve(name string, w *watch.Watcher[Snapshot], settings config.KafkaCluster) {
+func (c servingCollector) Serve(name string, w *watch.Watcher[Snapshot], settings kafkasettings.Cluster) {
 	c.SetEmit(name, w, EmitState(settings.PartitionMetrics))
 }
 
 // members are the cluster's id and every address it is known by: its
 // bootstrap servers and its brokers' advertised addresses.
-func members(c config.KafkaCluster, snap *Snapshot) (ids, addrs []string) {
+func members(c kafkasettings.Cluster, snap *Snapshot) (ids, addrs []string) {
 	addrs = append(addrs, c.BootstrapServers...)
 	if snap == nil {
 		return nil, addrs

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/mirror/settings"
 )
 
 // The states Kafka Connect gives a connector or a task
@@ -36,7 +37,7 @@ const maxConnectReply = 16 << 20
 const maxTraceLine = 300
 
 // ConnectState is what the flow's Kafka Connect REST API said at the
-// refresh, when the flow has one (config.MirrorConnect).
+// refresh, when the flow has one (settings.Connect).
 type ConnectState struct {
 	// Configured is set when the flow names a REST API; Read when it
 	// answered.
@@ -72,14 +73,14 @@ type Task struct {
 
 // connectReader asks a Kafka Connect REST API for the flow's connectors.
 type connectReader struct {
-	cfg         config.MirrorConnect
+	cfg         settings.Connect
 	client      *http.Client
 	transport   *http.Transport
 	aliasSource string
 	aliasTarget string
 }
 
-func newConnectReader(m config.Mirror) (*connectReader, error) {
+func newConnectReader(m settings.Flow) (*connectReader, error) {
 	if m.Connect == nil {
 		return nil, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/mirror/settings"
 )
 
 // connectReply is GET /connectors?expand=status&expand=info as Kafka
@@ -53,9 +54,9 @@ func connectServer(t *testing.T, status int, body string) (*httptest.Server, *[]
 	return srv, &requests
 }
 
-func testConnectReader(t *testing.T, c config.MirrorConnect) *connectReader {
+func testConnectReader(t *testing.T, c settings.Connect) *connectReader {
 	t.Helper()
-	r, err := newConnectReader(config.Mirror{SourceAlias: "eu", TargetAlias: "us", Connect: &c})
+	r, err := newConnectReader(settings.Flow{SourceAlias: "eu", TargetAlias: "us", Connect: &c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func testConnectReader(t *testing.T, c config.MirrorConnect) *connectReader {
 func TestConnectFindsTheFlowsConnectors(t *testing.T) {
 	srv, requests := connectServer(t, http.StatusOK, connectReply)
 	t.Setenv("CONNECT_PASSWORD", "s3cret")
-	r := testConnectReader(t, config.MirrorConnect{URL: srv.URL + "/", Username: "exporter", Password: config.Secret{Env: "CONNECT_PASSWORD"}})
+	r := testConnectReader(t, settings.Connect{URL: srv.URL + "/", Username: "exporter", Password: config.Secret{Env: "CONNECT_PASSWORD"}})
 	state, err := r.read(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +99,7 @@ func TestConnectFindsTheFlowsConnectors(t *testing.T) {
 
 func TestConnectNamedConnectors(t *testing.T) {
 	srv, _ := connectServer(t, http.StatusOK, connectReply)
-	r := testConnectReader(t, config.MirrorConnect{URL: srv.URL, Connectors: []string{"eu->ap.MirrorSourceConnector", "jdbc-sink", "gone"}})
+	r := testConnectReader(t, settings.Connect{URL: srv.URL, Connectors: []string{"eu->ap.MirrorSourceConnector", "jdbc-sink", "gone"}})
 	state, err := r.read(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +110,7 @@ func TestConnectNamedConnectors(t *testing.T) {
 	}
 	// Without names, a flow whose aliases no MirrorSourceConnector has
 	// misses its source connector.
-	r, err = newConnectReader(config.Mirror{SourceAlias: "ap", TargetAlias: "us", Connect: &config.MirrorConnect{URL: srv.URL}})
+	r, err = newConnectReader(settings.Flow{SourceAlias: "ap", TargetAlias: "us", Connect: &settings.Connect{URL: srv.URL}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestConnectRefusesBadReplies(t *testing.T) {
 		{http.StatusOK, `{"c": `, "not the Connect REST API's reply"},
 	} {
 		srv, _ := connectServer(t, tc.status, tc.body)
-		r := testConnectReader(t, config.MirrorConnect{URL: srv.URL, Username: "u", Password: config.Secret{Env: "CONNECT_PASSWORD"}})
+		r := testConnectReader(t, settings.Connect{URL: srv.URL, Username: "u", Password: config.Secret{Env: "CONNECT_PASSWORD"}})
 		_, err := r.read(context.Background())
 		if err == nil || !strings.Contains(err.Error(), tc.wantError) {
 			t.Errorf("%d %s: error %v, want %q", tc.status, tc.body, err, tc.wantError)
@@ -149,14 +150,14 @@ func TestConnectRefusesBadReplies(t *testing.T) {
 	// Nothing listens: the error names the request.
 	srv, _ := connectServer(t, http.StatusOK, "{}")
 	srv.Close()
-	r := testConnectReader(t, config.MirrorConnect{URL: srv.URL})
+	r := testConnectReader(t, settings.Connect{URL: srv.URL})
 	if _, err := r.read(context.Background()); err == nil || !strings.Contains(err.Error(), "connect GET /connectors") {
 		t.Errorf("closed server: %v", err)
 	}
 	// A reply past the bound is refused, not read whole.
 	big := `{"c": {"info": {"config": {"x": "` + strings.Repeat("a", maxConnectReply) + `"}}}}`
 	srv, _ = connectServer(t, http.StatusOK, big)
-	r = testConnectReader(t, config.MirrorConnect{URL: srv.URL})
+	r = testConnectReader(t, settings.Connect{URL: srv.URL})
 	if _, err := r.read(context.Background()); err == nil || !strings.Contains(err.Error(), "larger than 16 MiB") {
 		t.Errorf("large reply: %v", err)
 	}
@@ -164,7 +165,7 @@ func TestConnectRefusesBadReplies(t *testing.T) {
 
 func TestConnectExpositionAndEvents(t *testing.T) {
 	srv, _ := connectServer(t, http.StatusOK, connectReply)
-	r := testConnectReader(t, config.MirrorConnect{URL: srv.URL})
+	r := testConnectReader(t, settings.Connect{URL: srv.URL})
 	state, err := r.read(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +227,7 @@ func TestConnectExpositionAndEvents(t *testing.T) {
 
 func TestConnectViews(t *testing.T) {
 	srv, _ := connectServer(t, http.StatusOK, connectReply)
-	r := testConnectReader(t, config.MirrorConnect{URL: srv.URL})
+	r := testConnectReader(t, settings.Connect{URL: srv.URL})
 	state, err := r.read(context.Background())
 	if err != nil {
 		t.Fatal(err)

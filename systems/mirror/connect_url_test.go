@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/mirror/settings"
 )
 
 // TestConnectErrorsHideURLCredentials: the config check refuses a
@@ -21,7 +21,7 @@ func TestConnectErrorsHideURLCredentials(t *testing.T) {
 		srv.URL + "/?token=s3cret",
 		srv.URL + "/#s3cret",
 	} {
-		r := testConnectReader(t, config.MirrorConnect{URL: secretURL})
+		r := testConnectReader(t, settings.Connect{URL: secretURL})
 		_, err := r.read(context.Background())
 		if err == nil || !strings.Contains(err.Error(), "connect GET /connectors") {
 			t.Fatalf("%s: closed server: %v", secretURL, err)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
+	mirrorsettings "github.com/failover-exporter/failover_exporter/systems/mirror/settings"
 )
 
 // TestIntegrationRefresh reads a flow whose MM2 records are written by
@@ -78,15 +80,14 @@ func TestIntegrationRefresh(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := config.Config{
-		Kafka: []config.KafkaCluster{{Name: "eu", BootstrapServers: kc.Bootstrap()}, {Name: "us", BootstrapServers: kc.Bootstrap()}},
-		// With the default policy, "us.*" topics would be the target's own.
-		Mirrors: []config.Mirror{{Name: "eu-us", Source: "eu", Target: "us", RefreshInterval: 5 * time.Second}},
-	}
+	cfg := config.Config{}
+	kafkasettings.SetClusters(&cfg, []kafkasettings.Cluster{{Name: "eu", BootstrapServers: kc.Bootstrap()}, {Name: "us", BootstrapServers: kc.Bootstrap()}})
+	// With the default policy, "us.*" topics would be the target's own.
+	mirrorsettings.SetFlows(&cfg, []mirrorsettings.Flow{{Name: "eu-us", Source: "eu", Target: "us", RefreshInterval: 5 * time.Second}})
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	src, err := NewSource(cfg.Mirrors[0], log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)))
+	src, err := NewSource(mirrorsettings.Flows(&cfg)[0], log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/mirror/settings"
 )
 
 // policy is how a flow names topics on the target and which source topics
@@ -20,9 +21,9 @@ type policy struct {
 	topics                       *config.Regexp
 }
 
-func newPolicy(m config.Mirror) policy {
+func newPolicy(m settings.Flow) policy {
 	return policy{
-		identity:          m.ReplicationPolicy == config.ReplicationPolicyIdentity,
+		identity:          m.ReplicationPolicy == settings.ReplicationPolicyIdentity,
 		sourceAlias:       m.SourceAlias,
 		targetAlias:       m.TargetAlias,
 		separator:         m.ReplicationPolicySeparator,

@@ -16,8 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/systems/kafka/client"
+	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
+	mirrorsettings "github.com/failover-exporter/failover_exporter/systems/mirror/settings"
 )
 
 // What a read was of, in Snapshot.Errors and the
@@ -53,7 +54,7 @@ type storedCheckpoint struct {
 // topics followed from one refresh to the next. Its fields belong to the
 // watcher's goroutine.
 type Source struct {
-	cfg    config.Mirror
+	cfg    mirrorsettings.Flow
 	policy policy
 	logger log.Logger
 	now    func() time.Time
@@ -79,7 +80,7 @@ type Source struct {
 // NewSource builds the reader of the flow m (defaults applied, clusters
 // resolved by config.Config.Complete). It connects to nothing; Refresh
 // does, and Close releases the clients.
-func NewSource(m config.Mirror, logger log.Logger) (*Source, error) {
+func NewSource(m mirrorsettings.Flow, logger log.Logger) (*Source, error) {
 	s := &Source{
 		cfg: m, policy: newPolicy(m), logger: logger, now: time.Now,
 		syncs: newFollower(m.OffsetSyncsTopic), latestSync: map[partitionKey]OffsetSync{},
@@ -100,13 +101,13 @@ func NewSource(m config.Mirror, logger log.Logger) (*Source, error) {
 		return nil, err
 	}
 	s.syncsOn = s.src
-	if m.OffsetSyncsTopicLocation == config.OffsetSyncsOnTarget {
+	if m.OffsetSyncsTopicLocation == mirrorsettings.OffsetSyncsOnTarget {
 		s.syncsOn = s.dst
 	}
 	return s, nil
 }
 
-func newCluster(k config.KafkaCluster) (*cluster, error) {
+func newCluster(k kafkasettings.Cluster) (*cluster, error) {
 	opts, err := kafkaclient.FranzOptions(k)
 	if err != nil {
 		return nil, err

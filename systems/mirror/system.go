@@ -9,16 +9,17 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
+	mirrorsettings "github.com/failover-exporter/failover_exporter/systems/mirror/settings"
 )
 
 // Spec is the mirror flow as the registry knows it (systems.All).
-var Spec = system.Spec[Snapshot, config.Mirror]{
+var Spec = system.Spec[Snapshot, mirrorsettings.Flow]{
 	Name:        "mirror",
-	Clusters:    func(cfg *config.Config) []config.Mirror { return cfg.Mirrors },
-	ClusterName: func(m config.Mirror) string { return m.Name },
-	Fingerprint: config.Mirror.Fingerprint,
-	Timing:      func(m config.Mirror) (time.Duration, time.Duration) { return m.RefreshInterval, m.RefreshTimeout },
-	Source: func(m config.Mirror, logger log.Logger) (system.Source[Snapshot], error) {
+	Clusters:    func(cfg *config.Config) []mirrorsettings.Flow { return mirrorsettings.Flows(cfg) },
+	ClusterName: func(m mirrorsettings.Flow) string { return m.Name },
+	Fingerprint: mirrorsettings.Flow.Fingerprint,
+	Timing:      func(m mirrorsettings.Flow) (time.Duration, time.Duration) { return m.RefreshInterval, m.RefreshTimeout },
+	Source: func(m mirrorsettings.Flow, logger log.Logger) (system.Source[Snapshot], error) {
 		src, err := NewSource(m, logger)
 		if err != nil {
 			return system.Source[Snapshot]{}, err
@@ -27,7 +28,7 @@ var Spec = system.Spec[Snapshot, config.Mirror]{
 	},
 	Events:     func(s *Snapshot) []events.Event { return s.Events.All() },
 	EventKinds: []events.Kind{EventStalled, EventResumed, EventTopicMissing, EventTopicAppeared, EventConnectorState, events.EventsTruncated},
-	NewCollector: func() system.Collector[Snapshot, config.Mirror] {
+	NewCollector: func() system.Collector[Snapshot, mirrorsettings.Flow] {
 		return servingCollector{NewCollector()}
 	},
 	Sets: Sets,
@@ -52,7 +53,7 @@ var System = system.Define(Spec)
 // NewWatcher returns a watcher that refreshes the flow m on its refresh
 // interval, as the manager builds it. m must come from a config that
 // Complete filled in (its clusters resolved).
-func NewWatcher(m config.Mirror, logger log.Logger) (*watch.Watcher[Snapshot], error) {
+func NewWatcher(m mirrorsettings.Flow, logger log.Logger) (*watch.Watcher[Snapshot], error) {
 	return system.NewWatcher(Spec, m, logger)
 }
 
@@ -60,6 +61,6 @@ func NewWatcher(m config.Mirror, logger log.Logger) (*watch.Watcher[Snapshot], e
 // choice of partition series.
 type servingCollector struct{ *Collector }
 
-func (c servingCollector) Serve(name string, w *watch.Watcher[Snapshot], m config.Mirror) {
+func (c servingCollector) Serve(name string, w *watch.Watcher[Snapshot], m mirrorsettings.Flow) {
 	c.SetEmit(name, w, Emitter(m.Source, m.Target, m.PartitionMetrics))
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
-	"github.com/failover-exporter/failover_exporter/config"
+	redissettings "github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // The failure budget: what stopping one node, or every node of one zone,
@@ -211,7 +211,7 @@ func (n *Node) IsCaughtUpReplica(bound int64) bool {
 
 // assessBudget computes the failure budget of snap (a step of the refresh,
 // after buildSnapshot): every node's stop, and every zone's.
-func assessBudget(snap *Snapshot, cfg config.RedisBudget, nodeTimeout time.Duration) *FailureBudget {
+func assessBudget(snap *Snapshot, cfg redissettings.Budget, nodeTimeout time.Duration) *FailureBudget {
 	b := &FailureBudget{
 		NodeTimeout:     nodeTimeout,
 		NodeTimeoutRead: nodeTimeout > 0,

@@ -11,8 +11,8 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/failover-exporter/failover_exporter/collector/budget"
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // TestLabFailureBudget checks the failure budget's predictions against what
@@ -45,7 +45,7 @@ func TestLabFailureBudget(t *testing.T) {
 		zones[n.Addr] = "zone-b"
 	}
 	zones[m1.Addr], zones[r1.Addr] = "zone-a", "zone-a"
-	e := startExporter(t, c.Addrs()[:1], func(rc *config.RedisCluster, _ *log.Logger) { rc.FailureBudget.Zones = zones })
+	e := startExporter(t, c.Addrs()[:1], func(rc *settings.Cluster, _ *log.Logger) { rc.FailureBudget.Zones = zones })
 	e.waitHealthy(c, 1)
 
 	ask := func(scope budget.Scope, id string) budget.Answer {

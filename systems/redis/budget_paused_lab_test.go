@@ -10,8 +10,8 @@ import (
 
 	"github.com/go-kit/log"
 
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // TestLabBudgetPausedReplica checks that a replica the exporter cannot read
@@ -50,7 +50,7 @@ func TestLabBudgetPausedReplica(t *testing.T) {
 	}
 	slices.SortFunc(replicas, func(a, b lab.RedisNode) int { return strings.Compare(a.Addr, b.Addr) })
 	ra, rb := replicas[0], replicas[1]
-	e := startExporter(t, c.Addrs()[:1], func(rc *config.RedisCluster, _ *log.Logger) { rc.FailureBudget.HealthyReplicaHeadroom = true })
+	e := startExporter(t, c.Addrs()[:1], func(rc *settings.Cluster, _ *log.Logger) { rc.FailureBudget.HealthyReplicaHeadroom = true })
 	e.waitHealthy(c, 2)
 	lb := labBudget{t, e}
 

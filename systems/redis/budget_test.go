@@ -12,8 +12,8 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch/watchtest"
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // bnode is one node of a hand-built budget topology.
@@ -149,7 +149,7 @@ func TestBudgetStop(t *testing.T) {
 	cases := []struct {
 		name     string
 		nodes    []bnode
-		cfg      config.RedisBudget
+		cfg      settings.Budget
 		scope    budget.Scope
 		id       string
 		safe     bool
@@ -180,16 +180,16 @@ func TestBudgetStop(t *testing.T) {
 			reasons: "serves_slots", failover: 5461, atRisk: "0-5460", advice: "no replica of 10.0.0.1:7000 is caught up (within 1048576 bytes): the best, D (10.0.0.2:7003), it is 10485760 bytes behind",
 			loss: 10 << 20, hasLoss: true, tolerated: 1},
 		{name: "caught_up_bytes raised: the lagging replica is caught up",
-			nodes: with(threeShards(), "D", func(n *bnode) { n.lag = 10 << 20 }), cfg: config.RedisBudget{CaughtUpBytes: ptr(int64(20 << 20))}, scope: ScopeNode, id: "A",
+			nodes: with(threeShards(), "D", func(n *bnode) { n.lag = 10 << 20 }), cfg: settings.Budget{CaughtUpBytes: ptr(int64(20 << 20))}, scope: ScopeNode, id: "A",
 			reasons: "serves_slots", failover: 5461, atRisk: "0-5460", advice: "fail over to replica D", loss: 10 << 20, hasLoss: true, tolerated: 1},
 		{name: "the best of two replicas is advised",
 			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.3:7006", master: "A", lag: 7}), scope: ScopeNode, id: "A",
 			reasons: "serves_slots", failover: 5461, atRisk: "0-5460", advice: "replica G (10.0.0.3:7006)", loss: 7, hasLoss: true, tolerated: 1},
 		{name: "last healthy replica without headroom: safe", nodes: threeShards(), scope: ScopeNode, id: "E", safe: true, tolerated: 1},
-		{name: "last healthy replica with headroom", nodes: threeShards(), cfg: config.RedisBudget{HealthyReplicaHeadroom: true}, scope: ScopeNode, id: "E",
+		{name: "last healthy replica with headroom", nodes: threeShards(), cfg: settings.Budget{HealthyReplicaHeadroom: true}, scope: ScopeNode, id: "E",
 			reasons: "last_healthy_replica", atRisk: "5461-10922", tolerated: 1},
 		{name: "one of two healthy replicas with headroom: safe",
-			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.1:7006", master: "B"}), cfg: config.RedisBudget{HealthyReplicaHeadroom: true}, scope: ScopeNode, id: "E",
+			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.1:7006", master: "B"}), cfg: settings.Budget{HealthyReplicaHeadroom: true}, scope: ScopeNode, id: "E",
 			safe: true, tolerated: 1},
 		{name: "an empty master is safe", nodes: append(threeShards(), bnode{id: "H", addr: "10.0.0.9:7009", first: 1, last: 0}), scope: ScopeNode, id: "H",
 			safe: true, tolerated: 1},
@@ -216,10 +216,10 @@ func TestBudgetStop(t *testing.T) {
 			reasons: "masters_majority,serves_slots", never: 10923, atRisk: "0-5460,5461-10922", hasLoss: true, tolerated: 1},
 		{name: "zone of replicas only with headroom",
 			nodes: with(with(threeShards(), "F", func(n *bnode) { n.zone = "z9" }), "D", func(n *bnode) { n.zone = "z9" }),
-			cfg:   config.RedisBudget{HealthyReplicaHeadroom: true}, scope: ScopeZone, id: "z9",
+			cfg:   settings.Budget{HealthyReplicaHeadroom: true}, scope: ScopeZone, id: "z9",
 			reasons: "last_healthy_replica", atRisk: "0-5460,10923-16383", tolerated: 1},
 		{name: "configured zones override availability_zone",
-			nodes: threeShards(), cfg: config.RedisBudget{Zones: map[string]string{"10.0.0.2:7003": "z1"}}, scope: ScopeZone, id: "z1",
+			nodes: threeShards(), cfg: settings.Budget{Zones: map[string]string{"10.0.0.2:7003": "z1"}}, scope: ScopeZone, id: "z1",
 			reasons: "serves_slots,no_healthy_replica", never: 5461, atRisk: "0-5460", tolerated: 1},
 
 		// Slot migrations in progress (issue 42, item 1).
@@ -252,7 +252,7 @@ func TestBudgetStop(t *testing.T) {
 			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.3:7006", master: "A", lag: 0, unread: true}), scope: ScopeNode, id: "A",
 			reasons: "serves_slots", failover: 5461, atRisk: "0-5460", advice: "fail over to replica D (10.0.0.2:7003)", loss: 100, hasLoss: true, tolerated: 1},
 		{name: "headroom: the other replica unread, so this one is the last",
-			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.1:7006", master: "B", unread: true}), cfg: config.RedisBudget{HealthyReplicaHeadroom: true}, scope: ScopeNode, id: "E",
+			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.1:7006", master: "B", unread: true}), cfg: settings.Budget{HealthyReplicaHeadroom: true}, scope: ScopeNode, id: "E",
 			reasons: "last_healthy_replica", atRisk: "5461-10922", tolerated: 1},
 		{name: "the replica of a master the exporter did not read: not judged",
 			nodes: with(threeShards(), "A", func(n *bnode) { n.unread = true }), scope: ScopeNode, id: "D",
@@ -266,7 +266,7 @@ func TestBudgetStop(t *testing.T) {
 		{name: "another master unread: a replica elsewhere is judged as before",
 			nodes: with(threeShards(), "A", func(n *bnode) { n.unread = true }), scope: ScopeNode, id: "E", safe: true, tolerated: 1},
 		{name: "headroom: stopping the unread replica leaves the read one",
-			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.1:7006", master: "B", unread: true}), cfg: config.RedisBudget{HealthyReplicaHeadroom: true}, scope: ScopeNode, id: "G",
+			nodes: append(threeShards(), bnode{id: "G", addr: "10.0.0.1:7006", master: "B", unread: true}), cfg: settings.Budget{HealthyReplicaHeadroom: true}, scope: ScopeNode, id: "G",
 			safe: true, tolerated: 1},
 	}
 	for _, tc := range cases {
@@ -318,7 +318,7 @@ func ptr[T any](v T) *T { return &v }
 
 func TestBudgetNodeTimeoutDefault(t *testing.T) {
 	snap := budgetSnapshot(threeShards()...)
-	snap.FailureBudget = assessBudget(snap, config.RedisBudget{}, 0)
+	snap.FailureBudget = assessBudget(snap, settings.Budget{}, 0)
 	a := ask(t, snap, budget.Question{Scope: ScopeNode, ID: "A"})
 	if got := a.Facts["unserved_seconds_estimate"]; got != 16 {
 		t.Errorf("with no cluster-node-timeout read: estimate %v, want 16 (the 15 s default plus the election delay)", got)
@@ -338,7 +338,7 @@ func TestBudgetAtRiskIsBounded(t *testing.T) {
 	}
 	snap.SlotRanges = slotRanges(owners)
 	snap.Nodes[0].Slots, snap.Nodes[1].Slots, snap.Masters = 8192, 8192, 2
-	snap.FailureBudget = assessBudget(snap, config.RedisBudget{}, time.Second)
+	snap.FailureBudget = assessBudget(snap, settings.Budget{}, time.Second)
 	a := ask(t, snap, budget.Question{Scope: ScopeNode, ID: "A"})
 	if len(a.AtRisk) != budget.MaxAtRisk || a.AtRiskTotal != 8192 || a.AtRisk[0] != "0-0" {
 		t.Errorf("at risk: %d listed (first %q), %d in all; want %d, 8192", len(a.AtRisk), a.AtRisk[0], a.AtRiskTotal, budget.MaxAtRisk)
@@ -351,7 +351,7 @@ func TestBudgetErrors(t *testing.T) {
 		noZones[i].zone = ""
 	}
 	snap := budgetSnapshot(noZones...)
-	snap.FailureBudget = assessBudget(snap, config.RedisBudget{}, time.Second)
+	snap.FailureBudget = assessBudget(snap, settings.Budget{}, time.Second)
 	for _, tc := range []struct {
 		q    budget.Question
 		want error
@@ -368,7 +368,7 @@ func TestBudgetErrors(t *testing.T) {
 		}
 	}
 	zoned := budgetSnapshot(threeShards()...)
-	zoned.FailureBudget = assessBudget(zoned, config.RedisBudget{}, time.Second)
+	zoned.FailureBudget = assessBudget(zoned, settings.Budget{}, time.Second)
 	if _, err := answerBudget(zoned, budget.Question{Scope: ScopeZone, ID: "z7"}); !errors.Is(err, budget.ErrUnknown) || !strings.Contains(err.Error(), "z7") {
 		t.Errorf("unknown zone: %v", err)
 	}
@@ -398,7 +398,7 @@ func TestBudgetRecovered(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := budgetSnapshot(tc.nodes...)
-			snap.FailureBudget = assessBudget(snap, config.RedisBudget{}, time.Second)
+			snap.FailureBudget = assessBudget(snap, settings.Budget{}, time.Second)
 			a := ask(t, snap, budget.Question{Scope: ScopeNode, ID: tc.id, Recovered: true})
 			if a.Safe != (tc.reasons == "") || reasons(a) != tc.reasons {
 				t.Errorf("recovered %v, reasons %q; want %q: %+v", a.Safe, reasons(a), tc.reasons, a.Findings)
@@ -406,7 +406,7 @@ func TestBudgetRecovered(t *testing.T) {
 		})
 	}
 	snap := budgetSnapshot(with(threeShards(), "F", func(n *bnode) { n.lag = 2 << 20 })...)
-	snap.FailureBudget = assessBudget(snap, config.RedisBudget{}, time.Second)
+	snap.FailureBudget = assessBudget(snap, settings.Budget{}, time.Second)
 	if a := ask(t, snap, budget.Question{Scope: ScopeZone, ID: "z1", Recovered: true}); a.Safe || reasons(a) != "not_caught_up" {
 		t.Errorf("zone z1 with a lagging replica: recovered %v, %+v", a.Safe, a.Findings)
 	}
@@ -415,14 +415,14 @@ func TestBudgetRecovered(t *testing.T) {
 // withBudget gives a hand-built snapshot its failure budget, as a refresh
 // would.
 func withBudget(s *Snapshot) *Snapshot {
-	s.FailureBudget = assessBudget(s, config.RedisBudget{}, 15*time.Second)
+	s.FailureBudget = assessBudget(s, settings.Budget{}, 15*time.Second)
 	return s
 }
 
 func TestBudgetSeries(t *testing.T) {
 	snap := budgetSnapshot(with(resharding(), "F", func(n *bnode) { n.state = NodeStateFail })...)
 	snap.ViewsConsistent = true
-	snap.FailureBudget = assessBudget(snap, config.RedisBudget{}, time.Second)
+	snap.FailureBudget = assessBudget(snap, settings.Budget{}, time.Second)
 	c := NewCollector()
 	c.Set("main", watchtest.Static[Snapshot]("main", snap, nil))
 	plain, err := exposition.PlainText(c)
@@ -474,7 +474,7 @@ func BenchmarkAssessBudget100Nodes(b *testing.B) {
 	snap := snapshot100Nodes()
 	b.ReportAllocs()
 	for b.Loop() {
-		assessBudget(snap, config.RedisBudget{}, time.Second)
+		assessBudget(snap, settings.Budget{}, time.Second)
 	}
 }
 
@@ -483,7 +483,7 @@ func BenchmarkAssessBudget100Nodes(b *testing.B) {
 // exporter did not read.
 func TestBudgetFindingsName(t *testing.T) {
 	snap := budgetSnapshot(resharding()...)
-	snap.FailureBudget = assessBudget(snap, config.RedisBudget{}, time.Second)
+	snap.FailureBudget = assessBudget(snap, settings.Budget{}, time.Second)
 	a := ask(t, snap, budget.Question{Scope: ScopeNode, ID: "10.0.0.9:7009"})
 	want := "slots 100-101 from 10.0.0.1:7000 to 10.0.0.9:7009 (CLUSTER SETSLOT MIGRATING/IMPORTING)"
 	if len(a.Findings) != 1 || a.Findings[0].Count != 2 || !strings.Contains(a.Findings[0].Message, want) || a.FailoverTo != "" {
@@ -491,7 +491,7 @@ func TestBudgetFindingsName(t *testing.T) {
 	}
 
 	snap = budgetSnapshot(append(with(threeShards(), "E", func(n *bnode) { n.unread = true }), bnode{id: "G", addr: "10.0.0.1:7006", master: "B", unread: true})...)
-	snap.FailureBudget = assessBudget(snap, config.RedisBudget{}, time.Second)
+	snap.FailureBudget = assessBudget(snap, settings.Budget{}, time.Second)
 	a = ask(t, snap, budget.Question{Scope: ScopeNode, ID: "B"})
 	want = "not judged: the exporter did not read 10.0.0.3:7004, 10.0.0.1:7006 this refresh, so they are not counted as healthy"
 	if reasons(a) != "serves_slots,no_healthy_replica" || !strings.Contains(a.Findings[1].Message, want) || a.FailoverTo != "" || a.Facts["unserved_slots_never"] != 5462 {

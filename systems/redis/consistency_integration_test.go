@@ -10,9 +10,9 @@ import (
 	"github.com/go-kit/log"
 	"github.com/redis/rueidis"
 
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // TestIntegrationConsistency: a reshard is not a split brain, and a split
@@ -20,7 +20,7 @@ import (
 // not end in a failover that would settle the conflict on its own.
 func TestIntegrationConsistency(t *testing.T) {
 	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3})
-	e := startExporter(t, c.Addrs(), func(cfg *config.RedisCluster, _ *log.Logger) {
+	e := startExporter(t, c.Addrs(), func(cfg *settings.Cluster, _ *log.Logger) {
 		cfg.RefreshInterval = 200 * time.Millisecond
 	})
 	e.waitHealthy(c, 0)

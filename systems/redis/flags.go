@@ -10,6 +10,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/lib/flagvalue"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // flagCluster is the Redis Cluster of the --redis.* flags (Spec.Flags).
@@ -23,7 +24,7 @@ type flagCluster struct {
 func declareFlags(cmd *kingpin.CmdClause) system.FlagCluster {
 	f := &flagCluster{}
 	cmd.Flag("redis.addr", "Redis Cluster seed node HOST:PORT (repeatable); enables the Redis collector for one cluster.").StringsVar(&f.addrs)
-	cmd.Flag("redis.cluster-name", "Value of the redis_cluster label for the --redis.addr cluster.").Default(config.DefaultRedisClusterName).IsSetByUser(&f.givenName).StringVar(&f.name)
+	cmd.Flag("redis.cluster-name", "Value of the redis_cluster label for the --redis.addr cluster.").Default(settings.DefaultClusterName).IsSetByUser(&f.givenName).StringVar(&f.name)
 	cmd.Flag("redis.password-file", "File holding the password of the --redis.addr cluster (never the password itself on the command line).").StringVar(&f.passwordFile)
 	return f
 }
@@ -53,11 +54,11 @@ func (f *flagCluster) Check() []error {
 
 // AddTo adds the --redis.addr cluster to cfg.
 func (f *flagCluster) AddTo(cfg *config.Config, refresh time.Duration) error {
-	cfg.Redis = append(cfg.Redis, config.RedisCluster{
+	settings.SetClusters(cfg, append(settings.Clusters(cfg), settings.Cluster{
 		Name:            f.name,
 		Addrs:           flagvalue.SplitList(f.addrs),
 		Password:        config.Secret{File: f.passwordFile},
 		RefreshInterval: refresh,
-	})
+	}))
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // Timings of the integration tests. The refresh interval is short so that
@@ -39,23 +40,24 @@ type exporter struct {
 	reg *prometheus.Registry
 }
 
-func startExporter(t *testing.T, seeds []string, opts ...func(*config.RedisCluster, *log.Logger)) *exporter {
+func startExporter(t *testing.T, seeds []string, opts ...func(*settings.Cluster, *log.Logger)) *exporter {
 	t.Helper()
-	cfg := config.Config{Redis: []config.RedisCluster{{
+	cfg := config.Config{}
+	settings.SetClusters(&cfg, []settings.Cluster{{
 		Name:            "lab",
 		Addrs:           seeds,
 		RefreshInterval: testRefreshInterval,
 		CommandTimeout:  testCommandTimeout,
 		DialTimeout:     testDialTimeout,
-	}}}
+	}})
 	logger := log.NewNopLogger()
 	for _, o := range opts {
-		o(&cfg.Redis[0], &logger)
+		o(&settings.Clusters(&cfg)[0], &logger)
 	}
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWatcher(cfg.Redis[0], logger)
+	w, err := NewWatcher(settings.Clusters(&cfg)[0], logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,11 +576,12 @@ func testSlotOwners(t *testing.T, c *lab.RedisCluster) {
 		}
 	}
 	// A dead seed first: any reachable seed is enough.
-	cfg := config.Config{Redis: []config.RedisCluster{{Addrs: append([]string{"127.0.0.1:1"}, c.Addrs()[1:2]...)}}}
+	cfg := config.Config{}
+	settings.SetClusters(&cfg, []settings.Cluster{{Addrs: append([]string{"127.0.0.1:1"}, c.Addrs()[1:2]...)}})
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	owners, err := ReadSlotOwners(ctx, cfg.Redis[0])
+	owners, err := ReadSlotOwners(ctx, settings.Clusters(&cfg)[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -591,14 +594,15 @@ func testSlotOwners(t *testing.T, c *lab.RedisCluster) {
 			t.Errorf("slot %d: ReadSlotOwners says %s, the lab says %s", slot, got, want)
 		}
 	}
-	if _, err := ReadSlotOwners(ctx, config.RedisCluster{Addrs: []string{"127.0.0.1:1"}}); err == nil {
+	if _, err := ReadSlotOwners(ctx, settings.Cluster{Addrs: []string{"127.0.0.1:1"}}); err == nil {
 		t.Error("config without defaults: want an error")
 	}
-	cfg = config.Config{Redis: []config.RedisCluster{{Addrs: []string{"127.0.0.1:1"}}}}
+	cfg = config.Config{}
+	settings.SetClusters(&cfg, []settings.Cluster{{Addrs: []string{"127.0.0.1:1"}}})
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadSlotOwners(ctx, cfg.Redis[0]); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+	if _, err := ReadSlotOwners(ctx, settings.Clusters(&cfg)[0]); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Errorf("no reachable seed: err = %v, want one naming the seed", err)
 	}
 }
@@ -651,8 +655,8 @@ func testMinimalACL(t *testing.T, c *lab.RedisCluster) {
 	}()
 	t.Setenv("FAILOVER_EXPORTER_TEST_REDIS_PASSWORD", password)
 	var logs bytes.Buffer
-	withUser := func() func(*config.RedisCluster, *log.Logger) {
-		return func(cfg *config.RedisCluster, logger *log.Logger) {
+	withUser := func() func(*settings.Cluster, *log.Logger) {
+		return func(cfg *settings.Cluster, logger *log.Logger) {
 			cfg.Username = "exporter"
 			cfg.Password = config.Secret{Env: "FAILOVER_EXPORTER_TEST_REDIS_PASSWORD"}
 			*logger = log.NewLogfmtLogger(log.NewSyncWriter(&logs))

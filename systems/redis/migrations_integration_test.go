@@ -17,6 +17,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // TestValkey9AtomicSlotMigration: Valkey 9.1's atomic slot migration
@@ -191,8 +192,8 @@ func TestValkey9AtomicSlotMigration(t *testing.T) {
 			}
 		}
 		t.Setenv("FAILOVER_EXPORTER_TEST_REDIS_PASSWORD", password)
-		as := func(user string, logs *lockedBuffer) func(*config.RedisCluster, *gokitlog.Logger) {
-			return func(cfg *config.RedisCluster, logger *gokitlog.Logger) {
+		as := func(user string, logs *lockedBuffer) func(*settings.Cluster, *gokitlog.Logger) {
+			return func(cfg *settings.Cluster, logger *gokitlog.Logger) {
 				cfg.Username = user
 				cfg.Password = config.Secret{Env: "FAILOVER_EXPORTER_TEST_REDIS_PASSWORD"}
 				*logger = gokitlog.NewLogfmtLogger(logs)

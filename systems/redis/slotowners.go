@@ -8,8 +8,8 @@ import (
 
 	"github.com/go-kit/log"
 
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // Slot ownership has one rule, redisproto.Merge: the watcher's snapshot,
@@ -26,7 +26,7 @@ const NoOwner = "-"
 // they list, merged by the one slot-ownership rule. It is what the slot
 // command prints, and names the owner /metrics would for the same replies.
 // cfg must have its defaults applied (config.Config.Complete).
-func ReadSlotOwners(ctx context.Context, cfg config.RedisCluster) (*[redisproto.SlotCount]string, error) {
+func ReadSlotOwners(ctx context.Context, cfg settings.Cluster) (*[redisproto.SlotCount]string, error) {
 	s, err := newSource(cfg, log.NewNopLogger())
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // lockedBuffer is a log sink the test reads while the watcher writes.
@@ -36,8 +37,8 @@ func (b *lockedBuffer) String() string {
 }
 
 // withSlotStatsTop turns on the hot slots and captures the exporter's log.
-func withSlotStatsTop(top int, logs *lockedBuffer) func(*config.RedisCluster, *log.Logger) {
-	return func(cfg *config.RedisCluster, logger *log.Logger) {
+func withSlotStatsTop(top int, logs *lockedBuffer) func(*settings.Cluster, *log.Logger) {
+	return func(cfg *settings.Cluster, logger *log.Logger) {
 		cfg.SlotStats.Top = top
 		*logger = log.NewLogfmtLogger(logs)
 	}
@@ -256,8 +257,8 @@ func testHotSlotsACL(t *testing.T, c *lab.RedisCluster) {
 		}
 	}
 	t.Setenv("FAILOVER_EXPORTER_TEST_REDIS_PASSWORD", password)
-	as := func(user string, logs *lockedBuffer) func(*config.RedisCluster, *log.Logger) {
-		return func(cfg *config.RedisCluster, logger *log.Logger) {
+	as := func(user string, logs *lockedBuffer) func(*settings.Cluster, *log.Logger) {
+		return func(cfg *settings.Cluster, logger *log.Logger) {
 			withSlotStatsTop(3, logs)(cfg, logger)
 			cfg.Username = user
 			cfg.Password = config.Secret{Env: "FAILOVER_EXPORTER_TEST_REDIS_PASSWORD"}

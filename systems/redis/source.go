@@ -17,9 +17,9 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/redis/rueidis"
 
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/systems/peer"
 	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // errNodeBusy is returned for a node whose previous query has not finished.
@@ -29,7 +29,7 @@ var errNodeBusy = errors.New("previous query to this node is still in flight")
 
 // source reads a Redis Cluster by querying every node it lists directly.
 type source struct {
-	cfg    config.RedisCluster
+	cfg    settings.Cluster
 	option rueidis.ClientOption
 	logger log.Logger
 
@@ -62,7 +62,7 @@ type nodeClient struct {
 	closed bool
 }
 
-func newSource(cfg config.RedisCluster, logger log.Logger) (*source, error) {
+func newSource(cfg settings.Cluster, logger log.Logger) (*source, error) {
 	if len(cfg.Addrs) == 0 {
 		return nil, errors.New("no seed addresses")
 	}

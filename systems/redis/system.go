@@ -10,20 +10,21 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // Spec is Redis Cluster as the registry knows it (systems.All).
-var Spec = system.Spec[Snapshot, config.RedisCluster]{
+var Spec = system.Spec[Snapshot, settings.Cluster]{
 	Name:        "redis",
-	Clusters:    func(cfg *config.Config) []config.RedisCluster { return cfg.Redis },
-	ClusterName: func(c config.RedisCluster) string { return c.Name },
-	Discover: func(cfg *config.Config, module, name string, addrs []string) (config.RedisCluster, bool) {
-		return config.ModuleAt[config.RedisCluster](cfg, "redis", module, name, addrs)
+	Clusters:    func(cfg *config.Config) []settings.Cluster { return settings.Clusters(cfg) },
+	ClusterName: func(c settings.Cluster) string { return c.Name },
+	Discover: func(cfg *config.Config, module, name string, addrs []string) (settings.Cluster, bool) {
+		return config.ModuleAt[settings.Cluster](cfg, "redis", module, name, addrs)
 	},
 	Members:     members,
-	Fingerprint: config.RedisCluster.Fingerprint,
-	Timing:      func(c config.RedisCluster) (time.Duration, time.Duration) { return c.RefreshInterval, c.RefreshTimeout },
-	Source: func(c config.RedisCluster, logger log.Logger) (system.Source[Snapshot], error) {
+	Fingerprint: settings.Cluster.Fingerprint,
+	Timing:      func(c settings.Cluster) (time.Duration, time.Duration) { return c.RefreshInterval, c.RefreshTimeout },
+	Source: func(c settings.Cluster, logger log.Logger) (system.Source[Snapshot], error) {
 		src, err := newSource(c, logger)
 		if err != nil {
 			return system.Source[Snapshot]{}, err
@@ -38,8 +39,8 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 		EventSlotMigrationStarted, EventSlotMigrationFinished, EventSlotMigrationFailed, EventSlotMigrationCancelled,
 		events.EventsTruncated,
 	},
-	NewCollector: func() system.Collector[Snapshot, config.RedisCluster] {
-		return system.Unconfigured[Snapshot, config.RedisCluster](NewCollector())
+	NewCollector: func() system.Collector[Snapshot, settings.Cluster] {
+		return system.Unconfigured[Snapshot, settings.Cluster](NewCollector())
 	},
 	Sets: Sets,
 	Dashboards: []system.Dashboard{{File: "grafana/dashboards/redis-cluster.json", UID: "failover-redis", ClusterVar: "redis_cluster",
@@ -64,13 +65,13 @@ var System = system.Define(Spec)
 // the manager builds it. It does no network I/O; connections are made by
 // the first refresh and closed when the watcher's Run returns, or by
 // Close. cfg must have its defaults applied (config.Config.Complete).
-func NewWatcher(cfg config.RedisCluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
+func NewWatcher(cfg settings.Cluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
 	return system.NewWatcher(Spec, cfg, logger)
 }
 
 // members are the ids of the cluster's nodes and every address it is known
 // by: its seeds and its nodes' addresses.
-func members(c config.RedisCluster, snap *Snapshot) (ids, addrs []string) {
+func members(c settings.Cluster, snap *Snapshot) (ids, addrs []string) {
 	addrs = append(addrs, c.Addrs...)
 	if snap == nil {
 		return nil, addrs

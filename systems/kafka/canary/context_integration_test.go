@@ -13,6 +13,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // cancelLatencyLimit is how soon after its context ends a round must
@@ -32,17 +33,18 @@ func TestKafkaCanaryRoundHonoursItsContext(t *testing.T) {
 		t.Skip("starts a Kafka cluster")
 	}
 	c := lab.SharedKafka(t, lab.KafkaOptions{})
-	cfg := config.Config{Kafka: []config.KafkaCluster{{
+	cfg := config.Config{}
+	settings.SetClusters(&cfg, []settings.Cluster{{
 		Name:             "lab",
 		BootstrapServers: c.Bootstrap(),
 		DialTimeout:      time.Second,
 		RequestTimeout:   2 * time.Second,
-		Canary:           config.KafkaCanary{Enabled: true, Interval: testInterval},
-	}}}
+		Canary:           settings.Canary{Enabled: true, Interval: testInterval},
+	}})
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	src, err := newSource(cfg.Kafka[0], log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)))
+	src, err := newSource(settings.Clusters(&cfg)[0], log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // seriesValue is the value of the canary's series name{kafka_cluster="lab"}
@@ -61,7 +61,7 @@ func topicMinISR(t *testing.T, c *lab.KafkaCluster) string {
 	t.Helper()
 	admin := testAdmin(t, c)
 	defer admin.Close()
-	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: config.DefaultKafkaCanaryTopic, ConfigNames: []string{minISRConfig}})
+	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: settings.DefaultCanaryTopic, ConfigNames: []string{minISRConfig}})
 	if err != nil {
 		t.Fatalf("describe canary topic config: %v", err)
 	}
@@ -87,7 +87,7 @@ func TestKafkaCanaryHealsItsTopic(t *testing.T) {
 		t.Skip("starts a real Kafka cluster; run without -short")
 	}
 	c := lab.SharedKafka(t, lab.KafkaOptions{})
-	topic := config.DefaultKafkaCanaryTopic
+	topic := settings.DefaultCanaryTopic
 	c.Kill(t, 3)
 	// Broker 3 stays in metadata until its session times out.
 	lab.WaitFor(t, 60*time.Second, 500*time.Millisecond, func() (bool, string) {
@@ -95,7 +95,7 @@ func TestKafkaCanaryHealsItsTopic(t *testing.T) {
 		return slices.Equal(live, []int32{1, 2}), fmt.Sprintf("live brokers %v, want [1 2]", live)
 	})
 
-	w, _, coll := runCanary(t, c, config.KafkaCanary{Enabled: true, Interval: testInterval, ReplicationFactor: 3, MinInsyncReplicas: 2})
+	w, _, coll := runCanary(t, c, settings.Canary{Enabled: true, Interval: testInterval, ReplicationFactor: 3, MinInsyncReplicas: 2})
 	lab.WaitFor(t, 60*time.Second, 200*time.Millisecond, func() (bool, string) {
 		n := sum(w, any2, acknowledged)
 		return n >= 6, fmt.Sprintf("%d acknowledged; last error %v", n, w.Current().LastError)
@@ -182,7 +182,7 @@ func TestKafkaCanaryHealsItsTopic(t *testing.T) {
 	c.Restart(t, victim)
 	admin := testAdmin(t, c)
 	one := "1"
-	if err := admin.IncrementalAlterConfig(sarama.TopicResource, config.DefaultKafkaCanaryTopic, map[string]sarama.IncrementalAlterConfigsEntry{
+	if err := admin.IncrementalAlterConfig(sarama.TopicResource, settings.DefaultCanaryTopic, map[string]sarama.IncrementalAlterConfigsEntry{
 		minISRConfig: {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &one},
 	}, false); err != nil {
 		t.Fatalf("lower the canary topic's min.insync.replicas: %v", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 const testInterval = 300 * time.Millisecond
@@ -24,25 +25,26 @@ const testInterval = 300 * time.Millisecond
 // events go to the returned log, as the collector manager records them.
 func startCanary(t *testing.T, c *lab.KafkaCluster) (*watch.Watcher[Snapshot], *events.Log) {
 	t.Helper()
-	w, elog, _ := runCanary(t, c, config.KafkaCanary{Enabled: true, Interval: testInterval})
+	w, elog, _ := runCanary(t, c, kafkasettings.Canary{Enabled: true, Interval: testInterval})
 	return w, elog
 }
 
 // runCanary runs a canary with the given settings, served by the returned
 // collector as the exporter serves it.
-func runCanary(t *testing.T, c *lab.KafkaCluster, canaryCfg config.KafkaCanary) (*watch.Watcher[Snapshot], *events.Log, *Collector) {
+func runCanary(t *testing.T, c *lab.KafkaCluster, canaryCfg kafkasettings.Canary) (*watch.Watcher[Snapshot], *events.Log, *Collector) {
 	t.Helper()
-	cfg := config.Config{Kafka: []config.KafkaCluster{{
+	cfg := config.Config{}
+	kafkasettings.SetClusters(&cfg, []kafkasettings.Cluster{{
 		Name:             "lab",
 		BootstrapServers: c.Bootstrap(),
 		DialTimeout:      time.Second,
 		RequestTimeout:   2 * time.Second,
 		Canary:           canaryCfg,
-	}}}
+	}})
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWatcher(cfg.Kafka[0], log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)))
+	w, err := NewWatcher(kafkasettings.Clusters(&cfg)[0], log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,7 @@ func runCanary(t *testing.T, c *lab.KafkaCluster, canaryCfg config.KafkaCanary) 
 func canaryEvents(elog *events.Log, kind events.Kind, p int32) []events.Event {
 	var out []events.Event
 	for _, e := range elog.Query("kafka", "lab", time.Time{}, 0) {
-		if e.Kind == kind && e.System == "kafka" && e.Subject.Topic == config.DefaultKafkaCanaryTopic &&
+		if e.Kind == kind && e.System == "kafka" && e.Subject.Topic == kafkasettings.DefaultCanaryTopic &&
 			e.Subject.Partition != nil && (p < 0 || *e.Subject.Partition == p) {
 			out = append(out, e)
 		}
@@ -112,7 +114,7 @@ func describe(t *testing.T, c *lab.KafkaCluster) map[int32]*sarama.PartitionMeta
 		t.Fatalf("admin client: %v", err)
 	}
 	defer admin.Close()
-	topics, err := admin.DescribeTopics([]string{config.DefaultKafkaCanaryTopic})
+	topics, err := admin.DescribeTopics([]string{kafkasettings.DefaultCanaryTopic})
 	if err != nil || len(topics) != 1 || topics[0].Err != sarama.ErrNoError {
 		t.Fatalf("describe canary topic: %v %+v", err, topics)
 	}

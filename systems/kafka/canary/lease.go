@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/failover-exporter/failover_exporter/collector/canary/lease"
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/systems/kafka/client"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // The canary lease: which of the exporters of one cluster writes its
@@ -78,7 +78,7 @@ type leaseRunner struct {
 	lastErr error // the last attempt's, nil once one was answered
 }
 
-func newLeaseRunner(cfg config.KafkaCluster, logger log.Logger) (*leaseRunner, error) {
+func newLeaseRunner(cfg settings.Cluster, logger log.Logger) (*leaseRunner, error) {
 	opts, err := kafkaclient.FranzOptions(cfg)
 	if err != nil {
 		return nil, err

@@ -21,8 +21,8 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/systems/kafka/client"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // source owns the canary's clients and what it knows of the records it
@@ -32,7 +32,7 @@ import (
 // no field, so that a round returns as soon as its context ends and
 // nothing is left writing the source's state after it returned.
 type source struct {
-	cfg    config.KafkaCluster
+	cfg    settings.Cluster
 	conf   *sarama.Config
 	logger log.Logger
 	// run tells this process's records apart from an earlier run's.
@@ -97,7 +97,7 @@ const readBackAfter = 100
 // for what it acknowledged last.
 const maxPending = 10 * readBackAfter
 
-func newSource(cfg config.KafkaCluster, logger log.Logger) (*source, error) {
+func newSource(cfg settings.Cluster, logger log.Logger) (*source, error) {
 	if cfg.Canary.Interval <= 0 {
 		return nil, errors.New("canary interval must be positive; was config.Complete called?")
 	}

@@ -10,40 +10,41 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // Spec is the Kafka write canary as the registry knows it: a watcher of
 // its own for each Kafka cluster that enables it.
-var Spec = system.Spec[Snapshot, config.KafkaCluster]{
+var Spec = system.Spec[Snapshot, settings.Cluster]{
 	// Its lines read collector=kafka_canary cluster=NAME, apart from the
 	// cluster watcher's collector=kafka; its events are the cluster's.
 	Name:        "kafka_canary",
 	EventSystem: "kafka",
 	Part:        "canary",
-	Clusters: func(cfg *config.Config) []config.KafkaCluster {
-		var enabled []config.KafkaCluster
-		for _, c := range cfg.Kafka {
+	Clusters: func(cfg *config.Config) []settings.Cluster {
+		var enabled []settings.Cluster
+		for _, c := range settings.Clusters(cfg) {
 			if c.Canary.Enabled { // it writes to the cluster: only when asked
 				enabled = append(enabled, c)
 			}
 		}
 		return enabled
 	},
-	ClusterName: func(c config.KafkaCluster) string { return c.Name },
+	ClusterName: func(c settings.Cluster) string { return c.Name },
 	// A module's canary, like a cluster's, runs only when it enables it.
-	Discover: func(cfg *config.Config, module, name string, addrs []string) (config.KafkaCluster, bool) {
-		c, ok := config.ModuleAt[config.KafkaCluster](cfg, "kafka", module, name, addrs)
+	Discover: func(cfg *config.Config, module, name string, addrs []string) (settings.Cluster, bool) {
+		c, ok := config.ModuleAt[settings.Cluster](cfg, "kafka", module, name, addrs)
 		return c, ok && c.Canary.Enabled
 	},
-	Fingerprint: config.KafkaCluster.Fingerprint,
+	Fingerprint: settings.Cluster.Fingerprint,
 	// A round may outlast the interval: after a broker dies, refreshing
 	// the metadata and reading records back from a new leader each take up
 	// to the request timeout, and a round cut at the interval would leave
 	// the read-back for a next round that again runs out of time.
-	Timing: func(c config.KafkaCluster) (time.Duration, time.Duration) {
+	Timing: func(c settings.Cluster) (time.Duration, time.Duration) {
 		return c.Canary.Interval, max(c.Canary.Interval, 2*c.RequestTimeout+c.DialTimeout)
 	},
-	Source: func(c config.KafkaCluster, logger log.Logger) (system.Source[Snapshot], error) {
+	Source: func(c settings.Cluster, logger log.Logger) (system.Source[Snapshot], error) {
 		src, err := newSource(c, logger)
 		if err != nil {
 			return system.Source[Snapshot]{}, err
@@ -57,8 +58,8 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 	},
 	Events:     func(s *Snapshot) []events.Event { return s.Events.All() },
 	EventKinds: []events.Kind{canary.EventWriteFailing, canary.EventWriteRecovered, canary.EventAcknowledgedWritesLost},
-	NewCollector: func() system.Collector[Snapshot, config.KafkaCluster] {
-		return system.Unconfigured[Snapshot, config.KafkaCluster](NewCollector())
+	NewCollector: func() system.Collector[Snapshot, settings.Cluster] {
+		return system.Unconfigured[Snapshot, settings.Cluster](NewCollector())
 	},
 	Sets: Sets,
 	Doc: system.Doc{
@@ -75,6 +76,6 @@ var System = system.Define(Spec)
 // described by cfg every cfg.Canary.Interval, as the manager builds it. It
 // does no network I/O until it runs; its connections are closed when Run
 // returns, or by Close. cfg must have its defaults applied.
-func NewWatcher(cfg config.KafkaCluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
+func NewWatcher(cfg settings.Cluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
 	return system.NewWatcher(Spec, cfg, logger)
 }

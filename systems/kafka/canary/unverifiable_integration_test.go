@@ -13,6 +13,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // rounds drives a canary source round by round, as its watcher would but
@@ -27,17 +28,18 @@ type rounds struct {
 func newRounds(t *testing.T, c *lab.KafkaCluster, topic string) *rounds {
 	t.Helper()
 	lease := false // one exporter: no group to wait for
-	cfg := config.Config{Kafka: []config.KafkaCluster{{
+	cfg := config.Config{}
+	settings.SetClusters(&cfg, []settings.Cluster{{
 		Name:             "lab",
 		BootstrapServers: c.Bootstrap(),
 		DialTimeout:      time.Second,
 		RequestTimeout:   2 * time.Second,
-		Canary:           config.KafkaCanary{Enabled: true, Interval: testInterval, Topic: topic, Lease: &lease},
-	}}}
+		Canary:           settings.Canary{Enabled: true, Interval: testInterval, Topic: topic, Lease: &lease},
+	}})
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := newSource(cfg.Kafka[0], log.With(log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)), "test", t.Name()))
+	s, err := newSource(settings.Clusters(&cfg)[0], log.With(log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)), "test", t.Name()))
 	if err != nil {
 		t.Fatal(err)
 	}

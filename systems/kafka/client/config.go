@@ -6,12 +6,12 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // SaramaConfig is the sarama half of the watcher's client configuration,
 // for the write canary, which produces and reads back with sarama only.
-func SaramaConfig(cfg config.KafkaCluster) (*sarama.Config, error) {
+func SaramaConfig(cfg settings.Cluster) (*sarama.Config, error) {
 	conf, _, err := Configs(cfg)
 	return conf, err
 }
@@ -20,7 +20,7 @@ func SaramaConfig(cfg config.KafkaCluster) (*sarama.Config, error) {
 // franz-go's options (bootstrap servers, client ID, timeouts, TLS, SASL),
 // for the watcher, which uses both clients. Every network call gets the
 // dial and request timeouts, so a hung broker costs at most one timeout.
-func Configs(cfg config.KafkaCluster) (*sarama.Config, []kgo.Opt, error) {
+func Configs(cfg settings.Cluster) (*sarama.Config, []kgo.Opt, error) {
 	conf := sarama.NewConfig()
 	version, err := sarama.ParseKafkaVersion(cfg.Version)
 	if err != nil {

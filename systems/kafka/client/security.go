@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/failover-exporter/failover_exporter/config"
+	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // clientSecurity turns the cluster's TLS and SASL settings into both
@@ -16,7 +16,7 @@ import (
 // ListPartitionReassignments) and returns franz-go's options (the requests
 // sarama lacks). Security is read, resolved (the password) and tested in
 // one place, so the two clients cannot drift apart.
-func clientSecurity(cfg config.KafkaCluster, conf *sarama.Config) ([]kgo.Opt, error) {
+func clientSecurity(cfg kafkasettings.Cluster, conf *sarama.Config) ([]kgo.Opt, error) {
 	var opts []kgo.Opt
 	tlsConf, err := cfg.TLS.ClientConfig()
 	if err != nil {

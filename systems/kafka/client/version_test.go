@@ -5,7 +5,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // config checks Kafka versions without linking sarama; Configs hands the
@@ -23,7 +23,7 @@ var versionSeeds = []string{
 func checkVersionAgrees(t *testing.T, v string) {
 	t.Helper()
 	want, err := sarama.ParseKafkaVersion(v)
-	got, ok := config.ParseKafkaVersion(v)
+	got, ok := settings.ParseVersion(v)
 	if ok != (err == nil) {
 		t.Fatalf("ParseKafkaVersion(%q): config ok %v, sarama error %v", v, ok, err)
 	}
@@ -33,14 +33,14 @@ func checkVersionAgrees(t *testing.T, v string) {
 	if got.String() != want.String() {
 		t.Fatalf("ParseKafkaVersion(%q): config %s, sarama %s", v, got, want)
 	}
-	if got.IsAtLeast(config.MinKafkaVersion) != want.IsAtLeast(sarama.V2_1_0_0) {
-		t.Fatalf("%q at least %s: config %v, sarama %v", v, config.MinKafkaVersion, got.IsAtLeast(config.MinKafkaVersion), want.IsAtLeast(sarama.V2_1_0_0))
+	if got.IsAtLeast(settings.MinVersion) != want.IsAtLeast(sarama.V2_1_0_0) {
+		t.Fatalf("%q at least %s: config %v, sarama %v", v, settings.MinVersion, got.IsAtLeast(settings.MinVersion), want.IsAtLeast(sarama.V2_1_0_0))
 	}
 }
 
 func TestKafkaVersionAgreesWithSarama(t *testing.T) {
-	if config.MinKafkaVersion.String() != sarama.V2_1_0_0.String() {
-		t.Fatalf("MinKafkaVersion %s, want sarama's %s", config.MinKafkaVersion, sarama.V2_1_0_0)
+	if settings.MinVersion.String() != sarama.V2_1_0_0.String() {
+		t.Fatalf("MinKafkaVersion %s, want sarama's %s", settings.MinVersion, sarama.V2_1_0_0)
 	}
 	for _, v := range versionSeeds {
 		checkVersionAgrees(t, v)

@@ -21,8 +21,8 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/collector/watch/watchtest"
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 func testSnapshot() *Snapshot {
@@ -161,7 +161,7 @@ func TestCountersStayServedWhenARoundFails(t *testing.T) {
 // out when it was read (recent of them, sent a second before the read);
 // the others may have expired and are unverifiable.
 func TestApplyCountsLostWrites(t *testing.T) {
-	src := &source{logger: log.NewNopLogger(), cfg: config.RedisCluster{Canary: config.RedisCanary{KeyTTL: time.Minute}}}
+	src := &source{logger: log.NewNopLogger(), cfg: settings.Cluster{Canary: settings.Canary{KeyTTL: time.Minute}}}
 	old := redisproto.Master{ID: "old", Addr: "127.0.0.1:1"}
 	promoted := redisproto.Master{ID: "new", Addr: "127.0.0.1:2"}
 	cases := []struct {
@@ -291,7 +291,7 @@ func TestErrorKind(t *testing.T) {
 
 // Key choice: deterministic, inside the master's slots, with the prefix.
 func TestChooseKey(t *testing.T) {
-	src := &source{cfg: config.RedisCluster{Canary: config.RedisCanary{KeyPrefix: "p:"}}}
+	src := &source{cfg: settings.Cluster{Canary: settings.Canary{KeyPrefix: "p:"}}}
 	// A owns every slot but 12345, B that one only.
 	slots := slotMap(t, map[string]string{
 		"127.0.0.1:7000": "" +

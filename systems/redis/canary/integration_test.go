@@ -18,6 +18,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 const testInterval = 200 * time.Millisecond
@@ -35,20 +36,21 @@ func startCanary(t *testing.T, c *lab.RedisCluster, wait time.Duration) (*watch.
 // check refused short TTLs would have it.
 func startCanaryKeyTTL(t *testing.T, c *lab.RedisCluster, wait, keyTTL time.Duration) (*watch.Watcher[Snapshot], func(), *events.Log) {
 	t.Helper()
-	cfg := config.Config{Redis: []config.RedisCluster{{
+	cfg := config.Config{}
+	settings.SetClusters(&cfg, []settings.Cluster{{
 		Name:           "lab",
 		Addrs:          c.Addrs(),
 		DialTimeout:    300 * time.Millisecond,
 		CommandTimeout: 300 * time.Millisecond,
-		Canary:         config.RedisCanary{Enabled: true, Interval: testInterval, Wait: wait},
-	}}}
+		Canary:         settings.Canary{Enabled: true, Interval: testInterval, Wait: wait},
+	}})
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
 	if keyTTL > 0 {
-		cfg.Redis[0].Canary.KeyTTL = keyTTL
+		settings.Clusters(&cfg)[0].Canary.KeyTTL = keyTTL
 	}
-	w, err := NewWatcher(cfg.Redis[0], log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)))
+	w, err := NewWatcher(settings.Clusters(&cfg)[0], log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +225,7 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 		// Only canary keys and their lease keys were written.
 		out := c.CLI(t, replica.Port, "--scan")
 		for _, key := range strings.Fields(out) {
-			if !strings.HasPrefix(key, config.DefaultRedisCanaryKeyPrefix+"{") && !strings.HasPrefix(key, config.DefaultRedisCanaryKeyPrefix+"lease{") {
+			if !strings.HasPrefix(key, settings.DefaultCanaryKeyPrefix+"{") && !strings.HasPrefix(key, settings.DefaultCanaryKeyPrefix+"lease{") {
 				t.Errorf("key %q on %s is neither a canary key nor its lease key", key, replica.Addr)
 			}
 		}
@@ -295,7 +297,7 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 		c.CLI(t, from.Port, "CLUSTER", "SETSLOT", slot, "MIGRATING", to.ID)
 		// Every key of the slot, as reshard moves them: the canary key and
 		// its lease key.
-		c.CLI(t, from.Port, "MIGRATE", "127.0.0.1", strconv.Itoa(to.Port), "", "0", "5000", "KEYS", key, leaseKey(config.DefaultRedisCanaryKeyPrefix, key))
+		c.CLI(t, from.Port, "MIGRATE", "127.0.0.1", strconv.Itoa(to.Port), "", "0", "5000", "KEYS", key, leaseKey(settings.DefaultCanaryKeyPrefix, key))
 		for _, m := range masters {
 			c.CLI(t, m.Port, "CLUSTER", "SETSLOT", slot, "NODE", to.ID)
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-kit/log"
 
-	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // syncBuffer is a log the lease's goroutines may write while a test reads.
@@ -45,11 +45,11 @@ func TestCancelledLeaseAttemptIsNotLogged(t *testing.T) {
 	l.Close()
 
 	var logged syncBuffer
-	cfg := config.RedisCluster{
+	cfg := settings.Cluster{
 		Addrs:          []string{addr},
 		DialTimeout:    200 * time.Millisecond,
 		CommandTimeout: 200 * time.Millisecond,
-		Canary:         config.RedisCanary{Enabled: true, Interval: time.Second, KeyPrefix: "p:", KeyTTL: time.Hour},
+		Canary:         settings.Canary{Enabled: true, Interval: time.Second, KeyPrefix: "p:", KeyTTL: time.Hour},
 	}
 	s, err := newSource(cfg, log.NewLogfmtLogger(&logged))
 	if err != nil {

@@ -19,8 +19,8 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // clientName is how the canary's connections show up in CLIENT LIST,
@@ -31,7 +31,7 @@ const clientName = "failover_exporter_canary"
 // the watcher's goroutine calls round, so the state needs no lock; the
 // client map is locked because a round's writes run concurrently.
 type source struct {
-	cfg    config.RedisCluster
+	cfg    settings.Cluster
 	option rueidis.ClientOption
 	logger log.Logger
 
@@ -97,7 +97,7 @@ func mayHaveExpired(sent, now time.Time, keyTTL time.Duration) bool {
 	return !sent.Add(keyTTL - expiryMargin(keyTTL)).After(now)
 }
 
-func newSource(cfg config.RedisCluster, logger log.Logger) (*source, error) {
+func newSource(cfg settings.Cluster, logger log.Logger) (*source, error) {
 	if len(cfg.Addrs) == 0 {
 		return nil, errors.New("no seed addresses")
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // Node ids, 40 hex digits as Redis gives them.
@@ -87,11 +88,12 @@ func TestTopologyRuleIsTheWatchers(t *testing.T) {
 func TestDropClientsExcept(t *testing.T) {
 	nodes := []*fakeNode{startFakeNode(t), startFakeNode(t), startFakeNode(t)}
 	seed, leaving, staying := nodes[0].addr(), nodes[1].addr(), nodes[2].addr()
-	cfg := config.Config{Redis: []config.RedisCluster{{Addrs: []string{seed}, Canary: config.RedisCanary{Enabled: true}}}}
+	cfg := config.Config{}
+	settings.SetClusters(&cfg, []settings.Cluster{{Addrs: []string{seed}, Canary: settings.Canary{Enabled: true}}})
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	src, err := newSource(cfg.Redis[0], log.NewNopLogger())
+	src, err := newSource(settings.Clusters(&cfg)[0], log.NewNopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

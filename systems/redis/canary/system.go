@@ -10,36 +10,37 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // Spec is the Redis write canary as the registry knows it: a watcher of
 // its own for each Redis Cluster that enables it.
-var Spec = system.Spec[Snapshot, config.RedisCluster]{
+var Spec = system.Spec[Snapshot, settings.Cluster]{
 	// Its lines read collector=redis_canary cluster=NAME, apart from the
 	// cluster watcher's collector=redis; its events are the cluster's.
 	Name:        "redis_canary",
 	EventSystem: "redis",
 	Part:        "canary",
-	Clusters: func(cfg *config.Config) []config.RedisCluster {
-		var enabled []config.RedisCluster
-		for _, c := range cfg.Redis {
+	Clusters: func(cfg *config.Config) []settings.Cluster {
+		var enabled []settings.Cluster
+		for _, c := range settings.Clusters(cfg) {
 			if c.Canary.Enabled { // it writes to the cluster: only when asked
 				enabled = append(enabled, c)
 			}
 		}
 		return enabled
 	},
-	ClusterName: func(c config.RedisCluster) string { return c.Name },
+	ClusterName: func(c settings.Cluster) string { return c.Name },
 	// A module's canary, like a cluster's, runs only when it enables it.
-	Discover: func(cfg *config.Config, module, name string, addrs []string) (config.RedisCluster, bool) {
-		c, ok := config.ModuleAt[config.RedisCluster](cfg, "redis", module, name, addrs)
+	Discover: func(cfg *config.Config, module, name string, addrs []string) (settings.Cluster, bool) {
+		c, ok := config.ModuleAt[settings.Cluster](cfg, "redis", module, name, addrs)
 		return c, ok && c.Canary.Enabled
 	},
-	Fingerprint: config.RedisCluster.Fingerprint,
-	Timing: func(c config.RedisCluster) (time.Duration, time.Duration) {
+	Fingerprint: settings.Cluster.Fingerprint,
+	Timing: func(c settings.Cluster) (time.Duration, time.Duration) {
 		return c.Canary.Interval, c.Canary.Interval
 	},
-	Source: func(c config.RedisCluster, logger log.Logger) (system.Source[Snapshot], error) {
+	Source: func(c settings.Cluster, logger log.Logger) (system.Source[Snapshot], error) {
 		src, err := newSource(c, logger)
 		if err != nil {
 			return system.Source[Snapshot]{}, err
@@ -48,8 +49,8 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 	},
 	Events:     func(s *Snapshot) []events.Event { return s.Events.All() },
 	EventKinds: []events.Kind{canary.EventWriteFailing, canary.EventWriteRecovered, canary.EventAcknowledgedWritesLost},
-	NewCollector: func() system.Collector[Snapshot, config.RedisCluster] {
-		return system.Unconfigured[Snapshot, config.RedisCluster](NewCollector())
+	NewCollector: func() system.Collector[Snapshot, settings.Cluster] {
+		return system.Unconfigured[Snapshot, settings.Cluster](NewCollector())
 	},
 	Sets: Sets,
 	Doc: system.Doc{
@@ -65,6 +66,6 @@ var System = system.Define(Spec)
 // described by cfg every cfg.Canary.Interval, as the manager builds it. It
 // does no network I/O until it runs; its connections are closed when Run
 // returns, or by Close. cfg must have its defaults applied.
-func NewWatcher(cfg config.RedisCluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
+func NewWatcher(cfg settings.Cluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
 	return system.NewWatcher(Spec, cfg, logger)
 }

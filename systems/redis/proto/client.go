@@ -6,7 +6,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // clientName is how the exporter's connections show up in CLIENT LIST.
@@ -19,7 +19,7 @@ const monitorRingScale = 3
 // the watcher's and the write canary's; InitAddress is filled in per node.
 // It reads the password once, so that a missing secret is reported at
 // (re)load time rather than on every refresh.
-func ClientOption(cfg config.RedisCluster) (rueidis.ClientOption, error) {
+func ClientOption(cfg settings.Cluster) (rueidis.ClientOption, error) {
 	opt := rueidis.ClientOption{
 		// One connection to exactly the node we name: the cluster client
 		// would follow MOVED redirects and leave failed nodes out.

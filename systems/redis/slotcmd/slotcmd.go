@@ -12,6 +12,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/systems/redis"
 	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // Run prints "KEY SLOT" for every key, in order, or "KEY SLOT ADDR" when
@@ -21,18 +22,19 @@ import (
 // highest config epoch), so it is the owner /metrics names. cluster is as
 // given on the command line; Run applies the config defaults (timeouts
 // among them) itself.
-func Run(ctx context.Context, out io.Writer, keys []string, cluster config.RedisCluster) error {
+func Run(ctx context.Context, out io.Writer, keys []string, cluster settings.Cluster) error {
 	if len(keys) == 0 {
 		return errors.New("no keys given")
 	}
 	var owners *[redisproto.SlotCount]string
 	if len(cluster.Addrs) > 0 {
-		cfg := &config.Config{Redis: []config.RedisCluster{cluster}}
+		cfg := &config.Config{}
+		settings.SetClusters(cfg, []settings.Cluster{cluster})
 		if err := cfg.Complete(); err != nil {
 			return err
 		}
 		var err error
-		if owners, err = redis.ReadSlotOwners(ctx, cfg.Redis[0]); err != nil {
+		if owners, err = redis.ReadSlotOwners(ctx, settings.Clusters(cfg)[0]); err != nil {
 			return err
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/failover-exporter/failover_exporter/config"
+	redissettings "github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // The slot command against a real cluster, with owners, is tested in e2e
@@ -16,7 +16,7 @@ import (
 func TestRunWithoutSeedsPrintsSlots(t *testing.T) {
 	var out strings.Builder
 	// Slots as redis-server 7.0.15 gives them: CLUSTER KEYSLOT foo, bar.
-	if err := Run(context.Background(), &out, []string{"foo", "bar"}, config.RedisCluster{}); err != nil {
+	if err := Run(context.Background(), &out, []string{"foo", "bar"}, redissettings.Cluster{}); err != nil {
 		t.Fatal(err)
 	}
 	if out.String() != "foo 12182\nbar 5061\n" {
@@ -28,20 +28,20 @@ func TestRunErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var out strings.Builder
-	if err := Run(ctx, &out, nil, config.RedisCluster{}); err == nil || err.Error() != "no keys given" {
+	if err := Run(ctx, &out, nil, redissettings.Cluster{}); err == nil || err.Error() != "no keys given" {
 		t.Errorf("no keys: err = %v", err)
 	}
-	err := Run(ctx, &out, []string{"foo"}, config.RedisCluster{Addrs: []string{"127.0.0.1:1"}})
+	err := Run(ctx, &out, []string{"foo"}, redissettings.Cluster{Addrs: []string{"127.0.0.1:1"}})
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || !strings.Contains(err.Error(), "no seed answered CLUSTER NODES") {
 		t.Errorf("no reachable seed: err = %v, want one naming the seed", err)
 	}
 	// Every seed is tried, and named.
-	err = Run(ctx, &out, []string{"foo"}, config.RedisCluster{Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}})
+	err = Run(ctx, &out, []string{"foo"}, redissettings.Cluster{Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}})
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || !strings.Contains(err.Error(), "127.0.0.1:2") ||
 		!strings.HasPrefix(err.Error(), "no seed answered CLUSTER NODES: ") {
 		t.Errorf("no reachable seed of two: err = %v, want one naming both", err)
 	}
-	err = Run(ctx, &out, []string{"foo"}, config.RedisCluster{Addrs: []string{"127.0.0.1:1"}, RefreshInterval: -time.Second})
+	err = Run(ctx, &out, []string{"foo"}, redissettings.Cluster{Addrs: []string{"127.0.0.1:1"}, RefreshInterval: -time.Second})
 	if err == nil {
 		t.Error("invalid settings: want an error")
 	}

@@ -1,4 +1,4 @@
-package config
+package settings
 
 import (
 	"fmt"
@@ -6,35 +6,35 @@ import (
 	"strings"
 )
 
-// KafkaVersion is a Kafka protocol version as sarama numbers it: major,
+// Version is a Kafka protocol version as sarama numbers it: major,
 // minor, very minor and patch, the last used only before 1.0 (0.11.0.2).
-// config checks versions without linking sarama; systems/kafka/client's
-// tests hold ParseKafkaVersion to sarama.ParseKafkaVersion, which builds
+// The settings check versions without linking sarama; systems/kafka/client's
+// tests hold ParseVersion to sarama.ParseKafkaVersion, which builds
 // the client from the same string.
-type KafkaVersion [4]uint
+type Version [4]uint
 
-// ParseKafkaVersion reads v as sarama.ParseKafkaVersion does: "0.a.b.c"
+// ParseVersion reads v as sarama.ParseKafkaVersion does: "0.a.b.c"
 // before 1.0, "a.b.c" from 1.0 on, ASCII digits only.
-func ParseKafkaVersion(v string) (KafkaVersion, bool) {
+func ParseVersion(v string) (Version, bool) {
 	parts := strings.Split(v, ".")
-	var version KafkaVersion
+	var version Version
 	fields := version[:3]
 	if strings.HasPrefix(v, "0") {
 		if len(parts) != 4 || parts[0] != "0" {
-			return KafkaVersion{}, false
+			return Version{}, false
 		}
 		parts, fields = parts[1:], version[1:]
 	}
 	if len(parts) != 3 {
-		return KafkaVersion{}, false
+		return Version{}, false
 	}
 	for i, part := range parts {
 		if part == "" || strings.Trim(part, "0123456789") != "" {
-			return KafkaVersion{}, false
+			return Version{}, false
 		}
 		n, err := strconv.ParseUint(part, 10, strconv.IntSize)
 		if err != nil {
-			return KafkaVersion{}, false
+			return Version{}, false
 		}
 		fields[i] = uint(n)
 	}
@@ -42,7 +42,7 @@ func ParseKafkaVersion(v string) (KafkaVersion, bool) {
 }
 
 // IsAtLeast reports whether v is other or later.
-func (v KafkaVersion) IsAtLeast(other KafkaVersion) bool {
+func (v Version) IsAtLeast(other Version) bool {
 	for i := range v {
 		if v[i] != other[i] {
 			return v[i] > other[i]
@@ -51,7 +51,7 @@ func (v KafkaVersion) IsAtLeast(other KafkaVersion) bool {
 	return true
 }
 
-func (v KafkaVersion) String() string {
+func (v Version) String() string {
 	if v[0] == 0 {
 		return fmt.Sprintf("0.%d.%d.%d", v[1], v[2], v[3])
 	}

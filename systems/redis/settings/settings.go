@@ -1,31 +1,33 @@
-package config
+package settings
 
 import (
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/failover-exporter/failover_exporter/config"
 )
 
 // Defaults of a Redis Cluster's own settings.
 const (
-	DefaultRedisClusterName    = "redis"
-	DefaultRedisCommandTimeout = 2 * time.Second
+	DefaultClusterName    = "redis"
+	DefaultCommandTimeout = 2 * time.Second
 )
 
-// RedisCluster describes one Redis Cluster to watch.
-type RedisCluster struct {
+// Cluster describes one Redis Cluster to watch.
+type Cluster struct {
 	// Name is the value of the redis_cluster label.
 	Name string `yaml:"name"`
 	// Addrs are seed nodes; any reachable one is enough.
 	Addrs []string `yaml:"addrs" example:"[host:6379]"`
 	// AllowedTargets, in a module only, lists where a /probe target may
-	// take the module's settings (allowlist.go); AllowAnyTarget lets any
+	// take the module's settings (config/allowlist.go); AllowAnyTarget lets any
 	// target take them, for a module that carries no credentials.
 	AllowedTargets  []string      `yaml:"allowed_targets" example:"[10.0.0.0/8:9092]"`
 	AllowAnyTarget  bool          `yaml:"allow_any_target"`
 	Username        string        `yaml:"username"`
-	Password        Secret        `yaml:"password"`
+	Password        config.Secret `yaml:"password"`
 	RefreshInterval time.Duration `yaml:"refresh_interval"`
 	RefreshTimeout  time.Duration `yaml:"refresh_timeout"`
 	DialTimeout     time.Duration `yaml:"dial_timeout"`
@@ -36,20 +38,20 @@ type RedisCluster struct {
 	BackdateLimit time.Duration `yaml:"backdate_limit"`
 	// CommandTimeout bounds each command sent to one node.
 	CommandTimeout time.Duration `yaml:"command_timeout"`
-	TLS            TLS           `yaml:"tls"`
+	TLS            config.TLS    `yaml:"tls"`
 	// Canary writes to the cluster; it is off unless enabled.
-	Canary RedisCanary `yaml:"canary"`
+	Canary Canary `yaml:"canary"`
 	// SlotStats reads each master's hottest slots; off unless top is set.
-	SlotStats RedisSlotStats `yaml:"slot_stats"`
-	// FailureBudget tunes what stopping a node or zone would do (budget_redis.go).
-	FailureBudget RedisBudget `yaml:"failure_budget"`
+	SlotStats SlotStats `yaml:"slot_stats"`
+	// FailureBudget tunes what stopping a node or zone would do (budget.go).
+	FailureBudget Budget `yaml:"failure_budget"`
 }
 
-// RedisSlotStats configures the hot-slot series: CLUSTER SLOT-STATS
+// SlotStats configures the hot-slot series: CLUSTER SLOT-STATS
 // (Valkey 8.0+, Redis 8.2+) asked of every master on each refresh, for its
 // Top slots by key count, and by CPU time and network bytes where the
 // server has cluster-slot-stats-enabled on.
-type RedisSlotStats struct {
+type SlotStats struct {
 	// Top is how many slots per master and per statistic are served; 0
 	// turns the series off.
 	Top int `yaml:"top"`
@@ -59,11 +61,11 @@ type RedisSlotStats struct {
 // number is top times the masters, per statistic.
 const MaxSlotStatsTop = 100
 
-// RedisCanary configures the Redis write canary: per master, one key in a
+// Canary configures the Redis write canary: per master, one key in a
 // slot the master owns, SET with an increasing value every interval, and
 // after a promotion a read from the new master to count acknowledged
 // writes it does not have.
-type RedisCanary struct {
+type Canary struct {
 	Enabled bool `yaml:"enabled"`
 	// Interval between two rounds of writes; default the refresh interval.
 	Interval time.Duration `yaml:"interval"`
@@ -83,68 +85,68 @@ type RedisCanary struct {
 
 // LeaseEnabled reports whether the canary writes only while it holds the
 // cluster's canary lease.
-func (c RedisCanary) LeaseEnabled() bool { return c.Lease == nil || *c.Lease }
+func (c Canary) LeaseEnabled() bool { return c.Lease == nil || *c.Lease }
 
 // Defaults of the write canaries.
 const (
-	DefaultRedisCanaryKeyPrefix = "__failover_exporter_canary:"
-	DefaultRedisCanaryKeyTTL    = time.Hour
+	DefaultCanaryKeyPrefix = "__failover_exporter_canary:"
+	DefaultCanaryKeyTTL    = time.Hour
 )
 
-func (r *RedisCluster) applyDefaults() {
+func (r *Cluster) applyDefaults() {
 	if r.Name == "" {
-		r.Name = DefaultRedisClusterName
+		r.Name = DefaultClusterName
 	}
 	if r.RefreshInterval == 0 {
-		r.RefreshInterval = DefaultRefreshInterval
+		r.RefreshInterval = config.DefaultRefreshInterval
 	}
 	if r.RefreshTimeout == 0 {
-		r.RefreshTimeout = refreshTimeoutFor(r.RefreshInterval)
+		r.RefreshTimeout = config.RefreshTimeoutFor(r.RefreshInterval)
 	}
 	if r.DialTimeout == 0 {
-		r.DialTimeout = DefaultDialTimeout
+		r.DialTimeout = config.DefaultDialTimeout
 	}
 	if r.CommandTimeout == 0 {
-		r.CommandTimeout = DefaultRedisCommandTimeout
+		r.CommandTimeout = DefaultCommandTimeout
 	}
 	if r.BackdateLimit == 0 {
-		r.BackdateLimit = DefaultBackdateLimit
+		r.BackdateLimit = config.DefaultBackdateLimit
 	}
 	if r.Canary.Interval == 0 {
 		r.Canary.Interval = r.RefreshInterval
 	}
 	if r.Canary.KeyPrefix == "" {
-		r.Canary.KeyPrefix = DefaultRedisCanaryKeyPrefix
+		r.Canary.KeyPrefix = DefaultCanaryKeyPrefix
 	}
 	if r.Canary.KeyTTL == 0 {
 		// An hour, or what a failover needs of a canary of long intervals.
-		r.Canary.KeyTTL = max(DefaultRedisCanaryKeyTTL, r.Canary.MinKeyTTL(r.RefreshTimeout))
+		r.Canary.KeyTTL = max(DefaultCanaryKeyTTL, r.Canary.MinKeyTTL(r.RefreshTimeout))
 	}
 }
 
-func (r *RedisCluster) validate() error {
+func (r *Cluster) validate() error {
 	var errs []error
 	if len(r.Addrs) == 0 {
 		errs = append(errs, errors.New("addrs is empty"))
 	}
 	for _, s := range r.Addrs {
-		if err := CheckAddr(s); err != nil {
+		if err := config.CheckAddr(s); err != nil {
 			errs = append(errs, fmt.Errorf("addr %w", err))
 		}
 	}
-	errs = append(errs, validateTimings(r.RefreshInterval, r.RefreshTimeout, r.DialTimeout, r.CommandTimeout, "command_timeout")...)
+	errs = append(errs, config.ValidateTimings(r.RefreshInterval, r.RefreshTimeout, r.DialTimeout, r.CommandTimeout, "command_timeout")...)
 	if err := r.FailureBudget.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := checkBackdateLimit(r.BackdateLimit); err != nil {
+	if err := config.CheckBackdateLimit(r.BackdateLimit); err != nil {
 		errs = append(errs, err)
 	}
 	if r.Password.IsSet() {
-		if err := r.Password.validate("password"); err != nil {
+		if err := r.Password.Validate("password"); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := r.TLS.validate(); err != nil {
+	if err := r.TLS.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := r.Canary.validate(r.RefreshInterval, r.RefreshTimeout); err != nil {
@@ -156,9 +158,9 @@ func (r *RedisCluster) validate() error {
 	return errors.Join(errs...)
 }
 
-// MinRedisCanaryKeyTTL is the least canary.key_ttl accepted, however
+// MinCanaryKeyTTL is the least canary.key_ttl accepted, however
 // short the canary's interval.
-const MinRedisCanaryKeyTTL = time.Minute
+const MinCanaryKeyTTL = time.Minute
 
 // MinKeyTTL is the shortest key_ttl a failover leaves the canary able to
 // judge: the key must outlive the time from the last write the old master
@@ -168,19 +170,19 @@ const MinRedisCanaryKeyTTL = time.Minute
 // detection and the election (cluster-node-timeout, 15 s by default, which
 // the exporter does not know), up to an interval before the failure and a
 // round after it (interval plus refresh_timeout). Ten intervals plus the
-// refresh timeout, and at least MinRedisCanaryKeyTTL (four default
+// refresh timeout, and at least MinCanaryKeyTTL (four default
 // cluster-node-timeouts), leave room for a slow failover.
-func (c RedisCanary) MinKeyTTL(refreshTimeout time.Duration) time.Duration {
-	return max(MinRedisCanaryKeyTTL, 10*c.Interval+refreshTimeout)
+func (c Canary) MinKeyTTL(refreshTimeout time.Duration) time.Duration {
+	return max(MinCanaryKeyTTL, 10*c.Interval+refreshTimeout)
 }
 
 // validate checks the canary's settings; refreshInterval is the cluster's,
 // which the interval defaults to and which is checked (once) on its own;
 // refreshTimeout is the cluster's too.
-func (c RedisCanary) validate(refreshInterval, refreshTimeout time.Duration) error {
+func (c Canary) validate(refreshInterval, refreshTimeout time.Duration) error {
 	var errs []error
 	if c.Interval != refreshInterval {
-		if err := CheckRefreshInterval("canary.interval", c.Interval); err != nil {
+		if err := config.CheckRefreshInterval("canary.interval", c.Interval); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -201,21 +203,3 @@ func (c RedisCanary) validate(refreshInterval, refreshTimeout time.Duration) err
 	}
 	return errors.Join(errs...)
 }
-
-// redisSection is the redis list of the file.
-var redisSection = NewSection(SectionSpec[RedisCluster]{
-	Key: "redis", Noun: "redis cluster",
-	List:     func(c *Config) *[]RedisCluster { return &c.Redis },
-	Defaults: (*RedisCluster).applyDefaults,
-	Name:     func(r *RedisCluster) string { return r.Name },
-	Validate: func(*Config) func(*RedisCluster) error { return (*RedisCluster).validate },
-	Modules: &ModuleSpec[RedisCluster]{
-		AddrKey: "addrs",
-		Addrs:   func(r *RedisCluster) []string { return r.Addrs },
-		At:      RedisCluster.At,
-		Check:   (*RedisCluster).validate,
-		Targets: func(r *RedisCluster) ModuleTargets {
-			return ModuleTargets{Allowed: r.AllowedTargets, AllowAny: r.AllowAnyTarget, Credentials: r.credentials(), TLS: r.TLS}
-		},
-	},
-})

@@ -1,4 +1,4 @@
-package config
+package settings
 
 import (
 	"fmt"
@@ -6,9 +6,9 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// KafkaBudget configures a Kafka cluster's failure budget: what stopping
+// Budget configures a Kafka cluster's failure budget: what stopping
 // one broker or rack now would do (systems/kafka/budget.go).
-type KafkaBudget struct {
+type Budget struct {
 	// MinISRHeadroom is how many in-sync replicas above min.insync.replicas
 	// every partition must keep after a stop for the stop to count as safe
 	// (0, the default: keeping min ISR is enough). With 1, a topic with
@@ -38,7 +38,7 @@ func (u UnwatchedTopics) Judged() bool { return u != NameUnwatched }
 
 // UnmarshalYAML decodes the block strictly and validates it where it is
 // read, so a bad value is refused with its line.
-func (b *KafkaBudget) UnmarshalYAML(value *yaml.Node) error {
+func (b *Budget) UnmarshalYAML(value *yaml.Node) error {
 	if value.Kind != yaml.MappingNode {
 		return fmt.Errorf("line %d: failure_budget must be a mapping, e.g. {min_isr_headroom: 1}", value.Line)
 	}
@@ -49,7 +49,7 @@ func (b *KafkaBudget) UnmarshalYAML(value *yaml.Node) error {
 			return fmt.Errorf("line %d: field %s not found in failure_budget (known: min_isr_headroom, unwatched_topics)", value.Content[i].Line, key)
 		}
 	}
-	type plain KafkaBudget
+	type plain Budget
 	if err := value.Decode((*plain)(b)); err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func (b *KafkaBudget) UnmarshalYAML(value *yaml.Node) error {
 }
 
 // Validate checks the settings.
-func (b KafkaBudget) Validate() error {
+func (b Budget) Validate() error {
 	if b.MinISRHeadroom < 0 {
 		return fmt.Errorf("failure_budget.min_isr_headroom %d must be 0 or more", b.MinISRHeadroom)
 	}

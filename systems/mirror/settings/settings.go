@@ -1,4 +1,4 @@
-package config
+package settings
 
 import (
 	"encoding/json"
@@ -8,15 +8,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/failover-exporter/failover_exporter/config"
+	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
-// Mirror describes one MirrorMaker 2 replication flow between two Kafka
+// Flow describes one MirrorMaker 2 replication flow between two Kafka
 // clusters of the config, read from the clusters themselves: the flow's
 // offset syncs, checkpoints and heartbeats, and both clusters' offsets
 // (systems/mirror, docs/mirror.md).
-type Mirror struct {
+type Flow struct {
 	// Name is the value of the mirror label.
 	Name string `yaml:"name"`
 	// Source and Target name clusters of the config's kafka list; the flow
@@ -43,7 +45,7 @@ type Mirror struct {
 	InternalTopicSeparatorEnabled *bool `yaml:"internal_topic_separator_enabled"`
 	// Topics selects the source topics the flow replicates (anchored; all
 	// by default). MM2's internal topics are never counted.
-	Topics *Regexp `yaml:"topics"`
+	Topics *config.Regexp `yaml:"topics"`
 	// OffsetSyncsTopic is MM2's offset-syncs topic, on the cluster
 	// OffsetSyncsTopicLocation names (source by default, as MM2's
 	// offset-syncs.topic.location).
@@ -71,32 +73,32 @@ type Mirror struct {
 	// Connect, when set, is the Kafka Connect REST API of the workers that
 	// run the flow's Mirror connectors: their and their tasks' states are
 	// read from it too. MM2's dedicated mode serves no such API.
-	Connect *MirrorConnect `yaml:"connect"`
+	Connect *Connect `yaml:"connect"`
 
 	// SourceCluster and TargetCluster are the named clusters' settings,
 	// filled in by Config.Complete.
-	SourceCluster KafkaCluster `yaml:"-"`
-	TargetCluster KafkaCluster `yaml:"-"`
+	SourceCluster kafkasettings.Cluster `yaml:"-"`
+	TargetCluster kafkasettings.Cluster `yaml:"-"`
 }
 
-// MirrorConnect is the Kafka Connect REST API a flow's connector states
+// Connect is the Kafka Connect REST API a flow's connector states
 // are read from (GET /connectors?expand=status&expand=info).
-type MirrorConnect struct {
+type Connect struct {
 	// URL is the REST API's base, http:// or https://.
 	URL string `yaml:"url"`
 	// Username and Password are HTTP basic auth credentials, when the REST
 	// API requires them; the password is read from a file or the
 	// environment.
-	Username string `yaml:"username"`
-	Password Secret `yaml:"password"`
-	TLS      TLS    `yaml:"tls"`
+	Username string        `yaml:"username"`
+	Password config.Secret `yaml:"password"`
+	TLS      config.TLS    `yaml:"tls"`
 	// Connectors names the flow's connectors. By default they are found by
 	// their class (MirrorSourceConnector, MirrorCheckpointConnector,
 	// MirrorHeartbeatConnector) and the flow's source and target aliases.
 	Connectors []string `yaml:"connectors" example:"[connector-name]"`
 }
 
-func (c *MirrorConnect) validate() error {
+func (c *Connect) validate() error {
 	var errs []error
 	u, urlErr := checkConnectURL(c.URL)
 	if urlErr != nil {
@@ -106,11 +108,11 @@ func (c *MirrorConnect) validate() error {
 		if c.Username == "" {
 			errs = append(errs, errors.New("connect.password is set without connect.username"))
 		}
-		if err := c.Password.validate("connect.password"); err != nil {
+		if err := c.Password.Validate("connect.password"); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := c.TLS.validate(); err != nil {
+	if err := c.TLS.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("connect.%w", err))
 	}
 	if c.TLS.Enabled && urlErr == nil && u.Scheme == "http" {
@@ -134,7 +136,7 @@ func checkConnectURL(raw string) (*url.URL, error) {
 	if raw == "" {
 		return nil, fmt.Errorf("connect.url is required: the Kafka Connect REST API, %s", example)
 	}
-	shown := strconv.Quote(RedactURL(raw))
+	shown := strconv.Quote(config.RedactURL(raw))
 	if !strings.Contains(raw, "://") {
 		return nil, fmt.Errorf("connect.url %s has no scheme: write http:// or https:// before the host, %s", shown, example)
 	}
@@ -168,32 +170,6 @@ func checkConnectURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// RedactURL returns a URL without its user:password, query and fragment,
-// the parts that may hold credentials, for messages and logs.
-func RedactURL(raw string) string {
-	if !strings.ContainsAny(raw, "@?#") {
-		return raw
-	}
-	if u, err := url.Parse(raw); err == nil && u.Opaque == "" {
-		redacted := *u
-		redacted.User, redacted.RawQuery, redacted.ForceQuery, redacted.Fragment, redacted.RawFragment = nil, "", false, "", ""
-		return redacted.String()
-	}
-	if i := strings.IndexAny(raw, "?#"); i >= 0 {
-		raw = raw[:i]
-	}
-	if scheme, rest, ok := strings.Cut(raw, "://"); ok {
-		if i := strings.LastIndex(rest, "@"); i >= 0 {
-			rest = rest[i+1:]
-		}
-		return scheme + "://" + rest
-	}
-	if i := strings.LastIndex(raw, "@"); i >= 0 {
-		raw = raw[i+1:]
-	}
-	return raw
-}
-
 // Replication policies.
 const (
 	ReplicationPolicyDefault  = "default"
@@ -208,22 +184,22 @@ const (
 
 // Defaults of a mirror flow.
 const (
-	DefaultMirrorHeartbeatsTopic = "heartbeats"
-	DefaultMirrorStallAfter      = 30 * time.Second
-	DefaultMirrorSeparator       = "."
-	DefaultMirrorMaxGroups       = 1000
+	DefaultHeartbeatsTopic = "heartbeats"
+	DefaultStallAfter      = 30 * time.Second
+	DefaultSeparator       = "."
+	DefaultMaxGroups       = 1000
 )
 
 // InternalSeparator is what joins the parts of MM2's internal topics'
 // names (DefaultReplicationPolicy.internalSeparator).
-func (m Mirror) InternalSeparator() string {
+func (m Flow) InternalSeparator() string {
 	if m.InternalTopicSeparatorEnabled != nil && !*m.InternalTopicSeparatorEnabled {
-		return DefaultMirrorSeparator
+		return DefaultSeparator
 	}
 	return m.ReplicationPolicySeparator
 }
 
-func (m *Mirror) applyDefaults() {
+func (m *Flow) applyDefaults() {
 	if m.SourceAlias == "" {
 		m.SourceAlias = m.Source
 	}
@@ -234,10 +210,10 @@ func (m *Mirror) applyDefaults() {
 		m.ReplicationPolicy = ReplicationPolicyDefault
 	}
 	if m.Topics == nil {
-		m.Topics, _ = NewRegexp(".*")
+		m.Topics, _ = config.NewRegexp(".*")
 	}
 	if m.ReplicationPolicySeparator == "" {
-		m.ReplicationPolicySeparator = DefaultMirrorSeparator
+		m.ReplicationPolicySeparator = DefaultSeparator
 	}
 	if m.OffsetSyncsTopicLocation == "" {
 		m.OffsetSyncsTopicLocation = OffsetSyncsOnSource
@@ -256,26 +232,26 @@ func (m *Mirror) applyDefaults() {
 		m.CheckpointsTopic = m.SourceAlias + sep + "checkpoints" + sep + "internal"
 	}
 	if m.HeartbeatsTopic == "" {
-		m.HeartbeatsTopic = DefaultMirrorHeartbeatsTopic
+		m.HeartbeatsTopic = DefaultHeartbeatsTopic
 	}
 	if m.RefreshInterval == 0 {
-		m.RefreshInterval = DefaultRefreshInterval
+		m.RefreshInterval = config.DefaultRefreshInterval
 	}
 	if m.RefreshTimeout == 0 {
-		m.RefreshTimeout = refreshTimeoutFor(m.RefreshInterval)
+		m.RefreshTimeout = config.RefreshTimeoutFor(m.RefreshInterval)
 	}
 	if m.StallAfter == 0 {
-		m.StallAfter = DefaultMirrorStallAfter
+		m.StallAfter = DefaultStallAfter
 	}
 	if m.MaxGroups == 0 {
-		m.MaxGroups = DefaultMirrorMaxGroups
+		m.MaxGroups = DefaultMaxGroups
 	}
 }
 
 // validate checks the flow's own settings and resolves its clusters from
 // kafka, the config's Kafka clusters by name; known lists them for
 // messages, computed once for all flows.
-func (m *Mirror) validate(kafka map[string]KafkaCluster, known func() string) error {
+func (m *Flow) validate(kafka map[string]kafkasettings.Cluster, known func() string) error {
 	var errs []error
 	if m.Name == "" {
 		errs = append(errs, errors.New("name is required (the mirror label)"))
@@ -303,11 +279,11 @@ func (m *Mirror) validate(kafka map[string]KafkaCluster, known func() string) er
 		errs = append(errs, fmt.Errorf("offset_syncs_topic_location %q is not one of source, target", m.OffsetSyncsTopicLocation))
 	}
 	for _, alias := range []struct{ key, value string }{{"source_alias", m.SourceAlias}, {"target_alias", m.TargetAlias}} {
-		if alias.value != "" && !kafkaTopicName.MatchString(alias.value+".x") {
+		if alias.value != "" && !kafkasettings.TopicName.MatchString(alias.value+".x") {
 			errs = append(errs, fmt.Errorf("%s %q cannot be part of a Kafka topic name", alias.key, alias.value))
 		}
 	}
-	if !kafkaTopicName.MatchString(m.ReplicationPolicySeparator) {
+	if !kafkasettings.TopicName.MatchString(m.ReplicationPolicySeparator) {
 		errs = append(errs, fmt.Errorf("replication_policy_separator %q cannot be part of a Kafka topic name", m.ReplicationPolicySeparator))
 	}
 	if m.SourceAlias != "" && m.SourceAlias == m.TargetAlias {
@@ -316,12 +292,12 @@ func (m *Mirror) validate(kafka map[string]KafkaCluster, known func() string) er
 	for _, topic := range []struct{ key, value string }{
 		{"offset_syncs_topic", m.OffsetSyncsTopic}, {"checkpoints_topic", m.CheckpointsTopic}, {"heartbeats_topic", m.HeartbeatsTopic},
 	} {
-		if !kafkaTopicName.MatchString(topic.value) || topic.value == "." || topic.value == ".." {
+		if !kafkasettings.TopicName.MatchString(topic.value) || topic.value == "." || topic.value == ".." {
 			errs = append(errs, fmt.Errorf("%s %q is not a valid Kafka topic name", topic.key, topic.value))
 		}
 	}
 	// Each request has its cluster's dial and request timeouts.
-	errs = append(errs, validateTimings(m.RefreshInterval, m.RefreshTimeout, time.Second, time.Second, "")...)
+	errs = append(errs, config.ValidateTimings(m.RefreshInterval, m.RefreshTimeout, time.Second, time.Second, "")...)
 	if m.StallAfter <= 0 {
 		errs = append(errs, fmt.Errorf("stall_after %s must be positive", m.StallAfter))
 	}
@@ -331,7 +307,7 @@ func (m *Mirror) validate(kafka map[string]KafkaCluster, known func() string) er
 		}
 	}
 	if m.MaxGroups < 0 {
-		errs = append(errs, fmt.Errorf("max_groups %d must be positive (default %d)", m.MaxGroups, DefaultMirrorMaxGroups))
+		errs = append(errs, fmt.Errorf("max_groups %d must be positive (default %d)", m.MaxGroups, DefaultMaxGroups))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -343,7 +319,7 @@ func (m *Mirror) validate(kafka map[string]KafkaCluster, known func() string) er
 // maxListedNames bounds the cluster names a message lists.
 const maxListedNames = 10
 
-func listNames(kafka map[string]KafkaCluster) string {
+func listNames(kafka map[string]kafkasettings.Cluster) string {
 	if len(kafka) == 0 {
 		return "the kafka list is empty"
 	}
@@ -363,36 +339,19 @@ func listNames(kafka map[string]KafkaCluster) string {
 // Fingerprint identifies the flow's settings and both clusters' settings,
 // with the current contents of their TLS files and SASL passwords: a
 // reload restarts the flow when either cluster's connection changed.
-func (m Mirror) Fingerprint() (string, error) {
+func (m Flow) Fingerprint() (string, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return "", fmt.Errorf("fingerprint config: %w", err)
 	}
 	parts := [][]byte{b}
-	for _, k := range []KafkaCluster{m.SourceCluster, m.TargetCluster} {
-		parts = append(parts, k.TLS.fileContents()...)
-		parts = append(parts, k.SASL.Password.currentValue())
+	for _, k := range []kafkasettings.Cluster{m.SourceCluster, m.TargetCluster} {
+		parts = append(parts, k.TLS.FileContents()...)
+		parts = append(parts, k.SASL.Password.CurrentValue())
 	}
 	if m.Connect != nil {
-		parts = append(parts, m.Connect.TLS.fileContents()...)
-		parts = append(parts, m.Connect.Password.currentValue())
+		parts = append(parts, m.Connect.TLS.FileContents()...)
+		parts = append(parts, m.Connect.Password.CurrentValue())
 	}
-	return keyedDigest(parts...), nil
+	return config.KeyedDigest(parts...), nil
 }
-
-// mirrorSection is the mirrors list of the file. Its check reads the kafka
-// list, completed before it.
-var mirrorSection = NewSection(SectionSpec[Mirror]{
-	Key: "mirrors", Noun: "mirror",
-	List:     func(c *Config) *[]Mirror { return &c.Mirrors },
-	Defaults: (*Mirror).applyDefaults,
-	Name:     func(m *Mirror) string { return m.Name },
-	Validate: func(cfg *Config) func(*Mirror) error {
-		kafka := map[string]KafkaCluster{}
-		for _, k := range cfg.Kafka {
-			kafka[k.Name] = k
-		}
-		known := sync.OnceValue(func() string { return listNames(kafka) })
-		return func(m *Mirror) error { return m.validate(kafka, known) }
-	},
-})

@@ -1,4 +1,4 @@
-package config
+package settings
 
 import (
 	"errors"
@@ -8,13 +8,15 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/failover-exporter/failover_exporter/config"
 )
 
-// RedisBudget configures a Redis Cluster's failure budget: what stopping
+// Budget configures a Redis Cluster's failure budget: what stopping
 // one node or one availability zone now would do (systems/redis's
 // budget.go, the redis_cluster_*_stop_* series, /api/v1/safe-to-stop).
 // The budget is always computed; these settings only tune it.
-type RedisBudget struct {
+type Budget struct {
 	// HealthyReplicaHeadroom makes stopping a master's last healthy
 	// replica unsafe (reason last_healthy_replica): the master would serve
 	// on with no replica to take over. A replica the exporter did not read
@@ -22,7 +24,7 @@ type RedisBudget struct {
 	HealthyReplicaHeadroom bool `yaml:"healthy_replica_headroom"`
 	// CaughtUpBytes is the replication lag within which a healthy replica
 	// counts as caught up, the one to fail over to; nil for
-	// DefaultRedisCaughtUpBytes (CaughtUpBound).
+	// DefaultCaughtUpBytes (CaughtUpBound).
 	CaughtUpBytes *int64 `yaml:"caught_up_bytes"`
 	// Zones maps node addresses ("ip:port", as CLUSTER NODES gives them)
 	// to availability zones. A node listed here is in that zone whatever
@@ -30,47 +32,47 @@ type RedisBudget struct {
 	Zones map[string]string `yaml:"zones"`
 }
 
-// DefaultRedisCaughtUpBytes is the caught-up bound when none is set: 1 MiB.
+// DefaultCaughtUpBytes is the caught-up bound when none is set: 1 MiB.
 // A replica acknowledges its offset once a second (REPLCONF ACK), so a
 // replica that is fully in sync still reads up to a second of writes
 // behind its master; 1 MiB forgives that at writes up to 1 MB/s, while a
 // replica resyncing or stuck reads many megabytes behind. It is the bound
 // RedisClusterReplicationLagGrowing starts at too.
-const DefaultRedisCaughtUpBytes int64 = 1 << 20
+const DefaultCaughtUpBytes int64 = 1 << 20
 
-// MaxRedisBudgetZones bounds the zones map: zone series are per zone.
-const MaxRedisBudgetZones = 10000
+// MaxBudgetZones bounds the zones map: zone series are per zone.
+const MaxBudgetZones = 10000
 
 // CaughtUpBound is the caught-up bound in bytes, the default when unset.
-func (b RedisBudget) CaughtUpBound() int64 {
+func (b Budget) CaughtUpBound() int64 {
 	if b.CaughtUpBytes == nil {
-		return DefaultRedisCaughtUpBytes
+		return DefaultCaughtUpBytes
 	}
 	return *b.CaughtUpBytes
 }
 
-// redisBudgetKeys are the keys failure_budget accepts.
-var redisBudgetKeys = []string{"healthy_replica_headroom", "caught_up_bytes", "zones"}
+// budgetKeys are the keys failure_budget accepts.
+var budgetKeys = []string{"healthy_replica_headroom", "caught_up_bytes", "zones"}
 
 // UnmarshalYAML decodes failure_budget strictly and validates it at load
 // time: a custom decoder does not inherit the file decoder's KnownFields,
 // so unknown keys are refused here.
-func (b *RedisBudget) UnmarshalYAML(value *yaml.Node) error {
+func (b *Budget) UnmarshalYAML(value *yaml.Node) error {
 	if value.Kind != yaml.MappingNode {
 		return fmt.Errorf("line %d: failure_budget must be a mapping", value.Line)
 	}
 	for i := 0; i+1 < len(value.Content); i += 2 {
 		key := value.Content[i]
-		if !slices.Contains(redisBudgetKeys, key.Value) {
-			return fmt.Errorf("line %d: field %s not found in failure_budget (want one of %s)", key.Line, key.Value, strings.Join(redisBudgetKeys, ", "))
+		if !slices.Contains(budgetKeys, key.Value) {
+			return fmt.Errorf("line %d: field %s not found in failure_budget (want one of %s)", key.Line, key.Value, strings.Join(budgetKeys, ", "))
 		}
 	}
-	type plain RedisBudget
+	type plain Budget
 	var decoded plain
 	if err := value.Decode(&decoded); err != nil {
 		return err
 	}
-	*b = RedisBudget(decoded)
+	*b = Budget(decoded)
 	if err := b.Validate(); err != nil {
 		return fmt.Errorf("line %d: %w", value.Line, err)
 	}
@@ -79,13 +81,13 @@ func (b *RedisBudget) UnmarshalYAML(value *yaml.Node) error {
 
 // Validate checks the settings: a non-negative caught-up bound, and zones
 // keyed by IP:PORT with non-empty names.
-func (b RedisBudget) Validate() error {
+func (b Budget) Validate() error {
 	var errs []error
 	if b.CaughtUpBytes != nil && *b.CaughtUpBytes < 0 {
 		errs = append(errs, fmt.Errorf("failure_budget.caught_up_bytes %d must not be negative", *b.CaughtUpBytes))
 	}
-	if len(b.Zones) > MaxRedisBudgetZones {
-		errs = append(errs, fmt.Errorf("failure_budget.zones lists %d nodes, more than %d", len(b.Zones), MaxRedisBudgetZones))
+	if len(b.Zones) > MaxBudgetZones {
+		errs = append(errs, fmt.Errorf("failure_budget.zones lists %d nodes, more than %d", len(b.Zones), MaxBudgetZones))
 	}
 	addrs := make([]string, 0, len(b.Zones))
 	for addr := range b.Zones {
@@ -93,7 +95,7 @@ func (b RedisBudget) Validate() error {
 	}
 	slices.Sort(addrs)
 	for _, addr := range addrs {
-		if err := CheckAddr(addr); err != nil {
+		if err := config.CheckAddr(addr); err != nil {
 			errs = append(errs, fmt.Errorf("failure_budget.zones: %w", err))
 			continue
 		}

@@ -1,4 +1,4 @@
-package config
+package settings
 
 import (
 	"errors"
@@ -7,24 +7,26 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/failover-exporter/failover_exporter/config"
 )
 
 // Defaults of a Kafka cluster's own settings.
 const (
-	DefaultKafkaClusterName   = "kafka"
-	DefaultKafkaVersion       = "3.0.0"
+	DefaultClusterName        = "kafka"
+	DefaultVersion            = "3.0.0"
 	DefaultRequestTimeout     = 3 * time.Second
 	DefaultTopicConfigRefresh = time.Minute
-	DefaultKafkaClientID      = "failover_exporter"
+	DefaultClientID           = "failover_exporter"
 )
 
-// KafkaCluster describes one Kafka cluster to watch.
-type KafkaCluster struct {
+// Cluster describes one Kafka cluster to watch.
+type Cluster struct {
 	// Name is the value of the kafka_cluster label.
 	Name             string   `yaml:"name"`
 	BootstrapServers []string `yaml:"bootstrap_servers" example:"[host:9092]"`
 	// AllowedTargets, in a module only, lists where a /probe target may
-	// take the module's settings (allowlist.go); AllowAnyTarget lets any
+	// take the module's settings (config/allowlist.go); AllowAnyTarget lets any
 	// target take them, for a module that carries no credentials.
 	AllowedTargets []string `yaml:"allowed_targets" example:"[10.0.0.0/8:9092]"`
 	AllowAnyTarget bool     `yaml:"allow_any_target"`
@@ -56,18 +58,18 @@ type KafkaCluster struct {
 	// series after it was last unhealthy, so that its recovery is seen and
 	// a flapping partition's series do not come and go.
 	PartitionMetricsHold time.Duration `yaml:"partition_metrics_hold"`
-	TLS                  TLS           `yaml:"tls"`
+	TLS                  config.TLS    `yaml:"tls"`
 	SASL                 SASL          `yaml:"sasl"`
 	// Canary writes to the cluster; it is off unless enabled.
-	Canary KafkaCanary `yaml:"canary"`
-	// FailureBudget tunes what counts as safe to stop (config/budget.go).
-	FailureBudget KafkaBudget `yaml:"failure_budget"`
+	Canary Canary `yaml:"canary"`
+	// FailureBudget tunes what counts as safe to stop (budget.go).
+	FailureBudget Budget `yaml:"failure_budget"`
 }
 
-// KafkaCanary configures the Kafka write canary: one record per partition
+// Canary configures the Kafka write canary: one record per partition
 // of its own topic every interval, with acks=all and an idempotent
 // producer, read back after the partition's next leader change.
-type KafkaCanary struct {
+type Canary struct {
 	Enabled bool `yaml:"enabled"`
 	// Interval between two rounds; default the refresh interval.
 	Interval time.Duration `yaml:"interval"`
@@ -89,21 +91,21 @@ type KafkaCanary struct {
 
 // LeaseEnabled reports whether the canary writes only while it holds the
 // cluster's canary lease.
-func (c KafkaCanary) LeaseEnabled() bool { return c.Lease == nil || *c.Lease }
+func (c Canary) LeaseEnabled() bool { return c.Lease == nil || *c.Lease }
 
 // LeaseGroup is the consumer group whose leader holds the canary lease:
 // named after the topic, so that exporters sharing a topic share a lease
 // and a prefixed ACL on the topic's name covers both.
-func (c KafkaCanary) LeaseGroup() string { return c.Topic + ".lease" }
+func (c Canary) LeaseGroup() string { return c.Topic + ".lease" }
 
 // CreateTopicEnabled reports whether the canary may create its topic.
-func (c KafkaCanary) CreateTopicEnabled() bool { return c.CreateTopic == nil || *c.CreateTopic }
+func (c Canary) CreateTopicEnabled() bool { return c.CreateTopic == nil || *c.CreateTopic }
 
 // Defaults of the Kafka write canary.
 const (
-	DefaultKafkaCanaryTopic             = "__failover_exporter_canary"
-	DefaultKafkaCanaryReplicationFactor = 3
-	DefaultKafkaCanaryMinInsyncReplicas = 2
+	DefaultCanaryTopic             = "__failover_exporter_canary"
+	DefaultCanaryReplicationFactor = 3
+	DefaultCanaryMinInsyncReplicas = 2
 )
 
 // PartitionMetrics is how many per-partition series a Kafka cluster gets.
@@ -178,8 +180,8 @@ func (m *PartitionMetrics) UnmarshalYAML(value *yaml.Node) error {
 // TopicFilter selects topics by regular expression. A topic is watched when
 // it matches Include (all topics if empty) and does not match Exclude.
 type TopicFilter struct {
-	Include *Regexp `yaml:"include"`
-	Exclude *Regexp `yaml:"exclude"`
+	Include *config.Regexp `yaml:"include"`
+	Exclude *config.Regexp `yaml:"exclude"`
 }
 
 // Match reports whether topic passes the filter.
@@ -196,39 +198,39 @@ func (f TopicFilter) Match(topic string) bool {
 // Judged reports whether the failure budget judges topic: when the topic
 // filter watches it, or failure_budget.unwatched_topics says judge.
 // (Internal topics are judged whatever both say.)
-func (k KafkaCluster) Judged(topic string) bool {
+func (k Cluster) Judged(topic string) bool {
 	return k.FailureBudget.UnwatchedTopics.Judged() || k.Topics.Match(topic)
 }
 
 // SASL configures Kafka SASL authentication.
 type SASL struct {
 	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty disables SASL.
-	Mechanism string `yaml:"mechanism"`
-	Username  string `yaml:"username"`
-	Password  Secret `yaml:"password"`
+	Mechanism string        `yaml:"mechanism"`
+	Username  string        `yaml:"username"`
+	Password  config.Secret `yaml:"password"`
 }
 
-func (k *KafkaCluster) applyDefaults() {
+func (k *Cluster) applyDefaults() {
 	if k.Name == "" {
-		k.Name = DefaultKafkaClusterName
+		k.Name = DefaultClusterName
 	}
 	if k.Version == "" {
-		k.Version = DefaultKafkaVersion
+		k.Version = DefaultVersion
 	}
 	if k.ClientID == "" {
-		k.ClientID = DefaultKafkaClientID
+		k.ClientID = DefaultClientID
 	}
 	if k.FailureBudget.UnwatchedTopics == "" {
 		k.FailureBudget.UnwatchedTopics = JudgeUnwatched
 	}
 	if k.RefreshInterval == 0 {
-		k.RefreshInterval = DefaultRefreshInterval
+		k.RefreshInterval = config.DefaultRefreshInterval
 	}
 	if k.RefreshTimeout == 0 {
-		k.RefreshTimeout = refreshTimeoutFor(k.RefreshInterval)
+		k.RefreshTimeout = config.RefreshTimeoutFor(k.RefreshInterval)
 	}
 	if k.DialTimeout == 0 {
-		k.DialTimeout = DefaultDialTimeout
+		k.DialTimeout = config.DefaultDialTimeout
 	}
 	if k.RequestTimeout == 0 {
 		k.RequestTimeout = DefaultRequestTimeout
@@ -237,7 +239,7 @@ func (k *KafkaCluster) applyDefaults() {
 		k.TopicConfigRefreshInterval = DefaultTopicConfigRefresh
 	}
 	if k.BackdateLimit == 0 {
-		k.BackdateLimit = DefaultBackdateLimit
+		k.BackdateLimit = config.DefaultBackdateLimit
 	}
 	if k.PartitionMetrics == "" {
 		k.PartitionMetrics = DefaultPartitionMetrics
@@ -249,37 +251,37 @@ func (k *KafkaCluster) applyDefaults() {
 		k.Canary.Interval = k.RefreshInterval
 	}
 	if k.Canary.Topic == "" {
-		k.Canary.Topic = DefaultKafkaCanaryTopic
+		k.Canary.Topic = DefaultCanaryTopic
 	}
 	if k.Canary.ReplicationFactor == 0 {
-		k.Canary.ReplicationFactor = DefaultKafkaCanaryReplicationFactor
+		k.Canary.ReplicationFactor = DefaultCanaryReplicationFactor
 	}
 	if k.Canary.MinInsyncReplicas == 0 {
-		k.Canary.MinInsyncReplicas = DefaultKafkaCanaryMinInsyncReplicas
+		k.Canary.MinInsyncReplicas = DefaultCanaryMinInsyncReplicas
 	}
 }
 
-func (k *KafkaCluster) validate() error {
+func (k *Cluster) validate() error {
 	var errs []error
 	if len(k.BootstrapServers) == 0 {
 		errs = append(errs, errors.New("bootstrap_servers is empty"))
 	}
 	for _, s := range k.BootstrapServers {
-		if err := CheckAddr(s); err != nil {
+		if err := config.CheckAddr(s); err != nil {
 			errs = append(errs, fmt.Errorf("bootstrap server %w", err))
 		}
 	}
-	if err := CheckKafkaVersion(k.Version); err != nil {
+	if err := CheckVersion(k.Version); err != nil {
 		errs = append(errs, fmt.Errorf("version %w", err))
 	}
 	if err := k.FailureBudget.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	errs = append(errs, validateTimings(k.RefreshInterval, k.RefreshTimeout, k.DialTimeout, k.RequestTimeout, "request_timeout")...)
+	errs = append(errs, config.ValidateTimings(k.RefreshInterval, k.RefreshTimeout, k.DialTimeout, k.RequestTimeout, "request_timeout")...)
 	if k.TopicConfigRefreshInterval < 0 {
 		errs = append(errs, errors.New("topic_config_refresh_interval must be positive"))
 	}
-	if err := checkBackdateLimit(k.BackdateLimit); err != nil {
+	if err := config.CheckBackdateLimit(k.BackdateLimit); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := ParsePartitionMetrics(string(k.PartitionMetrics)); err != nil {
@@ -288,7 +290,7 @@ func (k *KafkaCluster) validate() error {
 	if k.PartitionMetricsHold <= 0 || k.PartitionMetricsHold > MaxPartitionMetricsHold {
 		errs = append(errs, fmt.Errorf("partition_metrics_hold %s must be positive and at most %s", k.PartitionMetricsHold, MaxPartitionMetricsHold))
 	}
-	if err := k.TLS.validate(); err != nil {
+	if err := k.TLS.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	switch k.SASL.Mechanism {
@@ -300,7 +302,7 @@ func (k *KafkaCluster) validate() error {
 		if k.SASL.Username == "" {
 			errs = append(errs, errors.New("sasl.username is required with sasl.mechanism"))
 		}
-		if err := k.SASL.Password.validate("sasl.password"); err != nil {
+		if err := k.SASL.Password.Validate("sasl.password"); err != nil {
 			errs = append(errs, err)
 		}
 	default:
@@ -312,19 +314,19 @@ func (k *KafkaCluster) validate() error {
 	return errors.Join(errs...)
 }
 
-// kafkaTopicName is what Kafka accepts as a topic name.
-var kafkaTopicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+// TopicName is what Kafka accepts as a topic name.
+var TopicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
 // validate checks the canary's settings; refreshInterval is the cluster's,
 // which the interval defaults to and which is checked (once) on its own.
-func (c KafkaCanary) validate(refreshInterval time.Duration) error {
+func (c Canary) validate(refreshInterval time.Duration) error {
 	var errs []error
 	if c.Interval != refreshInterval {
-		if err := CheckRefreshInterval("canary.interval", c.Interval); err != nil {
+		if err := config.CheckRefreshInterval("canary.interval", c.Interval); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if !kafkaTopicName.MatchString(c.Topic) || c.Topic == "." || c.Topic == ".." {
+	if !TopicName.MatchString(c.Topic) || c.Topic == "." || c.Topic == ".." {
 		errs = append(errs, fmt.Errorf("canary.topic %q is not a valid Kafka topic name", c.Topic))
 	}
 	switch {
@@ -336,21 +338,3 @@ func (c KafkaCanary) validate(refreshInterval time.Duration) error {
 	}
 	return errors.Join(errs...)
 }
-
-// kafkaSection is the kafka list of the file.
-var kafkaSection = NewSection(SectionSpec[KafkaCluster]{
-	Key: "kafka", Noun: "kafka cluster",
-	List:     func(c *Config) *[]KafkaCluster { return &c.Kafka },
-	Defaults: (*KafkaCluster).applyDefaults,
-	Name:     func(k *KafkaCluster) string { return k.Name },
-	Validate: func(*Config) func(*KafkaCluster) error { return (*KafkaCluster).validate },
-	Modules: &ModuleSpec[KafkaCluster]{
-		AddrKey: "bootstrap_servers",
-		Addrs:   func(k *KafkaCluster) []string { return k.BootstrapServers },
-		At:      KafkaCluster.At,
-		Check:   (*KafkaCluster).validate,
-		Targets: func(k *KafkaCluster) ModuleTargets {
-			return ModuleTargets{Allowed: k.AllowedTargets, AllowAny: k.AllowAnyTarget, Credentials: k.credentials(), TLS: k.TLS}
-		},
-	},
-})

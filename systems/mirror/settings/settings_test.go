@@ -1,9 +1,11 @@
-package config
+package settings
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/failover-exporter/failover_exporter/config"
 )
 
 const twoClusters = `
@@ -16,7 +18,7 @@ kafka:
 `
 
 func TestMirrorDefaults(t *testing.T) {
-	cfg, err := Parse([]byte(twoClusters + `
+	cfg, err := config.Parse([]byte(twoClusters + `
 mirrors:
   - name: eu-us
     source: eu
@@ -25,11 +27,11 @@ mirrors:
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := cfg.Mirrors[0]
+	m := Flows(cfg)[0]
 	if m.SourceAlias != "eu" || m.TargetAlias != "us" || m.ReplicationPolicy != ReplicationPolicyDefault ||
 		m.OffsetSyncsTopic != "mm2-offset-syncs.us.internal" || m.OffsetSyncsTopicLocation != OffsetSyncsOnSource ||
 		m.CheckpointsTopic != "eu.checkpoints.internal" || m.HeartbeatsTopic != "heartbeats" ||
-		m.RefreshInterval != DefaultRefreshInterval || m.RefreshTimeout != 4*time.Second || m.StallAfter != 30*time.Second ||
+		m.RefreshInterval != config.DefaultRefreshInterval || m.RefreshTimeout != 4*time.Second || m.StallAfter != 30*time.Second ||
 		m.PartitionMetrics || !m.Topics.MatchString("anything") || m.MaxGroups != 1000 {
 		t.Errorf("defaults not applied: %+v", m)
 	}
@@ -47,7 +49,7 @@ mirrors:
 }
 
 func TestMirrorAliasesAndLocation(t *testing.T) {
-	cfg, err := Parse([]byte(twoClusters + `
+	cfg, err := config.Parse([]byte(twoClusters + `
 mirrors:
   - name: eu-us
     source: eu
@@ -62,7 +64,7 @@ mirrors:
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := cfg.Mirrors[0]
+	m := Flows(cfg)[0]
 	if m.OffsetSyncsTopic != "mm2-offset-syncs.primary.internal" || m.CheckpointsTopic != "primary.checkpoints.internal" ||
 		m.Topics.MatchString("payments") || m.StallAfter != time.Minute {
 		t.Errorf("%+v", m)
@@ -79,11 +81,11 @@ func TestMirrorSeparator(t *testing.T) {
 		{"replication_policy_separator: _\n    internal_topic_separator_enabled: false", "mm2-offset-syncs.us.internal", "eu.checkpoints.internal"},
 		{"replication_policy_separator: \"--\"\n    internal_topic_separator_enabled: true", "mm2-offset-syncs--us--internal", "eu--checkpoints--internal"},
 	} {
-		cfg, err := Parse([]byte(twoClusters + "mirrors:\n  - name: m\n    source: eu\n    target: us\n    " + tc.extra + "\n"))
+		cfg, err := config.Parse([]byte(twoClusters + "mirrors:\n  - name: m\n    source: eu\n    target: us\n    " + tc.extra + "\n"))
 		if err != nil {
 			t.Fatalf("%q: %v", tc.extra, err)
 		}
-		m := cfg.Mirrors[0]
+		m := Flows(cfg)[0]
 		if m.OffsetSyncsTopic != tc.syncs || m.CheckpointsTopic != tc.checkpoints {
 			t.Errorf("%q: offset syncs %q, checkpoints %q; want %q, %q", tc.extra, m.OffsetSyncsTopic, m.CheckpointsTopic, tc.syncs, tc.checkpoints)
 		}
@@ -93,7 +95,7 @@ func TestMirrorSeparator(t *testing.T) {
 // TestMirrorConnect: the optional Kafka Connect REST API of a flow.
 func TestMirrorConnect(t *testing.T) {
 	t.Setenv("CONNECT_PASSWORD", "s3cret")
-	cfg, err := Parse([]byte(twoClusters + `
+	cfg, err := config.Parse([]byte(twoClusters + `
 mirrors:
   - name: m
     source: eu
@@ -108,13 +110,13 @@ mirrors:
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := cfg.Mirrors[0].Connect
+	c := Flows(cfg)[0].Connect
 	if c == nil || c.URL != "https://connect.example:8083/" || c.Username != "exporter" || len(c.Connectors) != 1 {
 		t.Fatalf("connect: %+v", c)
 	}
-	fp, _ := cfg.Mirrors[0].Fingerprint()
+	fp, _ := Flows(cfg)[0].Fingerprint()
 	t.Setenv("CONNECT_PASSWORD", "changed")
-	if other, _ := cfg.Mirrors[0].Fingerprint(); other == fp {
+	if other, _ := Flows(cfg)[0].Fingerprint(); other == fp {
 		t.Error("fingerprint ignores the Connect password")
 	}
 	for _, tc := range []struct{ connect, want string }{
@@ -128,7 +130,7 @@ mirrors:
 		{"{url: 'http://connect:8083', tls: {enabled: true}}", `connect.tls is enabled but connect.url "http://connect:8083" is http`},
 		{"{url: 'http://connect:8083', connectors: ['']}", "connect.connectors holds an empty name"},
 	} {
-		_, err := Parse([]byte(twoClusters + "mirrors:\n  - name: m\n    source: eu\n    target: us\n    connect: " + tc.connect + "\n"))
+		_, err := config.Parse([]byte(twoClusters + "mirrors:\n  - name: m\n    source: eu\n    target: us\n    connect: " + tc.connect + "\n"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("connect %s: error %v, want one with %q", tc.connect, err, tc.want)
 		}
@@ -154,16 +156,16 @@ func TestMirrorValidation(t *testing.T) {
 		{"source: eu\n    target: us\n    max_groups: -1", "max_groups -1 must be positive"},
 		{"source: eu\n    target: us\n    replication_policy_separator: \"/\"", `replication_policy_separator "/" cannot be part of a Kafka topic name`},
 	} {
-		_, err := Parse([]byte(twoClusters + "mirrors:\n  - name: m\n    " + tc.mirror + "\n"))
+		_, err := config.Parse([]byte(twoClusters + "mirrors:\n  - name: m\n    " + tc.mirror + "\n"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want one with %q", tc.mirror, err, tc.want)
 		}
 	}
-	_, err := Parse([]byte(twoClusters + "mirrors:\n  - {source: eu, target: us}\n"))
+	_, err := config.Parse([]byte(twoClusters + "mirrors:\n  - {source: eu, target: us}\n"))
 	if err == nil || !strings.Contains(err.Error(), "name is required") {
 		t.Errorf("unnamed mirror: %v", err)
 	}
-	_, err = Parse([]byte(twoClusters + "mirrors:\n  - {name: m, source: eu, target: us}\n  - {name: m, source: us, target: eu}\n"))
+	_, err = config.Parse([]byte(twoClusters + "mirrors:\n  - {name: m, source: eu, target: us}\n  - {name: m, source: us, target: eu}\n"))
 	if err == nil || !strings.Contains(err.Error(), `mirror "m" is defined twice`) {
 		t.Errorf("duplicate mirror: %v", err)
 	}
