@@ -14,27 +14,16 @@ import (
 
 // Spec is the Kafka write canary as the registry knows it: a watcher of
 // its own for each Kafka cluster that enables it.
-var Spec = system.Spec[Snapshot, config.KafkaCluster]{
+var Spec = canary.Spec(system.Spec[Snapshot, config.KafkaCluster]{
 	// Its lines read collector=kafka_canary cluster=NAME, apart from the
 	// cluster watcher's collector=kafka; its events are the cluster's.
 	Name:        "kafka_canary",
 	EventSystem: "kafka",
-	Part:        "canary",
-	Clusters: func(cfg *config.Config) []config.KafkaCluster {
-		var enabled []config.KafkaCluster
-		for _, c := range cfg.Kafka {
-			if c.Canary.Enabled { // it writes to the cluster: only when asked
-				enabled = append(enabled, c)
-			}
-		}
-		return enabled
+	Clusters:    func(cfg *config.Config) []config.KafkaCluster { return cfg.Kafka },
+	Discover: func(cfg *config.Config, module, name string, addrs []string) (config.KafkaCluster, bool) {
+		return config.ModuleAt[config.KafkaCluster](cfg, "kafka", module, name, addrs)
 	},
 	ClusterName: func(c config.KafkaCluster) string { return c.Name },
-	// A module's canary, like a cluster's, runs only when it enables it.
-	Discover: func(cfg *config.Config, module, name string, addrs []string) (config.KafkaCluster, bool) {
-		c, ok := config.ModuleAt[config.KafkaCluster](cfg, "kafka", module, name, addrs)
-		return c, ok && c.Canary.Enabled
-	},
 	Fingerprint: config.KafkaCluster.Fingerprint,
 	// A round may outlast the interval: after a broker dies, refreshing
 	// the metadata and reading records back from a new leader each take up
@@ -55,8 +44,7 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 		}
 		return out, nil
 	},
-	Events:     func(s *Snapshot) []events.Event { return s.Events.All() },
-	EventKinds: []events.Kind{canary.EventWriteFailing, canary.EventWriteRecovered, canary.EventAcknowledgedWritesLost},
+	Events: func(s *Snapshot) []events.Event { return s.Events.All() },
 	NewCollector: func() system.Collector[Snapshot, config.KafkaCluster] {
 		return system.Unconfigured[Snapshot, config.KafkaCluster](NewCollector())
 	},
@@ -66,7 +54,7 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 		Intro: "Only for clusters whose config enables `canary` (it writes to the cluster; see docs/canary.md). Every series carries `kafka_cluster`; `broker` is the partition's leader when the record was produced. The counters stay served while `kafka_canary_up` is 0.",
 	},
 	Views: Views,
-}
+}, func(c config.KafkaCluster) bool { return c.Canary.Enabled })
 
 // System is the Kafka write canary's registry entry.
 var System = system.Define(Spec)

@@ -14,27 +14,16 @@ import (
 
 // Spec is the Redis write canary as the registry knows it: a watcher of
 // its own for each Redis Cluster that enables it.
-var Spec = system.Spec[Snapshot, config.RedisCluster]{
+var Spec = canary.Spec(system.Spec[Snapshot, config.RedisCluster]{
 	// Its lines read collector=redis_canary cluster=NAME, apart from the
 	// cluster watcher's collector=redis; its events are the cluster's.
 	Name:        "redis_canary",
 	EventSystem: "redis",
-	Part:        "canary",
-	Clusters: func(cfg *config.Config) []config.RedisCluster {
-		var enabled []config.RedisCluster
-		for _, c := range cfg.Redis {
-			if c.Canary.Enabled { // it writes to the cluster: only when asked
-				enabled = append(enabled, c)
-			}
-		}
-		return enabled
+	Clusters:    func(cfg *config.Config) []config.RedisCluster { return cfg.Redis },
+	Discover: func(cfg *config.Config, module, name string, addrs []string) (config.RedisCluster, bool) {
+		return config.ModuleAt[config.RedisCluster](cfg, "redis", module, name, addrs)
 	},
 	ClusterName: func(c config.RedisCluster) string { return c.Name },
-	// A module's canary, like a cluster's, runs only when it enables it.
-	Discover: func(cfg *config.Config, module, name string, addrs []string) (config.RedisCluster, bool) {
-		c, ok := config.ModuleAt[config.RedisCluster](cfg, "redis", module, name, addrs)
-		return c, ok && c.Canary.Enabled
-	},
 	Fingerprint: config.RedisCluster.Fingerprint,
 	Timing: func(c config.RedisCluster) (time.Duration, time.Duration) {
 		return c.Canary.Interval, c.Canary.Interval
@@ -46,8 +35,7 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 		}
 		return system.Source[Snapshot]{Refresh: src.round, Close: src.close}, nil
 	},
-	Events:     func(s *Snapshot) []events.Event { return s.Events.All() },
-	EventKinds: []events.Kind{canary.EventWriteFailing, canary.EventWriteRecovered, canary.EventAcknowledgedWritesLost},
+	Events: func(s *Snapshot) []events.Event { return s.Events.All() },
 	NewCollector: func() system.Collector[Snapshot, config.RedisCluster] {
 		return system.Unconfigured[Snapshot, config.RedisCluster](NewCollector())
 	},
@@ -56,7 +44,7 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 		Title: "Redis write canary",
 		Intro: "Only for clusters whose config enables `canary` (it writes to the cluster; see docs/canary.md). Every series carries `redis_cluster`; the counters stay served while `redis_canary_up` is 0.",
 	},
-}
+}, func(c config.RedisCluster) bool { return c.Canary.Enabled })
 
 // System is the Redis write canary's registry entry.
 var System = system.Define(Spec)
