@@ -118,6 +118,18 @@ type Source[S any] struct {
 	Wake func(trigger func())
 }
 
+// Opened is a Spec.Source that opens what reads a cluster (open) and
+// hands the watcher its refresh and close (source).
+func Opened[S, C, R any](open func(C, log.Logger) (R, error), source func(R) Source[S]) func(C, log.Logger) (Source[S], error) {
+	return func(c C, logger log.Logger) (Source[S], error) {
+		r, err := open(c, logger)
+		if err != nil {
+			return Source[S]{}, err
+		}
+		return source(r), nil
+	}
+}
+
 // Collector serves the latest state of every watched cluster of one
 // system as metrics, and never talks to a cluster.
 type Collector[S, C any] interface {

@@ -23,13 +23,9 @@ var Spec = system.Spec[Snapshot, config.KafkaCluster]{
 	Members:     members,
 	Fingerprint: config.KafkaCluster.Fingerprint,
 	Timing:      func(c config.KafkaCluster) (time.Duration, time.Duration) { return c.RefreshInterval, c.RefreshTimeout },
-	Source: func(c config.KafkaCluster, logger log.Logger) (system.Source[Snapshot], error) {
-		src, err := newSource(c, logger)
-		if err != nil {
-			return system.Source[Snapshot]{}, err
-		}
-		return system.Source[Snapshot]{Refresh: src.refresh, Close: src.close}, nil
-	},
+	Source: system.Opened(newSource, func(s *source) system.Source[Snapshot] {
+		return system.Source[Snapshot]{Refresh: s.refresh, Close: s.close}
+	}),
 	Events: func(s *Snapshot) []events.Event { return s.Events.All() },
 	EventKinds: []events.Kind{
 		EventBrokerDown, EventBrokerUp, EventBrokerFenced, EventBrokerUnfenced,

@@ -18,13 +18,9 @@ var Spec = system.Spec[Snapshot, config.Mirror]{
 	ClusterName: func(m config.Mirror) string { return m.Name },
 	Fingerprint: config.Mirror.Fingerprint,
 	Timing:      func(m config.Mirror) (time.Duration, time.Duration) { return m.RefreshInterval, m.RefreshTimeout },
-	Source: func(m config.Mirror, logger log.Logger) (system.Source[Snapshot], error) {
-		src, err := NewSource(m, logger)
-		if err != nil {
-			return system.Source[Snapshot]{}, err
-		}
-		return system.Source[Snapshot]{Refresh: src.Refresh, Close: src.Close}, nil
-	},
+	Source: system.Opened(NewSource, func(s *Source) system.Source[Snapshot] {
+		return system.Source[Snapshot]{Refresh: s.Refresh, Close: s.Close}
+	}),
 	Events:     func(s *Snapshot) []events.Event { return s.Events.All() },
 	EventKinds: []events.Kind{EventStalled, EventResumed, EventTopicMissing, EventTopicAppeared, EventConnectorState, events.EventsTruncated},
 	NewCollector: func() system.Collector[Snapshot, config.Mirror] {

@@ -23,13 +23,9 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 	Members:     members,
 	Fingerprint: config.RedisCluster.Fingerprint,
 	Timing:      func(c config.RedisCluster) (time.Duration, time.Duration) { return c.RefreshInterval, c.RefreshTimeout },
-	Source: func(c config.RedisCluster, logger log.Logger) (system.Source[Snapshot], error) {
-		src, err := newSource(c, logger)
-		if err != nil {
-			return system.Source[Snapshot]{}, err
-		}
-		return system.Source[Snapshot]{Refresh: src.refresh, Close: src.close}, nil
-	},
+	Source: system.Opened(newSource, func(s *source) system.Source[Snapshot] {
+		return system.Source[Snapshot]{Refresh: s.refresh, Close: s.close}
+	}),
 	Events: func(s *Snapshot) []events.Event { return s.Events.All() },
 	EventKinds: []events.Kind{
 		EventNodePFail, EventNodeFail, EventNodeRecovered, EventNodeState,

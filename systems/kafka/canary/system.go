@@ -32,18 +32,14 @@ var Spec = canary.Spec(system.Spec[Snapshot, config.KafkaCluster]{
 	Timing: func(c config.KafkaCluster) (time.Duration, time.Duration) {
 		return c.Canary.Interval, max(c.Canary.Interval, 2*c.RequestTimeout+c.DialTimeout)
 	},
-	Source: func(c config.KafkaCluster, logger log.Logger) (system.Source[Snapshot], error) {
-		src, err := newSource(c, logger)
-		if err != nil {
-			return system.Source[Snapshot]{}, err
-		}
+	Source: system.Opened(newSource, func(src *source) system.Source[Snapshot] {
 		out := system.Source[Snapshot]{Refresh: src.round, Close: src.close}
 		if src.lease != nil {
 			// A canary that takes the lease writes at once.
 			out.Wake = func(trigger func()) { src.lease.wake = trigger }
 		}
-		return out, nil
-	},
+		return out
+	}),
 	Events: func(s *Snapshot) []events.Event { return s.Events.All() },
 	NewCollector: func() system.Collector[Snapshot, config.KafkaCluster] {
 		return system.Unconfigured[Snapshot, config.KafkaCluster](NewCollector())

@@ -28,13 +28,9 @@ var Spec = canary.Spec(system.Spec[Snapshot, config.RedisCluster]{
 	Timing: func(c config.RedisCluster) (time.Duration, time.Duration) {
 		return c.Canary.Interval, c.Canary.Interval
 	},
-	Source: func(c config.RedisCluster, logger log.Logger) (system.Source[Snapshot], error) {
-		src, err := newSource(c, logger)
-		if err != nil {
-			return system.Source[Snapshot]{}, err
-		}
-		return system.Source[Snapshot]{Refresh: src.round, Close: src.close}, nil
-	},
+	Source: system.Opened(newSource, func(s *source) system.Source[Snapshot] {
+		return system.Source[Snapshot]{Refresh: s.round, Close: s.close}
+	}),
 	Events: func(s *Snapshot) []events.Event { return s.Events.All() },
 	NewCollector: func() system.Collector[Snapshot, config.RedisCluster] {
 		return system.Unconfigured[Snapshot, config.RedisCluster](NewCollector())
