@@ -2,19 +2,17 @@ package redis
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/config"
-	"github.com/failover-exporter/failover_exporter/lib/flagvalue"
 )
 
 // flagCluster is the Redis Cluster of the --redis.* flags (Spec.Flags).
 type flagCluster struct {
-	addrs              []string
+	system.Addrs
 	name, passwordFile string
 	givenName          bool
 }
@@ -22,25 +20,16 @@ type flagCluster struct {
 // declareFlags declares the --redis.* flags on the server's command.
 func declareFlags(cmd *kingpin.CmdClause) system.FlagCluster {
 	f := &flagCluster{}
-	cmd.Flag("redis.addr", "Redis Cluster seed node HOST:PORT (repeatable); enables the Redis collector for one cluster.").StringsVar(&f.addrs)
+	f.Declare(cmd, "redis.addr", "addr", "Redis Cluster seed node HOST:PORT (repeatable); enables the Redis collector for one cluster.")
 	cmd.Flag("redis.cluster-name", "Value of the redis_cluster label for the --redis.addr cluster.").Default(config.DefaultRedisClusterName).IsSetByUser(&f.givenName).StringVar(&f.name)
 	cmd.Flag("redis.password-file", "File holding the password of the --redis.addr cluster (never the password itself on the command line).").StringVar(&f.passwordFile)
 	return f
 }
 
-func (f *flagCluster) Given() bool      { return len(flagvalue.SplitList(f.addrs)) > 0 }
-func (f *flagCluster) AddrFlag() string { return "--redis.addr" }
-
 // Check checks the --redis.addr cluster's flags.
 func (f *flagCluster) Check() []error {
-	var errs []error
-	addrs := flagvalue.SplitList(f.addrs)
-	for _, s := range addrs {
-		if err := config.CheckAddr(s); err != nil {
-			errs = append(errs, fmt.Errorf("--redis.addr: addr %w", err))
-		}
-	}
-	if len(addrs) == 0 {
+	errs := f.CheckAddrs()
+	if !f.Given() {
 		if f.passwordFile != "" {
 			errs = append(errs, errors.New("--redis.password-file is for the --redis.addr cluster; give --redis.addr, or set password: {file: PATH} in the config file"))
 		}
@@ -55,7 +44,7 @@ func (f *flagCluster) Check() []error {
 func (f *flagCluster) AddTo(cfg *config.Config, refresh time.Duration) error {
 	cfg.Redis = append(cfg.Redis, config.RedisCluster{
 		Name:            f.name,
-		Addrs:           flagvalue.SplitList(f.addrs),
+		Addrs:           f.List(),
 		Password:        config.Secret{File: f.passwordFile},
 		RefreshInterval: refresh,
 	})
