@@ -141,7 +141,9 @@ func countingCollector(health, series *exposition.Set) system.Collector[counted,
 			sink.Add(refreshes, float64(st.Snapshot.N), cluster)
 		}
 	}
-	return system.Unconfigured[counted, fakeSettings](exposition.NewCollector(emit, health, series))
+	return system.Unconfigured[counted, fakeSettings](func() *exposition.Collector[counted] {
+		return exposition.NewCollector(emit, health, series)
+	})()
 }
 
 // counted is the fake system's snapshot: how many refreshes the chain of

@@ -150,10 +150,11 @@ type Collector[S, C any] interface {
 	AppendClustersText(st *exposition.Stream, keep func(name string) bool)
 }
 
-// Unconfigured serves a system's clusters with a collector whose clusters
-// have no settings of their own to serve by.
-func Unconfigured[S, C any](c *exposition.Collector[S]) Collector[S, C] {
-	return unconfigured[S, C]{c}
+// Unconfigured is the Spec.NewCollector of a system whose clusters have
+// no settings of their own to serve by: each manager's collector is
+// newCollector's, and serves each cluster as it is.
+func Unconfigured[S, C any](newCollector func() *exposition.Collector[S]) func() Collector[S, C] {
+	return func() Collector[S, C] { return unconfigured[S, C]{newCollector()} }
 }
 
 type unconfigured[S, C any] struct{ *exposition.Collector[S] }

@@ -34,10 +34,8 @@ var Spec = system.Spec[Snapshot, config.RedisCluster]{
 		EventSlotMigrationStarted, EventSlotMigrationFinished, EventSlotMigrationFailed, EventSlotMigrationCancelled,
 		events.EventsTruncated,
 	},
-	NewCollector: func() system.Collector[Snapshot, config.RedisCluster] {
-		return system.Unconfigured[Snapshot, config.RedisCluster](NewCollector())
-	},
-	Sets: Sets,
+	NewCollector: system.Unconfigured[Snapshot, config.RedisCluster](NewCollector),
+	Sets:         Sets,
 	Doc: system.Doc{
 		Title: "Redis Cluster",
 		Intro: "Every series carries `redis_cluster`. While `redis_cluster_up` is 0 only it and the `redis_cluster_exporter_*` series are served.",

@@ -40,11 +40,9 @@ var Spec = canary.Spec(system.Spec[Snapshot, config.KafkaCluster]{
 		}
 		return out
 	}),
-	Events: func(s *Snapshot) []events.Event { return s.Events.All() },
-	NewCollector: func() system.Collector[Snapshot, config.KafkaCluster] {
-		return system.Unconfigured[Snapshot, config.KafkaCluster](NewCollector())
-	},
-	Sets: Sets,
+	Events:       func(s *Snapshot) []events.Event { return s.Events.All() },
+	NewCollector: system.Unconfigured[Snapshot, config.KafkaCluster](NewCollector),
+	Sets:         Sets,
 	Doc: system.Doc{
 		Title: "Kafka write canary",
 		Intro: "Only for clusters whose config enables `canary` (it writes to the cluster; see docs/canary.md). Every series carries `kafka_cluster`; `broker` is the partition's leader when the record was produced. The counters stay served while `kafka_canary_up` is 0.",

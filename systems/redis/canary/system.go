@@ -31,11 +31,9 @@ var Spec = canary.Spec(system.Spec[Snapshot, config.RedisCluster]{
 	Source: system.Opened(newSource, func(s *source) system.Source[Snapshot] {
 		return system.Source[Snapshot]{Refresh: s.round, Close: s.close}
 	}),
-	Events: func(s *Snapshot) []events.Event { return s.Events.All() },
-	NewCollector: func() system.Collector[Snapshot, config.RedisCluster] {
-		return system.Unconfigured[Snapshot, config.RedisCluster](NewCollector())
-	},
-	Sets: Sets,
+	Events:       func(s *Snapshot) []events.Event { return s.Events.All() },
+	NewCollector: system.Unconfigured[Snapshot, config.RedisCluster](NewCollector),
+	Sets:         Sets,
 	Doc: system.Doc{
 		Title: "Redis write canary",
 		Intro: "Only for clusters whose config enables `canary` (it writes to the cluster; see docs/canary.md). Every series carries `redis_cluster`; the counters stay served while `redis_canary_up` is 0.",
