@@ -1,6 +1,8 @@
 // Package canary holds what the Kafka and Redis write canaries share: the
-// latency buckets and the histogram they accumulate into. Their rounds are
-// served by the collector every system uses (exposition.Collector).
+// latency buckets and the histogram they accumulate into, the families
+// every canary serves and how (Metrics, Round), and what completes their
+// registry entries (Spec). Their rounds are served by the collector every
+// system uses (exposition.Collector).
 //
 // Their snapshots carry what a round saw as events (EventWriteFailing,
 // CanaryWriteRecovered, CanaryAcknowledgedWritesLost), which the collector

@@ -1,7 +1,8 @@
 package exposition
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -81,11 +82,7 @@ func (c *Collector[S]) Describe(ch chan<- *prometheus.Desc) {
 func (c *Collector[S]) sorted() ([]string, []servedCluster[S]) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	names := make([]string, 0, len(c.clusters))
-	for name := range c.clusters {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(c.clusters))
 	clusters := make([]servedCluster[S], len(names))
 	for i, name := range names {
 		clusters[i] = c.clusters[name]

@@ -135,6 +135,18 @@ type Source[S any] struct {
 	Wake func(trigger func())
 }
 
+// Opened is a Spec.Source that opens what reads a cluster (open) and
+// hands the watcher its refresh and close (source).
+func Opened[S, C, R any](open func(C, log.Logger) (R, error), source func(R) Source[S]) func(C, log.Logger) (Source[S], error) {
+	return func(c C, logger log.Logger) (Source[S], error) {
+		r, err := open(c, logger)
+		if err != nil {
+			return Source[S]{}, err
+		}
+		return source(r), nil
+	}
+}
+
 // Collector serves the latest state of every watched cluster of one
 // system as metrics, and never talks to a cluster.
 type Collector[S, C any] interface {
@@ -155,10 +167,11 @@ type Collector[S, C any] interface {
 	AppendClustersText(st *exposition.Stream, keep func(name string) bool)
 }
 
-// Unconfigured serves a system's clusters with a collector whose clusters
-// have no settings of their own to serve by.
-func Unconfigured[S, C any](c *exposition.Collector[S]) Collector[S, C] {
-	return unconfigured[S, C]{c}
+// Unconfigured is the Spec.NewCollector of a system whose clusters have
+// no settings of their own to serve by: each manager's collector is
+// newCollector's, and serves each cluster as it is.
+func Unconfigured[S, C any](newCollector func() *exposition.Collector[S]) func() Collector[S, C] {
+	return func() Collector[S, C] { return unconfigured[S, C]{newCollector()} }
 }
 
 type unconfigured[S, C any] struct{ *exposition.Collector[S] }

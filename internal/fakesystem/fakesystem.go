@@ -131,7 +131,9 @@ func CountingCollector(health, series *exposition.Set) system.Collector[Snapshot
 			sink.Add(refreshes, float64(st.Snapshot.N), cluster)
 		}
 	}
-	return system.Unconfigured[Snapshot, Settings](exposition.NewCollector(emit, health, series))
+	return system.Unconfigured[Snapshot, Settings](func() *exposition.Collector[Snapshot] {
+		return exposition.NewCollector(emit, health, series)
+	})()
 }
 
 // Snapshot is the fake system's snapshot: how many refreshes the chain of

@@ -11,13 +11,13 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/config"
-	"github.com/failover-exporter/failover_exporter/lib/flagvalue"
 	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
+	"github.com/failover-exporter/failover_exporter/lib/flagvalue"
 )
 
 // flagCluster is the Kafka cluster of the --kafka.* flags (Spec.Flags).
 type flagCluster struct {
-	servers                   []string
+	system.Addrs
 	name, version, partitions string
 	noPartitions              bool
 	topicFilter, topicSkip    string
@@ -28,7 +28,7 @@ type flagCluster struct {
 // declareFlags declares the --kafka.* flags on the server's command.
 func declareFlags(cmd *kingpin.CmdClause) system.FlagCluster {
 	f := &flagCluster{}
-	cmd.Flag("kafka.server", "Kafka bootstrap server HOST:PORT (repeatable); enables the Kafka collector for one cluster.").StringsVar(&f.servers)
+	f.Declare(cmd, "kafka.server", "bootstrap server", "Kafka bootstrap server HOST:PORT (repeatable); enables the Kafka collector for one cluster.")
 	cmd.Flag("kafka.cluster-name", "Value of the kafka_cluster label for the --kafka.server cluster.").Default(settings.DefaultClusterName).IsSetByUser(&f.givenName).StringVar(&f.name)
 	cmd.Flag("kafka.version", "Kafka protocol version to speak to the --kafka.server cluster (at least "+settings.MinVersion.String()+").").Default(settings.DefaultVersion).IsSetByUser(&f.givenVersion).StringVar(&f.version)
 	cmd.Flag("kafka.partition-metrics", "Per-partition series for the --kafka.server cluster: lean (five per healthy partition, detail where unhealthy), unhealthy (only unhealthy partitions), full or none (topic and broker series only).").
@@ -40,20 +40,12 @@ func declareFlags(cmd *kingpin.CmdClause) system.FlagCluster {
 	return f
 }
 
-func (f *flagCluster) Given() bool      { return len(flagvalue.SplitList(f.servers)) > 0 }
-func (f *flagCluster) AddrFlag() string { return "--kafka.server" }
-
 // Check checks the flags of the --kafka.server cluster: each value
 // whenever it is given, and that none is given without the cluster it is
 // for.
 func (f *flagCluster) Check() []error {
-	var errs []error
-	servers := flagvalue.SplitList(f.servers)
-	for _, s := range servers {
-		if err := config.CheckAddr(s); err != nil {
-			errs = append(errs, fmt.Errorf("--kafka.server: bootstrap server %w", err))
-		}
-	}
+	errs := f.CheckAddrs()
+	servers := f.List()
 	// ignored is the message for a flag given without --kafka.server.
 	ignored := func(flag, what, key string) error {
 		return fmt.Errorf("%s %s and does nothing without --kafka.server; give --kafka.server, or set %s in the config file", flag, what, key)
@@ -96,7 +88,7 @@ func (f *flagCluster) Check() []error {
 func (f *flagCluster) AddTo(cfg *config.Config, refresh time.Duration) error {
 	kc := settings.Cluster{
 		Name:             f.name,
-		BootstrapServers: flagvalue.SplitList(f.servers),
+		BootstrapServers: f.List(),
 		Version:          f.version,
 		RefreshInterval:  refresh,
 		PartitionMetrics: settings.PartitionMetrics(f.partitions),

@@ -10,29 +10,23 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
-	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // Spec is Kafka as the registry knows it (systems.All).
-var Spec = system.Spec[Snapshot, kafkasettings.Cluster]{
+var Spec = system.Spec[Snapshot, settings.Cluster]{
 	Name:        "kafka",
-	Clusters:    func(cfg *config.Config) []kafkasettings.Cluster { return kafkasettings.Clusters(cfg) },
-	ClusterName: func(c kafkasettings.Cluster) string { return c.Name },
-	Discover: func(cfg *config.Config, module, name string, addrs []string) (kafkasettings.Cluster, bool) {
-		return config.ModuleAt[kafkasettings.Cluster](cfg, "kafka", module, name, addrs)
+	Clusters:    func(cfg *config.Config) []settings.Cluster { return settings.Clusters(cfg) },
+	ClusterName: func(c settings.Cluster) string { return c.Name },
+	Discover: func(cfg *config.Config, module, name string, addrs []string) (settings.Cluster, bool) {
+		return config.ModuleAt[settings.Cluster](cfg, "kafka", module, name, addrs)
 	},
 	Members:     members,
-	Fingerprint: kafkasettings.Cluster.Fingerprint,
-	Timing: func(c kafkasettings.Cluster) (time.Duration, time.Duration) {
-		return c.RefreshInterval, c.RefreshTimeout
-	},
-	Source: func(c kafkasettings.Cluster, logger log.Logger) (system.Source[Snapshot], error) {
-		src, err := newSource(c, logger)
-		if err != nil {
-			return system.Source[Snapshot]{}, err
-		}
-		return system.Source[Snapshot]{Refresh: src.refresh, Close: src.close}, nil
-	},
+	Fingerprint: settings.Cluster.Fingerprint,
+	Timing:      func(c settings.Cluster) (time.Duration, time.Duration) { return c.RefreshInterval, c.RefreshTimeout },
+	Source: system.Opened(newSource, func(s *source) system.Source[Snapshot] {
+		return system.Source[Snapshot]{Refresh: s.refresh, Close: s.close}
+	}),
 	Events: func(s *Snapshot) []events.Event { return s.Events.All() },
 	EventKinds: []events.Kind{
 		EventBrokerDown, EventBrokerUp, EventBrokerFenced, EventBrokerUnfenced,
@@ -42,7 +36,7 @@ var Spec = system.Spec[Snapshot, kafkasettings.Cluster]{
 		EventUnderMinISRBegin, EventUnderMinISREnd, EventUncleanElection,
 		EventReassignmentStarted, EventReassignmentFinished, events.EventsTruncated,
 	},
-	NewCollector: func() system.Collector[Snapshot, kafkasettings.Cluster] { return servingCollector{NewCollector()} },
+	NewCollector: func() system.Collector[Snapshot, settings.Cluster] { return servingCollector{NewCollector()} },
 	Sets:         Sets,
 	// kafka_topic_leader_changes_total is served with every partition_metrics
 	// setting, kafka_partition_leader_changes_total only with full.
@@ -74,7 +68,7 @@ var System = system.Define(Spec)
 // NewWatcher returns a watcher that refreshes cfg's cluster on its refresh
 // interval, as the manager builds it. It does no network I/O until the
 // watcher runs; the connection is closed when Run returns, or by Close.
-func NewWatcher(cfg kafkasettings.Cluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
+func NewWatcher(cfg settings.Cluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
 	return system.NewWatcher(Spec, cfg, logger)
 }
 
@@ -82,13 +76,13 @@ func NewWatcher(cfg kafkasettings.Cluster, logger log.Logger) (*watch.Watcher[Sn
 // cluster with its settings' choice of partition series.
 type servingCollector struct{ *Collector }
 
-func (c servingCollector) Serve(name string, w *watch.Watcher[Snapshot], settings kafkasettings.Cluster) {
-	c.SetEmit(name, w, EmitState(settings.PartitionMetrics))
+func (c servingCollector) Serve(name string, w *watch.Watcher[Snapshot], cluster settings.Cluster) {
+	c.SetEmit(name, w, EmitState(cluster.PartitionMetrics))
 }
 
 // members are the cluster's id and every address it is known by: its
 // bootstrap servers and its brokers' advertised addresses.
-func members(c kafkasettings.Cluster, snap *Snapshot) (ids, addrs []string) {
+func members(c settings.Cluster, snap *Snapshot) (ids, addrs []string) {
 	addrs = append(addrs, c.BootstrapServers...)
 	if snap == nil {
 		return nil, addrs

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/system"
-	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
@@ -24,21 +23,7 @@ const (
 var conditionText = [...]string{ConditionOffline: "offline", ConditionUnderMinISR: "under min ISR", ConditionUnderReplicated: "under-replicated"}
 
 // Views are the status page's parts of the given clusters, as of now.
-func Views(states []watch.Named[Snapshot], now time.Time) []model.Cluster {
-	out := make([]model.Cluster, 0, len(states))
-	for _, named := range states {
-		out = append(out, view(named, now))
-	}
-	return out
-}
-
-func view(named watch.Named[Snapshot], now time.Time) model.Cluster {
-	c := model.Cluster{System: "kafka", Name: named.Name, Head: system.Head(named.State, now), Title: "Kafka cluster " + named.Name}
-	if s := named.State.Snapshot; s != nil {
-		summarize(s).parts(&c)
-	}
-	return c
-}
+var Views = system.Views("kafka", "Kafka cluster ", func(c *model.Cluster, s *Snapshot) { summarize(s).parts(c) })
 
 // summary is a Kafka cluster's section as counted, bounded and formatted
 // values; parts lays it out as the page's generic parts.

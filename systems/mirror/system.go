@@ -9,26 +9,22 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
-	mirrorsettings "github.com/failover-exporter/failover_exporter/systems/mirror/settings"
+	"github.com/failover-exporter/failover_exporter/systems/mirror/settings"
 )
 
 // Spec is the mirror flow as the registry knows it (systems.All).
-var Spec = system.Spec[Snapshot, mirrorsettings.Flow]{
+var Spec = system.Spec[Snapshot, settings.Flow]{
 	Name:        "mirror",
-	Clusters:    func(cfg *config.Config) []mirrorsettings.Flow { return mirrorsettings.Flows(cfg) },
-	ClusterName: func(m mirrorsettings.Flow) string { return m.Name },
-	Fingerprint: mirrorsettings.Flow.Fingerprint,
-	Timing:      func(m mirrorsettings.Flow) (time.Duration, time.Duration) { return m.RefreshInterval, m.RefreshTimeout },
-	Source: func(m mirrorsettings.Flow, logger log.Logger) (system.Source[Snapshot], error) {
-		src, err := NewSource(m, logger)
-		if err != nil {
-			return system.Source[Snapshot]{}, err
-		}
-		return system.Source[Snapshot]{Refresh: src.Refresh, Close: src.Close}, nil
-	},
+	Clusters:    func(cfg *config.Config) []settings.Flow { return settings.Flows(cfg) },
+	ClusterName: func(m settings.Flow) string { return m.Name },
+	Fingerprint: settings.Flow.Fingerprint,
+	Timing:      func(m settings.Flow) (time.Duration, time.Duration) { return m.RefreshInterval, m.RefreshTimeout },
+	Source: system.Opened(NewSource, func(s *Source) system.Source[Snapshot] {
+		return system.Source[Snapshot]{Refresh: s.Refresh, Close: s.Close}
+	}),
 	Events:     func(s *Snapshot) []events.Event { return s.Events.All() },
 	EventKinds: []events.Kind{EventStalled, EventResumed, EventTopicMissing, EventTopicAppeared, EventConnectorState, events.EventsTruncated},
-	NewCollector: func() system.Collector[Snapshot, mirrorsettings.Flow] {
+	NewCollector: func() system.Collector[Snapshot, settings.Flow] {
 		return servingCollector{NewCollector()}
 	},
 	Sets: Sets,
@@ -53,7 +49,7 @@ var System = system.Define(Spec)
 // NewWatcher returns a watcher that refreshes the flow m on its refresh
 // interval, as the manager builds it. m must come from a config that
 // Complete filled in (its clusters resolved).
-func NewWatcher(m mirrorsettings.Flow, logger log.Logger) (*watch.Watcher[Snapshot], error) {
+func NewWatcher(m settings.Flow, logger log.Logger) (*watch.Watcher[Snapshot], error) {
 	return system.NewWatcher(Spec, m, logger)
 }
 
@@ -61,6 +57,6 @@ func NewWatcher(m mirrorsettings.Flow, logger log.Logger) (*watch.Watcher[Snapsh
 // choice of partition series.
 type servingCollector struct{ *Collector }
 
-func (c servingCollector) Serve(name string, w *watch.Watcher[Snapshot], m mirrorsettings.Flow) {
+func (c servingCollector) Serve(name string, w *watch.Watcher[Snapshot], m settings.Flow) {
 	c.SetEmit(name, w, Emitter(m.Source, m.Target, m.PartitionMetrics))
 }

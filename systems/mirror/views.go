@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/system"
-	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/status/model"
 )
 
@@ -26,20 +25,10 @@ const (
 
 // Views are the status page's parts of the given flows, as of now: per
 // flow, what a failover to the target now would lose.
-func Views(states []watch.Named[Snapshot], now time.Time) []model.Cluster {
-	out := make([]model.Cluster, 0, len(states))
-	for _, named := range states {
-		out = append(out, view(named, now))
-	}
-	return out
-}
+var Views = system.Views("mirror", "Cross-cluster replication ", view)
 
-func view(named watch.Named[Snapshot], now time.Time) model.Cluster {
-	c := model.Cluster{System: "mirror", Name: named.Name, Head: system.Head(named.State, now), Title: "Cross-cluster replication " + named.Name}
-	s := named.State.Snapshot
-	if s == nil {
-		return c
-	}
+// view lays out one flow's snapshot under its head.
+func view(c *model.Cluster, s *Snapshot) {
 	c.Title += ": " + s.SourceCluster + " → " + s.TargetCluster
 	l := lossOf(s)
 	c.Stats = flowStats(s, l)
@@ -50,7 +39,6 @@ func view(named watch.Named[Snapshot], now time.Time) model.Cluster {
 		c.Notes = append(c.Notes, connectNotes(s.Connect)...)
 		c.Tables = append(c.Tables, connectorTable(s.Connect))
 	}
-	return c
 }
 
 // loss is the flow's figures added up over its topics and groups.

@@ -11,7 +11,8 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
-	redissettings "github.com/failover-exporter/failover_exporter/systems/redis/settings"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
+	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
 )
 
 // The failure budget: what stopping one node, or every node of one zone,
@@ -211,7 +212,7 @@ func (n *Node) IsCaughtUpReplica(bound int64) bool {
 
 // assessBudget computes the failure budget of snap (a step of the refresh,
 // after buildSnapshot): every node's stop, and every zone's.
-func assessBudget(snap *Snapshot, cfg redissettings.Budget, nodeTimeout time.Duration) *FailureBudget {
+func assessBudget(snap *Snapshot, cfg settings.Budget, nodeTimeout time.Duration) *FailureBudget {
 	b := &FailureBudget{
 		NodeTimeout:     nodeTimeout,
 		NodeTimeoutRead: nodeTimeout > 0,
@@ -546,7 +547,7 @@ func (a *stopAssessor) advise(m *Node, replicas []*Node) (string, string) {
 // last), then by address.
 func bestReplica(replicas []*Node) *Node {
 	return slices.MinFunc(replicas, func(x, y *Node) int {
-		if c := cmpBool(!x.HasReplicationLag, !y.HasReplicationLag); c != 0 {
+		if c := redisproto.CompareBool(!x.HasReplicationLag, !y.HasReplicationLag); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(x.ReplicationLagBytes, y.ReplicationLagBytes); c != 0 {
@@ -746,8 +747,8 @@ func emitBudget(ch exposition.Sink, cluster string, s *Snapshot) {
 		return
 	}
 	ch.Add(metrics.masterLossesTolerated, float64(b.LossesTolerated()), cluster)
-	nodeLabels := []string{cluster, "", ""}
-	extraLabels := []string{cluster, "", "", ""}
+	// The node's or zone's labels, and one more that emit fills in.
+	nodeLabels := []string{cluster, "", "", ""}
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
 		o := b.Nodes[n.ID]
@@ -755,18 +756,9 @@ func emitBudget(ch exposition.Sink, cluster string, s *Snapshot) {
 			continue
 		}
 		nodeLabels[1], nodeLabels[2] = n.ID, n.Addr
-		extraLabels[1], extraLabels[2] = n.ID, n.Addr
-		ch.Add(metrics.nodeSafeToStop, bool01(o.Safe()), nodeLabels...)
-		for _, r := range stopReasons {
-			extraLabels[3] = string(r)
-			ch.Add(metrics.nodeStopUnsafe, bool01(o.Unsafe(r)), extraLabels...)
-		}
-		extraLabels[3] = untilFailover
-		ch.Add(metrics.nodeStopUnserved, float64(o.UnservedFailover), extraLabels...)
-		extraLabels[3] = untilNever
-		ch.Add(metrics.nodeStopUnserved, float64(o.UnservedNever), extraLabels...)
+		o.emit(ch, metrics.nodeSafeToStop, metrics.nodeStopUnsafe, metrics.nodeStopUnserved, nodeLabels)
 		if n.Role == RoleMaster && o.HasDataLoss {
-			ch.Add(metrics.nodeFailoverDataLoss, float64(o.DataLossBytes), nodeLabels...)
+			ch.Add(metrics.nodeFailoverDataLoss, float64(o.DataLossBytes), nodeLabels[:3]...)
 		}
 	}
 	zones := make([]string, 0, len(b.Zones))
@@ -776,16 +768,24 @@ func emitBudget(ch exposition.Sink, cluster string, s *Snapshot) {
 	slices.Sort(zones)
 	zoneLabels := []string{cluster, "", ""}
 	for _, z := range zones {
-		o := b.Zones[z]
-		ch.Add(metrics.zoneSafeToStop, bool01(o.Safe()), cluster, z)
 		zoneLabels[1] = z
-		for _, r := range stopReasons {
-			zoneLabels[2] = string(r)
-			ch.Add(metrics.zoneStopUnsafe, bool01(o.Unsafe(r)), zoneLabels...)
-		}
-		zoneLabels[2] = untilFailover
-		ch.Add(metrics.zoneStopUnserved, float64(o.UnservedFailover), zoneLabels...)
-		zoneLabels[2] = untilNever
-		ch.Add(metrics.zoneStopUnserved, float64(o.UnservedNever), zoneLabels...)
+		b.Zones[z].emit(ch, metrics.zoneSafeToStop, metrics.zoneStopUnsafe, metrics.zoneStopUnserved, zoneLabels)
 	}
+}
+
+// emit emits the outcome of stopping one node or zone: safe to stop, by
+// the cluster's labels and the node's or zone's, and unsafe by reason and
+// the slots left unserved by until, by those and the last of labels, which
+// emit fills in.
+func (o *StopOutcome) emit(ch exposition.Sink, safe, unsafe, unserved *exposition.Desc, labels []string) {
+	last := len(labels) - 1
+	ch.Add(safe, bool01(o.Safe()), labels[:last]...)
+	for _, r := range stopReasons {
+		labels[last] = string(r)
+		ch.Add(unsafe, bool01(o.Unsafe(r)), labels...)
+	}
+	labels[last] = untilFailover
+	ch.Add(unserved, float64(o.UnservedFailover), labels...)
+	labels[last] = untilNever
+	ch.Add(unserved, float64(o.UnservedNever), labels...)
 }

@@ -181,18 +181,6 @@ func countSlotStates(snap *Snapshot, index map[string]int, owners *[redisproto.S
 	}
 }
 
-// cmpBool orders false before true.
-func cmpBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	default:
-		return -1
-	}
-}
-
 // clusterStateOK is false as soon as one reachable master that serves slots
 // reports cluster_state:fail. An empty master's state is its own (see
 // redisproto.Merge); replicas and empty masters only decide when no slot-serving

@@ -2,20 +2,18 @@ package redis
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/config"
-	"github.com/failover-exporter/failover_exporter/lib/flagvalue"
 	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // flagCluster is the Redis Cluster of the --redis.* flags (Spec.Flags).
 type flagCluster struct {
-	addrs              []string
+	system.Addrs
 	name, passwordFile string
 	givenName          bool
 }
@@ -23,25 +21,16 @@ type flagCluster struct {
 // declareFlags declares the --redis.* flags on the server's command.
 func declareFlags(cmd *kingpin.CmdClause) system.FlagCluster {
 	f := &flagCluster{}
-	cmd.Flag("redis.addr", "Redis Cluster seed node HOST:PORT (repeatable); enables the Redis collector for one cluster.").StringsVar(&f.addrs)
+	f.Declare(cmd, "redis.addr", "addr", "Redis Cluster seed node HOST:PORT (repeatable); enables the Redis collector for one cluster.")
 	cmd.Flag("redis.cluster-name", "Value of the redis_cluster label for the --redis.addr cluster.").Default(settings.DefaultClusterName).IsSetByUser(&f.givenName).StringVar(&f.name)
 	cmd.Flag("redis.password-file", "File holding the password of the --redis.addr cluster (never the password itself on the command line).").StringVar(&f.passwordFile)
 	return f
 }
 
-func (f *flagCluster) Given() bool      { return len(flagvalue.SplitList(f.addrs)) > 0 }
-func (f *flagCluster) AddrFlag() string { return "--redis.addr" }
-
 // Check checks the --redis.addr cluster's flags.
 func (f *flagCluster) Check() []error {
-	var errs []error
-	addrs := flagvalue.SplitList(f.addrs)
-	for _, s := range addrs {
-		if err := config.CheckAddr(s); err != nil {
-			errs = append(errs, fmt.Errorf("--redis.addr: addr %w", err))
-		}
-	}
-	if len(addrs) == 0 {
+	errs := f.CheckAddrs()
+	if !f.Given() {
 		if f.passwordFile != "" {
 			errs = append(errs, errors.New("--redis.password-file is for the --redis.addr cluster; give --redis.addr, or set password: {file: PATH} in the config file"))
 		}
@@ -56,7 +45,7 @@ func (f *flagCluster) Check() []error {
 func (f *flagCluster) AddTo(cfg *config.Config, refresh time.Duration) error {
 	settings.SetClusters(cfg, append(settings.Clusters(cfg), settings.Cluster{
 		Name:            f.name,
-		Addrs:           flagvalue.SplitList(f.addrs),
+		Addrs:           f.List(),
 		Password:        config.Secret{File: f.passwordFile},
 		RefreshInterval: refresh,
 	}))

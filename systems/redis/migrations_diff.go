@@ -50,7 +50,7 @@ func carryMigrations(prev, next *Snapshot) {
 			}
 		}
 	}
-	jobs, names := decidingReports(next)
+	jobs, names := decidingReports(next, nil)
 	slices.SortFunc(names, func(a, b string) int { return jobs[a].Created.Compare(jobs[b].Created) })
 	for _, name := range names {
 		job := jobs[name]
@@ -87,8 +87,9 @@ func carryMigrations(prev, next *Snapshot) {
 
 // decidingReports are the snapshot's jobs by name, each as the node that
 // decides it reports it: the source (its EXPORT side) where it reported
-// the job, else the target. names are in the order first seen.
-func decidingReports(s *Snapshot) (jobs map[string]*SlotMigration, names []string) {
+// the job, else the target. names are in the order first seen. With keep,
+// only the reports keep accepts count.
+func decidingReports(s *Snapshot, keep func(*SlotMigration) bool) (jobs map[string]*SlotMigration, names []string) {
 	jobs = map[string]*SlotMigration{}
 	for i := range s.Nodes {
 		nm := s.Nodes[i].Migrations
@@ -97,6 +98,9 @@ func decidingReports(s *Snapshot) (jobs map[string]*SlotMigration, names []strin
 		}
 		for j := range nm.Jobs {
 			job := &nm.Jobs[j]
+			if keep != nil && !keep(job) {
+				continue
+			}
 			have, ok := jobs[job.Name]
 			if !ok {
 				names = append(names, job.Name)

@@ -143,27 +143,7 @@ func markMigrationSlots(v *nodeView, inFlight, explained *[redisproto.SlotCount]
 // until the target says so too, as redis_cluster_slots_in_migration counts
 // it.
 func (s *Snapshot) RunningMigrations() []*SlotMigration {
-	jobs := map[string]*SlotMigration{}
-	var names []string
-	for i := range s.Nodes {
-		nm := s.Nodes[i].Migrations
-		if nm == nil {
-			continue
-		}
-		for j := range nm.Jobs {
-			job := &nm.Jobs[j]
-			if job.Outcome != MigrationRunning {
-				continue
-			}
-			have, ok := jobs[job.Name]
-			if !ok {
-				names = append(names, job.Name)
-			}
-			if !ok || have.Operation != MigrationExport && job.Operation == MigrationExport {
-				jobs[job.Name] = job
-			}
-		}
-	}
+	jobs, names := decidingReports(s, func(job *SlotMigration) bool { return job.Outcome == MigrationRunning })
 	running := make([]*SlotMigration, 0, len(names))
 	for _, name := range names {
 		running = append(running, jobs[name])

@@ -5,6 +5,7 @@ package redis
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,14 +49,7 @@ func parseValkeyMigration(f map[string]string) (SlotMigration, error) {
 	if m.Slots, err = parseSlotSpans(f["slot_ranges"]); err != nil {
 		return m, err
 	}
-	switch m.State {
-	case "success":
-		m.Outcome = MigrationSuccess
-	case "failed":
-		m.Outcome = MigrationFailed
-	case "cancelled", "canceled":
-		m.Outcome = MigrationCancelled
-	}
+	m.Outcome = migrationOutcome(m.State, "success")
 	m.Created = unixTime(f["create_time"], time.Second)
 	m.Updated = unixTime(f["last_update_time"], time.Second)
 	if v, ok := f["remaining_repl_size"]; ok {
@@ -63,6 +57,22 @@ func parseValkeyMigration(f map[string]string) (SlotMigration, error) {
 		m.HasRemaining = true
 	}
 	return m, nil
+}
+
+// migrationOutcome is the outcome of a job in the state its server
+// reports: succeeded in one of the states success names (the servers
+// differ), failed or cancelled (either spelling) as both spell them, and
+// running in any other.
+func migrationOutcome(state string, success ...string) MigrationOutcome {
+	switch {
+	case slices.Contains(success, state):
+		return MigrationSuccess
+	case state == "failed":
+		return MigrationFailed
+	case state == "cancelled" || state == "canceled":
+		return MigrationCancelled
+	}
+	return MigrationRunning
 }
 
 // parseRedisMigration reads one task of CLUSTER MIGRATION STATUS (Redis
@@ -92,14 +102,7 @@ func parseRedisMigration(f map[string]string) (SlotMigration, error) {
 	if m.Slots, err = parseSlotSpans(slots); err != nil {
 		return m, err
 	}
-	switch m.State {
-	case "completed", "done":
-		m.Outcome = MigrationSuccess
-	case "failed":
-		m.Outcome = MigrationFailed
-	case "canceled", "cancelled":
-		m.Outcome = MigrationCancelled
-	}
+	m.Outcome = migrationOutcome(m.State, "completed", "done")
 	m.Created = unixTime(f["create_time"], time.Millisecond)
 	m.Updated = m.Created
 	for _, name := range []string{"start_time", "end_time", "done_time"} {

@@ -24,13 +24,9 @@ var Spec = system.Spec[Snapshot, settings.Cluster]{
 	Members:     members,
 	Fingerprint: settings.Cluster.Fingerprint,
 	Timing:      func(c settings.Cluster) (time.Duration, time.Duration) { return c.RefreshInterval, c.RefreshTimeout },
-	Source: func(c settings.Cluster, logger log.Logger) (system.Source[Snapshot], error) {
-		src, err := newSource(c, logger)
-		if err != nil {
-			return system.Source[Snapshot]{}, err
-		}
-		return system.Source[Snapshot]{Refresh: src.refresh, Close: src.close}, nil
-	},
+	Source: system.Opened(newSource, func(s *source) system.Source[Snapshot] {
+		return system.Source[Snapshot]{Refresh: s.refresh, Close: s.close}
+	}),
 	Events: func(s *Snapshot) []events.Event { return s.Events.All() },
 	EventKinds: []events.Kind{
 		EventNodePFail, EventNodeFail, EventNodeRecovered, EventNodeState,
@@ -39,10 +35,8 @@ var Spec = system.Spec[Snapshot, settings.Cluster]{
 		EventSlotMigrationStarted, EventSlotMigrationFinished, EventSlotMigrationFailed, EventSlotMigrationCancelled,
 		events.EventsTruncated,
 	},
-	NewCollector: func() system.Collector[Snapshot, settings.Cluster] {
-		return system.Unconfigured[Snapshot, settings.Cluster](NewCollector())
-	},
-	Sets: Sets,
+	NewCollector: system.Unconfigured[Snapshot, settings.Cluster](NewCollector),
+	Sets:         Sets,
 	Dashboards: []system.Dashboard{{File: "grafana/dashboards/redis-cluster.json", UID: "failover-redis", ClusterVar: "redis_cluster",
 		LinksTo: "failover-kafka", FailoverCounters: []string{"redis_cluster_failovers_total"}}},
 	Doc: system.Doc{

@@ -3,11 +3,9 @@ package redis
 import (
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/system"
-	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/status/model"
 	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
 )
@@ -17,24 +15,10 @@ import (
 const maxMasters = 100
 
 // Views are the status page's parts of the given clusters, as of now.
-func Views(states []watch.Named[Snapshot], now time.Time) []model.Cluster {
-	out := make([]model.Cluster, 0, len(states))
-	for _, named := range states {
-		out = append(out, view(named, now))
-	}
-	return out
-}
-
-func view(named watch.Named[Snapshot], now time.Time) model.Cluster {
-	c := model.Cluster{System: "redis", Name: named.Name, Head: system.Head(named.State, now), Title: "Redis Cluster " + named.Name}
-	s := named.State.Snapshot
-	if s == nil {
-		return c
-	}
+var Views = system.Views("redis", "Redis Cluster ", func(c *model.Cluster, s *Snapshot) {
 	c.Stats = summarize(s).stats()
 	c.Tables = newClusterView(s).tables()
-	return c
-}
+})
 
 // clusterView is what the page shows under a cluster's summary row, as
 // counted, bounded and formatted values; tables (view_parts.go) lays it

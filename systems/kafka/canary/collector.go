@@ -17,16 +17,7 @@ const clusterLabel = "kafka_cluster"
 var table = &exposition.Table{Labels: []string{clusterLabel}, Buckets: canary.LatencyBuckets}
 
 type descs struct {
-	health exposition.Health
-
-	attempts     *exposition.Desc
-	acknowledged *exposition.Desc
-	failures     *exposition.Desc
-	duration     *exposition.Desc
-	lost         *exposition.Desc
-	unverifiable *exposition.Desc
-	checks       *exposition.Desc
-	leader       *exposition.Desc
+	canary.Metrics
 
 	topicDegraded   *exposition.Desc
 	topicRF         *exposition.Desc
@@ -39,31 +30,33 @@ type descs struct {
 var metrics = func() descs {
 	partition := []string{"partition", "broker"}
 	return descs{
-		health: exposition.Health{
-			Up: table.Health.Gauge("kafka_canary_up",
-				"1 if the write canary's last round reached the cluster and its topic; the write counters are served either way.", clusterLabel),
-			Duration:    table.Health.Gauge("kafka_canary_round_duration_seconds", "How long the canary's last round of writes took.", clusterLabel),
-			LastSuccess: table.Health.Gauge("kafka_canary_last_round_success_timestamp_seconds", "Unix time when the canary last reached its topic and wrote.", clusterLabel),
-			Refreshes:   table.Health.Counter("kafka_canary_rounds_total", "Rounds of canary writes attempted since the exporter started.", clusterLabel),
-			Failures:    table.Health.Counter("kafka_canary_round_failures_total", "Canary rounds that could not reach the cluster or the canary topic.", clusterLabel),
+		Metrics: canary.Metrics{
+			Health: exposition.Health{
+				Up: table.Health.Gauge("kafka_canary_up",
+					"1 if the write canary's last round reached the cluster and its topic; the write counters are served either way.", clusterLabel),
+				Duration:    table.Health.Gauge("kafka_canary_round_duration_seconds", "How long the canary's last round of writes took.", clusterLabel),
+				LastSuccess: table.Health.Gauge("kafka_canary_last_round_success_timestamp_seconds", "Unix time when the canary last reached its topic and wrote.", clusterLabel),
+				Refreshes:   table.Health.Counter("kafka_canary_rounds_total", "Rounds of canary writes attempted since the exporter started.", clusterLabel),
+				Failures:    table.Health.Counter("kafka_canary_round_failures_total", "Canary rounds that could not reach the cluster or the canary topic.", clusterLabel),
+			},
+			Leader: table.Gauge("kafka_canary_leader",
+				"1 if this exporter holds the cluster's canary lease (leads the group named after the canary topic with .lease) and its last round succeeded, so it is the one that writes (always 1 with canary.lease false, while rounds succeed); 0 on the other exporters of the cluster, which serve no write counters."),
+			Attempts: table.Counter("kafka_canary_produce_attempts_total",
+				"Canary records produced (acks=all, idempotent) to the partition, by its leader at the time.", partition...),
+			Acknowledged: table.Counter("kafka_canary_produce_acknowledged_total",
+				"Canary records the leader acknowledged: written to every in-sync replica, at least min.insync.replicas.", partition...),
+			Failures: table.Counter("kafka_canary_produce_failures_total",
+				"Canary records not acknowledged, by error: the Kafka error (NOT_ENOUGH_REPLICAS, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, TOPIC_AUTHORIZATION_FAILED, ...), timeout, connection, no_broker or other.",
+				append(partition, "error")...),
+			Duration: table.Histogram("kafka_canary_produce_duration_seconds",
+				"Latency of acknowledged canary records, by the leader that acknowledged them.", "broker"),
+			Lost: table.Counter("kafka_canary_acknowledged_lost_total",
+				"Canary records this leader acknowledged that were not at their offset when read back after the partition's next leader change.", partition...),
+			Unverifiable: table.Counter("kafka_canary_acknowledged_unverifiable_total",
+				"Canary records this leader acknowledged that the canary dropped without reading them back, so counted neither lost nor kept: gone from the log (retention, DeleteRecords), written to a canary topic since deleted and re-created, acknowledged during an earlier hold of the canary lease, or more than 1000 waiting on a partition whose read-backs failed.", partition...),
+			Checks: table.Counter("kafka_canary_read_back_checks_total",
+				"Times the canary read back a partition's acknowledged records after its leader changed."),
 		},
-		leader: table.Gauge("kafka_canary_leader",
-			"1 if this exporter holds the cluster's canary lease (leads the group named after the canary topic with .lease) and its last round succeeded, so it is the one that writes (always 1 with canary.lease false, while rounds succeed); 0 on the other exporters of the cluster, which serve no write counters."),
-		attempts: table.Counter("kafka_canary_produce_attempts_total",
-			"Canary records produced (acks=all, idempotent) to the partition, by its leader at the time.", partition...),
-		acknowledged: table.Counter("kafka_canary_produce_acknowledged_total",
-			"Canary records the leader acknowledged: written to every in-sync replica, at least min.insync.replicas.", partition...),
-		failures: table.Counter("kafka_canary_produce_failures_total",
-			"Canary records not acknowledged, by error: the Kafka error (NOT_ENOUGH_REPLICAS, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, TOPIC_AUTHORIZATION_FAILED, ...), timeout, connection, no_broker or other.",
-			append(partition, "error")...),
-		duration: table.Histogram("kafka_canary_produce_duration_seconds",
-			"Latency of acknowledged canary records, by the leader that acknowledged them.", "broker"),
-		lost: table.Counter("kafka_canary_acknowledged_lost_total",
-			"Canary records this leader acknowledged that were not at their offset when read back after the partition's next leader change.", partition...),
-		unverifiable: table.Counter("kafka_canary_acknowledged_unverifiable_total",
-			"Canary records this leader acknowledged that the canary dropped without reading them back, so counted neither lost nor kept: gone from the log (retention, DeleteRecords), written to a canary topic since deleted and re-created, acknowledged during an earlier hold of the canary lease, or more than 1000 waiting on a partition whose read-backs failed.", partition...),
-		checks: table.Counter("kafka_canary_read_back_checks_total",
-			"Times the canary read back a partition's acknowledged records after its leader changed."),
 		topicDegraded: table.Gauge("kafka_canary_topic_degraded",
 			"1 while the canary topic is weaker than configured: fewer replicas or a lower min.insync.replicas than canary.replication_factor and canary.min_insync_replicas, or a live broker that is the preferred leader of no canary partition. The canary heals its own topic (unless create_topic is false). Served while the last round succeeded."),
 		topicRF: table.Gauge("kafka_canary_topic_replication_factor",
@@ -97,17 +90,10 @@ func sortedKeys[V any](m map[int32]V) []int32 {
 // emitState emits the round health and the counters of the last snapshot,
 // which stay served when a round fails: they count what happened.
 func emitState(health, sink exposition.Sink, cluster string, state *watch.State[Snapshot]) {
-	exposition.EmitHealth(metrics.health, health, cluster, state)
-	s := state.Snapshot
+	s := canary.Round(&metrics.Metrics, health, sink, cluster, state, func(s *Snapshot) (bool, uint64) { return s.Leader, s.Checks })
 	if s == nil {
 		return
 	}
-	canary.EmitLeader(sink, metrics.leader, cluster, s.Leader, state.Up)
-	if !s.Leader {
-		// Another exporter writes: its counters are the cluster's.
-		return
-	}
-	sink.Add(metrics.checks, float64(s.Checks), cluster)
 	// The topic's shape is now's, unlike the counters: not served stale.
 	if t := s.Topic; t != nil && state.Up {
 		degraded := 0.0
@@ -125,22 +111,11 @@ func emitState(health, sink exposition.Sink, cluster string, state *watch.State[
 		for _, leader := range sortedKeys(s.Partitions[p]) {
 			st := s.Partitions[p][leader]
 			labels := []string{cluster, strconv.Itoa(int(p)), strconv.Itoa(int(leader))}
-			sink.Add(metrics.attempts, float64(st.Attempts), labels...)
-			sink.Add(metrics.acknowledged, float64(st.Acknowledged), labels...)
-			kinds := make([]string, 0, len(st.Failures))
-			for kind := range st.Failures {
-				kinds = append(kinds, kind)
-			}
-			sort.Strings(kinds)
-			for _, kind := range kinds {
-				sink.Add(metrics.failures, float64(st.Failures[kind]), append(labels, kind)...)
-			}
-			sink.Add(metrics.lost, float64(st.Lost), labels...)
-			sink.Add(metrics.unverifiable, float64(st.Unverifiable), labels...)
+			metrics.EmitWrites(sink, labels, st.Attempts, st.Acknowledged, st.Failures, st.Lost, st.Unverifiable)
 		}
 	}
 	for _, broker := range sortedKeys(s.Latency) {
 		count, sum, cumulative := s.Latency[broker].Values()
-		sink.AddHistogram(metrics.duration, count, sum, cumulative, cluster, strconv.Itoa(int(broker)))
+		sink.AddHistogram(metrics.Duration, count, sum, cumulative, cluster, strconv.Itoa(int(broker)))
 	}
 }

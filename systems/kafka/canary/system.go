@@ -15,27 +15,16 @@ import (
 
 // Spec is the Kafka write canary as the registry knows it: a watcher of
 // its own for each Kafka cluster that enables it.
-var Spec = system.Spec[Snapshot, settings.Cluster]{
+var Spec = canary.Spec(system.Spec[Snapshot, settings.Cluster]{
 	// Its lines read collector=kafka_canary cluster=NAME, apart from the
 	// cluster watcher's collector=kafka; its events are the cluster's.
 	Name:        "kafka_canary",
 	EventSystem: "kafka",
-	Part:        "canary",
-	Clusters: func(cfg *config.Config) []settings.Cluster {
-		var enabled []settings.Cluster
-		for _, c := range settings.Clusters(cfg) {
-			if c.Canary.Enabled { // it writes to the cluster: only when asked
-				enabled = append(enabled, c)
-			}
-		}
-		return enabled
+	Clusters:    func(cfg *config.Config) []settings.Cluster { return settings.Clusters(cfg) },
+	Discover: func(cfg *config.Config, module, name string, addrs []string) (settings.Cluster, bool) {
+		return config.ModuleAt[settings.Cluster](cfg, "kafka", module, name, addrs)
 	},
 	ClusterName: func(c settings.Cluster) string { return c.Name },
-	// A module's canary, like a cluster's, runs only when it enables it.
-	Discover: func(cfg *config.Config, module, name string, addrs []string) (settings.Cluster, bool) {
-		c, ok := config.ModuleAt[settings.Cluster](cfg, "kafka", module, name, addrs)
-		return c, ok && c.Canary.Enabled
-	},
 	Fingerprint: settings.Cluster.Fingerprint,
 	// A round may outlast the interval: after a broker dies, refreshing
 	// the metadata and reading records back from a new leader each take up
@@ -44,30 +33,23 @@ var Spec = system.Spec[Snapshot, settings.Cluster]{
 	Timing: func(c settings.Cluster) (time.Duration, time.Duration) {
 		return c.Canary.Interval, max(c.Canary.Interval, 2*c.RequestTimeout+c.DialTimeout)
 	},
-	Source: func(c settings.Cluster, logger log.Logger) (system.Source[Snapshot], error) {
-		src, err := newSource(c, logger)
-		if err != nil {
-			return system.Source[Snapshot]{}, err
-		}
+	Source: system.Opened(newSource, func(src *source) system.Source[Snapshot] {
 		out := system.Source[Snapshot]{Refresh: src.round, Close: src.close}
 		if src.lease != nil {
 			// A canary that takes the lease writes at once.
 			out.Wake = func(trigger func()) { src.lease.wake = trigger }
 		}
-		return out, nil
-	},
-	Events:     func(s *Snapshot) []events.Event { return s.Events.All() },
-	EventKinds: []events.Kind{canary.EventWriteFailing, canary.EventWriteRecovered, canary.EventAcknowledgedWritesLost},
-	NewCollector: func() system.Collector[Snapshot, settings.Cluster] {
-		return system.Unconfigured[Snapshot, settings.Cluster](NewCollector())
-	},
-	Sets: Sets,
+		return out
+	}),
+	Events:       func(s *Snapshot) []events.Event { return s.Events.All() },
+	NewCollector: system.Unconfigured[Snapshot, settings.Cluster](NewCollector),
+	Sets:         Sets,
 	Doc: system.Doc{
 		Title: "Kafka write canary",
 		Intro: "Only for clusters whose config enables `canary` (it writes to the cluster; see docs/canary.md). Every series carries `kafka_cluster`; `broker` is the partition's leader when the record was produced. The counters stay served while `kafka_canary_up` is 0.",
 	},
 	Views: Views,
-}
+}, func(c settings.Cluster) bool { return c.Canary.Enabled })
 
 // System is the Kafka write canary's registry entry.
 var System = system.Define(Spec)

@@ -15,24 +15,11 @@ const clusterLabel = "redis_cluster"
 // with the cluster's.
 var table = &exposition.Table{Labels: []string{clusterLabel}, Buckets: canary.LatencyBuckets}
 
-type descs struct {
-	health exposition.Health
-
-	attempts     *exposition.Desc
-	acknowledged *exposition.Desc
-	failures     *exposition.Desc
-	duration     *exposition.Desc
-	lost         *exposition.Desc
-	unverifiable *exposition.Desc
-	checks       *exposition.Desc
-	leader       *exposition.Desc
-}
-
 // metrics is the canary's metric table, each name a literal.
-var metrics = func() descs {
+var metrics = func() canary.Metrics {
 	master := []string{"node_id", "address"}
-	return descs{
-		health: exposition.Health{
+	return canary.Metrics{
+		Health: exposition.Health{
 			Up: table.Health.Gauge("redis_canary_up",
 				"1 if the write canary's last round read the slot owners; the write counters are served either way.", clusterLabel),
 			Duration:    table.Health.Gauge("redis_canary_round_duration_seconds", "How long the canary's last round of writes took.", clusterLabel),
@@ -40,22 +27,22 @@ var metrics = func() descs {
 			Refreshes:   table.Health.Counter("redis_canary_rounds_total", "Rounds of canary writes attempted since the exporter started.", clusterLabel),
 			Failures:    table.Health.Counter("redis_canary_round_failures_total", "Canary rounds that could not read the slot owners from any node.", clusterLabel),
 		},
-		attempts: table.Counter("redis_canary_write_attempts_total",
+		Attempts: table.Counter("redis_canary_write_attempts_total",
 			"Canary writes attempted to the master's key: SET (and WAIT when configured), preceded by a GET when the key's slot changed master.", master...),
-		acknowledged: table.Counter("redis_canary_writes_acknowledged_total",
+		Acknowledged: table.Counter("redis_canary_writes_acknowledged_total",
 			"Canary writes the master acknowledged (with WAIT on: that a replica also confirmed).", master...),
-		failures: table.Counter("redis_canary_write_failures_total",
+		Failures: table.Counter("redis_canary_write_failures_total",
 			"Canary writes that failed, by error: the Redis error code (NOPERM, MOVED, CLUSTERDOWN, READONLY, OOM, ...), timeout, connection, or not_replicated (WAIT saw no replica in time).",
 			append(master, "error")...),
-		duration: table.Histogram("redis_canary_write_duration_seconds",
+		Duration: table.Histogram("redis_canary_write_duration_seconds",
 			"Latency of acknowledged canary writes, SET and WAIT together.", master...),
-		lost: table.Counter("redis_canary_acknowledged_lost_writes_total",
+		Lost: table.Counter("redis_canary_acknowledged_lost_writes_total",
 			"Writes this master acknowledged that the master which took over its slot did not have when the canary read the key from it.", master...),
-		unverifiable: table.Counter("redis_canary_acknowledged_unverifiable_writes_total",
+		Unverifiable: table.Counter("redis_canary_acknowledged_unverifiable_writes_total",
 			"Writes this master acknowledged whose key the master which took over its slot did not have, when the key's TTL (canary.key_ttl) may have run out before the canary read it: expired or lost, which cannot be told, so counted neither lost nor kept.", master...),
-		leader: table.Gauge("redis_canary_leader",
+		Leader: table.Gauge("redis_canary_leader",
 			"1 if this exporter holds the cluster's canary lease and its last round succeeded, so it is the one that writes (always 1 with canary.lease false, while rounds succeed); 0 on the other exporters of the cluster, which serve no write counters."),
-		checks: table.Counter("redis_canary_lost_write_checks_total",
+		Checks: table.Counter("redis_canary_lost_write_checks_total",
 			"Times the canary read its key from a new master after the key's slot changed master, looking for lost acknowledged writes."),
 	}
 }()
@@ -75,17 +62,10 @@ func NewCollector() *Collector { return exposition.NewCollector(emitState, table
 // Unlike the cluster collectors' series, the counters stay served when a
 // round fails: they count what happened, and stay true.
 func emitState(health, sink exposition.Sink, cluster string, state *watch.State[Snapshot]) {
-	exposition.EmitHealth(metrics.health, health, cluster, state)
-	if state.Snapshot == nil {
+	s := canary.Round(&metrics, health, sink, cluster, state, func(s *Snapshot) (bool, uint64) { return s.Leader, s.Checks })
+	if s == nil {
 		return
 	}
-	s := state.Snapshot
-	canary.EmitLeader(sink, metrics.leader, cluster, s.Leader, state.Up)
-	if !s.Leader {
-		// Another exporter writes: its counters are the cluster's.
-		return
-	}
-	sink.Add(metrics.checks, float64(s.Checks), cluster)
 	ids := make([]string, 0, len(s.Masters))
 	for id := range s.Masters {
 		ids = append(ids, id)
@@ -94,19 +74,8 @@ func emitState(health, sink exposition.Sink, cluster string, state *watch.State[
 	for _, id := range ids {
 		m := s.Masters[id]
 		labels := []string{cluster, id, m.Addr}
-		sink.Add(metrics.attempts, float64(m.Attempts), labels...)
-		sink.Add(metrics.acknowledged, float64(m.Acknowledged), labels...)
-		kinds := make([]string, 0, len(m.Failures))
-		for kind := range m.Failures {
-			kinds = append(kinds, kind)
-		}
-		sort.Strings(kinds)
-		for _, kind := range kinds {
-			sink.Add(metrics.failures, float64(m.Failures[kind]), cluster, id, m.Addr, kind)
-		}
+		metrics.EmitWrites(sink, labels, m.Attempts, m.Acknowledged, m.Failures, m.Lost, m.Unverifiable)
 		count, sum, cumulative := m.Latency.Values()
-		sink.AddHistogram(metrics.duration, count, sum, cumulative, labels...)
-		sink.Add(metrics.lost, float64(m.Lost), labels...)
-		sink.Add(metrics.unverifiable, float64(m.Unverifiable), labels...)
+		sink.AddHistogram(metrics.Duration, count, sum, cumulative, labels...)
 	}
 }

@@ -15,49 +15,31 @@ import (
 
 // Spec is the Redis write canary as the registry knows it: a watcher of
 // its own for each Redis Cluster that enables it.
-var Spec = system.Spec[Snapshot, settings.Cluster]{
+var Spec = canary.Spec(system.Spec[Snapshot, settings.Cluster]{
 	// Its lines read collector=redis_canary cluster=NAME, apart from the
 	// cluster watcher's collector=redis; its events are the cluster's.
 	Name:        "redis_canary",
 	EventSystem: "redis",
-	Part:        "canary",
-	Clusters: func(cfg *config.Config) []settings.Cluster {
-		var enabled []settings.Cluster
-		for _, c := range settings.Clusters(cfg) {
-			if c.Canary.Enabled { // it writes to the cluster: only when asked
-				enabled = append(enabled, c)
-			}
-		}
-		return enabled
+	Clusters:    func(cfg *config.Config) []settings.Cluster { return settings.Clusters(cfg) },
+	Discover: func(cfg *config.Config, module, name string, addrs []string) (settings.Cluster, bool) {
+		return config.ModuleAt[settings.Cluster](cfg, "redis", module, name, addrs)
 	},
 	ClusterName: func(c settings.Cluster) string { return c.Name },
-	// A module's canary, like a cluster's, runs only when it enables it.
-	Discover: func(cfg *config.Config, module, name string, addrs []string) (settings.Cluster, bool) {
-		c, ok := config.ModuleAt[settings.Cluster](cfg, "redis", module, name, addrs)
-		return c, ok && c.Canary.Enabled
-	},
 	Fingerprint: settings.Cluster.Fingerprint,
 	Timing: func(c settings.Cluster) (time.Duration, time.Duration) {
 		return c.Canary.Interval, c.Canary.Interval
 	},
-	Source: func(c settings.Cluster, logger log.Logger) (system.Source[Snapshot], error) {
-		src, err := newSource(c, logger)
-		if err != nil {
-			return system.Source[Snapshot]{}, err
-		}
-		return system.Source[Snapshot]{Refresh: src.round, Close: src.close}, nil
-	},
-	Events:     func(s *Snapshot) []events.Event { return s.Events.All() },
-	EventKinds: []events.Kind{canary.EventWriteFailing, canary.EventWriteRecovered, canary.EventAcknowledgedWritesLost},
-	NewCollector: func() system.Collector[Snapshot, settings.Cluster] {
-		return system.Unconfigured[Snapshot, settings.Cluster](NewCollector())
-	},
-	Sets: Sets,
+	Source: system.Opened(newSource, func(s *source) system.Source[Snapshot] {
+		return system.Source[Snapshot]{Refresh: s.round, Close: s.close}
+	}),
+	Events:       func(s *Snapshot) []events.Event { return s.Events.All() },
+	NewCollector: system.Unconfigured[Snapshot, settings.Cluster](NewCollector),
+	Sets:         Sets,
 	Doc: system.Doc{
 		Title: "Redis write canary",
 		Intro: "Only for clusters whose config enables `canary` (it writes to the cluster; see docs/canary.md). Every series carries `redis_cluster`; the counters stay served while `redis_canary_up` is 0.",
 	},
-}
+}, func(c settings.Cluster) bool { return c.Canary.Enabled })
 
 // System is the Redis write canary's registry entry.
 var System = system.Define(Spec)

@@ -106,7 +106,7 @@ func Merge[V any, PV Viewer[V]](views []V) (*Merged[V], error) {
 	order := members.views
 	slices.SortStableFunc(order, func(i, j int) int {
 		va, vb := protos[i], protos[j]
-		if c := cmpBool(decides(vb), decides(va)); c != 0 {
+		if c := CompareBool(decides(vb), decides(va)); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(vb.Info.CurrentEpoch, va.Info.CurrentEpoch); c != 0 {
@@ -180,8 +180,8 @@ func dedupe[V any, PV Viewer[V]](views []V) []V {
 	return out
 }
 
-// cmpBool orders false before true.
-func cmpBool(a, b bool) int {
+// CompareBool orders false before true, as cmp.Compare orders numbers.
+func CompareBool(a, b bool) int {
 	switch {
 	case a == b:
 		return 0
