@@ -11,8 +11,8 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/config"
-	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 	"github.com/failover-exporter/failover_exporter/lib/flagvalue"
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
 // flagCluster is the Kafka cluster of the --kafka.* flags (Spec.Flags).

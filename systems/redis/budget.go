@@ -11,8 +11,8 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
-	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
+	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // The failure budget: what stopping one node, or every node of one zone,
