@@ -12,6 +12,7 @@ import (
 // enable it, as it writes to the cluster. It is the cluster's "canary"
 // part (Spec.Part), and its events are the write canaries' kinds.
 func Spec[S, C any](spec system.Spec[S, C], enabled func(C) bool) system.Spec[S, C] {
+	spec = spec.Filled()
 	clusters, discover := spec.Clusters, spec.Discover
 	spec.Part = "canary"
 	spec.Clusters = func(cfg *config.Config) []C {

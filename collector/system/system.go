@@ -40,6 +40,14 @@ type Spec[S, C any] struct {
 	// Part names what the system watches of a cluster of EventSystem when
 	// that is not the cluster itself ("canary"), for messages.
 	Part string
+	// Section is the key of the config file's section whose entries are
+	// the system's clusters. With it, Clusters may be left nil (the
+	// section's entries), and with Modules, Discover (config.ModuleAt of
+	// the section's KEY_modules).
+	Section string
+	// Modules says that the section has modules, whose targets /probe
+	// discovers.
+	Modules bool
 	// Clusters lists the clusters of cfg the system watches.
 	Clusters func(cfg *config.Config) []C
 	// ClusterName is a cluster's configured name, unique within the system.
@@ -284,10 +292,54 @@ type Watcher interface {
 
 // Define turns a system package's Spec into the System the registry holds.
 func Define[S, C any](spec Spec[S, C]) System {
+	spec = spec.Filled()
 	if spec.EventSystem == "" {
 		spec.EventSystem = spec.Name
 	}
 	return defined[S, C]{spec}
+}
+
+// Settings is what a cluster's settings type may tell the engine of
+// itself, for a Spec that leaves ClusterName, Fingerprint or Timing nil.
+type Settings interface {
+	// ClusterName is the cluster's configured name (Spec.ClusterName).
+	ClusterName() string
+	// Fingerprint identifies the settings and the files they name
+	// (Spec.Fingerprint).
+	Fingerprint() (string, error)
+	// Timing is the refresh interval and the bound on one refresh
+	// (Spec.Timing).
+	Timing() (interval, timeout time.Duration)
+}
+
+// Filled is the spec with what it leaves nil derived from its Section and
+// from C's methods (Settings), when C has them. Define calls it; a wrapper
+// that needs the fields before Define (a canary's) calls it first.
+func (s Spec[S, C]) Filled() Spec[S, C] {
+	if key := s.Section; key != "" {
+		if s.Clusters == nil {
+			s.Clusters = func(cfg *config.Config) []C { return config.Entries[C](cfg, key) }
+		}
+		if s.Modules && s.Discover == nil {
+			s.Discover = func(cfg *config.Config, module, name string, addrs []string) (C, bool) {
+				return config.ModuleAt[C](cfg, key, module, name, addrs)
+			}
+		}
+	}
+	var zero C
+	if _, ok := any(zero).(Settings); !ok {
+		return s
+	}
+	if s.ClusterName == nil {
+		s.ClusterName = func(c C) string { return any(c).(Settings).ClusterName() }
+	}
+	if s.Fingerprint == nil {
+		s.Fingerprint = func(c C) (string, error) { return any(c).(Settings).Fingerprint() }
+	}
+	if s.Timing == nil {
+		s.Timing = func(c C) (time.Duration, time.Duration) { return any(c).(Settings).Timing() }
+	}
+	return s
 }
 
 type defined[S, C any] struct{ spec Spec[S, C] }
@@ -513,6 +565,7 @@ func (s *serving[S, C]) build(name string, c C) (*unitWatcher[S, C], error) {
 // NewWatcher builds one cluster's watcher as the manager does, for tests
 // and tools that run a watcher of their own.
 func NewWatcher[S, C any](spec Spec[S, C], settings C, logger log.Logger) (*watch.Watcher[S], error) {
+	spec = spec.Filled()
 	s := &serving[S, C]{spec: spec, logger: logger}
 	w, err := s.build(spec.ClusterName(settings), settings)
 	if err != nil {

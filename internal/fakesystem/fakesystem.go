@@ -52,6 +52,17 @@ func (f Settings) CheckTarget() error {
 	return config.CheckAllowedTargets(f.AllowedTargets, f.AllowAnyTarget, f.Addrs)
 }
 
+// ClusterName, Fingerprint and Timing make Settings a system.Settings,
+// from which the engine takes them.
+func (f Settings) ClusterName() string { return f.Name }
+func (f Settings) Fingerprint() (string, error) {
+	b, err := json.Marshal(f)
+	return string(b), err
+}
+func (f Settings) Timing() (interval, timeout time.Duration) {
+	return f.RefreshInterval, f.RefreshTimeout
+}
+
 // Section is the fake system's config format: its key, defaults,
 // validation and name, and its modules (fake_modules:, entries of the
 // same type). A test registers it (config.Register) before its first
@@ -220,12 +231,11 @@ func System(f *Sources) system.System { return system.Define(Spec(f)) }
 // Spec is everything the fake system is.
 func Spec(f *Sources) system.Spec[Snapshot, Settings] {
 	return system.Spec[Snapshot, Settings]{
-		Name:        Key,
-		Clusters:    func(cfg *config.Config) []Settings { return config.Entries[Settings](cfg, Key) },
-		ClusterName: func(c Settings) string { return c.Name },
-		Discover: func(cfg *config.Config, module, name string, addrs []string) (Settings, bool) {
-			return config.ModuleAt[Settings](cfg, Key, module, name, addrs)
-		},
+		Name: Key,
+		// Its clusters are its section's entries, its /probe targets its
+		// modules'; their names, fingerprints and timings Settings' own.
+		Section: Key,
+		Modules: true,
 		// A fake cluster is known by its addresses, and by the ids
 		// Sources.IDs gives a name, once read.
 		Members: func(c Settings, snap *Snapshot) (ids, addrs []string) {
@@ -234,11 +244,6 @@ func Spec(f *Sources) system.Spec[Snapshot, Settings] {
 			}
 			return ids, append(addrs, c.Addrs...)
 		},
-		Fingerprint: func(c Settings) (string, error) {
-			b, err := json.Marshal(c)
-			return string(b), err
-		},
-		Timing:       func(c Settings) (time.Duration, time.Duration) { return c.RefreshInterval, c.RefreshTimeout },
 		Source:       f.source,
 		Events:       func(s *Snapshot) []events.Event { return s.Events.All() },
 		EventKinds:   []events.Kind{Counted},

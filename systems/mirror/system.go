@@ -1,24 +1,18 @@
 package mirror
 
 import (
-	"time"
-
 	"github.com/go-kit/log"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/systems/mirror/settings"
 )
 
 // Spec is the mirror flow as the registry knows it (systems.All).
 var Spec = system.Spec[Snapshot, settings.Flow]{
-	Name:        "mirror",
-	Clusters:    func(cfg *config.Config) []settings.Flow { return settings.Flows(cfg) },
-	ClusterName: func(m settings.Flow) string { return m.Name },
-	Fingerprint: settings.Flow.Fingerprint,
-	Timing:      func(m settings.Flow) (time.Duration, time.Duration) { return m.RefreshInterval, m.RefreshTimeout },
+	Name:    "mirror",
+	Section: settings.Key,
 	Source: system.Opened(NewSource, func(s *Source) system.Source[Snapshot] {
 		return system.Source[Snapshot]{Refresh: s.Refresh, Close: s.Close}
 	}),

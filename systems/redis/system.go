@@ -1,29 +1,21 @@
 package redis
 
 import (
-	"time"
-
 	"github.com/go-kit/log"
 
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // Spec is Redis Cluster as the registry knows it (systems.All).
 var Spec = system.Spec[Snapshot, settings.Cluster]{
-	Name:        "redis",
-	Clusters:    func(cfg *config.Config) []settings.Cluster { return settings.Clusters(cfg) },
-	ClusterName: func(c settings.Cluster) string { return c.Name },
-	Discover: func(cfg *config.Config, module, name string, addrs []string) (settings.Cluster, bool) {
-		return config.ModuleAt[settings.Cluster](cfg, "redis", module, name, addrs)
-	},
-	Members:     members,
-	Fingerprint: settings.Cluster.Fingerprint,
-	Timing:      func(c settings.Cluster) (time.Duration, time.Duration) { return c.RefreshInterval, c.RefreshTimeout },
+	Name:    "redis",
+	Section: settings.Key,
+	Modules: true,
+	Members: members,
 	Source: system.Opened(newSource, func(s *source) system.Source[Snapshot] {
 		return system.Source[Snapshot]{Refresh: s.refresh, Close: s.close}
 	}),

@@ -9,7 +9,6 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
@@ -20,12 +19,8 @@ var Spec = canary.Spec(system.Spec[Snapshot, settings.Cluster]{
 	// cluster watcher's collector=kafka; its events are the cluster's.
 	Name:        "kafka_canary",
 	EventSystem: "kafka",
-	Clusters:    func(cfg *config.Config) []settings.Cluster { return settings.Clusters(cfg) },
-	Discover: func(cfg *config.Config, module, name string, addrs []string) (settings.Cluster, bool) {
-		return config.ModuleAt[settings.Cluster](cfg, "kafka", module, name, addrs)
-	},
-	ClusterName: func(c settings.Cluster) string { return c.Name },
-	Fingerprint: settings.Cluster.Fingerprint,
+	Section:     settings.Key,
+	Modules:     true,
 	// A round may outlast the interval: after a broker dies, refreshing
 	// the metadata and reading records back from a new leader each take up
 	// to the request timeout, and a round cut at the interval would leave

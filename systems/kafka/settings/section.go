@@ -6,6 +6,7 @@ package settings
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/failover-exporter/failover_exporter/config"
 )
@@ -104,4 +105,13 @@ func CheckVersion(v string) error {
 		return fmt.Errorf("%s is older than %s, the oldest protocol version Kafka 4 brokers accept", v, MinVersion)
 	}
 	return nil
+}
+
+// ClusterName is the entry's name (system.Settings).
+func (k Cluster) ClusterName() string { return k.Name }
+
+// Timing is the refresh interval and the bound on one refresh
+// (system.Settings).
+func (k Cluster) Timing() (interval, timeout time.Duration) {
+	return k.RefreshInterval, k.RefreshTimeout
 }

@@ -355,3 +355,10 @@ func (m Flow) Fingerprint() (string, error) {
 	}
 	return config.KeyedDigest(parts...), nil
 }
+
+// ClusterName is the entry's name (system.Settings).
+func (m Flow) ClusterName() string { return m.Name }
+
+// Timing is the refresh interval and the bound on one refresh
+// (system.Settings).
+func (m Flow) Timing() (interval, timeout time.Duration) { return m.RefreshInterval, m.RefreshTimeout }

@@ -9,7 +9,6 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
@@ -20,12 +19,8 @@ var Spec = canary.Spec(system.Spec[Snapshot, settings.Cluster]{
 	// cluster watcher's collector=redis; its events are the cluster's.
 	Name:        "redis_canary",
 	EventSystem: "redis",
-	Clusters:    func(cfg *config.Config) []settings.Cluster { return settings.Clusters(cfg) },
-	Discover: func(cfg *config.Config, module, name string, addrs []string) (settings.Cluster, bool) {
-		return config.ModuleAt[settings.Cluster](cfg, "redis", module, name, addrs)
-	},
-	ClusterName: func(c settings.Cluster) string { return c.Name },
-	Fingerprint: settings.Cluster.Fingerprint,
+	Section:     settings.Key,
+	Modules:     true,
 	Timing: func(c settings.Cluster) (time.Duration, time.Duration) {
 		return c.Canary.Interval, c.Canary.Interval
 	},

@@ -6,6 +6,7 @@ package settings
 
 import (
 	"github.com/failover-exporter/failover_exporter/config"
+	"time"
 )
 
 // Key is the file's key of the Redis Clusters.
@@ -80,4 +81,13 @@ func (r Cluster) credentials() []string {
 // variables on every call.
 func (r Cluster) Fingerprint() (string, error) {
 	return config.Fingerprint(r, r.TLS, r.Password)
+}
+
+// ClusterName is the entry's name (system.Settings).
+func (r Cluster) ClusterName() string { return r.Name }
+
+// Timing is the refresh interval and the bound on one refresh
+// (system.Settings).
+func (r Cluster) Timing() (interval, timeout time.Duration) {
+	return r.RefreshInterval, r.RefreshTimeout
 }
