@@ -246,6 +246,17 @@ func decodeStrict(b []byte, cfg *Config) (err error) {
 	}
 }
 
+// DefaultTimings fills in an entry's refresh_interval and refresh_timeout
+// when it sets neither: the defaults every section shares.
+func DefaultTimings(interval, timeout *time.Duration) {
+	if *interval == 0 {
+		*interval = DefaultRefreshInterval
+	}
+	if *timeout == 0 {
+		*timeout = RefreshTimeoutFor(*interval)
+	}
+}
+
 // RefreshTimeoutFor is the default refresh_timeout, or 0 (reported by
 // validation as the interval's problem, not the timeout's) when the
 // interval is out of bounds.

@@ -1,8 +1,6 @@
 package kafka
 
 import (
-	"github.com/go-kit/log"
-
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/system"
@@ -56,13 +54,6 @@ var Spec = system.Spec[Snapshot, settings.Cluster]{
 
 // System is Kafka's registry entry.
 var System = system.Define(Spec)
-
-// NewWatcher returns a watcher that refreshes cfg's cluster on its refresh
-// interval, as the manager builds it. It does no network I/O until the
-// watcher runs; the connection is closed when Run returns, or by Close.
-func NewWatcher(cfg settings.Cluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
-	return system.NewWatcher(Spec, cfg, logger)
-}
 
 // servingCollector is the collector as the registry serves it: each
 // cluster with its settings' choice of partition series.

@@ -1,8 +1,6 @@
 package mirror
 
 import (
-	"github.com/go-kit/log"
-
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
@@ -39,13 +37,6 @@ var Spec = system.Spec[Snapshot, settings.Flow]{
 
 // System is the mirror flow's registry entry.
 var System = system.Define(Spec)
-
-// NewWatcher returns a watcher that refreshes the flow m on its refresh
-// interval, as the manager builds it. m must come from a config that
-// Complete filled in (its clusters resolved).
-func NewWatcher(m settings.Flow, logger log.Logger) (*watch.Watcher[Snapshot], error) {
-	return system.NewWatcher(Spec, m, logger)
-}
 
 // servingCollector serves each flow with its settings' cluster names and
 // choice of partition series.

@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/rueidis"
 
+	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
@@ -57,7 +58,7 @@ func startExporter(t *testing.T, seeds []string, opts ...func(*settings.Cluster,
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWatcher(settings.Clusters(&cfg)[0], logger)
+	w, err := system.NewWatcher(Spec, settings.Clusters(&cfg)[0], logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,9 @@
 package redis
 
 import (
-	"github.com/go-kit/log"
-
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/system"
-	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
@@ -46,14 +43,6 @@ var Spec = system.Spec[Snapshot, settings.Cluster]{
 
 // System is Redis Cluster's registry entry.
 var System = system.Define(Spec)
-
-// NewWatcher returns a watcher that reads the cluster described by cfg, as
-// the manager builds it. It does no network I/O; connections are made by
-// the first refresh and closed when the watcher's Run returns, or by
-// Close. cfg must have its defaults applied (config.Config.Complete).
-func NewWatcher(cfg settings.Cluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
-	return system.NewWatcher(Spec, cfg, logger)
-}
 
 // members are the ids of the cluster's nodes and every address it is known
 // by: its seeds and its nodes' addresses.

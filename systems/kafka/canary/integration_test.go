@@ -13,6 +13,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
@@ -44,7 +45,7 @@ func runCanary(t *testing.T, c *lab.KafkaCluster, canaryCfg kafkasettings.Canary
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWatcher(kafkasettings.Clusters(&cfg)[0], log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)))
+	w, err := system.NewWatcher(Spec, kafkasettings.Clusters(&cfg)[0], log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)))
 	if err != nil {
 		t.Fatal(err)
 	}

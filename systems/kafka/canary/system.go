@@ -3,12 +3,9 @@ package kafkacanary
 import (
 	"time"
 
-	"github.com/go-kit/log"
-
 	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/system"
-	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
@@ -48,11 +45,3 @@ var Spec = canary.Spec(system.Spec[Snapshot, settings.Cluster]{
 
 // System is the Kafka write canary's registry entry.
 var System = system.Define(Spec)
-
-// NewWatcher returns a watcher that runs the write canary of the cluster
-// described by cfg every cfg.Canary.Interval, as the manager builds it. It
-// does no network I/O until it runs; its connections are closed when Run
-// returns, or by Close. cfg must have its defaults applied.
-func NewWatcher(cfg settings.Cluster, logger log.Logger) (*watch.Watcher[Snapshot], error) {
-	return system.NewWatcher(Spec, cfg, logger)
-}

@@ -223,12 +223,7 @@ func (k *Cluster) applyDefaults() {
 	if k.FailureBudget.UnwatchedTopics == "" {
 		k.FailureBudget.UnwatchedTopics = JudgeUnwatched
 	}
-	if k.RefreshInterval == 0 {
-		k.RefreshInterval = config.DefaultRefreshInterval
-	}
-	if k.RefreshTimeout == 0 {
-		k.RefreshTimeout = config.RefreshTimeoutFor(k.RefreshInterval)
-	}
+	config.DefaultTimings(&k.RefreshInterval, &k.RefreshTimeout)
 	if k.DialTimeout == 0 {
 		k.DialTimeout = config.DefaultDialTimeout
 	}

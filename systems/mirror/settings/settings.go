@@ -234,12 +234,7 @@ func (m *Flow) applyDefaults() {
 	if m.HeartbeatsTopic == "" {
 		m.HeartbeatsTopic = DefaultHeartbeatsTopic
 	}
-	if m.RefreshInterval == 0 {
-		m.RefreshInterval = config.DefaultRefreshInterval
-	}
-	if m.RefreshTimeout == 0 {
-		m.RefreshTimeout = config.RefreshTimeoutFor(m.RefreshInterval)
-	}
+	config.DefaultTimings(&m.RefreshInterval, &m.RefreshTimeout)
 	if m.StallAfter == 0 {
 		m.StallAfter = DefaultStallAfter
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
@@ -50,7 +51,7 @@ func startCanaryKeyTTL(t *testing.T, c *lab.RedisCluster, wait, keyTTL time.Dura
 	if keyTTL > 0 {
 		settings.Clusters(&cfg)[0].Canary.KeyTTL = keyTTL
 	}
-	w, err := NewWatcher(settings.Clusters(&cfg)[0], log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)))
+	w, err := system.NewWatcher(Spec, settings.Clusters(&cfg)[0], log.NewLogfmtLogger(log.NewSyncWriter(os.Stderr)))
 	if err != nil {
 		t.Fatal(err)
 	}

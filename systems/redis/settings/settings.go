@@ -97,12 +97,7 @@ func (r *Cluster) applyDefaults() {
 	if r.Name == "" {
 		r.Name = DefaultClusterName
 	}
-	if r.RefreshInterval == 0 {
-		r.RefreshInterval = config.DefaultRefreshInterval
-	}
-	if r.RefreshTimeout == 0 {
-		r.RefreshTimeout = config.RefreshTimeoutFor(r.RefreshInterval)
-	}
+	config.DefaultTimings(&r.RefreshInterval, &r.RefreshTimeout)
 	if r.DialTimeout == 0 {
 		r.DialTimeout = config.DefaultDialTimeout
 	}
