@@ -155,6 +155,18 @@ func Opened[S, C, R any](open func(C, log.Logger) (R, error), source func(R) Sou
 	}
 }
 
+// Reader reads one cluster: what a Spec.Source built by Reads opens.
+type Reader[S any] interface {
+	Refresh(ctx context.Context, prev *S) (*S, error)
+	Close()
+}
+
+// Reads is a Spec.Source that opens a Reader of the cluster (open) and
+// hands the watcher its Refresh and Close.
+func Reads[S, C any, R Reader[S]](open func(C, log.Logger) (R, error)) func(C, log.Logger) (Source[S], error) {
+	return Opened(open, func(r R) Source[S] { return Source[S]{Refresh: r.Refresh, Close: r.Close} })
+}
+
 // Collector serves the latest state of every watched cluster of one
 // system as metrics, and never talks to a cluster.
 type Collector[S, C any] interface {

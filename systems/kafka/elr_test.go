@@ -59,7 +59,7 @@ func TestELRAndQuorumAbsentWhenTheClusterLacksTheAPIs(t *testing.T) {
 	m.serve(map[string]string{"a": "2"}) // RF 1: ISR 1 is below min ISR 2
 	var logs strings.Builder
 	src, _ := testSourceLogging(t, m.broker.Addr(), log.NewLogfmtLogger(&logs))
-	snap, err := src.refresh(context.Background(), nil)
+	snap, err := src.Refresh(context.Background(), nil)
 	if err != nil {
 		t.Fatalf("refresh: %v", err)
 	}

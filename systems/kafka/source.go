@@ -106,7 +106,7 @@ func newSource(cfg kafkasettings.Cluster, logger log.Logger) (*source, error) {
 // or when new topics appeared one batched DescribeConfigs request, and when
 // partitions are below min ISR the DescribeTopicPartitions requests for
 // their ELR.
-func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
+func (s *source) Refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	md, broker, err := s.readMetadata(ctx)
 	if err != nil {
 		return nil, err
@@ -588,7 +588,7 @@ type forwardAttempt struct {
 }
 
 // close releases the connections; the watcher calls it when it stops.
-func (s *source) close() {
+func (s *source) Close() {
 	s.disconnect()
 	s.logDirs.close()
 	s.tiered.close()

@@ -40,12 +40,12 @@ func TestIntegrationSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer src.close()
+	defer src.Close()
 	var snap *Snapshot
 	refresh := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), settings.Clusters(&cfg)[0].RefreshTimeout)
 		defer cancel()
-		next, err := src.refresh(ctx, snap)
+		next, err := src.Refresh(ctx, snap)
 		if err == nil {
 			snap = next
 		}

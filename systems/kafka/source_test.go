@@ -116,7 +116,7 @@ func testSourceLogging(t *testing.T, addr string, logger log.Logger) (*source, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(src.close)
+	t.Cleanup(src.Close)
 	now := time.Unix(1_700_000_000, 0)
 	src.now = func() time.Time { return now }
 	return src, &now
@@ -131,7 +131,7 @@ func TestTopicConfigsAreBatchedAndCached(t *testing.T) {
 	var snap *Snapshot
 	refresh := func() {
 		t.Helper()
-		next, err := src.refresh(ctx, snap)
+		next, err := src.Refresh(ctx, snap)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +186,7 @@ func TestTopicConfigsAreBatchedAndCached(t *testing.T) {
 
 func TestRefreshFailsClearlyWhenNoBrokerAnswers(t *testing.T) {
 	src, _ := testSource(t, "127.0.0.1:1")
-	_, err := src.refresh(context.Background(), nil)
+	_, err := src.Refresh(context.Background(), nil)
 	if err == nil || !strings.Contains(err.Error(), "no broker answered a metadata request") || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Errorf("err = %v, want one naming the unreachable broker", err)
 	}
@@ -207,7 +207,7 @@ func TestSlowBrokerGetsOneMetadataRequestAtATime(t *testing.T) {
 	src, _ := testSource(t, m.broker.Addr())
 	for i := 0; i < 3; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		_, err := src.refresh(ctx, nil)
+		_, err := src.Refresh(ctx, nil)
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), "no answer before the refresh deadline") {
 			t.Fatalf("refresh %d: err = %v, want the deadline", i, err)
@@ -215,7 +215,7 @@ func TestSlowBrokerGetsOneMetadataRequestAtATime(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	snap, err := src.refresh(ctx, nil)
+	snap, err := src.Refresh(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestReassignmentsAbsentWhenTheBrokerLacksTheAPI(t *testing.T) {
 	m.serve(map[string]string{"a": "2"})
 	var logs strings.Builder
 	src, _ := testSourceLogging(t, m.broker.Addr(), log.NewLogfmtLogger(&logs))
-	snap, err := src.refresh(context.Background(), nil)
+	snap, err := src.Refresh(context.Background(), nil)
 	if err != nil {
 		t.Fatalf("refresh: %v", err)
 	}
@@ -280,7 +280,7 @@ func TestReassignmentsListedOncePerRefresh(t *testing.T) {
 	src, _ := testSource(t, m.broker.Addr())
 	var snap *Snapshot
 	for range 3 {
-		next, err := src.refresh(context.Background(), snap)
+		next, err := src.Refresh(context.Background(), snap)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -356,7 +356,7 @@ func TestReassignmentsAskTheControllerInZooKeeperMode(t *testing.T) {
 	src, _ := testSourceLogging(t, metadataBroker.Addr(), log.NewLogfmtLogger(&logs))
 	var snap *Snapshot
 	for refresh := 1; refresh <= 3; refresh++ {
-		next, err := src.refresh(context.Background(), snap)
+		next, err := src.Refresh(context.Background(), snap)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -449,7 +449,7 @@ func TestTopicConfigsMalformedValue(t *testing.T) {
 	src, now := testSourceLogging(t, m.broker.Addr(), log.NewLogfmtLogger(&logs))
 	var snap *Snapshot
 	for range 3 {
-		next, err := src.refresh(context.Background(), snap)
+		next, err := src.Refresh(context.Background(), snap)
 		if err != nil {
 			t.Fatal(err)
 		}

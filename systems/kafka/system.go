@@ -14,10 +14,8 @@ var Spec = system.Spec[Snapshot, settings.Cluster]{
 	Section: settings.Key,
 	Modules: true,
 	Members: members,
-	Source: system.Opened(newSource, func(s *source) system.Source[Snapshot] {
-		return system.Source[Snapshot]{Refresh: s.refresh, Close: s.close}
-	}),
-	Events: func(s *Snapshot) []events.Event { return s.Events.All() },
+	Source:  system.Reads[Snapshot, settings.Cluster](newSource),
+	Events:  func(s *Snapshot) []events.Event { return s.Events.All() },
 	EventKinds: []events.Kind{
 		EventBrokerDown, EventBrokerUp, EventBrokerFenced, EventBrokerUnfenced,
 		EventQuorumVoterAdded, EventQuorumVoterRemoved, EventLogDirCordoned, EventLogDirUncordoned, EventLeaderChange,

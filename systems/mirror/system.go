@@ -9,11 +9,9 @@ import (
 
 // Spec is the mirror flow as the registry knows it (systems.All).
 var Spec = system.Spec[Snapshot, settings.Flow]{
-	Name:    "mirror",
-	Section: settings.Key,
-	Source: system.Opened(NewSource, func(s *Source) system.Source[Snapshot] {
-		return system.Source[Snapshot]{Refresh: s.Refresh, Close: s.Close}
-	}),
+	Name:       "mirror",
+	Section:    settings.Key,
+	Source:     system.Reads[Snapshot, settings.Flow](NewSource),
 	Events:     func(s *Snapshot) []events.Event { return s.Events.All() },
 	EventKinds: []events.Kind{EventStalled, EventResumed, EventTopicMissing, EventTopicAppeared, EventConnectorState, events.EventsTruncated},
 	NewCollector: func() system.Collector[Snapshot, settings.Flow] {

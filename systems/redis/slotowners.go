@@ -31,8 +31,8 @@ func ReadSlotOwners(ctx context.Context, cfg settings.Cluster) (*[redisproto.Slo
 	if err != nil {
 		return nil, err
 	}
-	defer s.close()
-	snap, err := s.refresh(ctx, nil)
+	defer s.Close()
+	snap, err := s.Refresh(ctx, nil)
 	if err != nil {
 		if none, ok := errors.AsType[*noNodeAnsweredError](err); ok {
 			return nil, fmt.Errorf("no seed answered CLUSTER NODES: %w", errors.Join(none.errs...))

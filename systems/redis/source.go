@@ -88,7 +88,7 @@ func newSource(cfg settings.Cluster, logger log.Logger) (*source, error) {
 // refresh reads the topology and every node in it. Later refreshes start
 // from the last known topology, so the cluster is still found when the seeds
 // are gone; the seeds are tried only when none of those nodes answers.
-func (s *source) refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
+func (s *source) Refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	probedAt := time.Now()
 	queried := map[string]bool{}
 	var views []nodeView
@@ -263,7 +263,7 @@ func (s *source) dropClientsExcept(keep []string) {
 }
 
 // close closes every client; the source cannot be used afterwards.
-func (s *source) close() {
+func (s *source) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
