@@ -10,8 +10,13 @@ import (
 // system's clusters and finds its modules' (Clusters, Discover) as the
 // cluster watcher does; the canary runs only for those whose settings
 // enable it, as it writes to the cluster. It is the cluster's "canary"
-// part (Spec.Part), and its events are the write canaries' kinds.
-func Spec[S, C any](spec system.Spec[S, C], enabled func(C) bool) system.Spec[S, C] {
+// part (Spec.Part), and its events are the write canaries' kinds. Its
+// clusters are those of the config section key (with its modules), whose
+// system's name is key too: the canary's name is key_canary (its log
+// lines read collector=kafka_canary cluster=NAME, apart from the cluster
+// watcher's collector=kafka), and its events are recorded under key's.
+func Spec[S, C any](key string, spec system.Spec[S, C], enabled func(C) bool) system.Spec[S, C] {
+	spec.Name, spec.EventSystem, spec.Section, spec.Modules = key+"_canary", key, key, true
 	spec = spec.Filled()
 	clusters, discover := spec.Clusters, spec.Discover
 	spec.Part = "canary"

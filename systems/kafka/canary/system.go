@@ -11,13 +11,7 @@ import (
 
 // Spec is the Kafka write canary as the registry knows it: a watcher of
 // its own for each Kafka cluster that enables it.
-var Spec = canary.Spec(system.Spec[Snapshot, settings.Cluster]{
-	// Its lines read collector=kafka_canary cluster=NAME, apart from the
-	// cluster watcher's collector=kafka; its events are the cluster's.
-	Name:        "kafka_canary",
-	EventSystem: "kafka",
-	Section:     settings.Key,
-	Modules:     true,
+var Spec = canary.Spec(settings.Key, system.Spec[Snapshot, settings.Cluster]{
 	// A round may outlast the interval: after a broker dies, refreshing
 	// the metadata and reading records back from a new leader each take up
 	// to the request timeout, and a round cut at the interval would leave

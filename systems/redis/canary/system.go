@@ -11,13 +11,7 @@ import (
 
 // Spec is the Redis write canary as the registry knows it: a watcher of
 // its own for each Redis Cluster that enables it.
-var Spec = canary.Spec(system.Spec[Snapshot, settings.Cluster]{
-	// Its lines read collector=redis_canary cluster=NAME, apart from the
-	// cluster watcher's collector=redis; its events are the cluster's.
-	Name:        "redis_canary",
-	EventSystem: "redis",
-	Section:     settings.Key,
-	Modules:     true,
+var Spec = canary.Spec(settings.Key, system.Spec[Snapshot, settings.Cluster]{
 	Timing: func(c settings.Cluster) (time.Duration, time.Duration) {
 		return c.Canary.Interval, c.Canary.Interval
 	},
