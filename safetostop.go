@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -16,7 +14,6 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/failover-exporter/failover_exporter/collector/budget"
-	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/lib/readfile"
 	"github.com/failover-exporter/failover_exporter/lib/safetostop"
 )
@@ -112,24 +109,12 @@ func (f *safeToStopFlags) options() (safetostop.Options, error) {
 			return o, fmt.Errorf("--web.username %s: give its password in --web.password-file or $%s", f.username, passwordEnv)
 		}
 	}
-	client, err := f.client()
+	client, err := safetostop.Client(f.caFile, f.certFile, f.keyFile, f.serverName)
 	if err != nil {
-		return o, err
+		return o, fmt.Errorf("--tls.ca-file, --tls.cert-file or --tls.key-file: %w", err)
 	}
 	o.Client = client
 	return o, nil
-}
-
-func (f *safeToStopFlags) client() (*http.Client, error) {
-	// The config file's TLS client, read as it reads a cluster's files
-	// (bounded); its messages name the config keys, so the flags go first.
-	cfg, err := config.TLS{Enabled: true, CAFile: f.caFile, CertFile: f.certFile, KeyFile: f.keyFile, ServerName: f.serverName}.ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("--tls.ca-file, --tls.cert-file or --tls.key-file: %w", err)
-	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.TLSClientConfig = cfg
-	return &http.Client{Transport: transport, Timeout: 30 * time.Second}, nil
 }
 
 // runSafeToStop asks, prints and returns the command's exit code.
@@ -154,7 +139,7 @@ func runSafeToStop(f *safeToStopFlags, stdout, stderr io.Writer) int {
 		return safetostop.ExitBadInput
 	case errors.As(err, &ns):
 		if f.output == "json" && ns.Answer != nil {
-			printJSON(stdout, ns.Answer)
+			safetostop.PrintJSON(stdout, ns.Answer)
 		}
 		fmt.Fprintf(stderr, "%s safe-to-stop: %v\n", exporterName, err)
 		return safetostop.ExitNotSafe
@@ -163,15 +148,9 @@ func runSafeToStop(f *safeToStopFlags, stdout, stderr io.Writer) int {
 		return safetostop.ExitNotSafe
 	}
 	if f.output == "json" {
-		printJSON(stdout, answer)
+		safetostop.PrintJSON(stdout, answer)
 	}
 	return safetostop.ExitSafe
-}
-
-func printJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
 }
 
 // orList writes scopes as "--broker, --rack, --node or --zone" (with

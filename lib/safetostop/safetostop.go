@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/budget"
+	"github.com/failover-exporter/failover_exporter/config"
 )
 
 // Exit codes of the command.
@@ -244,4 +245,26 @@ func Describe(a budget.Answer) string {
 		line += " (not judged: " + strings.Join(a.NotJudged, "; ") + ")"
 	}
 	return line
+}
+
+// Client is the HTTP client that asks the exporter: verified by caFile
+// (the system's roots without), with the client certificate of certFile
+// and keyFile when given, the certificate checked against serverName when
+// set. The files are read as the config file's TLS settings are (bounded);
+// their messages name the config keys.
+func Client(caFile, certFile, keyFile, serverName string) (*http.Client, error) {
+	cfg, err := config.TLS{Enabled: true, CAFile: caFile, CertFile: certFile, KeyFile: keyFile, ServerName: serverName}.ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = cfg
+	return &http.Client{Transport: transport, Timeout: 30 * time.Second}, nil
+}
+
+// PrintJSON writes an answer as the command's --output json does.
+func PrintJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
 }
