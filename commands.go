@@ -8,21 +8,26 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
+
+	"github.com/failover-exporter/failover_exporter/collector/system"
+	"github.com/failover-exporter/failover_exporter/systems"
 )
 
 // commandLine is the command line's grammar: the commands, each declaring
 // its own flags, and where the parsed values land. The server is the
 // default command, so its flags work with or without "serve" in front.
 type commandLine struct {
-	app                     *kingpin.Application
-	serve, slot, safeToStop *kingpin.CmdClause
-	serveFlags              flags
-	slotFlags               *slotFlags
-	stopFlags               *safeToStopFlags
+	app               *kingpin.Application
+	serve, safeToStop *kingpin.CmdClause
+	serveFlags        flags
+	stopFlags         *safeToStopFlags
+	// commands are the systems' own commands (systems.Commands), by
+	// name, with what runs each.
+	commands map[string]system.Runner
 }
 
 func newCommandLine(stdout, stderr io.Writer) *commandLine {
-	app := kingpin.New(exporterName, "Prometheus exporter for Kafka replication and Redis Cluster sharding and failover.")
+	app := kingpin.New(exporterName, systems.Summary)
 	app.Version(version.Print(exporterName))
 	app.HelpFlag.Short('h')
 	app.UsageWriter(stdout)
@@ -30,10 +35,12 @@ func newCommandLine(stdout, stderr io.Writer) *commandLine {
 	app.UsageTemplate(usageTemplate)
 	app.UsageFuncs(map[string]any{"withDefaultCommandFlags": withDefaultCommandFlags})
 
-	cl := &commandLine{app: app}
+	cl := &commandLine{app: app, commands: map[string]system.Runner{}}
 	cl.serve = app.Command("serve", "Serve metrics (the default).").Default()
 	defineServeFlags(cl.serve, &cl.serveFlags)
-	cl.slot, cl.slotFlags = defineSlot(app)
+	for _, c := range commands {
+		cl.commands[c.Name] = c.Define(app)
+	}
 	cl.safeToStop, cl.stopFlags = defineSafeToStop(app, budgetSystems())
 	return cl
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/config"
 	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 	redissettings "github.com/failover-exporter/failover_exporter/systems/redis/settings"
+	"github.com/failover-exporter/failover_exporter/systems/redis/slotcmd"
 )
 
 // help returns the help of the command line args, as --help prints it
@@ -219,12 +220,12 @@ func TestCommandAfterFlags(t *testing.T) {
 	if err != nil || cmd != "slot" {
 		t.Fatalf("command %q, error %v; want slot", cmd, err)
 	}
-	if want := (slotFlags{keys: []string{"foo", "bar"}, redisAddrs: []string{"127.0.0.1:7000"}, redisPasswordFile: "/run/pw"}); !reflect.DeepEqual(*cl.slotFlags, want) {
-		t.Errorf("slot flags %+v, want %+v", *cl.slotFlags, want)
+	if want := (slotcmd.Flags{Keys: []string{"foo", "bar"}, Addrs: []string{"127.0.0.1:7000"}, PasswordFile: "/run/pw"}); !reflect.DeepEqual(*cl.commands["slot"].(*slotcmd.Flags), want) {
+		t.Errorf("slot flags %+v, want %+v", cl.commands["slot"], want)
 	}
 	// A key may be a command's name.
 	cl, cmd, err = parseCommandLine([]string{"slot", "serve", "slot"}, os.Stdout, os.Stderr)
-	if err != nil || cmd != "slot" || !slices.Equal(cl.slotFlags.keys, []string{"serve", "slot"}) {
+	if err != nil || cmd != "slot" || !slices.Equal(cl.commands["slot"].(*slotcmd.Flags).Keys, []string{"serve", "slot"}) {
 		t.Errorf("slot serve slot: command %q, error %v", cmd, err)
 	}
 }

@@ -35,6 +35,9 @@ const exporterName = collector.ExporterName
 // system of its own).
 var registry = systems.All
 
+// commands are the systems' own commands (systems.Commands).
+var commands = systems.Commands
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -48,11 +51,6 @@ func run(args []string, stdout, stderr *os.File) int {
 	switch cmd {
 	case cl.safeToStop.FullCommand():
 		return runSafeToStop(cl.stopFlags, stdout, stderr)
-	case cl.slot.FullCommand():
-		if err := runSlot(cl.slotFlags, stdout); err != nil {
-			fmt.Fprintf(stderr, "%s slot: %v\n", exporterName, err)
-			return 1
-		}
 	case cl.serve.FullCommand():
 		f := cl.serveFlags
 		if err := runServe(f, newLoggers(stderr, f.logFormat, f.logLevel)); err != nil {
@@ -60,6 +58,13 @@ func run(args []string, stdout, stderr *os.File) int {
 			// crash-looping pod's log, not by a log pipeline.
 			fmt.Fprintf(stderr, "%s: %v\n", exporterName, err)
 			return 1
+		}
+	default:
+		if r, ok := cl.commands[cmd]; ok {
+			if err := r.Run(context.Background(), stdout); err != nil {
+				fmt.Fprintf(stderr, "%s %s: %v\n", exporterName, cmd, err)
+				return 1
+			}
 		}
 	}
 	return 0

@@ -120,7 +120,7 @@ type allowEntry struct {
 func parseAllowEntry(s string) (allowEntry, error) {
 	i := strings.LastIndexByte(s, ':')
 	if i < 0 {
-		return allowEntry{}, errors.New("want HOST:PORTS, as in 10.0.0.0/8:9092, kafka-1.prod.internal:9092-9094 or *.prod.internal:*")
+		return allowEntry{}, errors.New("want HOST:PORTS, as in 10.0.0.0/8:9092, broker-1.prod.internal:9092-9094 or *.prod.internal:*")
 	}
 	host, ports := s[:i], s[i+1:]
 	var e allowEntry
@@ -221,7 +221,7 @@ func checkModuleTargets(allowed []string, allowAny bool, credentials []string, t
 	case allowAny && carries != "":
 		errs = append(errs, fmt.Errorf("allow_any_target: true is refused for a module that carries credentials (%s), which would go to any host a /probe request names: list where its clusters are instead, allowed_targets: [HOST:PORTS, ...]", carries))
 	case len(allowed) == 0 && carries != "":
-		errs = append(errs, fmt.Errorf("the module carries credentials (%s) and has no allowed_targets: add allowed_targets: [HOST:PORTS, ...] listing where its clusters are (10.0.0.0/8:9092, kafka-1.prod.internal:9092, *.prod.internal:*), so that no /probe request can send them elsewhere", carries))
+		errs = append(errs, fmt.Errorf("the module carries credentials (%s) and has no allowed_targets: add allowed_targets: [HOST:PORTS, ...] listing where its clusters are (10.0.0.0/8:9092, broker-1.prod.internal:9092, *.prod.internal:*), so that no /probe request can send them elsewhere", carries))
 	case len(allowed) == 0 && !allowAny:
 		errs = append(errs, errors.New("the module says nowhere where its targets may be: add allowed_targets: [HOST:PORTS, ...] listing them, or allow_any_target: true to let any /probe request choose the host (a module without credentials only)"))
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/systems/mirror"
 	"github.com/failover-exporter/failover_exporter/systems/redis"
 	rediscanary "github.com/failover-exporter/failover_exporter/systems/redis/canary"
+	"github.com/failover-exporter/failover_exporter/systems/redis/slotcmd"
 )
 
 // All is the registry; the manager, the config check, the status page,
@@ -22,3 +23,10 @@ var All = []system.System{
 	rediscanary.System,
 	mirror.System,
 }
+
+// Commands are the systems' own commands, beside the server and
+// safe-to-stop.
+var Commands = []system.Command{slotcmd.Command}
+
+// Summary is the binary's one-line description, in its --help.
+const Summary = "Prometheus exporter for Kafka replication and Redis Cluster sharding and failover."

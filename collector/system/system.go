@@ -12,6 +12,7 @@ package system
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"time"
@@ -153,6 +154,21 @@ func Opened[S, C, R any](open func(C, log.Logger) (R, error), source func(R) Sou
 		}
 		return source(r), nil
 	}
+}
+
+// Command is a command of the binary that a system adds beside the
+// server's and safe-to-stop (Redis's slot), listed by the registry.
+type Command struct {
+	// Name is the command's name on the command line.
+	Name string
+	// Define declares the command, its flags and arguments on app, and
+	// returns what runs it once they are parsed.
+	Define func(app *kingpin.Application) Runner
+}
+
+// Runner runs a command with the values its flags were given.
+type Runner interface {
+	Run(ctx context.Context, stdout io.Writer) error
 }
 
 // Reader reads one cluster: what a Spec.Source built by Reads opens.
