@@ -16,6 +16,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector"
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/chart/schema"
 	"github.com/failover-exporter/failover_exporter/internal/fakesystem"
 	"github.com/failover-exporter/failover_exporter/internal/metricsdoc"
 	"github.com/failover-exporter/failover_exporter/systems"
@@ -43,7 +44,8 @@ func withFakeSystem(t *testing.T, f *fakesystem.Sources) {
 // line, its section and modules in the config file and the check, its
 // clusters on /metrics, a module's target on /probe, its view on the
 // status page, its budget on /api/v1/safe-to-stop and in the safe-to-stop
-// command (whose flag is its scope), and its table in METRICS.md.
+// command (whose flag is its scope), its table in METRICS.md and the
+// chart's values.schema.json.
 func TestAFakeSystemThroughTheBinary(t *testing.T) {
 	withFakeSystem(t, &fakesystem.Sources{})
 	file := filepath.Join(t.TempDir(), "config.yml")
@@ -97,6 +99,17 @@ func TestAFakeSystemThroughTheBinary(t *testing.T) {
 		code := run([]string{"safe-to-stop", "--url", srv.URL, "--system", "fake", "--cluster", "filed", "--member", c.member}, stdout, stderr)
 		if out := readBack(t, stdout) + readBack(t, stderr); code != c.code || !strings.Contains(out, c.says) {
 			t.Errorf("safe-to-stop --member %s: exit %d, want %d saying %q:\n%s", c.member, code, c.code, c.says, out)
+		}
+	}
+
+	// The chart's values.schema.json is written from the sections table:
+	// the fake section and its modules are in it, as strict as the file.
+	props := schema.Config(config.FileType())["properties"].(map[string]any)
+	for _, key := range []string{"fake", "fake_modules"} {
+		entry, _ := props[key].(map[string]any)["items"].(map[string]any)
+		fields, _ := entry["properties"].(map[string]any)
+		if entry["additionalProperties"] != false || fields["refresh_interval"] == nil || fields["addrs"] == nil {
+			t.Errorf("the chart's schema of %s: %v", key, props[key])
 		}
 	}
 

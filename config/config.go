@@ -45,6 +45,12 @@ type Config struct {
 	entries map[string]any
 }
 
+// Enum is a setting's type whose values are a fixed list: Values are the
+// YAML values the file may give it, for the chart's values.schema.json.
+type Enum interface {
+	Values() []any
+}
+
 // TLS configures a client TLS connection.
 type TLS struct {
 	Enabled            bool   `yaml:"enabled"`

@@ -9,13 +9,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/failover-exporter/failover_exporter/config"
+	"github.com/failover-exporter/failover_exporter/internal/chart/schema"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
-	kafkasettings "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
+	_ "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 	// The systems' settings packages register the file's sections.
 	_ "github.com/failover-exporter/failover_exporter/systems/mirror/settings"
 	_ "github.com/failover-exporter/failover_exporter/systems/redis/settings"
@@ -34,45 +34,11 @@ func (p refPlace) String() string {
 	return "config." + p.section + "[0]." + strings.Join(p.path, ".")
 }
 
-var (
-	secretType    = reflect.TypeOf(config.Secret{})
-	tlsType       = reflect.TypeOf(config.TLS{})
-	durationType  = reflect.TypeOf(time.Duration(0))
-	regexpType    = reflect.TypeOf(config.Regexp{})
-	modeType      = reflect.TypeOf(kafkasettings.PartitionMetrics(""))
-	unwatchedType = reflect.TypeOf(kafkasettings.UnwatchedTopics(""))
-)
-
-// yamlFields are a struct type's fields by their YAML key, in order.
-func yamlFields(t reflect.Type) []reflect.StructField {
-	var out []reflect.StructField
-	for i := range t.NumField() {
-		f := t.Field(i)
-		key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if key == "" || key == "-" || !f.IsExported() {
-			continue
-		}
-		out = append(out, f)
-	}
-	return out
-}
-
-func yamlKey(f reflect.StructField) string {
-	key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-	return key
-}
-
-// isFilePlace: the TLS settings that name files (ca_file, cert_file,
-// key_file) are where a certificate or key is read from.
-func isFilePlace(parent reflect.Type, f reflect.StructField) bool {
-	return parent == tlsType && f.Type.Kind() == reflect.String && strings.HasSuffix(yamlKey(f), "_file")
-}
-
 // configSections are the config file's top-level keys: the sections table's.
 func configSections() []string {
 	var out []string
-	for _, f := range yamlFields(config.FileType()) {
-		out = append(out, yamlKey(f))
+	for _, f := range schema.Fields(config.FileType()) {
+		out = append(out, schema.Key(f))
 	}
 	return out
 }
@@ -86,85 +52,25 @@ func configRefPlaces() []refPlace {
 		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
 			t = t.Elem()
 		}
-		if t.Kind() != reflect.Struct || t == regexpType {
+		if t.Kind() != reflect.Struct || t == schema.RegexpType {
 			return
 		}
-		for _, f := range yamlFields(t) {
-			p := append(slices.Clone(path), yamlKey(f))
+		for _, f := range schema.Fields(t) {
+			p := append(slices.Clone(path), schema.Key(f))
 			switch {
-			case f.Type == secretType:
+			case f.Type == schema.SecretType:
 				out = append(out, refPlace{section, p, true})
-			case isFilePlace(t, f):
+			case schema.IsFilePlace(t, f):
 				out = append(out, refPlace{section, p, false})
 			default:
 				walk(section, p, f.Type)
 			}
 		}
 	}
-	for _, f := range yamlFields(config.FileType()) {
-		walk(yamlKey(f), nil, f.Type)
+	for _, f := range schema.Fields(config.FileType()) {
+		walk(schema.Key(f), nil, f.Type)
 	}
 	return out
-}
-
-// Schemas of the secret and file places: no type, so that the chart's
-// template, not the schema, answers a secret written inline (with "use a
-// Secret").
-var (
-	secretPlaceSchema = map[string]any{
-		"description": "A secret: {secretKeyRef: {name: SECRET, key: KEY}}, mounted as a file, or {file: PATH} for a file you mount with extraVolumes. Never the secret itself: the config file is a ConfigMap.",
-	}
-	filePlaceSchema = map[string]any{
-		"description": "A file: {secretKeyRef: {name: SECRET, key: KEY}}, mounted as a file, or the path of a file you mount with extraVolumes.",
-		"type":        []any{"string", "object"},
-	}
-)
-
-// configSchema is the JSON schema of a config type, strict as the config
-// file's decoder is (an unknown key is an error).
-func configSchema(t reflect.Type) map[string]any {
-	switch {
-	case t == durationType:
-		return map[string]any{"type": "string", "description": "A duration with its unit, such as 5s or 1m."}
-	case t == modeType:
-		modes := []any{}
-		for _, m := range kafkasettings.PartitionMetricsModes {
-			modes = append(modes, string(m))
-		}
-		return map[string]any{"enum": append(modes, true, false)}
-	case t == unwatchedType:
-		return map[string]any{"enum": []any{string(kafkasettings.JudgeUnwatched), string(kafkasettings.NameUnwatched)}}
-	case t == secretType:
-		return secretPlaceSchema
-	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		if t.Elem() == regexpType {
-			return map[string]any{"type": "string", "description": "A regular expression, anchored at both ends."}
-		}
-		return configSchema(t.Elem())
-	case reflect.String:
-		return map[string]any{"type": "string"}
-	case reflect.Bool:
-		return map[string]any{"type": "boolean"}
-	case reflect.Int, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint32, reflect.Uint64:
-		return map[string]any{"type": "integer"}
-	case reflect.Slice:
-		return map[string]any{"type": []any{"array", "null"}, "items": configSchema(t.Elem())}
-	case reflect.Map:
-		return map[string]any{"type": "object", "additionalProperties": configSchema(t.Elem())}
-	case reflect.Struct:
-		props := map[string]any{}
-		for _, f := range yamlFields(t) {
-			if isFilePlace(t, f) {
-				props[yamlKey(f)] = filePlaceSchema
-			} else {
-				props[yamlKey(f)] = configSchema(f.Type)
-			}
-		}
-		return map[string]any{"type": "object", "additionalProperties": false, "properties": props}
-	}
-	panic("configSchema: no schema for " + t.String())
 }
 
 // values.schema.json makes Helm refuse values of the wrong type before any
@@ -173,18 +79,18 @@ func configSchema(t reflect.Type) map[string]any {
 // by name. -update rewrites it.
 func TestChartValuesSchema(t *testing.T) {
 	path := filepath.Join(lab.RepoRoot(t), Path, "values.schema.json")
-	var schema map[string]any
-	if err := json.Unmarshal(readFile(t, path), &schema); err != nil {
+	var values map[string]any
+	if err := json.Unmarshal(readFile(t, path), &values); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	configPart := configSchema(config.FileType())
+	configPart := schema.Config(config.FileType())
 	configPart["description"] = "The exporter's config file (docs/configuration.md), each secret a secretKeyRef. Written from the config package's types."
-	schema["properties"].(map[string]any)["config"] = configPart
+	values["properties"].(map[string]any)["config"] = configPart
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(schema); err != nil {
+	if err := enc.Encode(values); err != nil {
 		t.Fatal(err)
 	}
 	if *update {

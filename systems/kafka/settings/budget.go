@@ -25,6 +25,9 @@ type Budget struct {
 // UnwatchedTopics is failure_budget.unwatched_topics.
 type UnwatchedTopics string
 
+// Values are the two choices (config.Enum).
+func (UnwatchedTopics) Values() []any { return []any{string(JudgeUnwatched), string(NameUnwatched)} }
+
 // The values of failure_budget.unwatched_topics.
 const (
 	// JudgeUnwatched judges the topics outside the filter as the others.

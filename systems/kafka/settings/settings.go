@@ -133,6 +133,16 @@ const (
 // PartitionMetricsModes lists the modes, default first.
 var PartitionMetricsModes = []PartitionMetrics{PartitionMetricsLean, PartitionMetricsUnhealthy, PartitionMetricsFull, PartitionMetricsNone}
 
+// Values are the modes, and the booleans the setting was before them
+// (config.Enum).
+func (PartitionMetrics) Values() []any {
+	values := []any{}
+	for _, m := range PartitionMetricsModes {
+		values = append(values, string(m))
+	}
+	return append(values, true, false)
+}
+
 // Defaults of the partition series.
 const (
 	DefaultPartitionMetrics     = PartitionMetricsLean
