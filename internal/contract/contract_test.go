@@ -19,6 +19,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector"
 	"github.com/failover-exporter/failover_exporter/collector/system"
+	"github.com/failover-exporter/failover_exporter/internal/fakesystem"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/internal/metricsdoc"
 	"github.com/failover-exporter/failover_exporter/systems"
@@ -376,6 +377,33 @@ func TestEveryShippedDashboardIsASystems(t *testing.T) {
 		rel := "grafana/dashboards/" + filepath.Base(f)
 		if !slices.ContainsFunc(dashboards, func(d system.Dashboard) bool { return d.File == rel }) {
 			t.Errorf("%s is no system's dashboard: name it in the Dashboards of its system's Spec", rel)
+		}
+	}
+}
+
+// A system's dashboard is held to the same checks as the shipped ones
+// when the system is not the registry's: the fake system's
+// (internal/fakesystem), whose queries use only the series it serves.
+func TestAFakeSystemsDashboardIsHeldToTheContract(t *testing.T) {
+	sys := fakesystem.System(&fakesystem.Sources{})
+	specs := dashboardsOf([]system.System{sys})
+	if len(specs) != 1 {
+		t.Fatalf("the fake system ships %d dashboards, want 1", len(specs))
+	}
+	checkDashboard(t, specs[0])
+	served := map[string]bool{}
+	for _, n := range sys.SeriesNames() {
+		served[n] = true
+	}
+	for _, e := range dashboardExpressions(t, specs[0]) {
+		names := MetricNamesInExpr(e.expr)
+		if len(names) == 0 {
+			t.Errorf("%s: no metric name found in %q", e.origin, e.expr)
+		}
+		for _, name := range names {
+			if !served[name] {
+				t.Errorf("%s: metric %q is not served by the fake system", e.origin, name)
+			}
 		}
 	}
 }

@@ -255,6 +255,9 @@ func Spec(f *Sources) system.Spec[Snapshot, Settings] {
 		BudgetScopes: []budget.ScopeSpec{{Scope: "member", Member: "NAME", Help: "A fake member."}},
 		Budget:       Budget,
 		Flags:        DeclareFlags,
+		// Its dashboard, held to the contract the shipped ones are.
+		Dashboards: []system.Dashboard{{File: "internal/fakesystem/dashboard.json", UID: "failover-fake", ClusterVar: "fake_cluster",
+			LinksTo: "failover-kafka", FailoverCounters: []string{"fake_refreshes_total"}}},
 	}
 }
 
