@@ -332,7 +332,10 @@ func TestAliasBombIsRefusedQuickly(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "aliases expand to more than") {
 		t.Errorf("error: %.300v", err)
 	}
-	if took := time.Since(start); took > 5*time.Second {
+	// Refused, it takes about a second on a busy 2-core machine; walked,
+	// the billions of values would take hours. The bound is wide because a
+	// niced go test beside two CPU-bound processes once took 11 s.
+	if took := time.Since(start); took > time.Minute {
 		t.Errorf("took %s", took)
 	}
 }
