@@ -1,5 +1,6 @@
-// Package lab starts real clusters (Kafka, later Redis) on 127.0.0.1 for
-// integration tests, using the project's own scripts under scripts/.
+// Package lab starts real clusters (Kafka, Redis Cluster, Redis Sentinel)
+// on 127.0.0.1 for integration tests, using the project's own scripts under
+// scripts/.
 //
 // Helpers fail the test with t.Fatalf when a cluster cannot be provided; they
 // never skip, so a missing dependency shows up as a red test that says how to

@@ -1,0 +1,429 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// SentinelOptions shapes a lab Sentinel deployment: one master, its
+// replicas and the sentinels that watch it.
+type SentinelOptions struct {
+	// Replicas is the number of replicas of the master (default 2).
+	Replicas int
+	// Sentinels is the number of sentinels (default 3).
+	Sentinels int
+	// Quorum is the sentinels' quorum for the master (default a majority
+	// of the sentinels).
+	Quorum int
+	// MasterName is the name the sentinels monitor the master by (default
+	// "mymaster").
+	MasterName string
+	// DownAfter is down-after-milliseconds (default 1s).
+	DownAfter time.Duration
+	// FailoverTimeout is failover-timeout (default 3s). Sentinel also waits
+	// this long before it makes a returning old master a replica.
+	FailoverTimeout time.Duration
+	// Server is "redis", "valkey" or "valkey9"; empty for RedisServer's
+	// choice (REDIS_LAB_SERVER), as for the Redis Cluster lab.
+	Server string
+}
+
+// Sentinel is a Sentinel deployment of local redis-server processes (or
+// valkey-server, see RedisServer), data nodes and sentinels alike, started
+// by scripts/redis/sentinel.sh in a fresh temporary directory.
+type Sentinel struct {
+	server          string
+	dir             string
+	script          string
+	cliPath         string
+	basePort        int
+	masterName      string
+	quorum          int
+	downAfter       time.Duration
+	failoverTimeout time.Duration
+	dataPorts       []int
+	sentinelPorts   []int
+}
+
+// SentinelRole is a node's answer to ROLE.
+type SentinelRole struct {
+	// Role is "master", "slave" or "sentinel".
+	Role string
+	// MasterPort is a replica's master (0 on a master).
+	MasterPort int
+	// LinkState is a replica's link to its master: "connect",
+	// "connecting", "sync" or "connected" (up).
+	LinkState string
+	// ReplicaPorts are the replicas a master lists.
+	ReplicaPorts []int
+}
+
+// StartSentinel starts a Sentinel deployment on free ports (taken with the
+// lab's port lock) and stops it when the test ends.
+func StartSentinel(t testing.TB, opts SentinelOptions) *Sentinel {
+	t.Helper()
+	opts = sentinelDefaults(opts)
+	serverPath, cliPath := RedisBinariesOf(t, opts.Server)
+	total := 1 + opts.Replicas + opts.Sentinels
+	s := &Sentinel{
+		server:          opts.Server,
+		dir:             t.TempDir(),
+		script:          filepath.Join(RepoRoot(t), "scripts", "redis", "sentinel.sh"),
+		cliPath:         cliPath,
+		basePort:        PickBasePort(t, sentinelOffsets(total)...),
+		masterName:      opts.MasterName,
+		quorum:          opts.Quorum,
+		downAfter:       opts.DownAfter,
+		failoverTimeout: opts.FailoverTimeout,
+	}
+	for i := range total {
+		if i <= opts.Replicas {
+			s.dataPorts = append(s.dataPorts, s.basePort+i)
+		} else {
+			s.sentinelPorts = append(s.sentinelPorts, s.basePort+i)
+		}
+	}
+	t.Cleanup(func() {
+		if out, err := s.run("stop"); err != nil {
+			t.Errorf("stop sentinel lab: %v\n%s", err, out)
+		}
+	})
+	start := time.Now()
+	out, err := s.run("start", "--replicas", strconv.Itoa(opts.Replicas),
+		"--sentinels", strconv.Itoa(opts.Sentinels), "--quorum", strconv.Itoa(opts.Quorum))
+	if err != nil {
+		t.Fatalf("start sentinel lab: %v\n%s%s", err, out, s.logs())
+	}
+	t.Logf("sentinel lab: master %d, %d replicas, %d sentinels (quorum %d) of %s, started in %s",
+		s.dataPorts[0], opts.Replicas, opts.Sentinels, opts.Quorum, serverPath, time.Since(start).Round(time.Millisecond))
+	return s
+}
+
+func sentinelDefaults(opts SentinelOptions) SentinelOptions {
+	if opts.Server == "" {
+		opts.Server = RedisServer()
+	}
+	if opts.Replicas == 0 {
+		opts.Replicas = 2
+	}
+	if opts.Sentinels == 0 {
+		opts.Sentinels = 3
+	}
+	if opts.Quorum == 0 {
+		opts.Quorum = opts.Sentinels/2 + 1
+	}
+	if opts.MasterName == "" {
+		opts.MasterName = "mymaster"
+	}
+	if opts.DownAfter == 0 {
+		opts.DownAfter = time.Second
+	}
+	if opts.FailoverTimeout == 0 {
+		opts.FailoverTimeout = 3 * time.Second
+	}
+	return opts
+}
+
+// sentinelOffsets are the lab's ports from its base: data nodes and
+// sentinels in one block, no bus ports.
+func sentinelOffsets(total int) []int {
+	offsets := make([]int, total)
+	for i := range offsets {
+		offsets[i] = i
+	}
+	return offsets
+}
+
+func (s *Sentinel) run(args ...string) (string, error) {
+	res := Run(2*time.Minute, []string{
+		"REDIS_LAB_SERVER=" + s.server,
+		"SENTINEL_LAB_DIR=" + s.dir,
+		"SENTINEL_LAB_BASE_PORT=" + strconv.Itoa(s.basePort),
+		"SENTINEL_LAB_MASTER_NAME=" + s.masterName,
+		"SENTINEL_LAB_DOWN_AFTER=" + strconv.FormatInt(s.downAfter.Milliseconds(), 10),
+		"SENTINEL_LAB_FAILOVER_TIMEOUT=" + strconv.FormatInt(s.failoverTimeout.Milliseconds(), 10),
+	}, "bash", append([]string{s.script}, args...)...)
+	return res.Output(), res.Err
+}
+
+func (s *Sentinel) mustRun(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := s.run(args...)
+	if err != nil {
+		t.Fatalf("sentinel.sh %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// logs returns the tail of every process's log, for failure messages.
+func (s *Sentinel) logs() string {
+	var b strings.Builder
+	for _, p := range append(s.DataPorts(), s.sentinelPorts...) {
+		fmt.Fprintf(&b, "--- %d log (tail) ---\n%s\n", p, tailLines(filepath.Join(s.dir, strconv.Itoa(p), "redis.log"), 10))
+	}
+	return b.String()
+}
+
+// Server is the server the lab runs: "redis", "valkey" or "valkey9".
+func (s *Sentinel) Server() string { return s.server }
+
+// CLIPath is the redis-cli (or valkey-cli) that matches the lab's server.
+func (s *Sentinel) CLIPath() string { return s.cliPath }
+
+// MasterName is the name the sentinels monitor the master by.
+func (s *Sentinel) MasterName() string { return s.masterName }
+
+// Quorum is the sentinels' quorum for the master.
+func (s *Sentinel) Quorum() int { return s.quorum }
+
+// DownAfter is the sentinels' down-after-milliseconds.
+func (s *Sentinel) DownAfter() time.Duration { return s.downAfter }
+
+// FailoverTimeout is the sentinels' failover-timeout.
+func (s *Sentinel) FailoverTimeout() time.Duration { return s.failoverTimeout }
+
+// DataPorts are the data nodes' ports: the first master, then its replicas.
+func (s *Sentinel) DataPorts() []int { return slices.Clone(s.dataPorts) }
+
+// FirstMasterPort is the port of the master the lab started with.
+func (s *Sentinel) FirstMasterPort() int { return s.dataPorts[0] }
+
+// SentinelPorts are the sentinels' ports.
+func (s *Sentinel) SentinelPorts() []int { return slices.Clone(s.sentinelPorts) }
+
+// Addr is the address of the lab process on port.
+func (s *Sentinel) Addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+
+// DataAddrs are the data nodes' addresses, in DataPorts' order.
+func (s *Sentinel) DataAddrs() []string { return s.addrs(s.dataPorts) }
+
+// SentinelAddrs are the sentinels' addresses.
+func (s *Sentinel) SentinelAddrs() []string { return s.addrs(s.sentinelPorts) }
+
+func (s *Sentinel) addrs(ports []int) []string {
+	addrs := make([]string, len(ports))
+	for i, p := range ports {
+		addrs[i] = s.Addr(p)
+	}
+	return addrs
+}
+
+// CLI runs redis-cli against one process and returns its output; it fails
+// the test if redis-cli fails or the reply is an error.
+func (s *Sentinel) CLI(t testing.TB, port int, args ...string) string {
+	t.Helper()
+	out, err := s.TryCLI(port, args...)
+	if err != nil {
+		t.Fatalf("%s -p %d %s: %v", filepath.Base(s.cliPath), port, strings.Join(args, " "), err)
+	}
+	return out
+}
+
+// TryCLI is CLI returning the error instead of failing the test. Error
+// replies (READONLY, LOADING, ...) are errors: redis-cli -e exits non-zero.
+func (s *Sentinel) TryCLI(port int, args ...string) (string, error) {
+	// redis-cli has no overall timeout; a paused process would hang it.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	full := append([]string{"-e", "-h", "127.0.0.1", "-p", strconv.Itoa(port)}, args...)
+	cmd := exec.CommandContext(ctx, s.cliPath, full...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	text := strings.TrimSpace(strings.ReplaceAll(stdout.String(), "\r", ""))
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(text+" "+stderr.String()))
+	}
+	return text, nil
+}
+
+// TryMasterAddr is the master's address as the sentinel on port reports it
+// (SENTINEL GET-MASTER-ADDR-BY-NAME), "host:port".
+func (s *Sentinel) TryMasterAddr(sentinelPort int) (string, error) {
+	out, err := s.TryCLI(sentinelPort, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", s.masterName)
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(out)
+	if len(f) != 2 {
+		return "", fmt.Errorf("sentinel %d: GET-MASTER-ADDR-BY-NAME %s answered %q", sentinelPort, s.masterName, out)
+	}
+	return f[0] + ":" + f[1], nil
+}
+
+// MasterAddr asks every sentinel at once for the master's address: sentinel
+// port → "host:port", or "error: ..." for a sentinel that did not answer.
+func (s *Sentinel) MasterAddr(t testing.TB) map[int]string {
+	t.Helper()
+	views := make(map[int]string, len(s.sentinelPorts))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, p := range s.sentinelPorts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			addr, err := s.TryMasterAddr(p)
+			if err != nil {
+				addr = "error: " + err.Error()
+			}
+			mu.Lock()
+			views[p] = addr
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return views
+}
+
+// AgreedMaster is the port of the master every sentinel reports, or an
+// error that shows each sentinel's view while they do not agree.
+func (s *Sentinel) AgreedMaster(t testing.TB) (int, error) {
+	t.Helper()
+	views := s.MasterAddr(t)
+	first := views[s.sentinelPorts[0]]
+	for _, addr := range views {
+		if addr != first {
+			return 0, fmt.Errorf("sentinels disagree: %v", views)
+		}
+	}
+	host, port, ok := strings.Cut(first, ":")
+	n, err := strconv.Atoi(port)
+	if !ok || host != "127.0.0.1" || err != nil {
+		return 0, fmt.Errorf("sentinels report %q", first)
+	}
+	return n, nil
+}
+
+// TryRole is ROLE read from the process on port itself.
+func (s *Sentinel) TryRole(port int) (SentinelRole, error) {
+	out, err := s.TryCLI(port, "ROLE")
+	if err != nil {
+		return SentinelRole{}, err
+	}
+	role, err := parseRole(out)
+	if err != nil {
+		return SentinelRole{}, fmt.Errorf("ROLE of %d: %w", port, err)
+	}
+	return role, nil
+}
+
+// Role is TryRole failing the test on error.
+func (s *Sentinel) Role(t testing.TB, port int) SentinelRole {
+	t.Helper()
+	role, err := s.TryRole(port)
+	if err != nil {
+		t.Fatalf("sentinel lab: %v", err)
+	}
+	return role
+}
+
+// parseRole reads redis-cli's flat print of ROLE: "master", offset, then
+// (ip, port, offset) per replica; "slave", ip, port, state, offset;
+// "sentinel", then master names.
+func parseRole(text string) (SentinelRole, error) {
+	lines := strings.Split(text, "\n")
+	r := SentinelRole{Role: lines[0]}
+	var err error
+	switch r.Role {
+	case "master":
+		for i := 2; i+1 < len(lines); i += 3 {
+			port, perr := strconv.Atoi(lines[i+1])
+			if perr != nil {
+				return r, fmt.Errorf("replica port %q in %q", lines[i+1], text)
+			}
+			r.ReplicaPorts = append(r.ReplicaPorts, port)
+		}
+	case "slave":
+		if len(lines) < 4 {
+			return r, fmt.Errorf("short replica reply %q", text)
+		}
+		if r.MasterPort, err = strconv.Atoi(lines[2]); err != nil {
+			return r, fmt.Errorf("master port %q in %q", lines[2], text)
+		}
+		r.LinkState = lines[3]
+	case "sentinel":
+	default:
+		return r, fmt.Errorf("unknown role in %q", text)
+	}
+	return r, nil
+}
+
+// PID returns the process id of a running lab process.
+func (s *Sentinel) PID(t testing.TB, port int) int {
+	t.Helper()
+	out := strings.TrimSpace(s.mustRun(t, "pid", strconv.Itoa(port)))
+	pid, err := strconv.Atoi(out)
+	if err != nil {
+		t.Fatalf("sentinel.sh pid %d: %q is not a pid", port, out)
+	}
+	return pid
+}
+
+// Kill kills the process on port with SIGKILL, as a crash would, waits
+// until it is gone and returns when the signal was sent: the clock a
+// failover is measured from.
+func (s *Sentinel) Kill(t testing.TB, port int) time.Time {
+	t.Helper()
+	pid := s.PID(t, port)
+	at := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("sentinel lab: kill -9 %d (port %d): %v", pid, port, err)
+	}
+	WaitFor(t, 10*time.Second, 10*time.Millisecond, func() (bool, string) {
+		return processGone(pid), fmt.Sprintf("pid %d (port %d) still there after kill -9", pid, port)
+	})
+	return at
+}
+
+// processGone reports whether pid no longer runs: no such process, or a
+// zombie its new parent has not reaped yet.
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the command name in parentheses, which may hold spaces.
+	_, rest, ok := strings.Cut(string(stat), ") ")
+	return ok && strings.HasPrefix(rest, "Z")
+}
+
+// Stop stops the process on port cleanly (SIGTERM).
+func (s *Sentinel) Stop(t testing.TB, port int) {
+	t.Helper()
+	s.mustRun(t, "stop-node", strconv.Itoa(port))
+}
+
+// Restart starts a stopped or killed process again with its own config
+// file, as Sentinel last rewrote it.
+func (s *Sentinel) Restart(t testing.TB, port int) {
+	t.Helper()
+	s.mustRun(t, "start-node", strconv.Itoa(port))
+}
+
+// Pause stops the process on port with SIGSTOP: it keeps its sockets but
+// answers nothing.
+func (s *Sentinel) Pause(t testing.TB, port int) {
+	t.Helper()
+	s.mustRun(t, "pause", strconv.Itoa(port))
+}
+
+// Resume continues a paused process.
+func (s *Sentinel) Resume(t testing.TB, port int) {
+	t.Helper()
+	s.mustRun(t, "resume", strconv.Itoa(port))
+}

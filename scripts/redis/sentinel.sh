@@ -1,0 +1,360 @@
+#!/usr/bin/env bash
+# A throwaway Redis Sentinel deployment on 127.0.0.1 for tests and demos: one master, its replicas and the
+# sentinels that watch them.
+#
+#   sentinel.sh start [--replicas N] [--sentinels M] [--quorum Q]
+#                                      start a master on the base port, N replicas of it on the next ports
+#                                      (default 2) and M sentinels after them (default 3) that monitor it
+#                                      with quorum Q (default a majority of the sentinels)
+#   sentinel.sh stop                   stop every process of the lab (resumes paused ones first)
+#   sentinel.sh kill PORT              kill -9 one data node or sentinel, as a crash would
+#   sentinel.sh stop-node PORT         stop one process cleanly (SIGTERM)
+#   sentinel.sh start-node PORT        start a stopped or killed process again with its own config file,
+#                                      which Sentinel rewrites: a sentinel keeps its id and epochs, a data
+#                                      node comes back as what it was last configured to be (the killed
+#                                      master as a master, until the sentinels make it a replica)
+#   sentinel.sh pause PORT | resume PORT   SIGSTOP / SIGCONT one process (a hung node or sentinel)
+#   sentinel.sh pid PORT               print the PID of a running process
+#   sentinel.sh ports                  print every port of the lab, one a line (data-ports, then sentinel-ports)
+#   sentinel.sh data-ports             print the data nodes' ports: the first master, then its replicas
+#   sentinel.sh sentinel-ports         print the sentinels' ports
+#   sentinel.sh master-addr PORT       print "host port" of the master as the sentinel on PORT reports it
+#   sentinel.sh binaries               print the server and CLI paths it would use, one a line
+#
+# Environment:
+#   REDIS_LAB_SERVER      redis, valkey or valkey9, as for scripts/redis/cluster.sh, which picks the binaries
+#                         (and REDIS_LAB_VALKEY_BIN, REDIS_LAB_VALKEY9_SERVER); sentinels are the same binary
+#                         run with --sentinel
+#   SENTINEL_LAB_DIR      where process directories go (default <repo>/.lab/sentinel)
+#   SENTINEL_LAB_BASE_PORT  first port (default 18000); the lab uses BASE..BASE+N+M
+#   SENTINEL_LAB_MASTER_NAME  the name the sentinels monitor the master by (default mymaster)
+#   SENTINEL_LAB_DOWN_AFTER   down-after-milliseconds (default 1000)
+#   SENTINEL_LAB_FAILOVER_TIMEOUT  failover-timeout in milliseconds (default 3000); Sentinel also waits this
+#                         long before it makes a returning old master a replica, and twice this long before it
+#                         tries a failover of the same master again
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+lab_dir="${SENTINEL_LAB_DIR:-$repo_root/.lab/sentinel}"
+base_port="${SENTINEL_LAB_BASE_PORT:-18000}"
+master_name="${SENTINEL_LAB_MASTER_NAME:-mymaster}"
+down_after="${SENTINEL_LAB_DOWN_AFTER:-1000}"
+failover_timeout="${SENTINEL_LAB_FAILOVER_TIMEOUT:-3000}"
+# Nothing leaves the machine: loopback only.
+host=127.0.0.1
+
+die() {
+	echo "sentinel.sh: $*" >&2
+	exit 1
+}
+
+[[ "$master_name" =~ ^[A-Za-z0-9._-]+$ ]] || die "SENTINEL_LAB_MASTER_NAME: '$master_name' is not a plain name"
+[[ "$down_after" =~ ^[0-9]+$ && "$failover_timeout" =~ ^[0-9]+$ ]] ||
+	die "SENTINEL_LAB_DOWN_AFTER and SENTINEL_LAB_FAILOVER_TIMEOUT are milliseconds"
+
+# The server choice lives in cluster.sh alone.
+binaries="$(bash "$repo_root/scripts/redis/cluster.sh" binaries)" || die "cannot tell which server to run"
+{
+	read -r server_bin
+	read -r cli_bin
+} <<<"$binaries"
+
+need() {
+	command -v "$1" >/dev/null 2>&1 || die "$1 not found; run scripts/install-deps.sh ${REDIS_LAB_SERVER:-redis}"
+}
+
+cli() {
+	local port="$1"
+	shift
+	"$cli_bin" -h "$host" -p "$port" "$@"
+}
+
+node_dir() { echo "$lab_dir/$1"; }
+
+# conf_of is the process's config file: sentinel.conf for a sentinel,
+# redis.conf for a data node.
+conf_of() {
+	local dir
+	dir="$(node_dir "$1")"
+	if [[ -f "$dir/sentinel.conf" ]]; then
+		echo "$dir/sentinel.conf"
+	else
+		echo "$dir/redis.conf"
+	fi
+}
+
+check_port() {
+	[[ "$1" =~ ^[0-9]+$ ]] || die "not a port: $1"
+	[[ -f "$(conf_of "$1")" ]] || die "no lab process on port $1 (in $lab_dir)"
+}
+
+# pid_of prints the PID of a running process, or nothing when it is not running.
+pid_of() {
+	local pidfile pid
+	pidfile="$(node_dir "$1")/redis.pid"
+	[[ -f "$pidfile" ]] || return 0
+	pid="$(cat "$pidfile" 2>/dev/null || true)"
+	if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+		echo "$pid"
+	fi
+}
+
+wait_gone() {
+	local pid="$1" i
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# common_conf is what data nodes and sentinels share: loopback, daemonized,
+# a pid file the lab kills by, nothing on disk but the config.
+common_conf() {
+	local port="$1" dir="$2"
+	cat <<EOF
+port $port
+bind $host
+protected-mode no
+daemonize yes
+pidfile $dir/redis.pid
+logfile $dir/redis.log
+dir $dir
+EOF
+}
+
+write_data_conf() {
+	local port="$1" master_port="$2" dir
+	dir="$(node_dir "$port")"
+	mkdir -p "$dir"
+	{
+		common_conf "$port" "$dir"
+		cat <<EOF
+replica-announce-ip $host
+appendonly no
+save ""
+repl-diskless-sync yes
+repl-diskless-sync-delay 0
+EOF
+		if [[ -n "$master_port" ]]; then
+			echo "replicaof $host $master_port"
+		fi
+	} >"$dir/redis.conf"
+}
+
+write_sentinel_conf() {
+	local port="$1" master_port="$2" quorum="$3" dir
+	dir="$(node_dir "$port")"
+	mkdir -p "$dir"
+	{
+		common_conf "$port" "$dir"
+		cat <<EOF
+sentinel announce-ip $host
+sentinel resolve-hostnames no
+sentinel announce-hostnames no
+sentinel monitor $master_name $host $master_port $quorum
+sentinel down-after-milliseconds $master_name $down_after
+sentinel failover-timeout $master_name $failover_timeout
+EOF
+	} >"$dir/sentinel.conf"
+}
+
+start_server() {
+	local port="$1" conf i
+	conf="$(conf_of "$port")"
+	[[ -z "$(pid_of "$port")" ]] || die "process on port $port is already running"
+	if [[ "$conf" == */sentinel.conf ]]; then
+		"$server_bin" "$conf" --sentinel || die "$server_bin --sentinel on port $port did not start; see $(node_dir "$port")/redis.log"
+	else
+		"$server_bin" "$conf" || die "$server_bin on port $port did not start; see $(node_dir "$port")/redis.log"
+	fi
+	for ((i = 0; i < 100; i++)); do
+		if [[ "$(cli "$port" ping 2>/dev/null || true)" == "PONG" ]]; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	die "process on port $port does not answer PING; see $(node_dir "$port")/redis.log"
+}
+
+# field prints one field of a flat "name value name value" reply.
+field() {
+	awk -v name="$1" 'NR % 2 == 1 && $0 == name { want = 1; next } want { print; exit }'
+}
+
+# wait_healthy waits until every replica's link to the master is up and
+# every sentinel names the master, knows every replica and every other
+# sentinel, and says the quorum is reachable: a sentinel that has not yet
+# heard of the others could neither reach ODOWN nor win an election.
+wait_healthy() {
+	local replicas="$1" sentinels="$2" master_port="$3" deadline port view
+	deadline=$((SECONDS + 60))
+	while ((SECONDS < deadline)); do
+		local healthy=1
+		for port in $(cat "$lab_dir/data-ports"); do
+			[[ "$port" == "$master_port" ]] && continue
+			if ! cli "$port" info replication 2>/dev/null | tr -d '\r' | grep -q '^master_link_status:up$'; then
+				healthy=0
+				break
+			fi
+		done
+		for port in $(cat "$lab_dir/sentinel-ports"); do
+			((healthy)) || break
+			view="$(cli "$port" sentinel master "$master_name" 2>/dev/null | tr -d '\r' || true)"
+			if [[ "$(field port <<<"$view")" != "$master_port" ||
+				"$(field num-slaves <<<"$view")" != "$replicas" ||
+				"$(field num-other-sentinels <<<"$view")" != "$((sentinels - 1))" ]] ||
+				! cli "$port" sentinel ckquorum "$master_name" 2>/dev/null | grep -q '^OK'; then
+				healthy=0
+			fi
+		done
+		((healthy)) && return 0
+		sleep 0.2
+	done
+	die "sentinel lab did not become healthy within 60s; see $lab_dir/*/redis.log"
+}
+
+# check_ports_free fails, naming the port, if something already listens on
+# one of the ports the lab is about to use.
+check_ports_free() {
+	local total="$1" port
+	for ((port = base_port; port < base_port + total; port++)); do
+		if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
+			die "port $port is taken (something listens on $host:$port); choose another SENTINEL_LAB_BASE_PORT or stop it"
+		fi
+	done
+}
+
+cmd_start() {
+	local replicas=2 sentinels=3 quorum=""
+	while (($#)); do
+		case "$1" in
+		--replicas) replicas="${2:?--replicas needs a number}"; shift 2 ;;
+		--sentinels) sentinels="${2:?--sentinels needs a number}"; shift 2 ;;
+		--quorum) quorum="${2:?--quorum needs a number}"; shift 2 ;;
+		*) die "start: unknown argument $1" ;;
+		esac
+	done
+	[[ "$replicas" =~ ^[0-9]+$ && "$sentinels" =~ ^[0-9]+$ ]] || die "start: --replicas and --sentinels take numbers"
+	((sentinels >= 1)) || die "start: a sentinel lab needs at least one sentinel"
+	quorum="${quorum:-$((sentinels / 2 + 1))}"
+	[[ "$quorum" =~ ^[0-9]+$ ]] && ((quorum >= 1 && quorum <= sentinels)) || die "start: --quorum must be 1..$sentinels"
+	need "$server_bin"
+	need "$cli_bin"
+	if [[ -f "$lab_dir/ports" ]]; then
+		for port in $(cat "$lab_dir/ports"); do
+			[[ -z "$(pid_of "$port")" ]] || die "a lab is already running in $lab_dir; run sentinel.sh stop first"
+		done
+	fi
+	rm -rf "$lab_dir"
+	mkdir -p "$lab_dir"
+	local data=$((replicas + 1)) total=$((replicas + 1 + sentinels)) port
+	check_ports_free "$total"
+	for ((port = base_port; port < base_port + data; port++)); do
+		echo "$port" | tee -a "$lab_dir/ports" >>"$lab_dir/data-ports"
+		if ((port == base_port)); then
+			write_data_conf "$port" ""
+		else
+			write_data_conf "$port" "$base_port"
+		fi
+		start_server "$port"
+	done
+	for ((port = base_port + data; port < base_port + total; port++)); do
+		echo "$port" | tee -a "$lab_dir/ports" >>"$lab_dir/sentinel-ports"
+		write_sentinel_conf "$port" "$base_port" "$quorum"
+		start_server "$port"
+	done
+	wait_healthy "$replicas" "$sentinels" "$base_port"
+	echo "sentinel lab up: master $base_port, $replicas replicas, $sentinels sentinels (quorum $quorum) watching '$master_name', ports $base_port-$((base_port + total - 1)), dir $lab_dir"
+}
+
+cmd_stop() {
+	[[ -f "$lab_dir/ports" ]] || return 0
+	local port pid
+	# Sentinels first, so that stopping the data nodes starts no failover.
+	for port in $(tac "$lab_dir/ports"); do
+		pid="$(pid_of "$port")"
+		[[ -n "$pid" ]] || continue
+		# A paused process would never act on SIGTERM.
+		kill -CONT "$pid" 2>/dev/null || true
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	for port in $(cat "$lab_dir/ports"); do
+		pid="$(pid_of "$port")"
+		[[ -n "$pid" ]] || continue
+		wait_gone "$pid" || kill -KILL "$pid" 2>/dev/null || true
+	done
+}
+
+cmd_kill() {
+	local port="${1:?kill needs a PORT}" pid
+	check_port "$port"
+	pid="$(pid_of "$port")"
+	[[ -n "$pid" ]] || die "process on port $port is not running"
+	kill -KILL "$pid"
+	wait_gone "$pid" || die "process on port $port (pid $pid) survived kill -9"
+}
+
+cmd_stop_node() {
+	local port="${1:?stop-node needs a PORT}" pid
+	check_port "$port"
+	pid="$(pid_of "$port")"
+	[[ -n "$pid" ]] || die "process on port $port is not running"
+	kill -CONT "$pid" 2>/dev/null || true
+	kill -TERM "$pid"
+	wait_gone "$pid" || die "process on port $port (pid $pid) did not stop within 10s"
+}
+
+cmd_signal() {
+	local signal="$1" port="${2:?needs a PORT}" pid
+	check_port "$port"
+	pid="$(pid_of "$port")"
+	[[ -n "$pid" ]] || die "process on port $port is not running"
+	kill "-$signal" "$pid"
+}
+
+cmd_pid() {
+	local port="${1:?pid needs a PORT}" pid
+	check_port "$port"
+	pid="$(pid_of "$port")"
+	[[ -n "$pid" ]] || die "process on port $port is not running"
+	echo "$pid"
+}
+
+cmd_list() {
+	[[ -f "$lab_dir/$1" ]] || die "no lab in $lab_dir"
+	cat "$lab_dir/$1"
+}
+
+cmd_master_addr() {
+	local port="${1:?master-addr needs a sentinel PORT}"
+	check_port "$port"
+	[[ -f "$(node_dir "$port")/sentinel.conf" ]] || die "port $port is not a sentinel of the lab"
+	cli "$port" sentinel get-master-addr-by-name "$master_name" | tr -d '\r' | paste -sd ' '
+}
+
+main() {
+	local cmd="${1:-}"
+	shift || true
+	case "$cmd" in
+	start) cmd_start "$@" ;;
+	stop) cmd_stop ;;
+	kill) cmd_kill "$@" ;;
+	stop-node) cmd_stop_node "$@" ;;
+	start-node) check_port "${1:?start-node needs a PORT}" && start_server "$1" ;;
+	pause) cmd_signal STOP "$@" ;;
+	resume) cmd_signal CONT "$@" ;;
+	pid) cmd_pid "$@" ;;
+	ports) cmd_list ports ;;
+	data-ports) cmd_list data-ports ;;
+	sentinel-ports) cmd_list sentinel-ports ;;
+	master-addr) cmd_master_addr "$@" ;;
+	binaries) printf '%s\n%s\n' "$server_bin" "$cli_bin" ;;
+	*)
+		sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//' >&2
+		exit 2
+		;;
+	esac
+}
+
+main "$@"
