@@ -229,11 +229,9 @@ type System interface {
 	// Clusters names the clusters of cfg the system watches.
 	Clusters(cfg *config.Config) []string
 	EventKinds() []events.Kind
-	// Sets are the metric tables; MetricNames and SeriesNames are read
-	// from them (exposition.Names, exposition.SeriesNames).
+	// Sets are the metric tables; the names they serve are read from
+	// them (exposition.Names, exposition.SeriesNames).
 	Sets() []*exposition.Set
-	MetricNames() []string
-	SeriesNames() []string
 	Doc() Doc
 	// Collector returns a new, empty collector of the system, for tests
 	// that compare what it describes with its tables.
@@ -386,8 +384,6 @@ func (d defined[S, C]) Clusters(cfg *config.Config) []string {
 
 func (d defined[S, C]) EventKinds() []events.Kind        { return d.spec.EventKinds }
 func (d defined[S, C]) Sets() []*exposition.Set          { return d.spec.Sets() }
-func (d defined[S, C]) MetricNames() []string            { return exposition.Names(d.spec.Sets()...) }
-func (d defined[S, C]) SeriesNames() []string            { return exposition.SeriesNames(d.spec.Sets()...) }
 func (d defined[S, C]) Doc() Doc                         { return d.spec.Doc }
 func (d defined[S, C]) BudgetScopes() []budget.ScopeSpec { return d.spec.BudgetScopes }
 func (d defined[S, C]) Dashboards() []Dashboard          { return d.spec.Dashboards }

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/failover-exporter/failover_exporter/collector"
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/internal/fakesystem"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
@@ -224,8 +225,8 @@ func exposedMetricNames(t *testing.T) map[string]bool {
 	fromCollectors := map[string][]string{}
 	exposed := map[string]bool{}
 	for _, s := range systems.All {
-		fromCollectors[s.Name()] = s.MetricNames()
-		for _, n := range s.SeriesNames() {
+		fromCollectors[s.Name()] = exposition.Names(s.Sets()...)
+		for _, n := range exposition.SeriesNames(s.Sets()...) {
 			exposed[n] = true
 		}
 	}
@@ -392,7 +393,7 @@ func TestAFakeSystemsDashboardIsHeldToTheContract(t *testing.T) {
 	}
 	checkDashboard(t, specs[0])
 	served := map[string]bool{}
-	for _, n := range sys.SeriesNames() {
+	for _, n := range exposition.SeriesNames(sys.Sets()...) {
 		served[n] = true
 	}
 	for _, e := range dashboardExpressions(t, specs[0]) {

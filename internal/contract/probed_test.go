@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/failover-exporter/failover_exporter/collector"
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 	"github.com/failover-exporter/failover_exporter/internal/metricsdoc"
 	"github.com/failover-exporter/failover_exporter/systems"
@@ -35,7 +36,7 @@ func TestOwnSeriesAreWhatTheChartKeeps(t *testing.T) {
 		}
 	}
 	for _, s := range systems.All {
-		for _, n := range s.SeriesNames() {
+		for _, n := range exposition.SeriesNames(s.Sets()...) {
 			if own.MatchString(n) {
 				t.Errorf("%s serves %s, which the chart keeps from /metrics too: scraped twice when clusters are probed", s.Name(), n)
 			}
