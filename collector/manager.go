@@ -110,10 +110,10 @@ func (m *Manager) TextWriters() []exposition.TextWriter {
 
 func (m *Manager) discoveredOnMetrics() bool { return m.discovery.opts.OnMetrics }
 
-// States returns the latest states of the clusters of the system called
+// states returns the latest states of the clusters of the system called
 // name, typed []watch.Named[S] for that system's snapshot S, nil for a
 // system the manager does not have.
-func (m *Manager) States(name string) any {
+func (m *Manager) states(name string) any {
 	if s, ok := m.serving[name]; ok {
 		return s.States()
 	}

@@ -41,9 +41,9 @@ func TestMain(m *testing.M) {
 
 func fakeStates(t *testing.T, m *Manager) []watch.Named[fakesystem.Snapshot] {
 	t.Helper()
-	states, ok := m.States("fake").([]watch.Named[fakesystem.Snapshot])
+	states, ok := m.states("fake").([]watch.Named[fakesystem.Snapshot])
 	if !ok {
-		t.Fatalf("States(fake) is %T", m.States("fake"))
+		t.Fatalf("States(fake) is %T", m.states("fake"))
 	}
 	return states
 }
