@@ -122,11 +122,8 @@ cluster-node-timeout $node_timeout
 cluster-replica-validity-factor 0
 # Keep the layout the tests set up; no replica wanders to another master.
 cluster-allow-replica-migration no
-appendonly no
-save ""
-repl-diskless-sync yes
-repl-diskless-sync-delay 0
 EOF
+	data_node_conf >>"$dir/redis.conf"
 	if [[ -n "$tls_dir" ]]; then
 		# The last "port" wins: TLS only on the client port.
 		cat >>"$dir/redis.conf" <<EOF

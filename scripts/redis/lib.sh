@@ -53,6 +53,17 @@ conf_of() {
 	fi
 }
 
+# data_node_conf is the end of a data node's redis.conf in both labs: nothing
+# on disk, and replicas synced straight over the socket.
+data_node_conf() {
+	cat <<EOF
+appendonly no
+save ""
+repl-diskless-sync yes
+repl-diskless-sync-delay 0
+EOF
+}
+
 check_port() {
 	[[ "$1" =~ ^[0-9]+$ ]] || die "not a port: $1"
 	[[ -f "$(conf_of "$1")" ]] || die "no lab $noun on port $1 (in $lab_dir)"

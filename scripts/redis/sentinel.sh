@@ -91,11 +91,8 @@ write_data_conf() {
 		common_conf "$port" "$dir"
 		cat <<EOF
 replica-announce-ip $host
-appendonly no
-save ""
-repl-diskless-sync yes
-repl-diskless-sync-delay 0
 EOF
+		data_node_conf
 		if [[ -n "$master_port" ]]; then
 			echo "replicaof $host $master_port"
 		fi
