@@ -1,8 +1,6 @@
 package lab
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -45,9 +43,9 @@ type RedisOptions struct {
 // RedisOptions.Server; see RedisServer) started by scripts/redis/cluster.sh
 // in a fresh temporary directory.
 type RedisCluster struct {
+	redisLab
 	server      string
 	dir         string
-	script      string
 	cliPath     string
 	basePort    int
 	ports       []int
@@ -99,7 +97,6 @@ func StartRedisCluster(t testing.TB, opts RedisOptions) *RedisCluster {
 	c := &RedisCluster{
 		server:      opts.Server,
 		dir:         t.TempDir(),
-		script:      script,
 		cliPath:     cliPath,
 		basePort:    redisBasePort(t, total),
 		nodeTimeout: opts.NodeTimeout,
@@ -107,6 +104,7 @@ func StartRedisCluster(t testing.TB, opts RedisOptions) *RedisCluster {
 		aclFile:     opts.ACLFile,
 		hosts:       opts.Hosts,
 	}
+	c.redisLab = redisLab{script: script, env: c.scriptEnv}
 	if len(c.hosts) == 0 {
 		c.hosts = []string{"127.0.0.1"}
 	}
@@ -177,32 +175,21 @@ func (c *RedisCluster) Server() string { return c.server }
 // CLIPath is the redis-cli (or valkey-cli) that matches the lab's server.
 func (c *RedisCluster) CLIPath() string { return c.cliPath }
 
-func (c *RedisCluster) run(args ...string) (string, error) {
-	cmd := exec.Command("bash", append([]string{c.script}, args...)...)
-	cmd.Env = append(os.Environ(),
-		"REDIS_LAB_SERVER="+c.server,
-		"REDIS_LAB_DIR="+c.dir,
-		"REDIS_LAB_BASE_PORT="+strconv.Itoa(c.basePort),
-		"REDIS_LAB_NODE_TIMEOUT="+strconv.Itoa(int(c.nodeTimeout/time.Millisecond)),
-	)
+// scriptEnv is cluster.sh's environment for this lab.
+func (c *RedisCluster) scriptEnv() []string {
+	env := []string{
+		"REDIS_LAB_SERVER=" + c.server,
+		"REDIS_LAB_DIR=" + c.dir,
+		"REDIS_LAB_BASE_PORT=" + strconv.Itoa(c.basePort),
+		"REDIS_LAB_NODE_TIMEOUT=" + strconv.Itoa(int(c.nodeTimeout/time.Millisecond)),
+	}
 	if c.tlsDir != "" {
-		cmd.Env = append(cmd.Env, "REDIS_LAB_TLS_DIR="+c.tlsDir)
+		env = append(env, "REDIS_LAB_TLS_DIR="+c.tlsDir)
 	}
 	if c.aclFile != "" {
-		cmd.Env = append(cmd.Env, "REDIS_LAB_ACL_FILE="+c.aclFile)
+		env = append(env, "REDIS_LAB_ACL_FILE="+c.aclFile)
 	}
-	cmd.Env = append(cmd.Env, "REDIS_LAB_HOSTS="+strings.Join(c.hosts, " "))
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-func (c *RedisCluster) mustRun(t testing.TB, args ...string) string {
-	t.Helper()
-	out, err := c.run(args...)
-	if err != nil {
-		t.Fatalf("cluster.sh %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
+	return append(env, "REDIS_LAB_HOSTS="+strings.Join(c.hosts, " "))
 }
 
 // logs returns the tail of every node's log, for failure messages.
@@ -257,42 +244,6 @@ func (c *RedisCluster) Kill(t testing.TB, port int) {
 	c.mustRun(t, "kill", strconv.Itoa(port))
 }
 
-// Stop stops a node cleanly.
-func (c *RedisCluster) Stop(t testing.TB, port int) {
-	t.Helper()
-	c.mustRun(t, "stop-node", strconv.Itoa(port))
-}
-
-// Restart starts a stopped or killed node again with its nodes.conf, so it
-// rejoins the cluster as the same node.
-func (c *RedisCluster) Restart(t testing.TB, port int) {
-	t.Helper()
-	c.mustRun(t, "start-node", strconv.Itoa(port))
-}
-
-// Pause stops a node with SIGSTOP: it keeps its sockets but answers nothing.
-func (c *RedisCluster) Pause(t testing.TB, port int) {
-	t.Helper()
-	c.mustRun(t, "pause", strconv.Itoa(port))
-}
-
-// Resume continues a paused node.
-func (c *RedisCluster) Resume(t testing.TB, port int) {
-	t.Helper()
-	c.mustRun(t, "resume", strconv.Itoa(port))
-}
-
-// PID returns the process id of a running node.
-func (c *RedisCluster) PID(t testing.TB, port int) int {
-	t.Helper()
-	out := strings.TrimSpace(c.mustRun(t, "pid", strconv.Itoa(port)))
-	pid, err := strconv.Atoi(out)
-	if err != nil {
-		t.Fatalf("cluster.sh pid %d: %q is not a pid", port, out)
-	}
-	return pid
-}
-
 // CLI runs redis-cli against one node and returns its output; it fails the
 // test if redis-cli fails or answers with an error.
 func (c *RedisCluster) CLI(t testing.TB, port int, args ...string) string {
@@ -313,17 +264,11 @@ func (c *RedisCluster) TryCLI(port int, args ...string) (string, error) {
 	}
 	full = append(full, "-h", c.Host(port), "-p", strconv.Itoa(port))
 	full = append(full, args...)
-	// redis-cli has no overall timeout; a paused node would hang it.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, c.cliPath, full...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, stderr, err := runCLI(c.cliPath, 10*time.Second, full)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+		return "", cliError(err, stderr)
 	}
-	text := strings.TrimSpace(string(out))
+	text := strings.TrimSpace(out)
 	if strings.HasPrefix(text, "ERR") || strings.HasPrefix(text, "(error)") {
 		return "", fmt.Errorf("redis error: %s", text)
 	}

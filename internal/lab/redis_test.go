@@ -94,8 +94,8 @@ func TestRedisClusterPortTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	c := &RedisCluster{dir: t.TempDir(), script: filepath.Join(RepoRoot(t), "scripts", "redis", "cluster.sh"),
-		basePort: base, nodeTimeout: time.Second}
+	c := &RedisCluster{dir: t.TempDir(), basePort: base, nodeTimeout: time.Second}
+	c.redisLab = redisLab{script: filepath.Join(RepoRoot(t), "scripts", "redis", "cluster.sh"), env: c.scriptEnv}
 	out, err := c.run("start", "--masters", "3", "--replicas", "0")
 	defer c.run("stop")
 	if err == nil {

