@@ -20,7 +20,8 @@ var systemName = regexp.MustCompile(`(?:^|[^a-z])(?:kafka|redis|mirror|valkey)|K
 // notShared are the folders whose code is not the shared production code:
 // the systems' own, and the test harness.
 var notShared = []string{"systems", "e2e", "examples", "scripts", "internal/lab", "internal/exportertest", "internal/promtest",
-	"internal/contract", "internal/chart", "internal/mixin", "internal/deploy", "internal/metricsdoc", "internal/layering", "internal/certs"}
+	"internal/contract", "internal/chart", "internal/mixin", "internal/deploy", "internal/metricsdoc", "internal/layering", "internal/certs",
+	"internal/fakesystem", "internal/configtest"}
 
 // TestSharedCodeNamesNoSystem walks the identifiers and string literals of
 // every shared production Go file (comments aside): none names a system.
