@@ -107,6 +107,33 @@ func allFailures(st *PartitionStats) uint64 {
 
 // describe reads the canary topic's partitions with a client of the
 // test's own: leader and ISR by partition.
+// leaseCoordinator is the broker that coordinates the canary lease's
+// group, as the cluster answers FindCoordinator.
+func leaseCoordinator(t *testing.T, c *lab.KafkaCluster) int32 {
+	t.Helper()
+	client, err := sarama.NewClient(c.Bootstrap(), lab.ClientConfig())
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	defer client.Close()
+	b, err := client.Coordinator(kafkasettings.Canary{Topic: kafkasettings.DefaultCanaryTopic}.LeaseGroup())
+	if err != nil {
+		t.Fatalf("the lease group's coordinator: %v", err)
+	}
+	return b.ID()
+}
+
+// partitionNotLedBy is the lowest canary partition whose leader is not
+// broker.
+func partitionNotLedBy(parts map[int32]*sarama.PartitionMetadata, broker int32) int32 {
+	for id := range int32(len(parts)) {
+		if p, ok := parts[id]; ok && p.Leader != broker {
+			return id
+		}
+	}
+	return 0
+}
+
 func describe(t *testing.T, c *lab.KafkaCluster) map[int32]*sarama.PartitionMetadata {
 	t.Helper()
 	conf := lab.ClientConfig()
@@ -160,26 +187,29 @@ func TestKafkaCanaryFailover(t *testing.T) {
 		t.Errorf("canary partition leaders %v, want every broker to lead one", leaders)
 	}
 
-	// Kill the leader of partition 0.
-	victim := parts[0].Leader
-	isVictimP0 := func(p, leader int32) bool { return p == 0 && leader == victim }
-	isNewP0 := func(p, leader int32) bool { return p == 0 && leader != victim && leader >= 0 }
+	// Kill the leader of a canary partition that does not also coordinate
+	// the lease's group: that kill would end the lease, after which the
+	// hold's records are counted unverifiable, not read back, and nothing
+	// here could be verified (TestKafkaCanaryLeaseHungCoordinator, in e2e,
+	// covers it). Two CI runs of this stop killed the coordinator and
+	// waited in vain for a read-back.
+	part := partitionNotLedBy(parts, leaseCoordinator(t, c))
+	victim := parts[part].Leader
+	isVictimP0 := func(p, leader int32) bool { return p == part && leader == victim }
+	isNewP0 := func(p, leader int32) bool { return p == part && leader != victim && leader >= 0 }
 	killed := time.Now()
 	c.Kill(t, victim)
 	took := lab.WaitFor(t, 60*time.Second, 100*time.Millisecond, func() (bool, string) {
 		n := sum(w, isNewP0, acknowledged)
-		return n >= 3, fmt.Sprintf("%d acknowledged on a new leader of partition 0", n)
+		return n >= 3, fmt.Sprintf("%d acknowledged on a new leader of partition %d", n, part)
 	})
-	// A read-back follows within a few rounds on a quiet machine; on one
-	// with a whole test run beside it (load 13 on 2 cores) the rounds after
-	// the kill were cut before their read-back for over 30 s once.
-	lab.WaitFor(t, 90*time.Second, 100*time.Millisecond, func() (bool, string) {
+	lab.WaitFor(t, 30*time.Second, 100*time.Millisecond, func() (bool, string) {
 		s := w.Current().Snapshot
 		return s.Checks >= 1, fmt.Sprintf("%d read-back checks", s.Checks)
 	})
 	failed := sum(w, isVictimP0, allFailures)
-	t.Logf("FIGURE kafka canary: kill -9 of the leader of canary partition 0 (broker %d): writes on a new leader after %s, %d failed writes on the old one",
-		victim, took.Round(10*time.Millisecond), failed)
+	t.Logf("FIGURE kafka canary: kill -9 of the leader of canary partition %d (broker %d): writes on a new leader after %s, %d failed writes on the old one",
+		part, victim, took.Round(10*time.Millisecond), failed)
 	// Bounded: at most one attempt per interval from the kill until the
 	// new leader took writes, plus the one in flight.
 	if bound := uint64(time.Since(killed)/testInterval) + 2; failed > bound {
@@ -218,7 +248,7 @@ func TestKafkaCanaryFailover(t *testing.T) {
 
 	// Both brokers back: once they are in sync, the canary moves
 	// leadership back so that every broker leads a canary partition again.
-	victimP0 := func(p, leader int32) bool { return p == 0 && leader == victim }
+	victimP0 := func(p, leader int32) bool { return p == part && leader == victim }
 	ackedByVictim := sum(w, victimP0, acknowledged)
 	c.Restart(t, victim)
 	c.Restart(t, second)
@@ -233,16 +263,16 @@ func TestKafkaCanaryFailover(t *testing.T) {
 	t.Logf("FIGURE kafka canary: leadership spread over the three brokers again %s after both restarts", took.Round(100*time.Millisecond))
 	lab.WaitFor(t, time.Minute, 200*time.Millisecond, func() (bool, string) {
 		n := sum(w, victimP0, acknowledged) - ackedByVictim
-		return n > 0, fmt.Sprintf("%d acknowledged by broker %d on partition 0 since it leads it again", n, victim)
+		return n > 0, fmt.Sprintf("%d acknowledged by broker %d on partition %d since it leads it again", n, victim, part)
 	})
 	if n := sum(w, any2, lost); n != 0 {
 		t.Errorf("%d acknowledged records lost, want 0", n)
 	}
-	// Partition 0 refused writes under min ISR and takes them again: its
+	// The partition refused writes under min ISR and takes them again: its
 	// newest write event is the recovery; nothing was logged lost.
-	failing, recovered := canaryEvents(elog, canary.EventWriteFailing, 0), canaryEvents(elog, canary.EventWriteRecovered, 0)
+	failing, recovered := canaryEvents(elog, canary.EventWriteFailing, part), canaryEvents(elog, canary.EventWriteRecovered, part)
 	if len(failing) == 0 || len(recovered) == 0 || recovered[0].Time.Before(failing[0].Time) {
-		t.Errorf("partition 0: write_failing %+v, write_recovered %+v, want the newest to be a recovery", failing, recovered)
+		t.Errorf("partition %d: write_failing %+v, write_recovered %+v, want the newest to be a recovery", part, failing, recovered)
 	}
 	if evs := canaryEvents(elog, canary.EventAcknowledgedWritesLost, -1); len(evs) != 0 {
 		t.Errorf("acknowledged_writes_lost events with acks=all and min ISR 2: %+v", evs)
