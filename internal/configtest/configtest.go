@@ -49,3 +49,18 @@ func Refuses(t *testing.T, cases []Refusal) {
 		})
 	}
 }
+
+// RefusedSaying parses a file that must be refused with a message
+// containing want, and that none of secrets (written inline in it) leaks.
+func RefusedSaying(t *testing.T, yaml, want string, secrets ...string) {
+	t.Helper()
+	_, err := config.Parse([]byte(yaml))
+	for _, secret := range secrets {
+		if err != nil && strings.Contains(err.Error(), secret) {
+			t.Errorf("error leaks the inline secret: %v", err)
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error = %v, want it to contain %q", err, want)
+	}
+}
