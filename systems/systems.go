@@ -12,6 +12,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/systems/redis"
 	rediscanary "github.com/failover-exporter/failover_exporter/systems/redis/canary"
 	"github.com/failover-exporter/failover_exporter/systems/redis/slotcmd"
+	"github.com/failover-exporter/failover_exporter/systems/sentinel"
 )
 
 // All is the registry; the manager, the config check, the status page,
@@ -22,6 +23,7 @@ var All = []system.System{
 	kafkacanary.System,
 	rediscanary.System,
 	mirror.System,
+	sentinel.System,
 }
 
 // Commands are the systems' own commands, beside the server and
@@ -29,4 +31,4 @@ var All = []system.System{
 var Commands = []system.Command{slotcmd.Command}
 
 // Summary is the binary's one-line description, in its --help.
-const Summary = "Prometheus exporter for Kafka replication and Redis Cluster sharding and failover."
+const Summary = "Prometheus exporter for Kafka replication, Redis Cluster sharding and Redis Sentinel failover."
