@@ -7,6 +7,7 @@ local shipped = {
   'kafka-mirror.json': import '../grafana/dashboards/kafka-mirror.json',
   'kafka-replication.json': import '../grafana/dashboards/kafka-replication.json',
   'redis-cluster.json': import '../grafana/dashboards/redis-cluster.json',
+  'redis-sentinel.json': import '../grafana/dashboards/redis-sentinel.json',
 };
 
 {

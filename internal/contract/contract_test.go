@@ -54,6 +54,8 @@ func sampleVariables() map[string]string {
 	vars["datasource"] = "prometheus"
 	vars["kafka_cluster"] = "lab"
 	vars["redis_cluster"] = "lab"
+	vars["sentinel_cluster"] = "lab"
+	vars["master"] = "mymaster"
 	vars["topic"] = "orders"
 	vars["mirror"] = "eu-us"
 	vars["source_cluster"] = "eu"
