@@ -92,7 +92,7 @@ func buildMaster(cfg settings.Set, name string, views map[string]sentinelView, n
 	if master := m.node(m.Addr); master != nil && master.Read && master.Role == roleMaster {
 		m.Up = true
 	}
-	m.judgeReplicas(nodes[m.Addr].info)
+	m.judgeReplicas(nodes[m.Addr].info, cfg.FailureBudget.CaughtUpBound())
 	return m
 }
 
@@ -160,8 +160,12 @@ func readNode(addr string, v nodeView, zone string) Node {
 // judgeReplicas fills each replica's lag and whether the sentinels may
 // promote it, and the candidate they would promote now, from the master's
 // INFO replication (masterInfo, nil when unread) and the sentinels'
-// reports.
-func (m *Master) judgeReplicas(masterInfo redisproto.InfoFields) {
+// reports. Sentinel promotes the replica of lowest priority, then highest
+// offset, then lowest run id. Replicas within caughtUp bytes of the
+// master are taken as equal in offset: a master's death leaves every
+// replica that was streaming from it at the same final offset, and the
+// few bytes one trails by at a read are in flight, not lost.
+func (m *Master) judgeReplicas(masterInfo redisproto.InfoFields, caughtUp int64) {
 	acked := ackedOffsets(masterInfo)
 	var candidates []*Node
 	for i := range m.Nodes {
@@ -187,8 +191,14 @@ func (m *Master) judgeReplicas(masterInfo redisproto.InfoFields) {
 	if len(candidates) == 0 {
 		return
 	}
+	offset := func(n *Node) int64 {
+		if m.Up && m.node(m.Addr).Offset-n.Offset <= caughtUp {
+			return m.node(m.Addr).Offset
+		}
+		return n.Offset
+	}
 	best := slices.MinFunc(candidates, func(a, b *Node) int {
-		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(b.Offset, a.Offset), compareRunIDs(m.runID(a.Addr), m.runID(b.Addr)))
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(offset(b), offset(a)), compareRunIDs(m.runID(a.Addr), m.runID(b.Addr)))
 	})
 	m.Candidate = best.Addr
 	if m.Up {

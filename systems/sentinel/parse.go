@@ -93,7 +93,7 @@ func parseReplicas(reply rueidis.RedisResult) ([]ReplicaReport, error) {
 		}
 		rep := ReplicaReport{
 			Addr:     hostPort(f["ip"], f["port"]),
-			RunID:    f["run-id"],
+			RunID:    f["runid"],
 			Priority: priority,
 			Offset:   atoi64(f["slave-repl-offset"]),
 			LinkDown: time.Duration(atoi64(f["master-link-down-time"])) * time.Millisecond,

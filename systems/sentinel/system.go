@@ -30,6 +30,8 @@ var Spec = system.Spec[Snapshot, settings.Set]{
 	},
 	NewCollector: system.Unconfigured[Snapshot, settings.Set](NewCollector),
 	Sets:         Sets,
+	Dashboards: []system.Dashboard{{File: "grafana/dashboards/redis-sentinel.json", UID: "failover-sentinel", ClusterVar: "sentinel_cluster",
+		LinksTo: "failover-redis", FailoverCounters: []string{"redis_sentinel_master_failovers_total"}}},
 	Doc: system.Doc{
 		Title: "Redis Sentinel",
 		Intro: "Every series carries `sentinel_cluster`, the entry's name; a master's carry `master`, its name as the sentinels know it; a sentinel's `sentinel`, its address; a data node's `address`. " +
