@@ -29,8 +29,9 @@ const OwnSeries = `(go|process|promhttp|failover_exporter)_.*`
 const ProbeJob = "failover-clusters"
 
 // clusterLabels name the target of a series: the label /probe?target=
-// selects by, per system (a Kafka or Redis cluster, a MirrorMaker 2 flow).
-var clusterLabels = []string{"kafka_cluster", "redis_cluster", "mirror"}
+// selects by, per system (a Kafka or Redis cluster, a Sentinel set, a
+// MirrorMaker 2 flow).
+var clusterLabels = []string{"kafka_cluster", "redis_cluster", "sentinel_cluster", "mirror"}
 
 // ProbedUnitTests writes, into dir, the promtool unit tests at testGlob
 // with their input series moved to probed targets, and the rules as
