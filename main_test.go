@@ -122,7 +122,7 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		{"partition metrics without kafka", []string{redis, "--kafka.partition-metrics=full"}, "--kafka.partition-metrics is for the --kafka.server cluster and does nothing without --kafka.server", nil},
 		{"no partition metrics without kafka", []string{redis, "--no-kafka.partition-metrics"}, "--no-kafka.partition-metrics is for the --kafka.server cluster and does nothing without --kafka.server", nil},
 		{"partition metrics contradict", []string{kafka, "--kafka.partition-metrics=full", "--no-kafka.partition-metrics"}, "--no-kafka.partition-metrics (none) contradicts --kafka.partition-metrics=full; give one of them", nil},
-		{"refresh interval with only a config file", []string{"--config.file=" + redisConfig, "--refresh.interval=1s"}, "--refresh.interval is for the clusters given by --kafka.server and --redis.addr, and there are none; set refresh_interval: for each cluster of the config file", nil},
+		{"refresh interval with only a config file", []string{"--config.file=" + redisConfig, "--refresh.interval=1s"}, "--refresh.interval is for the clusters given by --kafka.server, --redis.addr and --sentinel.addr, and there are none; set refresh_interval: for each cluster of the config file", nil},
 		{"no events kept", []string{kafka, "--events.capacity=0"}, "--events.capacity 0 must be at least 1", nil},
 		// The start allocated the ring and died: fatal error: runtime: out of memory.
 		{"events capacity beyond memory", []string{kafka, "--events.capacity=200000000"}, "--events.capacity 200000000 is more than 100000, the most the event log keeps", nil},

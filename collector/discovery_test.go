@@ -318,6 +318,8 @@ func TestEverySystemRefusesTargetsNotAllowed(t *testing.T) {
   - {name: m, allowed_targets: ["10.0.0.0/8:9092"], canary: {enabled: true}}
 redis_modules:
   - {name: m, allowed_targets: ["10.0.0.0/8:6379"], canary: {enabled: true}}
+sentinel_modules:
+  - {name: m, allowed_targets: ["10.0.0.0/8:26379"]}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -331,7 +333,8 @@ redis_modules:
 		}
 		checked = append(checked, s.Name())
 		serving := s.Serving(eventLog, logger)
-		for addr, allowed := range map[string]bool{"127.0.0.1:9092": false, "127.0.0.1:6379": false, "10.0.0.1:9092": s.EventSystem() == "kafka", "10.0.0.1:6379": s.EventSystem() == "redis"} {
+		for addr, allowed := range map[string]bool{"127.0.0.1:9092": false, "127.0.0.1:6379": false, "10.0.0.1:9092": s.EventSystem() == "kafka", "10.0.0.1:6379": s.EventSystem() == "redis",
+			"127.0.0.1:26379": false, "10.0.0.1:26379": s.EventSystem() == "sentinel"} {
 			_, ok, err := serving.Discover(cfg, "m", addr, []string{addr})
 			if !ok {
 				t.Fatalf("%s: no module m", s.Name())
@@ -341,7 +344,7 @@ redis_modules:
 			}
 		}
 	}
-	if slices.Sort(checked); !slices.Equal(checked, []string{"kafka", "kafka_canary", "redis", "redis_canary"}) {
-		t.Errorf("systems with modules %v, want kafka, kafka_canary, redis and redis_canary", checked)
+	if slices.Sort(checked); !slices.Equal(checked, []string{"kafka", "kafka_canary", "redis", "redis_canary", "sentinel"}) {
+		t.Errorf("systems with modules %v, want kafka, kafka_canary, redis, redis_canary and sentinel", checked)
 	}
 }

@@ -218,7 +218,7 @@ func TestFakeSystemOwnsItsConfigSection(t *testing.T) {
 		{"fake:\n  - name: a\n    refesh_interval: 5s\n", "field refesh_interval not found in type fakesystem.Settings"},
 		{"fake:\n  - name: a\n    refresh_interval: 50ms\n", `fake cluster 1 ("a"): refresh_interval 50ms is shorter than 100ms`},
 		{"fake:\n  - name: a\n  - name: a\n", `fake cluster "a" is defined twice`},
-		{"[]\n", "the file must be a mapping of kafka, redis, mirrors, kafka_modules, redis_modules, fake and fake_modules lists"},
+		{"[]\n", "the file must be a mapping of kafka, redis, mirrors, sentinel, kafka_modules, redis_modules, sentinel_modules, fake and fake_modules lists"},
 	} {
 		_, err := config.Parse([]byte(tc.file))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

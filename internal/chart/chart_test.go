@@ -311,7 +311,7 @@ func checkConfigPassedThrough(t *testing.T, objs []object, values map[string]any
 
 // systemSections maps the systems --config.check counts (NAME_clusters) to
 // the config file's sections.
-var systemSections = map[string]string{"kafka": "kafka", "redis": "redis", "mirror": "mirrors"}
+var systemSections = map[string]string{"kafka": "kafka", "redis": "redis", "mirror": "mirrors", "sentinel": "sentinel"}
 
 var clustersCount = regexp.MustCompile(`"?([a-z_]+)_clusters"?[=:](\d+)`)
 

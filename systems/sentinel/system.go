@@ -39,10 +39,11 @@ var Spec = system.Spec[Snapshot, settings.Set]{
 	},
 	Views:  Views,
 	Budget: answerBudget,
+	Flags:  declareFlags,
 	BudgetScopes: []budget.ScopeSpec{
-		{Scope: ScopeNode, Member: "ADDR", Help: "A Redis Sentinel deployment's data node (master or replica), ip:port."},
+		{Scope: ScopeNode, Member: "ADDR", Help: "A Sentinel data node, ip:port."},
 		{Scope: ScopeSentinel, Member: "ADDR", Help: "A sentinel, ip:port."},
-		{Scope: ScopeZone, Member: "NAME", Help: "A zone of a Redis Sentinel deployment (failure_budget.zones): every sentinel and data node in it."},
+		{Scope: ScopeZone, Member: "NAME", Help: "A Sentinel zone: its sentinels and nodes."},
 	},
 }
 
