@@ -15,9 +15,14 @@ import (
 // build turns one refresh's answers into a snapshot.
 func build(cfg settings.Set, views map[string]sentinelView, nodes map[string]nodeView) *Snapshot {
 	snap := &Snapshot{}
-	known := listedSentinels(views)
-	for a := range views {
-		known = append(known, a)
+	// The sentinels known: the seeds, those read, and those a sentinel
+	// read lists (as Sentinel itself does until SENTINEL RESET). One read
+	// before that nobody lists any more is forgotten.
+	known := append(listedSentinels(views), cfg.Sentinels...)
+	for a, v := range views {
+		if v.err == nil {
+			known = append(known, a)
+		}
 	}
 	sort.Strings(known)
 	for _, a := range slices.Compact(known) {
@@ -28,7 +33,7 @@ func build(cfg settings.Set, views map[string]sentinelView, nodes map[string]nod
 		} else if ok && v.err != nil {
 			st.Error = v.err.Error()
 		} else {
-			st.Error = "did not answer before the refresh deadline"
+			st.Error = "not asked: found after the refresh's last round of discovery"
 		}
 		snap.Sentinels = append(snap.Sentinels, st)
 	}

@@ -76,8 +76,13 @@ func (s *source) Refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	}
 	views := map[string]sentinelView{}
 	s.readSentinels(ctx, addrs, views)
-	// Sentinels the ones read list, and the refresh has not read yet.
-	s.readSentinels(ctx, listedSentinels(views), views)
+	// Sentinels the ones read list, and the refresh has not read yet: a
+	// few rounds, each of those the last one found.
+	for range maxDiscoveryRounds {
+		if !s.readSentinels(ctx, listedSentinels(views), views) {
+			break
+		}
+	}
 	if !anyRead(views) {
 		return nil, &noSentinelAnsweredError{views: views}
 	}
@@ -103,10 +108,14 @@ type sentinelView struct {
 	extra int
 }
 
+// maxDiscoveryRounds bounds the rounds of a refresh that read sentinels
+// found in the previous round's lists.
+const maxDiscoveryRounds = 3
+
 // readSentinels reads the sentinels at addrs that views does not hold yet,
 // concurrently, until ctx ends; a sentinel still answering then is left to
-// finish on its own.
-func (s *source) readSentinels(ctx context.Context, addrs []string, views map[string]sentinelView) {
+// finish on its own. It reports whether there was any to read.
+func (s *source) readSentinels(ctx context.Context, addrs []string, views map[string]sentinelView) bool {
 	var todo []string
 	for _, a := range addrs {
 		if _, done := views[a]; !done && a != "" && !slices.Contains(todo, a) {
@@ -119,6 +128,12 @@ func (s *source) readSentinels(ctx context.Context, addrs []string, views map[st
 		}
 		views[v.addr] = v
 	}
+	for _, a := range todo {
+		if _, answered := views[a]; !answered {
+			views[a] = sentinelView{addr: a, err: errors.New("did not answer before the refresh deadline")}
+		}
+	}
+	return len(todo) > 0
 }
 
 // gather runs read for every address at once and returns what answered

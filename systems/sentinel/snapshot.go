@@ -53,6 +53,10 @@ type Master struct {
 	// sentinels read report more than one address.
 	Addr     string
 	Disagree bool
+	// Settled is the last address every sentinel read agreed on: this
+	// refresh's Addr when they agree, else the previous refresh's Settled.
+	// A change of it is a failover; a split brain flipping sides is not.
+	Settled string
 	// Quorum is the highest quorum a sentinel reports; KnownSentinels the
 	// sentinels known to monitor the master (read, or listed by one read),
 	// ReadSentinels those the exporter read this refresh.

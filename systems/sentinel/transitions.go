@@ -31,12 +31,26 @@ const (
 // records the transitions from prev to next, then judges the failure
 // budget of next.
 func carry(prev, next *Snapshot, cfg settings.Set) {
+	carrySettled(prev, next)
 	carryProbes(prev, next)
 	stepEpisodes(prev, next, cfg.BackdateLimit)
 	if prev != nil {
 		recordTransitions(prev, next)
 	}
 	next.Budget = assessBudget(next, cfg.FailureBudget)
+}
+
+// carrySettled carries each master's last agreed address into next.
+func carrySettled(prev, next *Snapshot) {
+	for i := range next.Masters {
+		m := &next.Masters[i]
+		switch {
+		case !m.Disagree:
+			m.Settled = m.Addr
+		case prev != nil && prev.master(m.Name) != nil:
+			m.Settled = prev.master(m.Name).Settled
+		}
+	}
 }
 
 // carryProbes dates each data node's run of failed reads from prev's.
@@ -98,7 +112,7 @@ func stepEpisodes(prev, next *Snapshot, limit time.Duration) {
 		if prev != nil {
 			pm = prev.master(m.Name)
 		}
-		if pm != nil && pm.Addr != "" && m.Addr != "" && pm.Addr != m.Addr {
+		if switched(pm, m) {
 			e.Failovers[m.Name]++
 		}
 		if e.FailoverSeconds[m.Name] == nil {
@@ -107,9 +121,9 @@ func stepEpisodes(prev, next *Snapshot, limit time.Duration) {
 		o, open := before.Open[m.Name]
 		switch {
 		case !m.writable() && !open:
-			from := m.Addr
-			if pm != nil && pm.Addr != "" {
-				from = pm.Addr
+			from := m.Settled
+			if pm != nil && pm.Settled != "" {
+				from = pm.Settled
 			}
 			e.Open[m.Name] = Outage{Open: episode.Open{Since: begin(pm, m, from, now, limit), StartSeen: pm != nil}, From: from}
 		case !m.writable():
@@ -121,6 +135,12 @@ func stepEpisodes(prev, next *Snapshot, limit time.Duration) {
 		}
 	}
 	next.Episodes = e
+}
+
+// switched reports whether the sentinels, agreeing, moved the master to
+// another address between pm and m.
+func switched(pm, m *Master) bool {
+	return pm != nil && pm.Settled != "" && m.Settled != "" && pm.Settled != m.Settled
 }
 
 // begin dates an outage of the master at from that next confirms at now:
@@ -169,8 +189,8 @@ func recordTransitions(prev, next *Snapshot) {
 // recordMaster records one master's transitions.
 func recordMaster(list *events.List, at time.Time, pm, m *Master) {
 	subject := events.Subject{NodeID: m.Name}
-	if pm.Addr != "" && m.Addr != "" && pm.Addr != m.Addr {
-		list.Add(at, EventSwitchMaster, subject, pm.Addr, m.Addr)
+	if switched(pm, m) {
+		list.Add(at, EventSwitchMaster, subject, pm.Settled, m.Settled)
 	}
 	rising := func(kind events.Kind, f func(Report) bool) {
 		if m.flagged(f) && !pm.flagged(f) {
