@@ -126,7 +126,7 @@ func (b *Budget) judge(snap *Snapshot, set stopSet, headroom bool, scope budget.
 		if m.Disagree {
 			a.Add(ReasonDisagree, 1, "the sentinels disagree on master %s's address (%s): a failover now could promote either side", m.Name, reportedAddrs(m))
 		}
-		if !m.writable() || m.flagged(func(r Report) bool { return r.Failover }) {
+		if !m.writable() || m.flagged(func(r Report) bool { return r.SDown || r.ODown || r.Failover }) {
 			a.Add(ReasonFailover, 1, "master %s is flagged down or failing over: stop nothing until it is writable again", m.Name)
 		}
 		if stopsSentinel {

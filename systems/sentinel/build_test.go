@@ -35,7 +35,7 @@ func newFixture() *fixture {
 	for i, s := range []string{s1, s2, s3} {
 		others := slices.Delete([]string{s1, s2, s3}, i, i+1)
 		f.views[s] = sentinelView{addr: s, answeredAt: time.Unix(100, 0), masters: map[string]Report{"m": {
-			Sentinel: s, Addr: n1, Quorum: 2, DownAfter: time.Second, Sentinels: others, CKQuorum: true,
+			Sentinel: s, Addr: n1, Instance: n1, Quorum: 2, DownAfter: time.Second, Sentinels: others, CKQuorum: true,
 			Replicas: []ReplicaReport{{Addr: n2, RunID: "bbb", Priority: 100}, {Addr: n3, RunID: "aaa", Priority: 100}},
 		}}}
 	}
@@ -171,10 +171,13 @@ func TestOutageIsTimedFromTheFirstFailedRead(t *testing.T) {
 	if !open || !o.Since.Equal(failedAt) || o.From != n1 {
 		t.Fatalf("sdown: outage %+v (open %v), want one from %s, at the first failed read %s", o, open, n1, failedAt)
 	}
-	// n2 promoted and agreed on, read as a master: the failover ends.
-	for _, s := range []string{s1, s2, s3} {
-		f.report(s, func(r *Report) { r.Addr, r.SDown = n2, false })
+	// n2 promoted and agreed on, read as a master: the failover ends,
+	// though the leader still flags the old master's instance, as Sentinel
+	// does until the replicas are reconfigured.
+	for _, s := range []string{s2, s3} {
+		f.report(s, func(r *Report) { r.Addr, r.Instance, r.SDown = n2, n2, false })
 	}
+	f.report(s1, func(r *Report) { r.Addr, r.ODown, r.Failover = n2, true, true })
 	f.node(n2, "role:master\r\nmaster_repl_offset:1000\r\nconnected_slaves:0\r\n")
 	snap = next()
 	h := snap.Episodes.FailoverSeconds["m"]

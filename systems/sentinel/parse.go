@@ -40,6 +40,7 @@ func parseReport(sentinel string, fields map[string]string, replies []rueidis.Re
 		ConfigEpoch:    atoi64(fields["config-epoch"]),
 		OtherSentinels: int(atoi64(fields["num-other-sentinels"])),
 		DownAfter:      time.Duration(atoi64(fields["down-after-milliseconds"])) * time.Millisecond,
+		Instance:       hostPort(fields["ip"], fields["port"]),
 	}
 	for _, f := range strings.Split(fields["flags"], ",") {
 		switch f {

@@ -80,8 +80,13 @@ type Master struct {
 // Report is one sentinel's view of one master.
 type Report struct {
 	Sentinel string
-	// Addr is what SENTINEL GET-MASTER-ADDR-BY-NAME answered.
+	// Addr is what SENTINEL GET-MASTER-ADDR-BY-NAME answered: during a
+	// failover, the promoted replica's address as soon as it is promoted.
 	Addr string
+	// Instance is the address of the instance the sentinel's flags are
+	// about (SENTINEL MASTERS' ip and port): until the failover ends, the
+	// old master's.
+	Instance string
 	// SDown, ODown and Failover are the sentinel's flags of the master.
 	SDown, ODown, Failover bool
 	Quorum                 int

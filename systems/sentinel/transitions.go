@@ -77,11 +77,14 @@ func carryProbes(prev, next *Snapshot) {
 }
 
 // writable reports whether clients can write to the master the sentinels
-// name: no sentinel read flags it down or failing over, and the node
-// there, when read, says it is a master. A master the exporter alone
-// cannot read is not an outage (its own network, not the deployment's).
+// name: no sentinel read flags the instance at that address down, and the
+// node there, when read, says it is a master. During a failover the
+// sentinels name the promoted replica while their flags are still the old
+// master's; once it says it is a master, clients writing to it succeed. A
+// master the exporter alone cannot read is not an outage (its own
+// network, not the deployment's).
 func (m *Master) writable() bool {
-	if m.flagged(func(r Report) bool { return r.SDown || r.ODown || r.Failover }) {
+	if m.flagged(func(r Report) bool { return r.Instance == m.Addr && (r.SDown || r.ODown) }) {
 		return false
 	}
 	n := m.node(m.Addr)
