@@ -113,9 +113,6 @@ func plannedFailover(t *testing.T, l *lab.Sentinel, src *labSource) {
 // called unsafe (quorum); once stopped too, the next master kill has no
 // failover, as predicted.
 func sentinelPredictions(t *testing.T, l *lab.Sentinel, src *labSource) {
-	// Sentinel will not fail a master over again within twice the failover
-	// timeout of its last failover.
-	time.Sleep(2 * l.FailoverTimeout())
 	snap := src.waitFor(60*time.Second, "settled", settled(3, 2))
 	first, second, last := l.SentinelPorts()[0], l.SentinelPorts()[1], l.SentinelPorts()[2]
 	if a := stopAnswer(t, snap, ScopeSentinel, l.Addr(first)); !a.Safe {

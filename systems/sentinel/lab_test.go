@@ -153,18 +153,33 @@ func reasons(a budget.Answer) []budget.Reason {
 // TestLab runs the system against a real Sentinel deployment (one master,
 // two replicas, three sentinels of quorum 2; the server REDIS_LAB_SERVER
 // names), each step checked against what the processes say themselves.
+// TestLabSentinelStops runs beside it, on a deployment of its own: both
+// spend most of their time waiting on Sentinel's timers.
 func TestLab(t *testing.T) {
-	l := lab.StartSentinel(t, lab.SentinelOptions{})
-	src := newLabSource(t, labSet(t, l))
-	// The sentinels find each other and the replicas within a few hello
-	// and INFO periods (2 s and 10 s).
+	t.Parallel()
+	l, src := startLab(t)
 	snap := src.waitFor(60*time.Second, "settled", settled(3, 2))
-
 	t.Run("reads what each process says", func(t *testing.T) { checkAgainstProcesses(t, l, snap) })
 	t.Run("a hung sentinel stalls no refresh and counts as down", func(t *testing.T) { hungSentinel(t, l, src) })
 	t.Run("split brain", func(t *testing.T) { splitBrain(t, l, src) })
 	t.Run("a master called unsafe fails over to the replica named, then stops losing nothing", func(t *testing.T) { plannedFailover(t, l, src) })
-	t.Run("sentinels called safe and unsafe, stopped, do as predicted", func(t *testing.T) { sentinelPredictions(t, l, src) })
+}
+
+// TestLabSentinelStops: sentinels called safe and unsafe to stop, stopped,
+// do as predicted when the master is killed.
+func TestLabSentinelStops(t *testing.T) {
+	t.Parallel()
+	l, src := startLab(t)
+	sentinelPredictions(t, l, src)
+}
+
+// startLab starts a lab deployment and a source reading it, once the
+// sentinels found each other and the replicas (a few hello and INFO
+// periods: 2 s and 10 s).
+func startLab(t *testing.T) (*lab.Sentinel, *labSource) {
+	l := lab.StartSentinel(t, lab.SentinelOptions{})
+	src := newLabSource(t, labSet(t, l))
+	return l, src
 }
 
 // checkAgainstProcesses compares a snapshot with each sentinel's
