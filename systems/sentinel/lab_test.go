@@ -20,7 +20,9 @@ import (
 
 // labSet is the config entry that watches the lab, as a file gives it: the
 // first sentinel as the only seed.
-func labSet(t *testing.T, l *lab.Sentinel) settings.Set {
+func labSet(t *testing.T, l *lab.Sentinel) settings.Set { return labSetB(t, l) }
+
+func labSetB(t testing.TB, l *lab.Sentinel) settings.Set {
 	t.Helper()
 	file := fmt.Sprintf("sentinel:\n  - name: lab\n    sentinels: [%s]\n    refresh_interval: 1s\n    refresh_timeout: 800ms\n    command_timeout: 500ms\n    dial_timeout: 500ms\n",
 		l.SentinelAddrs()[0])
@@ -53,13 +55,8 @@ func newLabSource(t *testing.T, set settings.Set) *labSource {
 
 func (s *labSource) refresh() *Snapshot {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), s.src.cfg.RefreshTimeout)
-	defer cancel()
 	started := time.Now()
-	snap, err := s.src.Refresh(ctx, s.snap)
-	if err != nil {
-		s.t.Fatalf("refresh: %v", err)
-	}
+	snap := refreshB(s.t, s.src, s.snap)
 	if took := time.Since(started); took > 10*s.src.cfg.RefreshTimeout {
 		s.t.Fatalf("a refresh took %s, its timeout is %s", took, s.src.cfg.RefreshTimeout)
 	}
@@ -67,6 +64,20 @@ func (s *labSource) refresh() *Snapshot {
 	s.events = append(s.events, snap.Events.All()...)
 	return snap
 }
+
+// refreshB is one refresh from prev, within the refresh timeout.
+func refreshB(t testing.TB, src *source, prev *Snapshot) *Snapshot {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), src.cfg.RefreshTimeout)
+	defer cancel()
+	snap, err := src.Refresh(ctx, prev)
+	if err != nil {
+		t.Fatalf("refresh: %v", err)
+	}
+	return snap
+}
+
+func nopLogger() log.Logger { return log.NewNopLogger() }
 
 // waitFor refreshes every 250 ms until cond holds, and fails the test
 // after timeout with what the last snapshot said.
