@@ -131,6 +131,10 @@ var emptyPanels = func() map[string]string {
 	// TestMirrorFailoverView's flow runs MM2's dedicated mode, which serves
 	// no Connect REST API (TestMirrorConnect's flow has one and reads it).
 	empty["kafka-mirror.json/east-west/Connectors and tasks by state (Kafka Connect)"] = "MM2's dedicated mode serves no Kafka Connect REST API: the flow has no connect"
+	// TestSentinelLive's deployment sets no failure_budget.zones.
+	for _, title := range []string{"Safe to stop per zone", "Why a zone is unsafe to lose"} {
+		empty["redis-sentinel.json/"+liveSentinel+"/"+title] = "the deployment has no failure_budget.zones: zone series exist only where zones are configured"
+	}
 	return empty
 }()
 
@@ -977,7 +981,7 @@ func (l *liveLab) checkStatPanels(t *testing.T, file, clusterVar string, vars ma
 	one[clusterVar] = vars[clusterVar] + `",instance="` + l.exporters[0].Addr
 	// The restriction must take effect, or the comparison below proves nothing.
 	// Every exporter serves exactly one *_up series per cluster.
-	upMetric := map[string]string{"kafka_cluster": "kafka_up", "redis_cluster": "redis_cluster_up"}[clusterVar]
+	upMetric := map[string]string{"kafka_cluster": "kafka_up", "redis_cluster": "redis_cluster_up", "sentinel_cluster": "redis_sentinel_up"}[clusterVar]
 	canary := fmt.Sprintf(`count(%s{%s="$%s"})`, upMetric, clusterVar, clusterVar)
 	perExporter := l.instant(t, contract.SubstituteVariables(canary, one))
 	if all := l.instant(t, contract.SubstituteVariables(canary, both)); len(all) != 1 || len(perExporter) != 1 || firstValue(all) != 2*firstValue(perExporter) {
