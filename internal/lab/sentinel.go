@@ -14,18 +14,21 @@ import (
 	"time"
 )
 
-// SentinelOptions shapes a lab Sentinel deployment: one master, its
-// replicas and the sentinels that watch it.
+// SentinelOptions shapes a lab Sentinel deployment: one master (or
+// Masters master sets), its replicas and the sentinels that watch it.
 type SentinelOptions struct {
-	// Replicas is the number of replicas of the master (default 2).
+	// Masters is the number of master sets, each a master and Replicas
+	// replicas, all monitored by the same sentinels (default 1).
+	Masters int
+	// Replicas is the number of replicas of each master (default 2).
 	Replicas int
 	// Sentinels is the number of sentinels (default 3).
 	Sentinels int
 	// Quorum is the sentinels' quorum for the master (default a majority
 	// of the sentinels).
 	Quorum int
-	// MasterName is the name the sentinels monitor the master by (default
-	// "mymaster").
+	// MasterName is the name the sentinels monitor the first master by
+	// (default "mymaster"); the others are MasterName-2 .. MasterName-K.
 	MasterName string
 	// DownAfter is down-after-milliseconds (default 1s).
 	DownAfter time.Duration
@@ -50,8 +53,12 @@ type Sentinel struct {
 	quorum          int
 	downAfter       time.Duration
 	failoverTimeout time.Duration
-	dataPorts       []int
-	sentinelPorts   []int
+	// masterNames and setPorts are the master sets in start order: a
+	// name, and its master's port then its replicas'.
+	masterNames   []string
+	setPorts      [][]int
+	dataPorts     []int
+	sentinelPorts []int
 }
 
 // SentinelRole is a node's answer to ROLE.
@@ -73,7 +80,9 @@ func StartSentinel(t testing.TB, opts SentinelOptions) *Sentinel {
 	t.Helper()
 	opts = sentinelDefaults(opts)
 	serverPath, cliPath := RedisBinariesOf(t, opts.Server)
-	total := 1 + opts.Replicas + opts.Sentinels
+	setSize := 1 + opts.Replicas
+	data := opts.Masters * setSize
+	total := data + opts.Sentinels
 	s := &Sentinel{
 		server:          opts.Server,
 		dir:             t.TempDir(),
@@ -89,12 +98,19 @@ func StartSentinel(t testing.TB, opts SentinelOptions) *Sentinel {
 		env:     s.scriptEnv,
 		timeout: 2 * time.Minute,
 	}
-	for i := range total {
-		if i <= opts.Replicas {
-			s.dataPorts = append(s.dataPorts, s.basePort+i)
-		} else {
-			s.sentinelPorts = append(s.sentinelPorts, s.basePort+i)
+	// sentinel.sh's layout: each set's master then its replicas, set after
+	// set, then the sentinels.
+	for set := range opts.Masters {
+		s.masterNames = append(s.masterNames, sentinelSetName(opts.MasterName, set))
+		var ports []int
+		for i := range setSize {
+			ports = append(ports, s.basePort+set*setSize+i)
 		}
+		s.setPorts = append(s.setPorts, ports)
+		s.dataPorts = append(s.dataPorts, ports...)
+	}
+	for i := data; i < total; i++ {
+		s.sentinelPorts = append(s.sentinelPorts, s.basePort+i)
 	}
 	t.Cleanup(func() {
 		if out, err := s.run("stop"); err != nil {
@@ -102,19 +118,31 @@ func StartSentinel(t testing.TB, opts SentinelOptions) *Sentinel {
 		}
 	})
 	start := time.Now()
-	out, err := s.run("start", "--replicas", strconv.Itoa(opts.Replicas),
+	out, err := s.run("start", "--masters", strconv.Itoa(opts.Masters), "--replicas", strconv.Itoa(opts.Replicas),
 		"--sentinels", strconv.Itoa(opts.Sentinels), "--quorum", strconv.Itoa(opts.Quorum))
 	if err != nil {
 		t.Fatalf("start sentinel lab: %v\n%s%s", err, out, s.logs())
 	}
-	t.Logf("sentinel lab: master %d, %d replicas, %d sentinels (quorum %d) of %s, started in %s",
-		s.dataPorts[0], opts.Replicas, opts.Sentinels, opts.Quorum, serverPath, time.Since(start).Round(time.Millisecond))
+	t.Logf("sentinel lab: %d master(s) from %d, %d replicas each, %d sentinels (quorum %d) of %s, started in %s",
+		opts.Masters, s.dataPorts[0], opts.Replicas, opts.Sentinels, opts.Quorum, serverPath, time.Since(start).Round(time.Millisecond))
 	return s
+}
+
+// sentinelSetName is the name of master set i (from 0), as sentinel.sh
+// names it: the first keeps the name asked for.
+func sentinelSetName(first string, i int) string {
+	if i == 0 {
+		return first
+	}
+	return first + "-" + strconv.Itoa(i+1)
 }
 
 func sentinelDefaults(opts SentinelOptions) SentinelOptions {
 	if opts.Server == "" {
 		opts.Server = RedisServer()
+	}
+	if opts.Masters == 0 {
+		opts.Masters = 1
 	}
 	if opts.Replicas == 0 {
 		opts.Replicas = 2
@@ -174,8 +202,22 @@ func (s *Sentinel) Server() string { return s.server }
 // CLIPath is the redis-cli (or valkey-cli) that matches the lab's server.
 func (s *Sentinel) CLIPath() string { return s.cliPath }
 
-// MasterName is the name the sentinels monitor the master by.
+// MasterName is the name the sentinels monitor the first master by.
 func (s *Sentinel) MasterName() string { return s.masterName }
+
+// MasterNames are every master set's name, in start order: MasterName,
+// then MasterName-2 .. MasterName-K.
+func (s *Sentinel) MasterNames() []string { return slices.Clone(s.masterNames) }
+
+// SetPorts are the data ports of the master set named name as started:
+// its master, then its replicas (nil for a name the lab did not start).
+func (s *Sentinel) SetPorts(name string) []int {
+	i := slices.Index(s.masterNames, name)
+	if i < 0 {
+		return nil
+	}
+	return slices.Clone(s.setPorts[i])
+}
 
 // Quorum is the sentinels' quorum for the master.
 func (s *Sentinel) Quorum() int { return s.quorum }
@@ -186,7 +228,8 @@ func (s *Sentinel) DownAfter() time.Duration { return s.downAfter }
 // FailoverTimeout is the sentinels' failover-timeout.
 func (s *Sentinel) FailoverTimeout() time.Duration { return s.failoverTimeout }
 
-// DataPorts are the data nodes' ports: the first master, then its replicas.
+// DataPorts are the data nodes' ports: each set's master then its
+// replicas, set after set (SetPorts for one set).
 func (s *Sentinel) DataPorts() []int { return slices.Clone(s.dataPorts) }
 
 // FirstMasterPort is the port of the master the lab started with.
@@ -235,16 +278,21 @@ func (s *Sentinel) TryCLI(port int, args ...string) (string, error) {
 	return text, nil
 }
 
-// TryMasterAddr is the master's address as the sentinel on port reports it
-// (SENTINEL GET-MASTER-ADDR-BY-NAME), "host:port".
+// TryMasterAddr is the first master's address as the sentinel on port
+// reports it (SENTINEL GET-MASTER-ADDR-BY-NAME), "host:port".
 func (s *Sentinel) TryMasterAddr(sentinelPort int) (string, error) {
-	out, err := s.TryCLI(sentinelPort, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", s.masterName)
+	return s.TryMasterAddrOf(sentinelPort, s.masterName)
+}
+
+// TryMasterAddrOf is TryMasterAddr for the master named name.
+func (s *Sentinel) TryMasterAddrOf(sentinelPort int, name string) (string, error) {
+	out, err := s.TryCLI(sentinelPort, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", name)
 	if err != nil {
 		return "", err
 	}
 	f := strings.Fields(out)
 	if len(f) != 2 {
-		return "", fmt.Errorf("sentinel %d: GET-MASTER-ADDR-BY-NAME %s answered %q", sentinelPort, s.masterName, out)
+		return "", fmt.Errorf("sentinel %d: GET-MASTER-ADDR-BY-NAME %s answered %q", sentinelPort, name, out)
 	}
 	return f[0] + ":" + f[1], nil
 }

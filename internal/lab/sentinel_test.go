@@ -159,3 +159,37 @@ func checkSentinelServer(t *testing.T, s *Sentinel, server string) {
 		t.Errorf("sentinel %d is not in sentinel mode:\n%s", s.SentinelPorts()[0], info)
 	}
 }
+
+// TestSentinelLabMasters: a lab of three master sets, one replica each,
+// lays its ports out as sentinel.sh documents, and every sentinel monitors
+// every master at the port it was started on, each master with its own
+// replica.
+func TestSentinelLabMasters(t *testing.T) {
+	s := StartSentinel(t, SentinelOptions{Masters: 3, Replicas: 1, Sentinels: 3})
+	names := s.MasterNames()
+	if want := []string{"mymaster", "mymaster-2", "mymaster-3"}; !slices.Equal(names, want) {
+		t.Fatalf("master names %v, want %v", names, want)
+	}
+	var data []int
+	for _, name := range names {
+		data = append(data, s.SetPorts(name)...)
+	}
+	if !slices.Equal(data, s.DataPorts()) || len(data) != 6 || len(s.SentinelPorts()) != 3 || s.SentinelPorts()[0] != data[5]+1 {
+		t.Fatalf("sets %v, data ports %v, sentinels %v: want three sets of two in DataPorts' order, then the sentinels",
+			data, s.DataPorts(), s.SentinelPorts())
+	}
+	if s.SetPorts("nosuch") != nil {
+		t.Errorf("SetPorts of a name the lab did not start: %v", s.SetPorts("nosuch"))
+	}
+	for _, name := range names {
+		set := s.SetPorts(name)
+		for _, p := range s.SentinelPorts() {
+			if addr, err := s.TryMasterAddrOf(p, name); err != nil || addr != s.Addr(set[0]) {
+				t.Errorf("sentinel %d: master %s at %q, %v; want %s", p, name, addr, err, s.Addr(set[0]))
+			}
+		}
+		if role := s.Role(t, set[0]); role.Role != "master" || !slices.Equal(role.ReplicaPorts, set[1:]) {
+			t.Errorf("ROLE of master %s (%d): %+v, want master of %v", name, set[0], role, set[1:])
+		}
+	}
+}

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# A throwaway Redis Sentinel deployment on 127.0.0.1 for tests and demos: one master, its replicas and the
-# sentinels that watch them.
+# A throwaway Redis Sentinel deployment on 127.0.0.1 for tests and demos: one master (or K master sets),
+# their replicas and the sentinels that watch them.
 #
-#   sentinel.sh start [--replicas N] [--sentinels M] [--quorum Q]
-#                                      start a master on the base port, N replicas of it on the next ports
-#                                      (default 2) and M sentinels after them (default 3) that monitor it
-#                                      with quorum Q (default a majority of the sentinels)
+#   sentinel.sh start [--masters K] [--replicas N] [--sentinels M] [--quorum Q]
+#                                      start K master sets (default 1), each a master and N replicas of it
+#                                      (default 2), and M sentinels (default 3) that monitor every master
+#                                      with quorum Q (default a majority of the sentinels). The first master
+#                                      is named SENTINEL_LAB_MASTER_NAME, the others NAME-2 .. NAME-K.
+#                                      Ports, from the base: set 1's master, its N replicas, set 2's master,
+#                                      its replicas, ... (K*(N+1) data nodes), then the M sentinels; with
+#                                      K=1 that is the master, its replicas, the sentinels
 #   sentinel.sh stop                   stop every process of the lab (resumes paused ones first)
 #   sentinel.sh kill PORT              kill -9 one data node or sentinel, as a crash would
 #   sentinel.sh stop-node PORT         stop one process cleanly (SIGTERM)
@@ -16,9 +20,12 @@
 #   sentinel.sh pause PORT | resume PORT   SIGSTOP / SIGCONT one process (a hung node or sentinel)
 #   sentinel.sh pid PORT               print the PID of a running process
 #   sentinel.sh ports                  print every port of the lab, one a line (data-ports, then sentinel-ports)
-#   sentinel.sh data-ports             print the data nodes' ports: the first master, then its replicas
+#   sentinel.sh data-ports             print the data nodes' ports: each set's master then its replicas,
+#                                      set after set
 #   sentinel.sh sentinel-ports         print the sentinels' ports
-#   sentinel.sh master-addr PORT       print "host port" of the master as the sentinel on PORT reports it
+#   sentinel.sh masters                print each master set as started, one a line: "NAME MASTER-PORT"
+#   sentinel.sh master-addr PORT [NAME]  print "host port" of master NAME (default the first) as the
+#                                      sentinel on PORT reports it
 #   sentinel.sh binaries               print the server and CLI paths it would use, one a line
 #
 # Environment:
@@ -26,8 +33,8 @@
 #                         (and REDIS_LAB_VALKEY_BIN, REDIS_LAB_VALKEY9_SERVER); sentinels are the same binary
 #                         run with --sentinel
 #   SENTINEL_LAB_DIR      where process directories go (default <repo>/.lab/sentinel)
-#   SENTINEL_LAB_BASE_PORT  first port (default 18000); the lab uses BASE..BASE+N+M
-#   SENTINEL_LAB_MASTER_NAME  the name the sentinels monitor the master by (default mymaster)
+#   SENTINEL_LAB_BASE_PORT  first port (default 18000); the lab uses BASE..BASE+K*(N+1)+M-1
+#   SENTINEL_LAB_MASTER_NAME  the name the sentinels monitor the first master by (default mymaster)
 #   SENTINEL_LAB_DOWN_AFTER   down-after-milliseconds (default 1000)
 #   SENTINEL_LAB_FAILOVER_TIMEOUT  failover-timeout in milliseconds (default 3000); Sentinel also waits this
 #                         long before it makes a returning old master a replica, and twice this long before it
@@ -99,8 +106,20 @@ EOF
 	} >"$dir/redis.conf"
 }
 
+# set_name is the name of master set i (1-based): the first keeps
+# SENTINEL_LAB_MASTER_NAME, so a one-set lab reads as it always did.
+set_name() {
+	if (($1 == 1)); then
+		echo "$master_name"
+	else
+		echo "$master_name-$1"
+	fi
+}
+
+# write_sentinel_conf writes a sentinel that monitors every master in
+# $lab_dir/masters ("name port" lines).
 write_sentinel_conf() {
-	local port="$1" master_port="$2" quorum="$3" dir
+	local port="$1" quorum="$2" dir name master_port
 	dir="$(node_dir "$port")"
 	mkdir -p "$dir"
 	{
@@ -109,10 +128,14 @@ write_sentinel_conf() {
 sentinel announce-ip $host
 sentinel resolve-hostnames no
 sentinel announce-hostnames no
-sentinel monitor $master_name $host $master_port $quorum
-sentinel down-after-milliseconds $master_name $down_after
-sentinel failover-timeout $master_name $failover_timeout
 EOF
+		while read -r name master_port; do
+			cat <<EOF
+sentinel monitor $name $host $master_port $quorum
+sentinel down-after-milliseconds $name $down_after
+sentinel failover-timeout $name $failover_timeout
+EOF
+		done <"$lab_dir/masters"
 	} >"$dir/sentinel.conf"
 }
 
@@ -121,17 +144,21 @@ field() {
 	awk -v name="$1" 'NR % 2 == 1 && $0 == name { want = 1; next } want { print; exit }'
 }
 
-# wait_healthy waits until every replica's link to the master is up and
-# every sentinel names the master, knows every replica and every other
-# sentinel, and says the quorum is reachable: a sentinel that has not yet
-# heard of the others could neither reach ODOWN nor win an election.
+# wait_healthy waits until every replica's link to its master is up and
+# every sentinel, for every master, names it, knows every replica and every
+# other sentinel, and says the quorum is reachable: a sentinel that has not
+# yet heard of the others could neither reach ODOWN nor win an election.
 wait_healthy() {
-	local replicas="$1" sentinels="$2" master_port="$3" deadline port view
-	deadline=$((SECONDS + 60))
+	local replicas="$1" sentinels="$2" masters limit deadline port view name master_port
+	masters="$(wc -l <"$lab_dir/masters")"
+	# Sentinels learn replicas from INFO every 10 s and one another from
+	# hellos on each master; more masters, more to check each round.
+	limit=$((60 + 3 * masters))
+	deadline=$((SECONDS + limit))
 	while ((SECONDS < deadline)); do
 		local healthy=1
 		for port in $(cat "$lab_dir/data-ports"); do
-			[[ "$port" == "$master_port" ]] && continue
+			is_master_port "$port" && continue
 			if ! cli "$port" info replication 2>/dev/null | tr -d '\r' | grep -q '^master_link_status:up$'; then
 				healthy=0
 				break
@@ -139,69 +166,94 @@ wait_healthy() {
 		done
 		for port in $(cat "$lab_dir/sentinel-ports"); do
 			((healthy)) || break
-			view="$(cli "$port" sentinel master "$master_name" 2>/dev/null | tr -d '\r' || true)"
-			if [[ "$(field port <<<"$view")" != "$master_port" ||
-				"$(field num-slaves <<<"$view")" != "$replicas" ||
-				"$(field num-other-sentinels <<<"$view")" != "$((sentinels - 1))" ]] ||
-				! cli "$port" sentinel ckquorum "$master_name" 2>/dev/null | grep -q '^OK'; then
-				healthy=0
-			fi
+			while read -r name master_port; do
+				view="$(cli "$port" sentinel master "$name" 2>/dev/null | tr -d '\r' || true)"
+				if [[ "$(field port <<<"$view")" != "$master_port" ||
+					"$(field num-slaves <<<"$view")" != "$replicas" ||
+					"$(field num-other-sentinels <<<"$view")" != "$((sentinels - 1))" ]] ||
+					! cli "$port" sentinel ckquorum "$name" 2>/dev/null | grep -q '^OK'; then
+					healthy=0
+					break
+				fi
+			done <"$lab_dir/masters"
 		done
 		((healthy)) && return 0
 		sleep 0.2
 	done
-	die "sentinel lab did not become healthy within 60s; see $lab_dir/*/redis.log"
+	die "sentinel lab did not become healthy within ${limit}s; see $lab_dir/*/redis.log"
+}
+
+# is_master_port says whether port is one of the masters the lab started.
+is_master_port() {
+	local name master_port
+	while read -r name master_port; do
+		[[ "$master_port" == "$1" ]] && return 0
+	done <"$lab_dir/masters"
+	return 1
 }
 
 cmd_start() {
-	local replicas=2 sentinels=3 quorum=""
+	local masters=1 replicas=2 sentinels=3 quorum=""
 	while (($#)); do
 		case "$1" in
+		--masters) masters="${2:?--masters needs a number}"; shift 2 ;;
 		--replicas) replicas="${2:?--replicas needs a number}"; shift 2 ;;
 		--sentinels) sentinels="${2:?--sentinels needs a number}"; shift 2 ;;
 		--quorum) quorum="${2:?--quorum needs a number}"; shift 2 ;;
 		*) die "start: unknown argument $1" ;;
 		esac
 	done
-	[[ "$replicas" =~ ^[0-9]+$ && "$sentinels" =~ ^[0-9]+$ ]] || die "start: --replicas and --sentinels take numbers"
+	[[ "$masters" =~ ^[0-9]+$ && "$replicas" =~ ^[0-9]+$ && "$sentinels" =~ ^[0-9]+$ ]] ||
+		die "start: --masters, --replicas and --sentinels take numbers"
+	((masters >= 1)) || die "start: a sentinel lab needs at least one master"
 	((sentinels >= 1)) || die "start: a sentinel lab needs at least one sentinel"
 	quorum="${quorum:-$((sentinels / 2 + 1))}"
 	[[ "$quorum" =~ ^[0-9]+$ ]] && ((quorum >= 1 && quorum <= sentinels)) || die "start: --quorum must be 1..$sentinels"
 	need "$server_bin"
 	need "$cli_bin"
 	fresh_lab_dir
-	local data=$((replicas + 1)) total=$((replicas + 1 + sentinels)) port
+	local set_size=$((replicas + 1)) data total port set master_port
+	data=$((masters * set_size))
+	total=$((data + sentinels))
 	check_ports_free "$total"
-	for ((port = base_port; port < base_port + data; port++)); do
-		echo "$port" | tee -a "$lab_dir/ports" >>"$lab_dir/data-ports"
-		if ((port == base_port)); then
-			write_data_conf "$port" ""
-		else
-			write_data_conf "$port" "$base_port"
-		fi
-		start_server "$port"
+	for ((set = 1; set <= masters; set++)); do
+		master_port=$((base_port + (set - 1) * set_size))
+		echo "$(set_name "$set") $master_port" >>"$lab_dir/masters"
+		for ((port = master_port; port < master_port + set_size; port++)); do
+			echo "$port" | tee -a "$lab_dir/ports" >>"$lab_dir/data-ports"
+			if ((port == master_port)); then
+				write_data_conf "$port" ""
+			else
+				write_data_conf "$port" "$master_port"
+			fi
+			start_server "$port"
+		done
 	done
 	for ((port = base_port + data; port < base_port + total; port++)); do
 		echo "$port" | tee -a "$lab_dir/ports" >>"$lab_dir/sentinel-ports"
-		write_sentinel_conf "$port" "$base_port" "$quorum"
+		write_sentinel_conf "$port" "$quorum"
 		start_server "$port"
 	done
-	wait_healthy "$replicas" "$sentinels" "$base_port"
-	echo "sentinel lab up: master $base_port, $replicas replicas, $sentinels sentinels (quorum $quorum) watching '$master_name', ports $base_port-$((base_port + total - 1)), dir $lab_dir"
+	wait_healthy "$replicas" "$sentinels"
+	if ((masters == 1)); then
+		echo "sentinel lab up: master $base_port, $replicas replicas, $sentinels sentinels (quorum $quorum) watching '$master_name', ports $base_port-$((base_port + total - 1)), dir $lab_dir"
+	else
+		echo "sentinel lab up: $masters masters ('$master_name', '$(set_name 2)' .. '$(set_name "$masters")') every $set_size ports from $base_port, $replicas replicas each, $sentinels sentinels (quorum $quorum) from $((base_port + data)), ports $base_port-$((base_port + total - 1)), dir $lab_dir"
+	fi
 }
 
 cmd_master_addr() {
-	local port="${1:?master-addr needs a sentinel PORT}"
+	local port="${1:?master-addr needs a sentinel PORT}" name="${2:-$master_name}"
 	check_port "$port"
 	[[ -f "$(node_dir "$port")/sentinel.conf" ]] || die "port $port is not a sentinel of the lab"
-	cli "$port" sentinel get-master-addr-by-name "$master_name" | tr -d '\r' | paste -sd ' '
+	cli "$port" sentinel get-master-addr-by-name "$name" | tr -d '\r' | paste -sd ' '
 }
 
 lab_command() {
 	local cmd="$1"
 	shift
 	case "$cmd" in
-	ports | data-ports | sentinel-ports) cmd_list "$cmd" ;;
+	ports | data-ports | sentinel-ports | masters) cmd_list "$cmd" ;;
 	master-addr) cmd_master_addr "$@" ;;
 	*) usage ;;
 	esac
