@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # The local lab without Docker: a 3-broker KRaft Kafka and a 6-node Redis
 # Cluster on 127.0.0.1, a steady acks=all producer and Redis writer, the
-# exporter, Prometheus (with the alert rules) and Alertmanager; and a
+# exporter, Prometheus (with the alert rules) and Alertmanager; a
 # one-broker Kafka "dr" that MirrorMaker 2 replicates topic demo to (as
-# demo.demo), which the exporter reads as the mirrors: flow demo-dr.
+# demo.demo), which the exporter reads as the mirrors: flow demo-dr; and a
+# Redis Sentinel deployment (a master, two replicas, three sentinels:
+# scripts/redis/sentinel.sh), the exporter's sentinel entry demo. Nothing
+# writes to the Sentinel deployment: the demo's writer speaks Redis Cluster.
 #
 # Usage: scripts/demo.sh COMMAND
 #   up                  install what is missing, start everything, print where to look
 #   kill kafka-leader   kill -9 the broker leading partition 0 of topic demo, then
 #                       watch the exporter's /metrics until a new leader is elected
 #   kill redis-master   kill -9 a Redis master, then watch until its replica took over
+#   kill sentinel-master
+#                       kill -9 the master the sentinels name, then watch the exporter's /metrics
+#                       until it counts the failover; prints the new master, the failover time
+#                       the exporter measured and what the sentinels say
 #   kill acked-writes   the seed lesson, with the write canary counting: kill -9 the leader of a
 #                       canary partition (Kafka, acks=all, min ISR 2), then cut a Redis master off
 #                       its replica, let it acknowledge writes, kill -9 it and let the replica take
@@ -21,7 +28,7 @@
 #                       stall (records not replicated, RPO), and how long it takes to catch up
 #   mirror-pause        SIGSTOP MirrorMaker and leave it so (the flow stalls)
 #   mirror-resume       SIGCONT it (heal does too)
-#   heal                start the killed nodes again, resume a paused MirrorMaker
+#   heal                start the killed nodes and sentinel processes again, resume a paused MirrorMaker
 #   roll                a rolling restart gated by the failure budget: each broker, then each Redis
 #                       master (failed over first to the replica the exporter names), one at a time,
 #                       asking `failover_exporter safe-to-stop` before each stop and --after-restart
@@ -30,8 +37,9 @@
 #   ports               every port the demo listens on, what for, and whether it is free
 #   down                stop everything `up` started, by PID
 #
-# `make demo` = up, `make chaos` = kill kafka-leader, `make chaos-writes` = kill acked-writes, `make roll` = roll,
-# `make demo-down` = down.
+# `make demo` = up, `make chaos` = kill kafka-leader, `make chaos-sentinel` = kill sentinel-master (its own
+# target, so that `make chaos` stays one short failover), `make chaos-writes` = kill acked-writes,
+# `make roll` = roll, `make demo-down` = down.
 #
 # Environment (default ports chosen not to collide with the test suite's, and
 # all below the kernel's ephemeral range, 32768-60999 by default: a port in
@@ -42,6 +50,8 @@
 #   DEMO_KAFKA_DR_PORT      the DR Kafka's one broker (default DEMO_KAFKA_BASE_PORT+3, 29095;
 #                           controller +100: 29195). MirrorMaker itself listens on no port
 #   DEMO_REDIS_BASE_PORT    first Redis port (21000-21005; cluster bus +10000: 31000-31005)
+#   DEMO_SENTINEL_BASE_PORT first port of the Sentinel deployment (22000-22005): its master,
+#                           two replicas, then three sentinels
 #   DEMO_EXPORTER_PORT      9877
 #   DEMO_PROMETHEUS_PORT    9090
 #   DEMO_ALERTMANAGER_PORT  9093
@@ -59,6 +69,7 @@ DEMO_DIR=$(realpath -m -- "${DEMO_DIR:-$REPO_ROOT/.lab/demo}")
 KAFKA_BASE_PORT=${DEMO_KAFKA_BASE_PORT:-29092}
 KAFKA_DR_PORT=${DEMO_KAFKA_DR_PORT:-$((KAFKA_BASE_PORT + 3))}
 REDIS_BASE_PORT=${DEMO_REDIS_BASE_PORT:-21000}
+SENTINEL_BASE_PORT=${DEMO_SENTINEL_BASE_PORT:-22000}
 EXPORTER_PORT=${DEMO_EXPORTER_PORT:-9877}
 PROMETHEUS_PORT=${DEMO_PROMETHEUS_PORT:-9090}
 ALERTMANAGER_PORT=${DEMO_ALERTMANAGER_PORT:-9093}
@@ -68,6 +79,9 @@ GO=${GO:-go}
 KAFKA=$SCRIPT_DIR/kafka/cluster.sh
 MIRROR=$SCRIPT_DIR/kafka/mirror.sh
 REDIS=$SCRIPT_DIR/redis/cluster.sh
+SENTINEL=$SCRIPT_DIR/redis/sentinel.sh
+# The Sentinel deployment's shape (the exporter's entry for it is named demo).
+SENTINEL_REPLICAS=2 SENTINEL_COUNT=3
 # The mirrors: flow of the exporter's config; its aliases are MirrorMaker's,
 # and the clusters' names in that config.
 MIRROR_NAME=demo-dr
@@ -76,6 +90,11 @@ SERVICES=(exporter producer prometheus alertmanager)
 
 export KAFKA_LAB_DIR=$DEMO_DIR/kafka KAFKA_LAB_BASE_PORT=$KAFKA_BASE_PORT
 export REDIS_LAB_DIR=$DEMO_DIR/redis REDIS_LAB_BASE_PORT=$REDIS_BASE_PORT
+export SENTINEL_LAB_DIR=$DEMO_DIR/sentinel SENTINEL_LAB_BASE_PORT=$SENTINEL_BASE_PORT
+# The name the sentinels monitor the master by: the lab's default, not
+# inherited, as the printed hints and the demo test name it.
+SENTINEL_MASTER=mymaster
+export SENTINEL_LAB_MASTER_NAME=$SENTINEL_MASTER
 # MirrorMaker demo -> dr, topic demo only. The demo cluster has min ISR 2:
 # what MirrorMaker creates there (offset syncs, heartbeats) needs RF 3.
 export MIRROR_LAB_DIR=$DEMO_DIR/mirror MIRROR_LAB_SOURCE_ALIAS=demo MIRROR_LAB_TARGET_ALIAS=dr
@@ -101,6 +120,14 @@ export MIRROR_LAB_SOURCE_BOOTSTRAP MIRROR_LAB_TARGET_BOOTSTRAP
 redis_addrs() {
 	local p out=()
 	for ((p = REDIS_BASE_PORT; p < REDIS_BASE_PORT + 6; p++)); do out+=("127.0.0.1:$p"); done
+	(IFS=,; echo "${out[*]}")
+}
+# The Sentinel deployment's sentinels, "127.0.0.1:PORT,...", after its data nodes.
+sentinel_addrs() {
+	local p out=()
+	for ((p = SENTINEL_BASE_PORT + SENTINEL_REPLICAS + 1; p <= SENTINEL_BASE_PORT + SENTINEL_REPLICAS + SENTINEL_COUNT; p++)); do
+		out+=("127.0.0.1:$p")
+	done
 	(IFS=,; echo "${out[*]}")
 }
 
@@ -169,6 +196,14 @@ demo_ports() {
 		echo "$p DEMO_REDIS_BASE_PORT Redis node $p"
 		echo "$((p + 10000)) DEMO_REDIS_BASE_PORT Redis node $p cluster bus"
 	done
+	for ((p = SENTINEL_BASE_PORT; p <= SENTINEL_BASE_PORT + SENTINEL_REPLICAS + SENTINEL_COUNT; p++)); do
+		# The first data node starts as the master; failovers move it.
+		if ((p <= SENTINEL_BASE_PORT + SENTINEL_REPLICAS)); then
+			echo "$p DEMO_SENTINEL_BASE_PORT Sentinel data node $p"
+		else
+			echo "$p DEMO_SENTINEL_BASE_PORT sentinel $p"
+		fi
+	done
 	echo "$EXPORTER_PORT DEMO_EXPORTER_PORT exporter"
 	echo "$PROMETHEUS_PORT DEMO_PROMETHEUS_PORT Prometheus"
 	echo "$ALERTMANAGER_PORT DEMO_ALERTMANAGER_PORT Alertmanager"
@@ -233,7 +268,8 @@ check_ports() {
 			[[ -n $list ]] || log "error: $line"
 		fi
 		if [[ -n $list ]]; then
-			printf '%-6s %-30s %s\n' "$port" "$what" "${holder:+in use: $holder}${holder:-free}"
+			# (${holder:-free} alone would print the holder twice.)
+			printf '%-6s %-30s %s\n' "$port" "$what" "${holder:+in use: $holder}$([[ -n $holder ]] || echo free)"
 		fi
 	done < <(demo_ports)
 	((busy == 0))
@@ -324,6 +360,13 @@ redis:
     # One key per master; wait: 0s shows what asynchronous replication loses
     # (try wait: 100ms to see failures instead of losses).
     canary: {enabled: true, interval: 500ms, wait: 0s}
+sentinel:
+  # scripts/redis/sentinel.sh: a master, $SENTINEL_REPLICAS replicas, $SENTINEL_COUNT sentinels; any sentinel
+  # is a seed, the exporter finds the others (SENTINEL SENTINELS).
+  - name: demo
+    sentinels: [$(sentinel_addrs)]
+    masters: [$SENTINEL_MASTER]
+    refresh_interval: 1s
 EOF
 	cat >"$DEMO_DIR/prometheus.yml" <<EOF
 # Written by scripts/demo.sh.
@@ -358,11 +401,12 @@ build() {
 }
 
 cmd_up() {
-	local t0=$SECONDS name kafka_job kafka_dr_job redis_job build_job mirror_job
+	local t0=$SECONDS name kafka_job kafka_dr_job redis_job sentinel_job build_job mirror_job
 	for name in "${SERVICES[@]}"; do
 		! service_pid "$name" >/dev/null || die "the demo is already running (scripts/demo.sh status; scripts/demo.sh down)"
 	done
 	! "$MIRROR" pid >/dev/null 2>&1 || die "the demo's MirrorMaker is already running (scripts/demo.sh status; scripts/demo.sh down)"
+	! sentinel_running || die "the demo's Sentinel deployment is already running (scripts/demo.sh status; scripts/demo.sh down)"
 	# A fresh Kafka every time: leaders where Kafka puts them, not where the
 	# last demo's kills left them. Cleaned first, so that its ports are free.
 	"$MIRROR" clean
@@ -378,13 +422,15 @@ cmd_up() {
 	# DEMO_DIR on its command line makes it findable by service_pid.
 	start_watchdog demo-watchdog "${DEMO_OWNER_PID:-}" "$DEMO_DIR" env DEMO_DIR="$DEMO_DIR" "$SCRIPT_DIR/demo.sh" down
 	# Clusters and the build run side by side.
-	log "starting Kafka (3 brokers from $KAFKA_BASE_PORT), the DR Kafka (1 broker on $KAFKA_DR_PORT) and Redis (6 nodes from $REDIS_BASE_PORT), building the exporter"
+	log "starting Kafka (3 brokers from $KAFKA_BASE_PORT), the DR Kafka (1 broker on $KAFKA_DR_PORT), Redis (6 nodes from $REDIS_BASE_PORT) and Redis Sentinel ($((SENTINEL_REPLICAS + 1)) nodes and $SENTINEL_COUNT sentinels from $SENTINEL_BASE_PORT), building the exporter"
 	"$KAFKA" start >"$DEMO_DIR/kafka-start.log" 2>&1 &
 	kafka_job=$!
 	kafka_dr start >"$DEMO_DIR/kafka-dr-start.log" 2>&1 &
 	kafka_dr_job=$!
 	"$REDIS" start --masters 3 --replicas 1 >"$DEMO_DIR/redis-start.log" 2>&1 &
 	redis_job=$!
+	"$SENTINEL" start --replicas "$SENTINEL_REPLICAS" --sentinels "$SENTINEL_COUNT" >"$DEMO_DIR/sentinel-start.log" 2>&1 &
+	sentinel_job=$!
 	build >"$DEMO_DIR/build.log" 2>&1 &
 	build_job=$!
 	local failed=()
@@ -399,8 +445,9 @@ cmd_up() {
 	fi
 	wait "$build_job" || failed+=("build (log: $DEMO_DIR/build.log)")
 	wait "$redis_job" || failed+=("redis (log: $DEMO_DIR/redis-start.log)")
+	wait "$sentinel_job" || failed+=("redis sentinel (log: $DEMO_DIR/sentinel-start.log)")
 	if ((${#failed[@]} > 0)); then
-		cat "$DEMO_DIR/build.log" "$DEMO_DIR/redis-start.log" "$DEMO_DIR/kafka-start.log" "$DEMO_DIR/kafka-dr-start.log" >&2 || true
+		cat "$DEMO_DIR/build.log" "$DEMO_DIR/redis-start.log" "$DEMO_DIR/sentinel-start.log" "$DEMO_DIR/kafka-start.log" "$DEMO_DIR/kafka-dr-start.log" >&2 || true
 		cmd_down
 		die "could not start: ${failed[*]}"
 	fi
@@ -436,6 +483,7 @@ cmd_up() {
   Kafka         $(kafka_bootstrap)   topic demo: 3 partitions, RF 3, min ISR 2
   Kafka DR      $(kafka_dr_bootstrap)   topic demo.demo: MirrorMaker 2 demo->dr (log: $("$MIRROR" logs))
   Redis         $(redis_addrs)
+  Sentinel      sentinels $(sentinel_addrs) watching master '$SENTINEL_MASTER' (now $(sentinel_master_addr || echo '?')) and its $SENTINEL_REPLICAS replicas; no load
   load          $DEMO_DIR/producer.log (acks=all records and Redis SETs, 4/s each)
 
   Mirror flow $MIRROR_NAME, "how much would we lose if we failed over to dr now":
@@ -444,11 +492,17 @@ cmd_up() {
                   $QUERY_RECORDS
                   $QUERY_RPO
 
+  Redis Sentinel deployment demo, "is the master writable, who would be promoted, how long did the failover take":
+    status page   http://127.0.0.1:$EXPORTER_PORT/   section "Redis Sentinel demo"
+    dashboard     grafana/dashboards/redis-sentinel.json (Redis Sentinel; import it into a Grafana on Prometheus $PROMETHEUS_PORT)
+    Prometheus    $(prometheus_graph_url "$QUERY_SENTINEL_FAILOVERS" "$QUERY_SENTINEL_UP")
+
   Try:   scripts/demo.sh kill kafka-leader   (make chaos)
          scripts/demo.sh kill redis-master
+         scripts/demo.sh kill sentinel-master   (make chaos-sentinel: the sentinels promote a replica, the exporter times it)
          scripts/demo.sh kill acked-writes   (make chaos-writes: Kafka loses no acknowledged write, Redis can)
          scripts/demo.sh mirror-stall [SECONDS]   (SIGSTOP MirrorMaker for SECONDS, 30: the flow stalls, the DR cluster falls behind)
-         scripts/demo.sh heal                (start killed nodes again)
+         scripts/demo.sh heal                (start killed nodes and sentinel processes again)
          scripts/demo.sh down                (make demo-down)
 EOF
 }
@@ -457,6 +511,9 @@ EOF
 # cluster died now, in records and in seconds of data.
 QUERY_RECORDS='sum by (mirror, topic) (kafka_mirror_topic_records_not_replicated)'
 QUERY_RPO='max by (mirror) (kafka_mirror_topic_rpo_seconds)'
+# The Sentinel deployment's failovers, and whether its master is writable.
+QUERY_SENTINEL_FAILOVERS='redis_sentinel_master_failovers_total{sentinel_cluster="demo"}'
+QUERY_SENTINEL_UP='redis_sentinel_master_up{sentinel_cluster="demo"}'
 
 urlencode() {
 	local s=$1 out="" c i
@@ -505,17 +562,21 @@ below() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 < b + 0) }'; }
 # The exporter must report both clusters healthy; Kafka's leader election of
 # the new topic and the first refresh take a moment.
 wait_exporter_sees_clusters() {
-	local deadline=$((SECONDS + 60)) text kafka_up redis_up leader
+	local deadline=$((SECONDS + 60)) text kafka_up redis_up sentinel_up master_up leader
 	while :; do
 		text=$(scrape)
 		kafka_up=$(metric "$text" kafka_up kafka_cluster=demo)
 		redis_up=$(metric "$text" redis_cluster_up redis_cluster=demo)
+		sentinel_up=$(metric "$text" redis_sentinel_up sentinel_cluster=demo)
+		master_up=$(metric "$text" redis_sentinel_master_up sentinel_cluster=demo master="$SENTINEL_MASTER")
 		leader=$(metric "$text" kafka_partition_leader topic=demo partition=0)
-		if [[ $kafka_up == 1 && $redis_up == 1 && -n $leader && $leader != -1 ]]; then
-			log "exporter reports kafka_up 1, redis_cluster_up 1"
+		if [[ $kafka_up == 1 && $redis_up == 1 && $sentinel_up == 1 && $master_up == 1 && -n $leader && $leader != -1 ]]; then
+			log "exporter reports kafka_up 1, redis_cluster_up 1, redis_sentinel_up 1 (master $SENTINEL_MASTER up)"
 			return 0
 		fi
 		if ((SECONDS >= deadline)); then
+			[[ $sentinel_up == 1 && $master_up == 1 ]] ||
+				die "exporter reports redis_sentinel_up '${sentinel_up}', redis_sentinel_master_up '${master_up}' for sentinel_cluster demo; log: $DEMO_DIR/exporter.log"
 			[[ $kafka_up == 1 && -n $leader ]] || die "exporter does not report Kafka (kafka_up '${kafka_up}'); log: $DEMO_DIR/exporter.log"
 			if [[ -z $redis_up ]]; then
 				log "warning: the exporter serves no redis_cluster_up series: this build does not watch Redis yet"
@@ -742,12 +803,98 @@ kill_acked_writes() {
 	echo "see the Writes (canary) rows of the dashboards; bring the nodes back with: scripts/demo.sh heal"
 }
 
+# ------------------------------------------------------------ sentinel ---
+
+# sentinel_running: a process of the demo's Sentinel deployment runs.
+sentinel_running() {
+	local port
+	for port in $("$SENTINEL" ports 2>/dev/null || true); do
+		"$SENTINEL" pid "$port" >/dev/null 2>&1 && return 0
+	done
+	return 1
+}
+
+# sentinel_master_addr [PORT]: "HOST:PORT" of the master as the sentinel on
+# PORT names it (SENTINEL GET-MASTER-ADDR-BY-NAME); without PORT, the first
+# sentinel that answers. Fails when none does.
+sentinel_master_addr() {
+	local port answer
+	for port in ${1:-$("$SENTINEL" sentinel-ports 2>/dev/null || true)}; do
+		answer=$("$SENTINEL" master-addr "$port" 2>/dev/null) || continue
+		[[ $answer =~ ^[^\ ]+\ [0-9]+$ ]] || continue
+		echo "${answer% *}:${answer#* }"
+		return 0
+	done
+	return 1
+}
+
+# fsum TEXT NAME [LABEL=VALUE...]: sum of the matching series (values) as a
+# decimal; 0 if none.
+fsum() { values "$@" | awk '{ sum += $1 } END { printf "%.3f\n", sum }'; }
+
+# kill -9 the master the sentinels name and watch the exporter count the
+# failover and time it, as a client of the master would have lived it.
+kill_sentinel_master() {
+	local text m=(sentinel_cluster=demo master="$SENTINEL_MASTER") addr failovers0 count0 sum0 t0 deadline
+	local failovers count sum counted_after new_addr port answers=() promotable
+	text=$(scrape)
+	[[ -n $text ]] || die "exporter not answering at $(metrics_url); is the demo up?"
+	[[ $(metric "$text" redis_sentinel_up sentinel_cluster=demo) == 1 ]] ||
+		die "the exporter reads no sentinel of deployment demo (redis_sentinel_up '$(metric "$text" redis_sentinel_up sentinel_cluster=demo)'; scripts/demo.sh status)"
+	addr=$(sentinel_master_addr) || die "no sentinel of the demo answers SENTINEL GET-MASTER-ADDR-BY-NAME $SENTINEL_MASTER (scripts/demo.sh status; scripts/demo.sh heal)"
+	# Right after a kill and heal, the sentinels may still be failing over
+	# or have no replica to promote: say so rather than kill a lone master.
+	[[ $(metric "$text" redis_sentinel_master_up "${m[@]}") == 1 && $(metric "$text" redis_sentinel_master_sentinels_disagree "${m[@]}") == 0 ]] ||
+		die "master $SENTINEL_MASTER is not writable, or the sentinels disagree, in the exporter's view: a failover under way? (scripts/demo.sh heal, then try again)"
+	promotable=$(metric "$text" redis_sentinel_master_promotable_replicas "${m[@]}")
+	((${promotable:-0} > 0)) || die "no replica of $addr the sentinels could promote (redis_sentinel_master_promotable_replicas '${promotable}'): scripts/demo.sh heal, then try again"
+	failovers0=$(total "$text" redis_sentinel_master_failovers_total "${m[@]}")
+	count0=$(total "$text" redis_sentinel_failover_seconds_count "${m[@]}")
+	sum0=$(fsum "$text" redis_sentinel_failover_seconds_sum "${m[@]}")
+	t0=$(date +%s.%N)
+	"$SENTINEL" kill "${addr##*:}"
+	echo "sentinel: killed master $addr of $SENTINEL_MASTER (kill -9), $promotable promotable replica(s); the sentinels wait down-after-milliseconds (1s), agree and promote one"
+	deadline=$((SECONDS + TIMEOUT))
+	while :; do
+		text=$(scrape)
+		failovers=$(total "$text" redis_sentinel_master_failovers_total "${m[@]}")
+		((failovers > failovers0)) && break
+		((SECONDS < deadline)) || die "the exporter counted no failover of $SENTINEL_MASTER after ${TIMEOUT}s (redis_sentinel_master_failovers_total $failovers0); sentinels: $(sentinel_master_addr || echo 'none answers'); log: $DEMO_DIR/exporter.log"
+		sleep 0.2
+	done
+	counted_after=$(elapsed_since "$t0")
+	# The failover is counted when the address the sentinels agree on
+	# changes; its length is observed once the new master answers as one
+	# with no sentinel flagging it, a refresh or two later.
+	while :; do
+		count=$(total "$text" redis_sentinel_failover_seconds_count "${m[@]}")
+		((count > count0 || SECONDS >= deadline)) && break
+		sleep 0.2
+		text=$(scrape)
+	done
+	sum=$(fsum "$text" redis_sentinel_failover_seconds_sum "${m[@]}")
+	new_addr=$(series "$text" redis_sentinel_master_reported_address | grep -F 'sentinel_cluster="demo"' |
+		while read -r line; do label "$line" address; done | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')
+	echo "sentinel: master $SENTINEL_MASTER $addr -> $new_addr: redis_sentinel_master_failovers_total{sentinel_cluster=\"demo\"} $failovers0 -> $failovers after $counted_after"
+	if ((count > count0)); then
+		echo "sentinel: failover time the exporter measured: $(awk -v a="$sum" -v b="$sum0" 'BEGIN { printf "%.1f", a - b }')s (redis_sentinel_failover_seconds_sum delta, from its first failed read of $addr to the new master writable)"
+	else
+		echo "sentinel: the exporter has not timed the failover yet after ${TIMEOUT}s (redis_sentinel_failover_seconds_count $count0); see redis_sentinel_failover_open_episode_seconds"
+	fi
+	for port in $("$SENTINEL" sentinel-ports); do
+		answers+=("127.0.0.1:$port says $(sentinel_master_addr "$port" || echo '(no answer)')")
+	done
+	echo "sentinel: the sentinels' own answer (SENTINEL GET-MASTER-ADDR-BY-NAME $SENTINEL_MASTER): $(IFS=,; echo "${answers[*]}" | sed 's/,/, /g')"
+	echo "sentinel: see the status page's section \"Redis Sentinel demo\" on http://127.0.0.1:$EXPORTER_PORT/; bring $addr back (the sentinels make it a replica) with: scripts/demo.sh heal"
+}
+
 cmd_kill() {
 	case ${1:-} in
 	kafka-leader) kill_kafka_leader ;;
 	redis-master) kill_redis_master ;;
+	sentinel-master) kill_sentinel_master ;;
 	acked-writes) kill_acked_writes ;;
-	*) die "kill what? kafka-leader, redis-master or acked-writes" ;;
+	*) die "kill what? kafka-leader, redis-master, sentinel-master or acked-writes" ;;
 	esac
 }
 
@@ -849,6 +996,11 @@ cmd_heal() {
 		"$REDIS" pid "$port" >/dev/null 2>&1 && continue
 		"$REDIS" start-node "$port"
 		log "redis node $port started again"
+	done
+	for port in $("$SENTINEL" ports 2>/dev/null || true); do
+		"$SENTINEL" pid "$port" >/dev/null 2>&1 && continue
+		"$SENTINEL" start-node "$port"
+		log "sentinel deployment: process on port $port started again"
 	done
 	if [[ $("$MIRROR" status 2>/dev/null) == paused* ]]; then
 		"$MIRROR" resume
@@ -963,6 +1115,21 @@ cmd_status() {
 			fi
 		done
 	fi
+	if [[ -f $SENTINEL_LAB_DIR/ports ]]; then
+		local kind role
+		for port in $("$SENTINEL" ports); do
+			kind=sentinel role=""
+			if grep -qx "$port" "$SENTINEL_LAB_DIR/data-ports"; then
+				kind=node
+			fi
+			if pid=$("$SENTINEL" pid "$port" 2>/dev/null); then
+				[[ $kind == sentinel ]] || role=$(redis-cli -h 127.0.0.1 -p "$port" role 2>/dev/null | head -1 || true)
+				printf 'sentinel     %s %s running pid %s%s\n' "$kind" "$port" "$pid" "${role:+ ($role)}"
+			else
+				printf 'sentinel     %s %s stopped\n' "$kind" "$port"
+			fi
+		done
+	fi
 }
 
 cmd_down() {
@@ -977,10 +1144,11 @@ cmd_down() {
 		fi
 		rm -f "$DEMO_DIR/$name.pid"
 	done
-	# MirrorMaker before the Kafkas it connects, Redis meanwhile; the two
+	# MirrorMaker before the Kafkas it connects, Redis and Sentinel meanwhile; the two
 	# Kafkas side by side.
 	"$MIRROR" stop &
 	"$REDIS" stop || true
+	"$SENTINEL" stop || true
 	wait $! || true
 	kafka_dr stop &
 	"$KAFKA" stop || true

@@ -21,18 +21,21 @@ import (
 )
 
 // TestDemoUpKillDown runs `make demo`'s script end to end on private ports:
-// up, a stall of the mirror flow, the three kills, heal, status and down, and
+// up, a stall of the mirror flow, the four kills, heal, status and down, and
 // checks that down leaves no process behind. Heavy (4 Kafka JVMs, MirrorMaker,
-// 6 redis-server, Prometheus, Alertmanager): skipped with -short.
+// 6 redis-server, a Sentinel deployment of 6 more, Prometheus, Alertmanager):
+// skipped with -short.
 func TestDemoUpKillDown(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts Kafka, MirrorMaker, Redis, Prometheus and Alertmanager")
+		t.Skip("starts Kafka, MirrorMaker, Redis, Redis Sentinel, Prometheus and Alertmanager")
 	}
 	root := lab.RepoRoot(t)
 	dir := t.TempDir()
 	// The demo's 3 brokers, the DR broker (+3) and their controllers (+100).
 	kafkaBase := lab.PickBasePort(t, 0, 1, 2, 3, 100, 101, 102, 103)
 	redisBase := lab.PickBasePort(t, 0, 1, 2, 3, 4, 5, 10000, 10001, 10002, 10003, 10004, 10005)
+	// The Sentinel deployment: master, two replicas, three sentinels.
+	sentinelBase := lab.PickBasePort(t, 0, 1, 2, 3, 4, 5)
 	// Below the ephemeral range too, as the demo's own defaults are.
 	servicesBase := lab.PickBasePort(t, 0, 1, 2)
 	exporterPort, prometheusPort, alertmanagerPort := servicesBase, servicesBase+1, servicesBase+2
@@ -41,6 +44,7 @@ func TestDemoUpKillDown(t *testing.T) {
 		"DEMO_KAFKA_BASE_PORT="+strconv.Itoa(kafkaBase),
 		"DEMO_KAFKA_DR_PORT="+strconv.Itoa(kafkaBase+3),
 		"DEMO_REDIS_BASE_PORT="+strconv.Itoa(redisBase),
+		"DEMO_SENTINEL_BASE_PORT="+strconv.Itoa(sentinelBase),
 		"DEMO_EXPORTER_PORT="+strconv.Itoa(exporterPort),
 		"DEMO_PROMETHEUS_PORT="+strconv.Itoa(prometheusPort),
 		"DEMO_ALERTMANAGER_PORT="+strconv.Itoa(alertmanagerPort),
@@ -98,6 +102,8 @@ func TestDemoUpKillDown(t *testing.T) {
 	metrics := scrapeMetrics(t, exporterPort)
 	for _, want := range []string{
 		`kafka_up{kafka_cluster="demo"} 1`, `kafka_up{kafka_cluster="dr"} 1`, `redis_cluster_up{redis_cluster="demo"} 1`,
+		`redis_sentinel_up{sentinel_cluster="demo"} 1`,
+		`redis_sentinel_master_up{master="mymaster",sentinel_cluster="demo"} 1`,
 		`kafka_mirror_up{mirror="demo-dr",source_cluster="demo",target_cluster="dr"} 1`,
 		`kafka_mirror_stalled{mirror="demo-dr",source_cluster="demo",target_cluster="dr"} 0`,
 	} {
@@ -114,6 +120,9 @@ func TestDemoUpKillDown(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^` + name + ` +running pid \d+`).MatchString(status) {
 			t.Errorf("status does not show %s running", name)
 		}
+	}
+	if n := len(regexp.MustCompile(`(?m)^sentinel +(node|sentinel) \d+ running pid \d+`).FindAllString(status, -1)); n != 6 {
+		t.Errorf("status shows %d processes of the Sentinel deployment running, want 6 (3 data nodes, 3 sentinels)", n)
 	}
 
 	checkMirrorStall(t, demo, exporterPort)
@@ -149,6 +158,7 @@ func TestDemoUpKillDown(t *testing.T) {
 	if m := regexp.MustCompile(`redis: master (\S+) -> promoted replica (\S+) after`).FindStringSubmatch(out); m == nil || m[1] == m[2] {
 		t.Errorf("kill redis-master did not report a promoted replica")
 	}
+	checkSentinelKill(t, demo, exporterPort, sentinelBase)
 
 	// make roll: a rolling restart gated by the failure budget, from a
 	// healed demo, with the canaries writing throughout.
@@ -174,8 +184,17 @@ func TestDemoUpKillDown(t *testing.T) {
 	}
 
 	pids := demoPIDs(t, dir)
-	if len(pids) < 4+2+5+2 {
-		t.Errorf("found %d PIDs of demo processes before down, want at least 13: %v", len(pids), pids)
+	if len(pids) < 4+2+5+2+6 {
+		t.Errorf("found %d PIDs of demo processes before down, want at least 19: %v", len(pids), pids)
+	}
+	sentinelPIDs := 0
+	for _, pid := range pids {
+		if strings.HasPrefix(pid.what, "sentinel/") {
+			sentinelPIDs++
+		}
+	}
+	if sentinelPIDs != 6 {
+		t.Errorf("found %d PIDs of the Sentinel deployment before down (healed), want 6: %v", sentinelPIDs, pids)
 	}
 	demo(2*time.Minute, "down")
 	downed = true
@@ -189,6 +208,58 @@ func TestDemoUpKillDown(t *testing.T) {
 		}
 	}
 	t.Logf("whole demo cycle took %s", time.Since(start).Round(time.Second))
+}
+
+// checkSentinelKill runs `kill sentinel-master` (make chaos-sentinel) and
+// checks that it killed the master the sentinels named, that the exporter
+// counted the failover and timed it, and that the sentinels and the exporter
+// agree on the new master.
+func checkSentinelKill(t *testing.T, demo func(time.Duration, ...string) string, exporterPort, sentinelBase int) {
+	t.Helper()
+	const failovers = `redis_sentinel_master_failovers_total{master="mymaster",sentinel_cluster="demo"} `
+	before, _ := seriesValue(scrapeMetrics(t, exporterPort), failovers)
+	out := demo(2*time.Minute, "kill", "sentinel-master")
+	m := regexp.MustCompile(`sentinel: master mymaster (\S+) -> (\S+): redis_sentinel_master_failovers_total\{sentinel_cluster="demo"\} (\d+) -> (\d+) after`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("kill sentinel-master did not report the failover the exporter counted")
+	}
+	oldMaster, newMaster := m[1], m[2]
+	if oldMaster == newMaster || !strings.HasPrefix(oldMaster, "127.0.0.1:") {
+		t.Errorf("kill sentinel-master: master %s -> %s, want a different address", oldMaster, newMaster)
+	}
+	n0, _ := strconv.Atoi(m[3])
+	n1, _ := strconv.Atoi(m[4])
+	if n0 != int(before) || n1 <= n0 {
+		t.Errorf("kill sentinel-master: failovers %d -> %d (/metrics said %v before), want an increase from it", n0, n1, before)
+	}
+	if secs := regexp.MustCompile(`sentinel: failover time the exporter measured: ([\d.]+)s`).FindStringSubmatch(out); secs == nil {
+		t.Errorf("kill sentinel-master did not print the failover time the exporter measured")
+	} else if f, _ := strconv.ParseFloat(secs[1], 64); f <= 0 || f > 60 {
+		t.Errorf("kill sentinel-master: failover took %ss by the exporter's clock, want between 0 and 60", secs[1])
+	}
+	// Each of the three sentinels names the new master.
+	for i := 3; i < 6; i++ {
+		want := fmt.Sprintf("127.0.0.1:%d says %s", sentinelBase+i, newMaster)
+		if !strings.Contains(out, want) {
+			t.Errorf("kill sentinel-master: the sentinels' answer lacks %q", want)
+		}
+	}
+	text := scrapeMetrics(t, exporterPort)
+	if after, ok := seriesValue(text, failovers); !ok || after <= before {
+		t.Errorf("after kill sentinel-master: %s%v (served: %v), was %v", failovers, after, ok, before)
+	}
+}
+
+// seriesValue is the value of the series whose line starts with prefix
+// (name, labels and a space).
+func seriesValue(text, prefix string) (float64, bool) {
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
 }
 
 // mirrorStallSeconds is how long the test stalls the demo's mirror flow: its
@@ -281,7 +352,7 @@ type demoPID struct {
 func demoPIDs(t *testing.T, dir string) []demoPID {
 	t.Helper()
 	var files []string
-	for _, pattern := range []string{"*.pid", "kafka/node-*/pid", "kafka-dr/node-*/pid", "mirror/pid", "redis/*/redis.pid"} {
+	for _, pattern := range []string{"*.pid", "kafka/node-*/pid", "kafka-dr/node-*/pid", "mirror/pid", "redis/*/redis.pid", "sentinel/*/redis.pid"} {
 		m, _ := filepath.Glob(filepath.Join(dir, pattern))
 		files = append(files, m...)
 	}
@@ -393,9 +464,10 @@ func TestDemoPortsBelowEphemeralRange(t *testing.T) {
 	stdout, stderr, _ := runDemo(t, nil, "ports") // exit 1 if this machine runs something on them
 	ports := demoPorts(t, stdout)
 	// 3 brokers and their controllers, the DR broker and its controller,
-	// 6 Redis nodes and their buses, the exporter, Prometheus, Alertmanager.
-	if len(ports) != 23 {
-		t.Fatalf("scripts/demo.sh ports lists %d ports, want 23:\n%s", len(ports), stdout)
+	// 6 Redis nodes and their buses, the Sentinel deployment's 3 data nodes
+	// and 3 sentinels, the exporter, Prometheus, Alertmanager.
+	if len(ports) != 29 {
+		t.Fatalf("scripts/demo.sh ports lists %d ports, want 29:\n%s", len(ports), stdout)
 	}
 	start := ephemeralPortsStart(t)
 	seen := map[int]string{}
@@ -432,6 +504,7 @@ func TestDemoPortsBelowEphemeralRange(t *testing.T) {
 func TestDemoUpNamesPortInUse(t *testing.T) {
 	kafkaBase := lab.PickBasePort(t, 0, 1, 2, 3, 100, 101, 102, 103)
 	redisBase := lab.PickBasePort(t, 0, 1, 2, 3, 4, 5, 10000, 10001, 10002, 10003, 10004, 10005)
+	sentinelBase := lab.PickBasePort(t, 0, 1, 2, 3, 4, 5)
 	servicesBase := lab.PickBasePort(t, 0, 1, 2)
 	taken := servicesBase + 1
 	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(taken))
@@ -443,6 +516,7 @@ func TestDemoUpNamesPortInUse(t *testing.T) {
 		"DEMO_KAFKA_BASE_PORT=" + strconv.Itoa(kafkaBase),
 		"DEMO_KAFKA_DR_PORT=" + strconv.Itoa(kafkaBase+3),
 		"DEMO_REDIS_BASE_PORT=" + strconv.Itoa(redisBase),
+		"DEMO_SENTINEL_BASE_PORT=" + strconv.Itoa(sentinelBase),
 		"DEMO_EXPORTER_PORT=" + strconv.Itoa(servicesBase),
 		"DEMO_PROMETHEUS_PORT=" + strconv.Itoa(taken),
 		"DEMO_ALERTMANAGER_PORT=" + strconv.Itoa(servicesBase+2),
