@@ -333,7 +333,9 @@ func promtool(t *testing.T, args ...string) {
 	if err != nil {
 		t.Fatalf("promtool not found (%v): run scripts/install-deps.sh", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A guard against a hung promtool, not a bound on its speed: testing every
+	// rule file takes about 30 s of CPU, over two minutes on a busy machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, path, args...).CombinedOutput(); err != nil {
 		t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
