@@ -675,11 +675,15 @@ func (s *source) topicIDReader() func() (sarama.Uuid, error) {
 		}
 		var errs []error
 		for _, broker := range brokers {
-			if err := broker.Open(conf); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
-				errs = append(errs, fmt.Errorf("broker %d: %w", broker.ID(), err))
+			openErr := broker.Open(conf)
+			if openErr != nil && !errors.Is(openErr, sarama.ErrAlreadyConnected) {
+				errs = append(errs, fmt.Errorf("broker %d: %w", broker.ID(), openErr))
 				continue
 			}
 			resp, err := broker.GetMetadata(sarama.NewMetadataRequest(conf.Version, []string{topic}))
+			if openErr == nil { // this call connected it
+				closeOrphan(c.client, broker)
+			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("broker %d: %w", broker.ID(), err))
 				continue
@@ -695,6 +699,18 @@ func (s *source) topicIDReader() func() (sarama.Uuid, error) {
 			return sarama.Uuid{}, errors.New("no broker known")
 		}
 		return sarama.Uuid{}, fmt.Errorf("metadata of %s: %w", topic, errors.Join(errs...))
+	}
+}
+
+// closeOrphan closes a broker connection the caller opened that no client
+// owns any more: the client closed (the source stopped while the read ran
+// on its goroutine) or it replaced or dropped the broker (a metadata
+// refresh after a broker died) between Brokers() and Open. A client closes
+// only the brokers it holds; without this the connection and its reader
+// goroutine would outlive the source.
+func closeOrphan(client sarama.Client, broker *sarama.Broker) {
+	if client.Closed() || !slices.Contains(client.Brokers(), broker) {
+		_ = broker.Close()
 	}
 }
 
