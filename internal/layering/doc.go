@@ -3,5 +3,7 @@
 // registry line each) imports a sibling system, and neither config nor the
 // systems' settings packages (systems/*/settings) link a client library.
 // The clients live in systems/kafka/client and systems/redis/proto, which
-// systems and canaries import.
+// systems and canaries import; the Redis canaries' engine, which writes and
+// checks the keys for Redis Cluster's canary and Sentinel's alike, is such
+// a library too (systems/redis/keycanary).
 package layering

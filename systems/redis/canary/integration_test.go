@@ -18,7 +18,8 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
-	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
+	"github.com/failover-exporter/failover_exporter/systems/redis/keycanary"
+	redisproto "github.com/failover-exporter/failover_exporter/systems/redis/proto"
 	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
@@ -298,7 +299,7 @@ func TestCanaryCountsAcknowledgedWritesLostInAFailover(t *testing.T) {
 		c.CLI(t, from.Port, "CLUSTER", "SETSLOT", slot, "MIGRATING", to.ID)
 		// Every key of the slot, as reshard moves them: the canary key and
 		// its lease key.
-		c.CLI(t, from.Port, "MIGRATE", "127.0.0.1", strconv.Itoa(to.Port), "", "0", "5000", "KEYS", key, leaseKey(settings.DefaultCanaryKeyPrefix, key))
+		c.CLI(t, from.Port, "MIGRATE", "127.0.0.1", strconv.Itoa(to.Port), "", "0", "5000", "KEYS", key, keycanary.LeaseKey(settings.DefaultCanaryKeyPrefix, key))
 		for _, m := range masters {
 			c.CLI(t, m.Port, "CLUSTER", "SETSLOT", slot, "NODE", to.ID)
 		}

@@ -1,13 +1,4 @@
-// Package rediscanary is the Redis Cluster write canary: per master, one
-// key whose hash tag lands in a slot that master owns, SET with the next
-// value every interval (optionally followed by WAIT), and, after the slot
-// changes master, a read of the key from the new master to count the
-// writes the old one acknowledged that the new one does not have.
-//
-// source.go owns the canary's clients and runs one round; snapshot.go is
-// what a round publishes; collector.go turns it into metrics; watcher.go
-// runs the rounds on the canary's interval.
-package rediscanary
+package keycanary
 
 import (
 	"maps"
@@ -19,10 +10,10 @@ import (
 // Snapshot is the canary's counters after one round. It is immutable once
 // published; each round starts from a copy of the previous one.
 type Snapshot struct {
-	// Masters is keyed by node id: a master's counters stay after it dies,
-	// since its lost writes are counted after it is gone.
+	// Masters is keyed by Target.ID: a master's counters stay after it
+	// dies, since its lost writes are counted after it is gone.
 	Masters map[string]*MasterStats
-	// Checks counts reads of a key from a new master after its slot changed
+	// Checks counts reads of a key from a new master after the key changed
 	// master: each is a chance to find acknowledged writes lost.
 	Checks uint64
 	// Leader is set when this exporter holds the cluster's canary lease (or
@@ -36,8 +27,10 @@ type Snapshot struct {
 // MasterStats are the canary's counters for one master.
 type MasterStats struct {
 	Addr string
-	// Key is the canary key in a slot this master owns; empty once the
-	// master owns no slot.
+	// Set is the Sentinel master name, "" for Redis Cluster.
+	Set string
+	// Key is the canary key this master holds; empty once it holds none
+	// (it owns no slot, or is no longer the set's master).
 	Key string
 	// Attempts counts rounds that tried to write the master's key.
 	Attempts uint64
@@ -47,10 +40,10 @@ type MasterStats struct {
 	// Failures counts failed attempts by error kind.
 	Failures map[string]uint64
 	// Lost counts writes this master acknowledged that the master which
-	// took over its slot did not have.
+	// took over its key did not have.
 	Lost uint64
 	// Unverifiable counts writes this master acknowledged whose key the
-	// master that took over its slot did not have, when the key's TTL may
+	// master that took over its key did not have, when the key's TTL may
 	// have run out before it was read: expired or lost, nobody can tell.
 	// Never counted lost.
 	Unverifiable uint64
@@ -75,15 +68,18 @@ func (s *Snapshot) clone() *Snapshot {
 	return out
 }
 
-// master returns the stats of a master, created if new.
-func (s *Snapshot) master(id, addr string) *MasterStats {
-	m, ok := s.Masters[id]
+// master returns the stats of a target's master, created if new.
+func (s *Snapshot) master(t Target) *MasterStats {
+	m, ok := s.Masters[t.ID]
 	if !ok {
 		m = &MasterStats{Failures: map[string]uint64{}}
-		s.Masters[id] = m
+		s.Masters[t.ID] = m
 	}
-	if addr != "" {
-		m.Addr = addr
+	if t.Addr != "" {
+		m.Addr = t.Addr
+	}
+	if t.Set != "" {
+		m.Set = t.Set
 	}
 	return m
 }

@@ -1,4 +1,4 @@
-package rediscanary
+package keycanary
 
 import (
 	"context"
@@ -10,8 +10,24 @@ import (
 
 	"github.com/go-kit/log"
 
+	redisproto "github.com/failover-exporter/failover_exporter/systems/redis/proto"
 	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
+
+// newTestEngine is the engine of cfg's canary, closed when the test ends.
+func newTestEngine(t *testing.T, cfg settings.Cluster, logger log.Logger) *Engine {
+	t.Helper()
+	option, err := redisproto.ClientOption(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(cfg.Canary, cfg.CommandTimeout, option, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
 
 // syncBuffer is a log the lease's goroutines may write while a test reads.
 type syncBuffer struct {
@@ -51,11 +67,7 @@ func TestCancelledLeaseAttemptIsNotLogged(t *testing.T) {
 		CommandTimeout: 200 * time.Millisecond,
 		Canary:         settings.Canary{Enabled: true, Interval: time.Second, KeyPrefix: "p:", KeyTTL: time.Hour},
 	}
-	s, err := newSource(cfg, log.NewLogfmtLogger(&logged))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
+	s := newTestEngine(t, cfg, log.NewLogfmtLogger(&logged))
 	s.lease.setTargets([]leaseTarget{{id: "a", addr: addr, key: "p:lease{0}"}})
 
 	ctx, cancel := context.WithCancel(context.Background())

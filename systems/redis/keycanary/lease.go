@@ -1,4 +1,4 @@
-package rediscanary
+package keycanary
 
 import (
 	"context"
@@ -17,14 +17,18 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/canary/lease"
 )
 
-// The canary lease: which of the exporters of one cluster writes its
-// canary keys. It lives in the cluster, as one lease key per master, in
-// the slot of that master's canary key (PREFIXlease{N} beside PREFIX{N}):
+// The canary lease: which of the exporters of one cluster (or Sentinel
+// deployment) writes its canary keys. It lives in the cluster, as one
+// lease key per master beside that master's canary key (PREFIXlease{N}
+// beside PREFIX{N}, in the same slot in Redis Cluster):
 //
-//   - An exporter holds the lease while a majority of the masters that own
-//     slots hold its token. A master that dies or fails over is a minority,
-//     so the lease survives exactly the failures the canary measures; a
-//     holder cut off from most masters loses it.
+//   - An exporter holds the lease while a majority of the masters that hold
+//     a canary key hold its token. In a cluster of several masters, a master
+//     that dies or fails over is a minority, so the lease survives exactly
+//     the failures the canary measures; a holder cut off from most masters
+//     loses it. A Sentinel deployment watching one master set has one
+//     master: its failover ends the hold, and the next hold begins on the
+//     promoted replica after the wait below (docs/canary.md).
 //   - Every canary write is fenced on its master: one script checks that
 //     the master's lease key holds the writer's token (taking it if free)
 //     and only then sets the canary key. A holder that lost the lease while
@@ -67,8 +71,9 @@ return redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])`
 // under a second.
 const minLeaseTTL = 300 * time.Millisecond
 
-// leaseKey is the lease key beside a canary key: same hash tag, same slot.
-func leaseKey(prefix, canaryKey string) string {
+// LeaseKey is the lease key beside a canary key: same hash tag, same slot
+// in Redis Cluster.
+func LeaseKey(prefix, canaryKey string) string {
 	return prefix + "lease" + strings.TrimPrefix(canaryKey, prefix)
 }
 
@@ -131,11 +136,11 @@ func (r *leaseRunner) currentTargets() []leaseTarget {
 
 // startLease runs the attempts until stopLease, once; the first round
 // calls it, so that the source does no I/O before it runs.
-func (s *source) startLease() {
-	r := s.lease
+func (e *Engine) startLease() {
+	r := e.lease
 	_ = r.attempts.Start(nil, func(ctx context.Context) { // no setup to fail
 		for {
-			s.attemptLease(ctx)
+			e.attemptLease(ctx)
 			// Jittered: two exporters that split the masters' votes both give
 			// theirs back, and must not retry in step.
 			timer := time.NewTimer(r.period/2 + rand.N(r.period/2))
@@ -152,22 +157,22 @@ func (s *source) startLease() {
 // stopLease stops the attempts and, if the lease is held, gives its keys
 // back, so that another exporter takes over at its next attempt (a
 // rolling restart) rather than after the keys expire.
-func (s *source) stopLease() {
-	r := s.lease
+func (e *Engine) stopLease() {
+	r := e.lease
 	if !r.attempts.Stop() || !r.Held(time.Now()) {
 		return
 	}
 	ctx, cancelRelease := context.WithTimeout(context.Background(), r.timeout)
 	defer cancelRelease()
-	s.releaseLease(ctx, r.currentTargets(), nil)
-	level.Info(s.logger).Log("msg", "canary lease given back on stop")
+	e.releaseLease(ctx, r.currentTargets(), nil)
+	level.Info(e.logger).Log("msg", "canary lease given back on stop")
 }
 
 // attemptLease asks every master to grant the lease and records whether a
 // majority did. A candidate that won no majority gives back what it won,
 // so that a split vote leaves the keys free for the next attempt.
-func (s *source) attemptLease(ctx context.Context) {
-	r := s.lease
+func (e *Engine) attemptLease(ctx context.Context) {
+	r := e.lease
 	targets := r.currentTargets()
 	if len(targets) == 0 {
 		return
@@ -182,7 +187,7 @@ func (s *source) attemptLease(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i, tg := range targets {
 		wg.Go(func() {
-			client, err := s.client(tg.addr)
+			client, err := e.Client(tg.addr)
 			if err != nil {
 				errs[i] = err
 				return
@@ -198,7 +203,7 @@ func (s *source) attemptLease(ctx context.Context) {
 		// nothing is recorded or logged.
 		return
 	}
-	s.logLeaseErrors(targets, errs)
+	e.logLeaseErrors(targets, errs)
 	votes := 0
 	for _, g := range granted {
 		if g {
@@ -208,51 +213,51 @@ func (s *source) attemptLease(ctx context.Context) {
 	majority := votes*2 > len(targets)
 	held, changed := r.Record(sent, majority)
 	if !held && votes > 0 {
-		s.releaseLease(ctx, targets, granted)
+		e.releaseLease(ctx, targets, granted)
 	}
 	if changed {
 		msg := "canary lease taken: this exporter writes the canary after waiting out the previous holder"
 		if !held {
 			msg = "canary lease lost: this exporter stops writing the canary"
 		}
-		level.Info(s.logger).Log("msg", msg, "masters_granting", votes, "masters", len(targets), "lease_ttl", r.TTL())
+		level.Info(e.logger).Log("msg", msg, "masters_granting", votes, "masters", len(targets), "lease_ttl", r.TTL())
 	}
 }
 
 // logLeaseErrors logs when the masters' answers to the lease start or stop
 // failing, with the first failure: a refusal (NOPERM: the user may not run
 // EVAL) leaves the canary writing nothing, and must say why.
-func (s *source) logLeaseErrors(targets []leaseTarget, errs []error) {
+func (e *Engine) logLeaseErrors(targets []leaseTarget, errs []error) {
 	kind, i := "", slices.IndexFunc(errs, func(err error) bool { return err != nil })
 	if i >= 0 {
-		kind = errorKind(errs[i])
+		kind = ErrorKind(errs[i])
 	}
-	if kind == s.lease.lastError {
+	if kind == e.lease.lastError {
 		return
 	}
-	s.lease.lastError = kind
+	e.lease.lastError = kind
 	if kind == "" {
-		level.Info(s.logger).Log("msg", "canary lease attempts answered by every master again")
+		level.Info(e.logger).Log("msg", "canary lease attempts answered by every master again")
 		return
 	}
 	msg := "canary lease attempt failing; without the lease this exporter writes no canary"
 	if kind == "NOPERM" {
 		msg += " (docs/canary.md: the ACL needs +eval, or set canary.lease: false on a lone exporter)"
 	}
-	level.Warn(s.logger).Log("msg", msg, "master", targets[i].id, "address", targets[i].addr, "error", kind, "err", errs[i])
+	level.Warn(e.logger).Log("msg", msg, "master", targets[i].id, "address", targets[i].addr, "error", kind, "err", errs[i])
 }
 
 // releaseLease deletes the lease keys that are ours: those granted, or
 // all when granted is nil.
-func (s *source) releaseLease(ctx context.Context, targets []leaseTarget, granted []bool) {
+func (e *Engine) releaseLease(ctx context.Context, targets []leaseTarget, granted []bool) {
 	var wg sync.WaitGroup
 	for i, tg := range targets {
 		if granted != nil && !granted[i] {
 			continue
 		}
 		wg.Go(func() {
-			if client, err := s.client(tg.addr); err == nil {
-				_ = client.Do(ctx, client.B().Eval().Script(releaseScript).Numkeys(1).Key(tg.key).Arg(s.lease.token).Build()).Error()
+			if client, err := e.Client(tg.addr); err == nil {
+				_ = client.Do(ctx, client.B().Eval().Script(releaseScript).Numkeys(1).Key(tg.key).Arg(e.lease.token).Build()).Error()
 			}
 		})
 	}
@@ -261,16 +266,16 @@ func (s *source) releaseLease(ctx context.Context, targets []leaseTarget, grante
 
 // fencedSet is set for a canary that holds the lease: the write lands only
 // if the master's lease key is ours.
-func (s *source) fencedSet(ctx context.Context, client rueidis.Client, key string, value uint64) error {
+func (e *Engine) fencedSet(ctx context.Context, client rueidis.Client, key string, value uint64) error {
 	cmds := rueidis.Commands{client.B().Eval().Script(fencedSetScript).Numkeys(2).
-		Key(leaseKey(s.cfg.Canary.KeyPrefix, key), key).
-		Arg(s.lease.token, strconv.FormatUint(value, 10), strconv.FormatInt(s.cfg.Canary.KeyTTL.Milliseconds(), 10), strconv.FormatInt(s.lease.TTL().Milliseconds(), 10)).
+		Key(LeaseKey(e.canary.KeyPrefix, key), key).
+		Arg(e.lease.token, strconv.FormatUint(value, 10), strconv.FormatInt(e.canary.KeyTTL.Milliseconds(), 10), strconv.FormatInt(e.lease.TTL().Milliseconds(), 10)).
 		Build()}
-	return s.sendWrite(ctx, client, key, cmds)
+	return e.sendWrite(ctx, client, key, cmds)
 }
 
 // isNotLeased reports a fenced write refused because another exporter
 // holds the master's lease key.
 func isNotLeased(err error) bool {
-	return err != nil && errorKind(err) == notLeased
+	return err != nil && ErrorKind(err) == notLeased
 }
