@@ -88,6 +88,7 @@ func (s *source) chooseKey(masterID string, slots *redisproto.SlotMap) (string, 
 	}
 	return "", 0, false
 }
+
 // topology asks the known masters and the seeds for CLUSTER NODES and
 // CLUSTER INFO at once and merges their answers by the exporter's one
 // slot-ownership rule (redisproto.NewSlotMap, the watcher's): members only, and
