@@ -13,6 +13,7 @@ import (
 	rediscanary "github.com/failover-exporter/failover_exporter/systems/redis/canary"
 	"github.com/failover-exporter/failover_exporter/systems/redis/slotcmd"
 	"github.com/failover-exporter/failover_exporter/systems/sentinel"
+	sentinelcanary "github.com/failover-exporter/failover_exporter/systems/sentinel/canary"
 )
 
 // All is the registry; the manager, the config check, the status page,
@@ -24,6 +25,7 @@ var All = []system.System{
 	rediscanary.System,
 	mirror.System,
 	sentinel.System,
+	sentinelcanary.System,
 }
 
 // Commands are the systems' own commands, beside the server and

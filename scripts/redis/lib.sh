@@ -69,13 +69,25 @@ check_port() {
 	[[ -f "$(conf_of "$1")" ]] || die "no lab $noun on port $1 (in $lab_dir)"
 }
 
+# running reports whether pid runs. A zombie does not: a daemon killed
+# with -9 was reparented when it daemonized, and its new parent may be slow
+# to reap it (a container's init), while kill -0 still finds it; a restart
+# right after such a kill must not be refused. Without /proc, kill -0 says.
+running() {
+	local pid="$1" stat
+	kill -0 "$pid" 2>/dev/null || return 1
+	stat="$(cat "/proc/$pid/stat" 2>/dev/null)" || return 0
+	stat="${stat##*) }"
+	[[ "${stat:0:1}" != Z ]]
+}
+
 # pid_of prints the PID of a running process, or nothing when it is not running.
 pid_of() {
 	local pidfile pid
 	pidfile="$(node_dir "$1")/redis.pid"
 	[[ -f "$pidfile" ]] || return 0
 	pid="$(cat "$pidfile" 2>/dev/null || true)"
-	if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+	if [[ -n "$pid" ]] && running "$pid"; then
 		echo "$pid"
 	fi
 }
@@ -83,7 +95,7 @@ pid_of() {
 wait_gone() {
 	local pid="$1" i
 	for ((i = 0; i < 100; i++)); do
-		kill -0 "$pid" 2>/dev/null || return 0
+		running "$pid" || return 0
 		sleep 0.1
 	done
 	return 1

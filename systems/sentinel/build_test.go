@@ -225,14 +225,14 @@ func TestBudgetNeverSafeWhenItCannotKnow(t *testing.T) {
 }
 
 func TestRepliesThatCannotBeLabelsAreRefused(t *testing.T) {
-	for _, bad := range []string{"", "has space", "new\nline", "ümlaut", strings.Repeat("x", maxLabel+1)} {
-		if labelSafe(bad) {
-			t.Errorf("labelSafe(%q) = true", bad)
+	for _, bad := range []string{"", "has space", "new\nline", "ümlaut", strings.Repeat("x", settings.MaxLabel+1)} {
+		if settings.LabelSafe(bad) {
+			t.Errorf("settings.LabelSafe(%q) = true", bad)
 		}
 	}
 	for _, good := range []string{"mymaster", "10.0.0.1:6379", "[::1]:6379", "cache-eu_1.x"} {
-		if !labelSafe(good) {
-			t.Errorf("labelSafe(%q) = false", good)
+		if !settings.LabelSafe(good) {
+			t.Errorf("settings.LabelSafe(%q) = false", good)
 		}
 	}
 	if hostPort("10.0.0.1", "0") != "" || hostPort("10.0.0.1", "x") != "" || hostPort("10.0.0.1", "70000") != "" {

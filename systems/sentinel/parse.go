@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/failover-exporter/failover_exporter/systems/sentinel/settings"
 	"github.com/redis/rueidis"
 )
 
@@ -22,8 +23,8 @@ func parseMasters(reply rueidis.RedisResult) (map[string]map[string]string, erro
 		if err != nil {
 			return nil, fmt.Errorf("SENTINEL MASTERS: %w", err)
 		}
-		if !labelSafe(fields["name"]) {
-			return nil, fmt.Errorf("SENTINEL MASTERS: a master name that is empty, longer than %d bytes or not printable ASCII: %q", maxLabel, truncate(fields["name"]))
+		if !settings.LabelSafe(fields["name"]) {
+			return nil, fmt.Errorf("SENTINEL MASTERS: a master name that is empty, longer than %d bytes or not printable ASCII: %q", settings.MaxLabel, truncate(fields["name"]))
 		}
 		out[fields["name"]] = fields
 	}
@@ -56,7 +57,7 @@ func parseReport(sentinel string, fields map[string]string, replies []rueidis.Re
 	if err != nil || len(addr) != 2 {
 		return r, fmt.Errorf("SENTINEL GET-MASTER-ADDR-BY-NAME: %v %v", addr, err)
 	}
-	if r.Addr = hostPort(addr[0], addr[1]); !labelSafe(r.Addr) {
+	if r.Addr = hostPort(addr[0], addr[1]); !settings.LabelSafe(r.Addr) {
 		return r, fmt.Errorf("SENTINEL GET-MASTER-ADDR-BY-NAME: not an address: %q", truncate(r.Addr))
 	}
 	if r.Replicas, err = parseReplicas(replies[1]); err != nil {
@@ -99,7 +100,7 @@ func parseReplicas(reply rueidis.RedisResult) ([]ReplicaReport, error) {
 			Offset:   atoi64(f["slave-repl-offset"]),
 			LinkDown: time.Duration(atoi64(f["master-link-down-time"])) * time.Millisecond,
 		}
-		if !labelSafe(rep.Addr) {
+		if !settings.LabelSafe(rep.Addr) {
 			return nil, fmt.Errorf("SENTINEL REPLICAS: not an address: %q", truncate(rep.Addr))
 		}
 		for _, flag := range strings.Split(f["flags"], ",") {
@@ -123,30 +124,12 @@ func parseSentinels(reply rueidis.RedisResult) ([]string, error) {
 			return nil, fmt.Errorf("SENTINEL SENTINELS: %w", err)
 		}
 		addr := hostPort(f["ip"], f["port"])
-		if !labelSafe(addr) {
+		if !settings.LabelSafe(addr) {
 			return nil, fmt.Errorf("SENTINEL SENTINELS: not an address: %q", truncate(addr))
 		}
 		out = append(out, addr)
 	}
 	return out, nil
-}
-
-// maxLabel bounds a name or address taken from a reply: each becomes a
-// label value.
-const maxLabel = 256
-
-// labelSafe reports whether s, read from a reply, may become a label
-// value: not empty, at most maxLabel bytes, printable ASCII without spaces.
-func labelSafe(s string) bool {
-	if s == "" || len(s) > maxLabel {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] > '~' {
-			return false
-		}
-	}
-	return true
 }
 
 // truncate shortens a refused value for an error message.

@@ -61,10 +61,10 @@ type SlotStats struct {
 // number is top times the masters, per statistic.
 const MaxSlotStatsTop = 100
 
-// Canary configures the Redis write canary: per master, one key in a
-// slot the master owns, SET with an increasing value every interval, and
-// after a promotion a read from the new master to count acknowledged
-// writes it does not have.
+// Canary configures a Redis write canary: per master, one key (in a slot
+// the master owns, in Redis Cluster; one per master name under Sentinel),
+// SET with an increasing value every interval, and after a promotion a
+// read from the new master to count acknowledged writes it does not have.
 type Canary struct {
 	Enabled bool `yaml:"enabled"`
 	// Interval between two rounds of writes; default the refresh interval.
@@ -107,15 +107,21 @@ func (r *Cluster) applyDefaults() {
 	if r.BackdateLimit == 0 {
 		r.BackdateLimit = config.DefaultBackdateLimit
 	}
-	if r.Canary.Interval == 0 {
-		r.Canary.Interval = r.RefreshInterval
+	r.Canary.Complete(r.RefreshInterval, r.RefreshTimeout)
+}
+
+// Complete fills the canary's defaults from its entry's refresh interval
+// and timeout; the Sentinel section's canary is completed the same way.
+func (c *Canary) Complete(refreshInterval, refreshTimeout time.Duration) {
+	if c.Interval == 0 {
+		c.Interval = refreshInterval
 	}
-	if r.Canary.KeyPrefix == "" {
-		r.Canary.KeyPrefix = DefaultCanaryKeyPrefix
+	if c.KeyPrefix == "" {
+		c.KeyPrefix = DefaultCanaryKeyPrefix
 	}
-	if r.Canary.KeyTTL == 0 {
+	if c.KeyTTL == 0 {
 		// An hour, or what a failover needs of a canary of long intervals.
-		r.Canary.KeyTTL = max(DefaultCanaryKeyTTL, r.Canary.MinKeyTTL(r.RefreshTimeout))
+		c.KeyTTL = max(DefaultCanaryKeyTTL, c.MinKeyTTL(refreshTimeout))
 	}
 }
 
@@ -144,7 +150,7 @@ func (r *Cluster) validate() error {
 	if err := r.TLS.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := r.Canary.validate(r.RefreshInterval, r.RefreshTimeout); err != nil {
+	if err := r.Canary.Validate(r.RefreshInterval, r.RefreshTimeout); err != nil {
 		errs = append(errs, err)
 	}
 	if r.SlotStats.Top < 0 || r.SlotStats.Top > MaxSlotStatsTop {
@@ -171,10 +177,10 @@ func (c Canary) MinKeyTTL(refreshTimeout time.Duration) time.Duration {
 	return max(MinCanaryKeyTTL, 10*c.Interval+refreshTimeout)
 }
 
-// validate checks the canary's settings; refreshInterval is the cluster's,
+// Validate checks the canary's settings; refreshInterval is the entry's,
 // which the interval defaults to and which is checked (once) on its own;
-// refreshTimeout is the cluster's too.
-func (c Canary) validate(refreshInterval, refreshTimeout time.Duration) error {
+// refreshTimeout is the entry's too.
+func (c Canary) Validate(refreshInterval, refreshTimeout time.Duration) error {
 	var errs []error
 	if c.Interval != refreshInterval {
 		if err := config.CheckRefreshInterval("canary.interval", c.Interval); err != nil {

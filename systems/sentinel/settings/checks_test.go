@@ -23,8 +23,9 @@ func TestBadInputGetsOneClearMessage(t *testing.T) {
 		configtest.R("sentinel url with password", "sentinel:\n  - name: main\n    sentinels: [\"redis://:hunter2@h:26379\"]\n",
 			[]string{prefix + `sentinels: "redis://REDACTED@h:26379": give HOST:PORT without a scheme (redis://)`}, []string{"hunter2"}),
 		configtest.R("empty master name", entry("    masters: [\"\"]\n"), []string{prefix + "masters[0] is empty: give the master's name as the sentinels monitor it"}, nil),
-		configtest.R("master name with a space", entry("    masters: [a, \"my master\"]\n"), []string{prefix + `masters[1] "my master": a master name must be printable ASCII without spaces`}, nil),
-		configtest.R("master name not ascii", entry("    masters: [café]\n"), []string{prefix + `masters[0] "café": a master name must be printable ASCII without spaces`}, nil),
+		configtest.R("master name with a space", entry("    masters: [a, \"my master\"]\n"), []string{prefix + `masters[1] "my master": a master name must be printable ASCII without spaces, at most 256 bytes`}, nil),
+		configtest.R("master name not ascii", entry("    masters: [café]\n"), []string{prefix + `masters[0] "café": a master name must be printable ASCII without spaces, at most 256 bytes`}, nil),
+		configtest.R("master name too long", entry("    masters: ["+strings.Repeat("m", 257)+"]\n"), []string{prefix + `masters[0] "` + strings.Repeat("m", 257) + `": a master name must be printable ASCII without spaces, at most 256 bytes`}, nil),
 		configtest.R("master listed twice", entry("    masters: [m, n, m]\n"), []string{prefix + `masters[2] "m" is listed twice`}, nil),
 		configtest.R("refresh timeout above interval", entry("    refresh_interval: 5s\n    refresh_timeout: 6s\n"), []string{prefix + "refresh_timeout 6s must be positive and at most refresh_interval 5s"}, nil),
 		configtest.R("command timeout without unit", entry("    command_timeout: 2\n"), []string{"line 4: sentinel[0].command_timeout: 2 is not a duration; write it with a unit, such as 2s"}, nil),
@@ -41,6 +42,8 @@ func TestBadInputGetsOneClearMessage(t *testing.T) {
 		configtest.R("empty zone name", entry("    failure_budget:\n      zones: {\"10.0.0.1:6379\": \" \"}\n"), []string{prefix + `failure_budget.zones: "10.0.0.1:6379": the zone name is empty`}, nil),
 		configtest.R("budget not a mapping", entry("    failure_budget: yes\n"), []string{`line 4: sentinel[0].failure_budget: "yes" is not a mapping of keys; write KEY: VALUE lines under it`}, nil),
 		configtest.R("module keys in the file", entry("    allowed_targets: [10.0.0.0/8:26379]\n"), []string{prefix + "allowed_targets and allow_any_target are keys of a module (sentinel_modules:)"}, nil),
+		configtest.R("canary key TTL too short", entry("    canary: {enabled: true, key_ttl: 1s}\n"), []string{prefix + "canary.key_ttl 1s is shorter than 1m0s, which a failover needs"}, nil),
+		configtest.R("canary wait over half the interval", entry("    canary: {enabled: true, interval: 1s, wait: 800ms}\n"), []string{prefix + "canary.wait 800ms is more than half of canary.interval 1s"}, nil),
 		configtest.R("name defined twice", entry("  - name: main\n    sentinels: [127.0.0.2:26379]\n"), []string{`sentinel cluster "main" is defined twice`}, nil),
 	})
 }
@@ -66,6 +69,7 @@ func TestUnknownKeysRefused(t *testing.T) {
 		{"tls", "sentinel:\n  - sentinels: [127.0.0.1:26379]\n    node_connection: {tls: {enable: true}}\n", "field enable not found"},
 		{"failure budget", "sentinel:\n  - sentinels: [127.0.0.1:26379]\n    failure_budget: {headroom: true}\n", "line 3: field headroom not found in type sentinel.Budget"},
 		{"secret", "sentinel:\n  - sentinels: [127.0.0.1:26379]\n    node_connection: {password: {path: /x}}\n", "sentinel[0].node_connection.password"},
+		{"canary", "sentinel:\n  - sentinels: [127.0.0.1:26379]\n    canary: {enabled: true, acks: all}\n", "line 3: field acks not found in type sentinel.Canary"},
 		{"module", "sentinel_modules:\n  - name: m\n    allow_any_target: true\n    mastrs: [a]\n", "line 4: field mastrs not found in type sentinel.Set"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { configtest.RefusedSaying(t, tc.yaml, tc.want) })

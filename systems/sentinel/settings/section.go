@@ -27,7 +27,7 @@ var section = config.NewSection(config.SectionSpec[Set]{
 	Key: Key, Noun: "sentinel cluster", Rank: Rank,
 	// Four packages are called settings: the messages for an unknown key
 	// name this one's types by the system.
-	TypeNames: map[string]string{"settings.Set": "sentinel.Set", "settings.Connection": "sentinel.Connection", "settings.Budget": "sentinel.Budget"},
+	TypeNames: map[string]string{"settings.Set": "sentinel.Set", "settings.Connection": "sentinel.Connection", "settings.Budget": "sentinel.Budget", "settings.Canary": "sentinel.Canary"},
 	Defaults:  (*Set).applyDefaults,
 	Name:      func(s *Set) string { return s.Name },
 	Validate:  func(*config.Config) func(*Set) error { return (*Set).validate },

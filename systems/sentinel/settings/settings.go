@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/config"
+	redissettings "github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
 // Defaults of a Sentinel deployment's own settings.
@@ -55,7 +56,15 @@ type Set struct {
 	// FailureBudget tunes what stopping a node, a sentinel or a zone would
 	// do (budget.go).
 	FailureBudget Budget `yaml:"failure_budget"`
+	// Canary writes to each watched master the sentinels name, through
+	// node_connection; it is off unless enabled. Its keys are Redis
+	// Cluster's canary's (docs/canary.md): one key per master name.
+	Canary Canary `yaml:"canary"`
 }
+
+// Canary is the write canary's settings, the same keys as a Redis
+// Cluster's canary.
+type Canary = redissettings.Canary
 
 // Connection is how to reach one kind of server: the sentinels, or the
 // data nodes.
@@ -79,6 +88,7 @@ func (s *Set) applyDefaults() {
 	if s.BackdateLimit == 0 {
 		s.BackdateLimit = config.DefaultBackdateLimit
 	}
+	s.Canary.Complete(s.RefreshInterval, s.RefreshTimeout)
 }
 
 func (s *Set) validate() error {
@@ -91,6 +101,9 @@ func (s *Set) validate() error {
 	errs = append(errs, s.SentinelConnection.validate(sentinelConnectionKey)...)
 	errs = append(errs, s.NodeConnection.validate(nodeConnectionKey)...)
 	if err := s.FailureBudget.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.Canary.Validate(s.RefreshInterval, s.RefreshTimeout); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -110,8 +123,8 @@ func (s *Set) checkSentinels() []error {
 }
 
 // checkMasters refuses a master name that cannot be watched as given: the
-// names are label values and words of SENTINEL commands, so each is
-// printable ASCII without spaces, and none is listed twice.
+// names are label values and words of SENTINEL commands (LabelSafe), and
+// none is listed twice.
 func (s *Set) checkMasters() []error {
 	var errs []error
 	seen := make(map[string]bool, len(s.Masters))
@@ -119,8 +132,8 @@ func (s *Set) checkMasters() []error {
 		switch {
 		case name == "":
 			errs = append(errs, fmt.Errorf("masters[%d] is empty: give the master's name as the sentinels monitor it", i))
-		case !printableWord(name):
-			errs = append(errs, fmt.Errorf("masters[%d] %q: a master name must be printable ASCII without spaces", i, name))
+		case !LabelSafe(name):
+			errs = append(errs, fmt.Errorf("masters[%d] %q: a master name must be printable ASCII without spaces, at most %d bytes", i, name, MaxLabel))
 		case seen[name]:
 			errs = append(errs, fmt.Errorf("masters[%d] %q is listed twice", i, name))
 		}
@@ -129,10 +142,20 @@ func (s *Set) checkMasters() []error {
 	return errs
 }
 
-// printableWord reports whether name is only printable ASCII, no space.
-func printableWord(name string) bool {
-	for i := range len(name) {
-		if name[i] <= ' ' || name[i] > '~' {
+// MaxLabel bounds a name or address read from the config or a reply:
+// each becomes a label value.
+const MaxLabel = 256
+
+// LabelSafe reports whether s may become a label value and a word of a
+// SENTINEL command: not empty, at most MaxLabel bytes, printable ASCII
+// without spaces. The config's master names and every name and address
+// the sentinels and nodes answer are held to it.
+func LabelSafe(s string) bool {
+	if s == "" || len(s) > MaxLabel {
+		return false
+	}
+	for i := range len(s) {
+		if s[i] <= ' ' || s[i] > '~' {
 			return false
 		}
 	}

@@ -25,6 +25,8 @@ func TestParseAppliesDefaults(t *testing.T) {
 		DialTimeout:     config.DefaultDialTimeout,
 		CommandTimeout:  2 * time.Second,
 		BackdateLimit:   config.DefaultBackdateLimit,
+		// The canary is off, its keys completed as Redis Cluster's are.
+		Canary: Canary{Interval: config.DefaultRefreshInterval, KeyPrefix: "__failover_exporter_canary:", KeyTTL: time.Hour},
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", s, want)
@@ -77,11 +79,19 @@ sentinel:
       healthy_replica_headroom: true
       caught_up_bytes: 4096
       zones: {"127.0.0.1:26379": eu-1a, "10.0.0.5:6379": eu-1b}
+    canary:
+      enabled: true
+      interval: 2s
+      key_prefix: "canary:"
+      key_ttl: 2h
+      wait: 500ms
+      lease: false
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
 	caughtUp := int64(4096)
+	noLease := false
 	want := Set{
 		Name:      "main",
 		Sentinels: []string{"127.0.0.1:26379", "[::1]:26380", "sentinel-2.internal:26379"},
@@ -94,6 +104,7 @@ sentinel:
 		CommandTimeout: 500 * time.Millisecond, BackdateLimit: 2 * time.Minute,
 		FailureBudget: Budget{HealthyReplicaHeadroom: true, CaughtUpBytes: &caughtUp,
 			Zones: map[string]string{"127.0.0.1:26379": "eu-1a", "10.0.0.5:6379": "eu-1b"}},
+		Canary: Canary{Enabled: true, Interval: 2 * time.Second, KeyPrefix: "canary:", KeyTTL: 2 * time.Hour, Wait: 500 * time.Millisecond, Lease: &noLease},
 	}
 	if got := Entries(cfg); len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 		t.Errorf("parsed:\n got %+v\nwant %+v", got, want)

@@ -1,0 +1,81 @@
+package sentinelcanary
+
+import (
+	"sort"
+
+	"github.com/failover-exporter/failover_exporter/collector/canary"
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/watch"
+)
+
+const clusterLabel = "sentinel_cluster"
+
+// table holds the canary's round health families, served first, and
+// every other family, in exposition order; its families' labels start
+// with the deployment's.
+var table = &exposition.Table{Labels: []string{clusterLabel}, Buckets: canary.LatencyBuckets}
+
+// metrics is the canary's metric table, each name a literal.
+var metrics = func() canary.Metrics {
+	master := []string{"master", "address"}
+	return canary.Metrics{
+		Health: exposition.Health{
+			Up: table.Health.Gauge("redis_sentinel_canary_up",
+				"1 if the write canary's last round read the masters from a sentinel; the write counters are served either way.", clusterLabel),
+			Duration:    table.Health.Gauge("redis_sentinel_canary_round_duration_seconds", "How long the canary's last round of writes took.", clusterLabel),
+			LastSuccess: table.Health.Gauge("redis_sentinel_canary_last_round_success_timestamp_seconds", "Unix time when the canary last read the masters from a sentinel and wrote.", clusterLabel),
+			Refreshes:   table.Health.Counter("redis_sentinel_canary_rounds_total", "Rounds of canary writes attempted since the exporter started.", clusterLabel),
+			Failures:    table.Health.Counter("redis_sentinel_canary_round_failures_total", "Canary rounds in which no sentinel answered SENTINEL MASTERS.", clusterLabel),
+		},
+		Attempts: table.Counter("redis_sentinel_canary_write_attempts_total",
+			"Canary writes attempted to the master the sentinels name: SET (and WAIT when configured), preceded by a GET when the master changed (a failover, or a restart: a new run id).", master...),
+		Acknowledged: table.Counter("redis_sentinel_canary_writes_acknowledged_total",
+			"Canary writes the master acknowledged (with WAIT on: that a replica also confirmed).", master...),
+		Failures: table.Counter("redis_sentinel_canary_write_failures_total",
+			"Canary writes that failed, by error: the Redis error code (NOPERM, READONLY, NOREPLICAS, OOM, ...), timeout, connection, or not_replicated (WAIT saw no replica in time).",
+			append(master, "error")...),
+		Duration: table.Histogram("redis_sentinel_canary_write_duration_seconds",
+			"Latency of acknowledged canary writes, SET and WAIT together.", master...),
+		Lost: table.Counter("redis_sentinel_canary_acknowledged_lost_writes_total",
+			"Writes this node acknowledged as the master that the next master (a promoted replica, or the node itself after a restart) did not have when the canary read the key from it.", master...),
+		Unverifiable: table.Counter("redis_sentinel_canary_acknowledged_unverifiable_writes_total",
+			"Writes this node acknowledged as the master whose key the next master did not have, when the key's TTL (canary.key_ttl) may have run out before the canary read it: expired or lost, which cannot be told, so counted neither lost nor kept.", master...),
+		Leader: table.Gauge("redis_sentinel_canary_leader",
+			"1 if this exporter holds the deployment's canary lease and its last round succeeded, so it is the one that writes (always 1 with canary.lease false, while rounds succeed); 0 on the other exporters of the deployment, which serve no write counters."),
+		Checks: table.Counter("redis_sentinel_canary_lost_write_checks_total",
+			"Times the canary read its key from a new master (a failover, or a restart), looking for lost acknowledged writes."),
+	}
+}()
+
+// Sets returns the canary's metric tables, in exposition order, for
+// documentation and contract tests.
+func Sets() []*exposition.Set { return table.Sets() }
+
+// Collector serves the latest counters of every Sentinel canary. It never
+// talks to a deployment.
+type Collector = exposition.Collector[Snapshot]
+
+// NewCollector returns a collector with no canaries.
+func NewCollector() *Collector { return exposition.NewCollector(emitState, table.Sets()...) }
+
+// emitState emits the round health and the counters of the last snapshot.
+// Unlike the watcher's series, the counters stay served when a round
+// fails: they count what happened, and stay true.
+func emitState(health, sink exposition.Sink, cluster string, state *watch.State[Snapshot]) {
+	s := canary.Round(&metrics, health, sink, cluster, state, func(s *Snapshot) (bool, uint64) { return s.Leader, s.Checks })
+	if s == nil {
+		return
+	}
+	addrs := make([]string, 0, len(s.Masters))
+	for addr := range s.Masters {
+		addrs = append(addrs, addr)
+	}
+	sort.Strings(addrs)
+	for _, addr := range addrs {
+		m := s.Masters[addr]
+		labels := []string{cluster, m.Set, addr}
+		metrics.EmitWrites(sink, labels, m.Attempts, m.Acknowledged, m.Failures, m.Lost, m.Unverifiable)
+		count, sum, cumulative := m.Latency.Values()
+		sink.AddHistogram(metrics.Duration, count, sum, cumulative, labels...)
+	}
+}
