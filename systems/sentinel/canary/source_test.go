@@ -103,4 +103,3 @@ func TestCollectorSeries(t *testing.T) {
 		t.Errorf("an exporter without the lease serves write counters:\n%s", text)
 	}
 }
-
