@@ -319,7 +319,7 @@ func TestEverySystemRefusesTargetsNotAllowed(t *testing.T) {
 redis_modules:
   - {name: m, allowed_targets: ["10.0.0.0/8:6379"], canary: {enabled: true}}
 sentinel_modules:
-  - {name: m, allowed_targets: ["10.0.0.0/8:26379"]}
+  - {name: m, allowed_targets: ["10.0.0.0/8:26379"], canary: {enabled: true}}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -344,7 +344,7 @@ sentinel_modules:
 			}
 		}
 	}
-	if slices.Sort(checked); !slices.Equal(checked, []string{"kafka", "kafka_canary", "redis", "redis_canary", "sentinel"}) {
-		t.Errorf("systems with modules %v, want kafka, kafka_canary, redis, redis_canary and sentinel", checked)
+	if slices.Sort(checked); !slices.Equal(checked, []string{"kafka", "kafka_canary", "redis", "redis_canary", "sentinel", "sentinel_canary"}) {
+		t.Errorf("systems with modules %v, want kafka, kafka_canary, redis, redis_canary, sentinel and sentinel_canary", checked)
 	}
 }
