@@ -5,8 +5,9 @@
 # one-broker Kafka "dr" that MirrorMaker 2 replicates topic demo to (as
 # demo.demo), which the exporter reads as the mirrors: flow demo-dr; and a
 # Redis Sentinel deployment (a master, two replicas, three sentinels:
-# scripts/redis/sentinel.sh), the exporter's sentinel entry demo. Nothing
-# writes to the Sentinel deployment: the demo's writer speaks Redis Cluster.
+# scripts/redis/sentinel.sh), the exporter's sentinel entry demo, where the
+# exporter's write canary is the only writer (the demo's producer speaks
+# Redis Cluster).
 #
 # Usage: scripts/demo.sh COMMAND
 #   up                  install what is missing, start everything, print where to look
@@ -16,7 +17,8 @@
 #   kill sentinel-master
 #                       kill -9 the master the sentinels name, then watch the exporter's /metrics
 #                       until it counts the failover; prints the new master, the failover time
-#                       the exporter measured and what the sentinels say
+#                       the exporter measured, the writes the canary counted lost and what the
+#                       sentinels say
 #   kill acked-writes   the seed lesson, with the write canary counting: kill -9 the leader of a
 #                       canary partition (Kafka, acks=all, min ISR 2), then cut a Redis master off
 #                       its replica, let it acknowledge writes, kill -9 it and let the replica take
@@ -367,6 +369,9 @@ sentinel:
     sentinels: [$(sentinel_addrs)]
     masters: [$SENTINEL_MASTER]
     refresh_interval: 1s
+    # One key, written to the master the sentinels name; read from the next
+    # master after a failover (docs/canary.md#redis-sentinel).
+    canary: {enabled: true, interval: 500ms, wait: 0s}
 EOF
 	cat >"$DEMO_DIR/prometheus.yml" <<EOF
 # Written by scripts/demo.sh.
@@ -483,7 +488,7 @@ cmd_up() {
   Kafka         $(kafka_bootstrap)   topic demo: 3 partitions, RF 3, min ISR 2
   Kafka DR      $(kafka_dr_bootstrap)   topic demo.demo: MirrorMaker 2 demo->dr (log: $("$MIRROR" logs))
   Redis         $(redis_addrs)
-  Sentinel      sentinels $(sentinel_addrs) watching master '$SENTINEL_MASTER' (now $(sentinel_master_addr || echo '?')) and its $SENTINEL_REPLICAS replicas; no load
+  Sentinel      sentinels $(sentinel_addrs) watching master '$SENTINEL_MASTER' (now $(sentinel_master_addr || echo '?')) and its $SENTINEL_REPLICAS replicas; the write canary writes to it
   load          $DEMO_DIR/producer.log (acks=all records and Redis SETs, 4/s each)
 
   Mirror flow $MIRROR_NAME, "how much would we lose if we failed over to dr now":
@@ -836,7 +841,7 @@ fsum() { values "$@" | awk '{ sum += $1 } END { printf "%.3f\n", sum }'; }
 # failover and time it, as a client of the master would have lived it.
 kill_sentinel_master() {
 	local text m=(sentinel_cluster=demo master="$SENTINEL_MASTER") addr failovers0 count0 sum0 t0 deadline
-	local failovers count sum counted_after new_addr port answers=() promotable
+	local failovers count sum counted_after new_addr port answers=() promotable checks0 checks lost unverifiable
 	text=$(scrape)
 	[[ -n $text ]] || die "exporter not answering at $(metrics_url); is the demo up?"
 	[[ $(metric "$text" redis_sentinel_up sentinel_cluster=demo) == 1 ]] ||
@@ -851,6 +856,7 @@ kill_sentinel_master() {
 	failovers0=$(total "$text" redis_sentinel_master_failovers_total "${m[@]}")
 	count0=$(total "$text" redis_sentinel_failover_seconds_count "${m[@]}")
 	sum0=$(fsum "$text" redis_sentinel_failover_seconds_sum "${m[@]}")
+	checks0=$(total "$text" redis_sentinel_canary_lost_write_checks_total sentinel_cluster=demo)
 	t0=$(date +%s.%N)
 	"$SENTINEL" kill "${addr##*:}"
 	echo "sentinel: killed master $addr of $SENTINEL_MASTER (kill -9), $promotable promotable replica(s); the sentinels wait down-after-milliseconds (1s), agree and promote one"
@@ -880,6 +886,21 @@ kill_sentinel_master() {
 		echo "sentinel: failover time the exporter measured: $(awk -v a="$sum" -v b="$sum0" 'BEGIN { printf "%.1f", a - b }')s (redis_sentinel_failover_seconds_sum delta, from its first failed read of $addr to the new master writable)"
 	else
 		echo "sentinel: the exporter has not timed the failover yet after ${TIMEOUT}s (redis_sentinel_failover_seconds_count $count0); see redis_sentinel_failover_open_episode_seconds"
+	fi
+	# The write canary reads its key from the new master before it writes
+	# there: what the old one acknowledged and the new one lacks is lost.
+	while :; do
+		checks=$(total "$text" redis_sentinel_canary_lost_write_checks_total sentinel_cluster=demo)
+		((checks > checks0 || SECONDS >= deadline)) && break
+		sleep 0.2
+		text=$(scrape)
+	done
+	if ((checks > checks0)); then
+		lost=$(total "$text" redis_sentinel_canary_acknowledged_lost_writes_total sentinel_cluster=demo address="$addr")
+		unverifiable=$(total "$text" redis_sentinel_canary_acknowledged_unverifiable_writes_total sentinel_cluster=demo address="$addr")
+		echo "sentinel: the write canary read its key from the new master: $lost acknowledged write(s) of $addr lost, $unverifiable unverifiable (redis_sentinel_canary_acknowledged_lost_writes_total; replicas in sync lose a write or none; make chaos-writes shows a replica cut off)"
+	else
+		echo "sentinel: the write canary has not read its key from a new master after ${TIMEOUT}s (redis_sentinel_canary_lost_write_checks_total $checks0)"
 	fi
 	for port in $("$SENTINEL" sentinel-ports); do
 		answers+=("127.0.0.1:$port says $(sentinel_master_addr "$port" || echo '(no answer)')")

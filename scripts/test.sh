@@ -168,8 +168,9 @@ lane_other() {
 	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Integration' ./systems/redis/
 	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'Redis' ./internal/lab/
 	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 30m -run 'TestFaultRedis|TestSlotCommand|TestRedisFailoverDuration|TestSentinelFailover' ./e2e/
-	# The Sentinel system's lab tests (two deployments at once, ~35 s).
-	REDIS_LAB_SERVER=valkey go test -count=1 -timeout 10m -run '^TestLab' ./systems/sentinel/
+	# The Sentinel system's lab tests (two deployments at once, ~35 s), then
+	# its canary's seed lesson (~20 s), one package at a time.
+	REDIS_LAB_SERVER=valkey go test -count=1 -p 1 -timeout 10m -run '^TestLab|^TestSeedLesson' ./systems/sentinel/ ./systems/sentinel/canary/
 
 	step "Redis integration tests again, on Valkey 9"
 	# The collector's integration tests and the lab's against
@@ -185,7 +186,7 @@ lane_other() {
 	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 30m -run 'Integration' ./systems/redis/
 	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 30m -run 'Redis' ./internal/lab/
 	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 10m -run '^TestRedisFailoverDurationRepeated$' ./e2e/
-	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 10m -run '^TestLab' ./systems/sentinel/
+	REDIS_LAB_SERVER=valkey9 go test -count=1 -p 1 -timeout 10m -run '^TestLab|^TestSeedLesson' ./systems/sentinel/ ./systems/sentinel/canary/
 }
 
 # run_lane NAME: runs lane_NAME, its output in a log of its own; its step

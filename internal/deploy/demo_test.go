@@ -245,6 +245,18 @@ func checkSentinelKill(t *testing.T, demo func(time.Duration, ...string) string,
 		}
 	}
 	text := scrapeMetrics(t, exporterPort)
+	// The write canary read its key from the new master and says what the
+	// old one lost, as /metrics serves it; the replicas were in sync, so a
+	// write at most (the one in flight at the kill).
+	if c := regexp.MustCompile(`sentinel: the write canary read its key from the new master: (\d+) acknowledged write\(s\) of (\S+) lost`).FindStringSubmatch(out); c == nil {
+		t.Errorf("kill sentinel-master did not print what the write canary counted:\n%s", out)
+	} else {
+		lost, _ := strconv.Atoi(c[1])
+		served, ok := seriesValue(text, fmt.Sprintf(`redis_sentinel_canary_acknowledged_lost_writes_total{address=%q,master="mymaster",sentinel_cluster="demo"} `, oldMaster))
+		if c[2] != oldMaster || !ok || float64(lost) != served || lost > 1 {
+			t.Errorf("kill sentinel-master: the canary counted %d lost of %s; /metrics serves %v (%v) for %s; want the old master's count, at most 1", lost, c[2], served, ok, oldMaster)
+		}
+	}
 	if after, ok := seriesValue(text, failovers); !ok || after <= before {
 		t.Errorf("after kill sentinel-master: %s%v (served: %v), was %v", failovers, after, ok, before)
 	}
