@@ -25,22 +25,36 @@ const liveSentinel = "live-sentinel"
 // master's name (split brain) fires RedisSentinelsDisagree, notified once
 // although two exporters report it, and undone resolves it; a kill -9 of
 // the master fires RedisSentinelFailover once the sentinels promoted a
-// replica; every panel of the Sentinel dashboard has data over that
-// window, and its stat panels read with two exporters what they read with
-// one and what the first exporter's /metrics says.
+// replica; every panel of the Sentinel dashboard, the write canary's of
+// the first exporter included, has data over that window, and its stat
+// panels read with two exporters what they read with one and what the
+// first exporter's /metrics says.
 func TestSentinelLive(t *testing.T) {
 	root := lab.RepoRoot(t)
 	rules := promtest.RewriteRules(t, filepath.Join(root, "prometheus", "alerts.yml"), 0)
 	s := lab.StartSentinel(t, lab.SentinelOptions{})
 	config := fmt.Sprintf("sentinel:\n  - name: %s\n    sentinels: [%s]\n    refresh_interval: 1s\n    refresh_timeout: 1s\n",
 		liveSentinel, strings.Join(s.SentinelAddrs(), ", "))
-	configPath := filepath.Join(t.TempDir(), "exporter.yml")
-	if err := os.WriteFile(configPath, []byte(config), 0o644); err != nil {
-		t.Fatal(err)
+	// The first exporter also runs the write canary, so that the canary
+	// row of the dashboard has data: alone, without the lease (a lone
+	// writer, docs/canary.md), so that it writes through the kill -9 (its
+	// writes to the dead master fail until the sentinels promote a
+	// replica) and the stat panels read the same with one exporter as with
+	// two. The lease between two writers is tested in
+	// systems/sentinel/canary.
+	canaryConfig := config + "    canary: {enabled: true, interval: 250ms, lease: false}\n"
+	dir := t.TempDir()
+	var configPaths []string
+	for i, c := range []string{canaryConfig, config} {
+		path := filepath.Join(dir, fmt.Sprintf("exporter%d.yml", i))
+		if err := os.WriteFile(path, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		configPaths = append(configPaths, path)
 	}
 	l := &liveLab{root: root}
-	for range 2 {
-		l.exporters = append(l.exporters, exportertest.Start(t, "--config.file="+configPath))
+	for _, path := range configPaths {
+		l.exporters = append(l.exporters, exportertest.Start(t, "--config.file="+path))
 	}
 	for _, e := range l.exporters {
 		e.WaitReady(t, 60*time.Second)
