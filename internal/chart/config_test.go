@@ -15,17 +15,17 @@ import (
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/chart/schema"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
-	_ "github.com/failover-exporter/failover_exporter/systems/kafka/settings"
-	// The systems' settings packages register the file's sections.
-	_ "github.com/failover-exporter/failover_exporter/systems/mirror/settings"
-	_ "github.com/failover-exporter/failover_exporter/systems/redis/settings"
+	// The registry links every system's settings package, each of which
+	// registers its section of the config file: a new system's section is
+	// then included here with no list to keep.
+	_ "github.com/failover-exporter/failover_exporter/systems"
 )
 
 // refPlace is a place of the config file that takes a secret ({file:
 // PATH}) or the path of a file, found in the config package's types: where
 // the chart accepts a secretKeyRef.
 type refPlace struct {
-	section string   // kafka, redis, mirrors
+	section string   // kafka, redis, sentinel, mirrors, a _modules list
 	path    []string // keys within one entry of the section
 	secret  bool     // a config.Secret; else a file path
 }
@@ -116,7 +116,9 @@ func baseConfig(section string) map[string]any {
 		return map[string]any{"kafka": []any{kafka("a")}}
 	case "redis":
 		return map[string]any{"redis": []any{map[string]any{"addrs": []any{"r:6379"}}}}
-	case "kafka_modules", "redis_modules":
+	case "sentinel":
+		return map[string]any{"sentinel": []any{map[string]any{"sentinels": []any{"s:26379"}}}}
+	case "kafka_modules", "redis_modules", "sentinel_modules":
 		return map[string]any{section: []any{map[string]any{"name": "m", "allowed_targets": []any{"*.prod.internal:*"}}}}
 	case "mirrors":
 		return map[string]any{
@@ -170,6 +172,10 @@ func TestChartSecretPlaces(t *testing.T) {
 	for _, want := range []string{
 		"config.kafka[0].sasl.password", "config.kafka[0].tls.ca_file", "config.kafka[0].tls.key_file",
 		"config.redis[0].password", "config.redis[0].tls.cert_file",
+		"config.sentinel[0].sentinel_connection.password", "config.sentinel[0].node_connection.password",
+		"config.sentinel[0].sentinel_connection.tls.ca_file", "config.sentinel[0].sentinel_connection.tls.cert_file", "config.sentinel[0].sentinel_connection.tls.key_file",
+		"config.sentinel[0].node_connection.tls.ca_file", "config.sentinel[0].node_connection.tls.cert_file", "config.sentinel[0].node_connection.tls.key_file",
+		"config.sentinel_modules[0].sentinel_connection.password", "config.sentinel_modules[0].node_connection.password",
 		"config.mirrors[0].connect.password", "config.mirrors[0].connect.tls.ca_file", "config.mirrors[0].connect.tls.cert_file", "config.mirrors[0].connect.tls.key_file",
 	} {
 		if !slices.Contains(names, want) {

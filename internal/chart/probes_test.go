@@ -15,8 +15,9 @@ import (
 )
 
 // probedValues are values with a cluster of each system, a module of each,
-// and probes.targets of kind: a cluster of the config by name, a Kafka
-// cluster the config does not list, and a Redis one.
+// and probes.targets of kind: clusters of the config by name (a Kafka one
+// and a Sentinel one), and a Kafka, a Redis and a Sentinel cluster the
+// config does not list.
 func probedValues(kind string) map[string]any {
 	return map[string]any{
 		"config": map[string]any{
@@ -24,6 +25,9 @@ func probedValues(kind string) map[string]any {
 			"redis":         []any{map[string]any{"name": "sessions", "addrs": []any{"redis-0.redis:6379"}}},
 			"kafka_modules": []any{map[string]any{"name": "sasl", "allow_any_target": true}},
 			"redis_modules": []any{map[string]any{"name": "acl", "allow_any_target": true}},
+			"sentinel":      []any{map[string]any{"name": "cache", "sentinels": []any{"sentinel-0.cache:26379"}}},
+			"sentinel_modules": []any{map[string]any{"name": "sentinels", "allowed_targets": []any{"*.queues:26379"},
+				"node_connection": map[string]any{"password": map[string]any{"secretKeyRef": map[string]any{"name": "queues-auth", "key": "password"}}}}},
 		},
 		"probes": map[string]any{
 			"kind":   kind,
@@ -32,6 +36,8 @@ func probedValues(kind string) map[string]any {
 				map[string]any{"name": "orders"},
 				map[string]any{"name": "Payments", "address": "kafka-0.payments:9092,kafka-1.payments:9092", "module": "sasl", "labels": map[string]any{"team": "payments"}},
 				map[string]any{"name": "carts", "address": "redis-0.carts:6379", "module": "acl"},
+				map[string]any{"name": "cache"},
+				map[string]any{"name": "queues", "address": "sentinel-0.queues:26379,sentinel-1.queues:26379", "module": "sentinels"},
 			},
 		},
 	}
@@ -77,6 +83,8 @@ func TestChartProbeTargets(t *testing.T) {
 			"fe-failover-exporter-orders":   {map[string][]string{"target": {"orders"}}, "orders", nil},
 			"fe-failover-exporter-payments": {map[string][]string{"target": {"kafka-0.payments:9092,kafka-1.payments:9092"}, "module": {"sasl"}}, "Payments", map[string]string{"team": "payments"}},
 			"fe-failover-exporter-carts":    {map[string][]string{"target": {"redis-0.carts:6379"}, "module": {"acl"}}, "carts", nil},
+			"fe-failover-exporter-cache":    {map[string][]string{"target": {"cache"}}, "cache", nil},
+			"fe-failover-exporter-queues":   {map[string][]string{"target": {"sentinel-0.queues:26379,sentinel-1.queues:26379"}, "module": {"sentinels"}}, "queues", nil},
 		}
 		if len(got) != len(want) {
 			t.Fatalf("ScrapeConfigs %v, want %d", slices.Collect(maps.Keys(got)), len(want))
@@ -127,8 +135,8 @@ func TestChartProbeTargets(t *testing.T) {
 			}
 		}
 		p := probes["fe-failover-exporter-payments"]
-		if len(probes) != 3 || p == nil {
-			t.Fatalf("Probes %v, want 3 with fe-failover-exporter-payments", slices.Collect(maps.Keys(probes)))
+		if len(probes) != 5 || p == nil {
+			t.Fatalf("Probes %v, want 5 with fe-failover-exporter-payments", slices.Collect(maps.Keys(probes)))
 		}
 		if p.Spec.ProberSpec.URL != exporter || p.Spec.ProberSpec.Path != "/probe" || p.Spec.Module != "sasl" ||
 			p.Spec.Targets.StaticConfig == nil || !reflect.DeepEqual(p.Spec.Targets.StaticConfig.Targets, []string{"kafka-0.payments:9092,kafka-1.payments:9092"}) {
@@ -145,13 +153,19 @@ func TestChartProbeTargets(t *testing.T) {
 		change func(v map[string]any)
 		says   string
 	}{
-		{"a name the config does not list", func(v map[string]any) { targets(v)[0] = map[string]any{"name": "ordres"} }, `probes.targets[0]: "ordres" is not the name of a cluster of config.kafka or config.redis (orders, sessions)`},
+		{"a name the config does not list", func(v map[string]any) { targets(v)[0] = map[string]any{"name": "ordres"} }, `probes.targets[0]: "ordres" is not the name of a cluster of config.kafka, config.redis or config.sentinel (orders, sessions, cache)`},
 		{"an address without a module", func(v map[string]any) { delete(targets(v)[1].(map[string]any), "module") }, "probes.targets[1] (Payments): a discovered target needs both address"},
-		{"a module neither list has", func(v map[string]any) { targets(v)[1].(map[string]any)["module"] = "scram" }, `module "scram" is in neither`},
+		{"a module neither list has", func(v map[string]any) { targets(v)[1].(map[string]any)["module"] = "scram" }, `module "scram" is in none of config.kafka_modules, config.redis_modules and config.sentinel_modules`},
 		{"a module both lists have", func(v map[string]any) {
 			cfg := v["config"].(map[string]any)
 			cfg["redis_modules"] = []any{map[string]any{"name": "sasl", "allow_any_target": true}, map[string]any{"name": "acl", "allow_any_target": true}}
 		}, `both config.kafka_modules and config.redis_modules have a module "sasl"`},
+		{"a module three lists have", func(v map[string]any) {
+			cfg := v["config"].(map[string]any)
+			cfg["redis_modules"] = []any{map[string]any{"name": "sasl", "allow_any_target": true}, map[string]any{"name": "acl", "allow_any_target": true}}
+			cfg["sentinel_modules"] = []any{map[string]any{"name": "sasl", "allow_any_target": true}, map[string]any{"name": "sentinels", "allow_any_target": true}}
+		}, `config.kafka_modules, config.redis_modules and config.sentinel_modules have a module "sasl": set system: kafka, system: redis or system: sentinel`},
+		{"a system whose list has not the module", func(v map[string]any) { targets(v)[4].(map[string]any)["system"] = "redis" }, `config.redis_modules has no module "sentinels"`},
 		{"two names, one object", func(v map[string]any) { targets(v)[2] = map[string]any{"name": "ORDERS"} }, "which an earlier target makes too"},
 		{"a Probe with system", func(v map[string]any) {
 			v["probes"].(map[string]any)["kind"] = "Probe"

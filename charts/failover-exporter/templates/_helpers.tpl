@@ -70,6 +70,24 @@ redis_modules:
   - [tls, ca_file, file]
   - [tls, cert_file, file]
   - [tls, key_file, file]
+sentinel:
+  - [sentinel_connection, password, secret]
+  - [sentinel_connection, tls, ca_file, file]
+  - [sentinel_connection, tls, cert_file, file]
+  - [sentinel_connection, tls, key_file, file]
+  - [node_connection, password, secret]
+  - [node_connection, tls, ca_file, file]
+  - [node_connection, tls, cert_file, file]
+  - [node_connection, tls, key_file, file]
+sentinel_modules:
+  - [sentinel_connection, password, secret]
+  - [sentinel_connection, tls, ca_file, file]
+  - [sentinel_connection, tls, cert_file, file]
+  - [sentinel_connection, tls, key_file, file]
+  - [node_connection, password, secret]
+  - [node_connection, tls, ca_file, file]
+  - [node_connection, tls, cert_file, file]
+  - [node_connection, tls, key_file, file]
 mirrors:
   - [connect, password, secret]
   - [connect, tls, ca_file, file]
@@ -176,8 +194,8 @@ render, since the config file is a ConfigMap.
 {{- $_ := set $config $section $resolvedItems -}}
 {{- end -}}
 {{- end -}}
-{{- if not (or $config.kafka $config.redis $config.kafka_modules $config.redis_modules) -}}
-{{- fail "config lists no cluster: set config.kafka or config.redis, or modules for /probe (config.kafka_modules, config.redis_modules; see values.yaml)" -}}
+{{- if not (or $config.kafka $config.redis $config.sentinel $config.kafka_modules $config.redis_modules $config.sentinel_modules) -}}
+{{- fail "config lists no cluster: set config.kafka, config.redis or config.sentinel, or modules for /probe (config.kafka_modules, config.redis_modules, config.sentinel_modules; see values.yaml)" -}}
 {{- end -}}
 {{- /* A flow names two clusters of the kafka list: say so here rather than in the pod's log. */ -}}
 {{- $kafkaNames := list -}}
