@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,8 +47,11 @@ func checkFile(tb testing.TB, path string) {
 // holding every client at once (issue 33: 18,267 clusters took 21 s and
 // 1.05 GB, because the check kept every watcher it built until the end).
 // The bounds are 10 times what the shared 2-core test machine measured
-// (9 s, 75 MB obtained from the OS), so only a cost that grows with the
-// clusters held at once, not a loaded machine, fails it.
+// (9 s of CPU, 75 MB obtained from the OS), so only a cost that grows with
+// the clusters held at once fails it. The time bound is on the CPU the
+// test process used, not on the wall clock: with two CPU-bound processes
+// beside a niced test run the same check took 96 s of wall time (issue
+// 43's busy runs), and a busy machine must not fail it.
 func TestCheckOfTheLargestConfigIsLinear(t *testing.T) {
 	if testing.Short() {
 		t.Skip("checks a 1 MiB config file")
@@ -60,18 +64,28 @@ func TestCheckOfTheLargestConfigIsLinear(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	start := time.Now()
+	start, startCPU := time.Now(), processCPU(t)
 	checkFile(t, path)
-	took := time.Since(start)
+	took, cpu := time.Since(start), processCPU(t)-startCPU
 	runtime.ReadMemStats(&after)
-	t.Logf("FIGURE config check of %d bytes, %d Kafka clusters: %.1f s, %.0f MB obtained from the OS, %.0f MB allocated in all",
-		len(body), clusters, took.Seconds(), float64(after.Sys)/1e6, float64(after.TotalAlloc-before.TotalAlloc)/1e6)
-	if limit := 90 * time.Second; took > limit {
-		t.Errorf("the check took %s, more than %s", took, limit)
+	t.Logf("FIGURE config check of %d bytes, %d Kafka clusters: %.1f s (%.1f s of CPU), %.0f MB obtained from the OS, %.0f MB allocated in all",
+		len(body), clusters, took.Seconds(), cpu.Seconds(), float64(after.Sys)/1e6, float64(after.TotalAlloc-before.TotalAlloc)/1e6)
+	if limit := 90 * time.Second; cpu > limit {
+		t.Errorf("the check used %s of CPU, more than %s", cpu, limit)
 	}
 	if limit := uint64(750e6); after.Sys > limit {
 		t.Errorf("the check held %d MB, more than %d MB", after.Sys/1e6, limit/1e6)
 	}
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkCheckOfTheLargestConfig is TestCheckOfTheLargestConfigIsLinear
