@@ -1,11 +1,10 @@
 package rediscanary
 
 import (
-	"sort"
-
 	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
+	"github.com/failover-exporter/failover_exporter/systems/redis/keycanary"
 )
 
 const clusterLabel = "redis_cluster"
@@ -66,16 +65,5 @@ func emitState(health, sink exposition.Sink, cluster string, state *watch.State[
 	if s == nil {
 		return
 	}
-	ids := make([]string, 0, len(s.Masters))
-	for id := range s.Masters {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		m := s.Masters[id]
-		labels := []string{cluster, id, m.Addr}
-		metrics.EmitWrites(sink, labels, m.Attempts, m.Acknowledged, m.Failures, m.Lost, m.Unverifiable)
-		count, sum, cumulative := m.Latency.Values()
-		sink.AddHistogram(metrics.Duration, count, sum, cumulative, labels...)
-	}
+	keycanary.EmitMasters(&metrics, sink, s, func(id string, m *MasterStats) []string { return []string{cluster, id, m.Addr} })
 }

@@ -22,7 +22,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/go-kit/log"
@@ -66,12 +65,11 @@ func (t Target) subject() events.Subject {
 
 // Engine owns a canary's connections to the data nodes and the state of
 // its keys. Only the watcher's goroutine calls Round, so the state needs
-// no lock; the client map is locked because a round's writes (and the
-// canary's own reads of its topology, through Client) run concurrently.
+// no lock; the connections (Clients) are shared by a round's concurrent
+// writes, the lease's attempts and the canary's reads of its topology.
 type Engine struct {
 	canary         settings.Canary
 	commandTimeout time.Duration
-	option         rueidis.ClientOption
 	logger         log.Logger
 
 	// keys is keyed by key: a key keeps its state across a promotion, since
@@ -85,9 +83,7 @@ type Engine struct {
 	lease  *leaseRunner
 	tenure uint64
 
-	mu      sync.Mutex
-	clients map[string]rueidis.Client
-	closed  bool
+	clients *Clients
 }
 
 // keyState is what the canary knows about one of its keys. Every write
@@ -144,10 +140,9 @@ func New(c settings.Canary, commandTimeout time.Duration, option rueidis.ClientO
 	e := &Engine{
 		canary:         c,
 		commandTimeout: commandTimeout,
-		option:         option,
 		logger:         logger,
 		keys:           map[string]*keyState{},
-		clients:        map[string]rueidis.Client{},
+		clients:        NewClients(option),
 	}
 	if c.LeaseEnabled() {
 		e.lease = newLeaseRunner(c.Interval, commandTimeout)
@@ -506,74 +501,19 @@ func cutWord(s string) (string, string, bool) {
 }
 
 // Client returns the canary's connection to one node, dialled the first
-// time; the canaries read their topology through it too. The dial happens
-// outside the lock, so that a hung node does not hold up the writes to
-// the others. Connections to nodes that left the topology are closed by
-// DropClientsExcept.
-func (s *Engine) Client(addr string) (rueidis.Client, error) {
-	if addr == "" {
-		return nil, errors.New("the master has no address")
-	}
-	s.mu.Lock()
-	c, ok := s.clients[addr]
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return nil, errors.New("canary stopped")
-	}
-	if ok {
-		return c, nil
-	}
-	option := s.option
-	option.InitAddress = []string{addr}
-	// With ForceSingleClient rueidis returns a usable client even when the
-	// first dial fails; it dials again on the next command.
-	c, err := rueidis.NewClient(option)
-	if c == nil {
-		return nil, fmt.Errorf("connect %s: %w", addr, err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		c.Close()
-		return nil, errors.New("canary stopped")
-	}
-	if existing, ok := s.clients[addr]; ok {
-		c.Close() // another write dialled it first
-		return existing, nil
-	}
-	s.clients[addr] = c
-	if err != nil {
-		return nil, fmt.Errorf("connect %s: %w", addr, err)
-	}
-	return c, nil
-}
+// time; the canaries read their topology through it too.
+func (e *Engine) Client(addr string) (rueidis.Client, error) { return e.clients.Get(addr) }
 
 // DropClientsExcept closes the connections to addresses not in keep: nodes
-// that left the topology (a pod's IP changes on every restart), as the
-// watchers' sources do. Call it between rounds, with no write under way.
-func (s *Engine) DropClientsExcept(keep []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for addr, c := range s.clients {
-		if !slices.Contains(keep, addr) {
-			delete(s.clients, addr)
-			c.Close()
-		}
-	}
-}
+// that left the topology, as the watchers' sources do. Call it between
+// rounds, with no write under way.
+func (e *Engine) DropClientsExcept(keep []string) { e.clients.DropExcept(keep) }
 
 // Close stops the lease, giving it back if held, and closes every
 // connection; the engine cannot be used afterwards.
-func (s *Engine) Close() {
-	if s.lease != nil {
-		s.stopLease()
+func (e *Engine) Close() {
+	if e.lease != nil {
+		e.stopLease()
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
-	for addr, c := range s.clients {
-		c.Close()
-		delete(s.clients, addr)
-	}
+	e.clients.Close()
 }

@@ -2,9 +2,11 @@ package keycanary
 
 import (
 	"maps"
+	"slices"
 
 	"github.com/failover-exporter/failover_exporter/collector/canary"
 	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
 )
 
 // Snapshot is the canary's counters after one round. It is immutable once
@@ -82,4 +84,17 @@ func (s *Snapshot) master(t Target) *MasterStats {
 		m.Set = t.Set
 	}
 	return m
+}
+
+// EmitMasters emits every master's write counters and latency histogram of
+// s with m's families, in the order of the masters' ids; labels gives a
+// master's label values (its deployment's first).
+func EmitMasters(m *canary.Metrics, sink exposition.Sink, s *Snapshot, labels func(id string, ms *MasterStats) []string) {
+	for _, id := range slices.Sorted(maps.Keys(s.Masters)) {
+		ms := s.Masters[id]
+		values := labels(id, ms)
+		m.EmitWrites(sink, values, ms.Attempts, ms.Acknowledged, ms.Failures, ms.Lost, ms.Unverifiable)
+		count, sum, cumulative := ms.Latency.Values()
+		sink.AddHistogram(m.Duration, count, sum, cumulative, values...)
+	}
 }

@@ -41,17 +41,15 @@ type MasterStats = keycanary.MasterStats
 
 // source asks the sentinels for the masters each round and hands the
 // engine one key per master name. Only the watcher's goroutine calls
-// round, so runIDs needs no lock; the sentinel clients are locked because
-// the sentinels are asked concurrently.
+// round, so runIDs needs no lock.
 type source struct {
 	cfg    settings.Set
 	logger log.Logger
 	engine *keycanary.Engine
 
-	sentinelOption rueidis.ClientOption
-	mu             sync.Mutex
-	sentinels      map[string]rueidis.Client
-	closed         bool
+	// sentinels are the connections to the configured sentinels, with
+	// sentinel_connection's credentials.
+	sentinels *keycanary.Clients
 
 	// runIDs are the run ids the data nodes last gave, by address: a master
 	// that does not answer keeps its last one, so that its death is not
@@ -80,8 +78,8 @@ func newSource(cfg settings.Set, logger log.Logger) (*source, error) {
 		return nil, err
 	}
 	return &source{
-		cfg: cfg, logger: logger, engine: engine, sentinelOption: sentinelOption,
-		sentinels: map[string]rueidis.Client{}, runIDs: map[string]string{}, disagreed: map[string]bool{},
+		cfg: cfg, logger: logger, engine: engine, sentinels: keycanary.NewClients(sentinelOption),
+		runIDs: map[string]string{}, disagreed: map[string]bool{},
 	}, nil
 }
 
@@ -208,7 +206,7 @@ func pick(answers []map[string]string, name string) (addr string, disagree bool)
 // master it monitors, by name. A name or address that cannot be a label
 // is refused, as the watcher refuses it.
 func (s *source) askSentinel(ctx context.Context, addr string) (map[string]string, error) {
-	client, err := s.sentinel(addr)
+	client, err := s.sentinels.Get(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -279,53 +277,9 @@ func runID(info string) string {
 	return ""
 }
 
-// sentinel returns the canary's connection to one sentinel, dialled the
-// first time, outside the lock.
-func (s *source) sentinel(addr string) (rueidis.Client, error) {
-	s.mu.Lock()
-	c, ok := s.sentinels[addr]
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return nil, errors.New("canary stopped")
-	}
-	if ok {
-		return c, nil
-	}
-	option := s.sentinelOption
-	option.InitAddress = []string{addr}
-	// With ForceSingleClient rueidis returns a usable client even when the
-	// first dial fails; it dials again on the next command.
-	c, err := rueidis.NewClient(option)
-	if c == nil {
-		return nil, fmt.Errorf("connect %s: %w", addr, err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		c.Close()
-		return nil, errors.New("canary stopped")
-	}
-	if existing, ok := s.sentinels[addr]; ok {
-		c.Close()
-		return existing, nil
-	}
-	s.sentinels[addr] = c
-	if err != nil {
-		return nil, fmt.Errorf("connect %s: %w", addr, err)
-	}
-	return c, nil
-}
-
 // close stops the engine (giving the lease back if held) and closes the
 // sentinels' connections.
 func (s *source) close() {
 	s.engine.Close()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
-	for addr, c := range s.sentinels {
-		c.Close()
-		delete(s.sentinels, addr)
-	}
+	s.sentinels.Close()
 }
