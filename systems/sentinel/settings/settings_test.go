@@ -174,7 +174,7 @@ func TestCompleteChecksEntriesBuiltInCode(t *testing.T) {
 	cfg := &config.Config{}
 	SetEntries(cfg, []Set{{Sentinels: []string{"127.0.0.1:26379"}, Masters: []string{"bad\nname"}}})
 	err := cfg.Complete()
-	want := `sentinel cluster 1 ("sentinel"): masters[0] "bad\nname": a master name must be printable ASCII without spaces`
+	want := `sentinel cluster 1 ("sentinel"): masters[0] "bad\nname": a master name must be printable ASCII without spaces, at most 256 bytes`
 	if err == nil || err.Error() != want {
 		t.Errorf("Complete: %v, want %q", err, want)
 	}
