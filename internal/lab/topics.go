@@ -342,3 +342,27 @@ func (c *KafkaCluster) Offsets(t testing.TB, topic string, at int64) map[int32]i
 	}
 	return offsets
 }
+
+// GroupCoordinator runs Kafka's kafka-consumer-groups.sh `--describe
+// --group group --state` and returns the broker ID of the coordinator it
+// names ("COORDINATOR (ID)": host:port  (id)); it fails the test when the
+// tool names none.
+func (c *KafkaCluster) GroupCoordinator(t testing.TB, group string) int32 {
+	t.Helper()
+	r := c.run(2*time.Minute, "groups", "--describe", "--group", group, "--state")
+	if r.Err != nil {
+		t.Fatalf("lab: kafka-consumer-groups.sh --describe --group %s --state: %v\n%s", group, r.Err, r.Output())
+	}
+	for _, line := range strings.Split(r.Stdout, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[0] != group {
+			continue
+		}
+		id := strings.TrimSuffix(strings.TrimPrefix(f[2], "("), ")")
+		if n, err := strconv.ParseInt(id, 10, 32); err == nil && strings.HasPrefix(f[2], "(") {
+			return int32(n)
+		}
+	}
+	t.Fatalf("lab: kafka-consumer-groups.sh names no coordinator of %s:\n%s", group, r.Output())
+	return -1
+}

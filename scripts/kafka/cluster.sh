@@ -43,6 +43,9 @@
 #   configs ARGS...  Kafka's ConfigCommand with --bootstrap-server filled in,
 #                    e.g. `cluster.sh configs --entity-type brokers
 #                    --entity-name 1 --alter --add-config cordoned.log.dirs=DIR`
+#   groups ARGS...   Kafka's ConsumerGroupCommand (kafka-consumer-groups.sh)
+#                    with --bootstrap-server filled in, e.g. `cluster.sh groups
+#                    --describe --group g --state` (names the group's coordinator)
 #   offsets ARGS...  Kafka's GetOffsetShell (kafka-get-offsets.sh) with
 #                    --bootstrap-server filled in, e.g. `cluster.sh offsets
 #                    --topic t --time -5` (the newest tiered offsets, 3.9+)
@@ -1042,6 +1045,17 @@ main() {
       java_tool org.apache.kafka.tools.ConfigCommand --bootstrap-server "$(tool_bootstrap)" "$@"
     else
       java_tool kafka.admin.ConfigCommand --bootstrap-server "$(tool_bootstrap)" "$@"
+    fi
+    ;;
+  groups)
+    load_lab_env
+    need_java
+    cmd_install
+    # kafka-consumer-groups.sh: in tools since 3.7, as ConfigCommand.
+    if grep -qs 'org/apache/kafka/tools/consumer/group/ConsumerGroupCommand.class' "$KAFKA_LIBS"/kafka-tools-*.jar; then
+      java_tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --bootstrap-server "$(tool_bootstrap)" "$@"
+    else
+      java_tool kafka.admin.ConsumerGroupCommand --bootstrap-server "$(tool_bootstrap)" "$@"
     fi
     ;;
   offsets)

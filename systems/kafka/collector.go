@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/episode"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
@@ -111,6 +112,14 @@ type descs struct {
 	quorumVoterCaughtUp          *exposition.Desc
 	quorumControllerObservers    *exposition.Desc
 	quorumControllerObserverInfo *exposition.Desc
+
+	// Group and transaction coordinators (coordinators.go).
+	coordinatorPartitions      *exposition.Desc
+	coordinatorReadTimestamp   *exposition.Desc
+	coordinatorEpisodeSeconds  *exposition.Desc
+	coordinatorOpenEpisode     *exposition.Desc
+	coordinatorPartitionState  *exposition.Desc
+	coordinatorPartitionBroker *exposition.Desc
 
 	// The failure budget (budget.go).
 	brokerSafeToStop           *exposition.Desc
@@ -382,6 +391,24 @@ var metrics = func() descs {
 		ConditionUnderReplicated: table.Gauge("kafka_partition_under_replicated_open_episode_seconds",
 			"Age of the oldest ongoing episode of an under-replicated partition of the topic"+openEpisodeHelp, topic...),
 	}
+	kind := []string{"kind"}
+	coordinatorOf := " The coordinators are read beside the refreshes (FindCoordinator for one key per partition, then the coordinator named is asked OffsetFetch or DescribeTransactions for it), " +
+		"so they are as of the previous refresh's read; kind: group (__consumer_offsets) or transaction (__transaction_state); absent while the kind's topic does not exist or its brokers lack the requests (Kafka before 3.0)."
+	x.coordinatorPartitions = table.Gauge("kafka_coordinator_partitions",
+		"Partitions of the kind's internal topic by how their coordinator answered the last read: answering; loading (COORDINATOR_LOAD_IN_PROGRESS: clients fail until it loaded); "+
+			"unavailable (no coordinator, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, or the coordinator did not answer); unknown (the read could not tell: no broker answered FindCoordinator, or an ACL refused the question)."+coordinatorOf, "kind", "state")
+	x.coordinatorReadTimestamp = table.Gauge("kafka_coordinator_last_read_timestamp_seconds",
+		"When the last coordinator read of the kind ended, in seconds since the epoch: the time the kafka_coordinator_* series describe."+coordinatorOf, kind...)
+	x.coordinatorEpisodeSeconds = table.Histogram("kafka_coordinator_unavailable_episode_seconds",
+		"How long a coordinator partition of the kind failed its clients (loading or unavailable), from the exporter's first failed probe of the coordinator the previous read named (else the first read that saw it) "+
+			"to the first read in which it answered; one observation per partition episode when it ends; served from the first episode on. Episodes already under way when the exporter started are not observed.", kind...)
+	x.coordinatorOpenEpisode = table.Gauge("kafka_coordinator_unavailable_open_episode_seconds",
+		"Age of the oldest ongoing episode of a coordinator partition of the kind failing its clients, at the last read; absent while none is open.", kind...)
+	x.coordinatorPartitionState = table.Gauge("kafka_coordinator_partition_state",
+		"1 for the state the partition's coordinator had at the last read (state: answering, loading, unavailable, unknown). "+
+			"With partition_metrics lean or unhealthy served only for partitions not answering (a partition without the series answers); full: every partition; none: none."+coordinatorOf, "kind", "partition", "state")
+	x.coordinatorPartitionBroker = table.Gauge("kafka_coordinator_partition_coordinator",
+		"Broker ID FindCoordinator named as the partition's coordinator at the last read, -1 when none; served for the partitions kafka_coordinator_partition_state is served for.", "kind", "partition")
 	return x
 }()
 
@@ -488,6 +515,7 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, mode settings
 	emitBudget(ch, cluster, s.Budget)
 	emitBrokers(ch, cluster, s)
 	emitInternal(ch, cluster, s.Internal)
+	emitCoordinators(ch, cluster, s, mode)
 	// While rendering one non-partition family, skip the partition loop,
 	// nine tenths of the work.
 	partitions := mode != settings.PartitionMetricsNone && exposition.Wants(ch, metrics.partitionFamilies()...)
@@ -783,6 +811,45 @@ func emitEpisodes(ch exposition.Sink, s *Snapshot, topic string, topicLabels []s
 			if !since.IsZero() {
 				ch.Add(metrics.openEpisodeSeconds[c], s.ReadAt.Sub(since).Seconds(), topicLabels...)
 			}
+		}
+	}
+}
+
+// emitCoordinators emits the coordinator series of each kind read.
+func emitCoordinators(ch exposition.Sink, cluster string, s *Snapshot, mode settings.PartitionMetrics) {
+	c := &s.Coordinators
+	for k := range coordinatorKinds {
+		kind := k.String()
+		if h := c.Ended[k]; h != nil {
+			ch.AddHistogram(metrics.coordinatorEpisodeSeconds, h.Count, h.Sum, h.Cumulative, cluster, kind)
+		}
+		read := c.Reads[k]
+		if read == nil {
+			continue
+		}
+		for state := range coordinatorStates {
+			ch.Add(metrics.coordinatorPartitions, float64(read.Count(state)), cluster, kind, state.String())
+		}
+		ch.Add(metrics.coordinatorReadTimestamp, float64(read.ReadAt.UnixMilli())/1000, cluster, kind)
+		var oldest time.Time
+		for _, o := range c.Open[k] {
+			if oldest.IsZero() || o.Since.Before(oldest) {
+				oldest = o.Since
+			}
+		}
+		if !oldest.IsZero() {
+			ch.Add(metrics.coordinatorOpenEpisode, read.ReadAt.Sub(oldest).Seconds(), cluster, kind)
+		}
+		if mode == settings.PartitionMetricsNone {
+			continue
+		}
+		for i, p := range read.Partitions {
+			if p.State == CoordinatorAnswering && mode != settings.PartitionMetricsFull {
+				continue
+			}
+			partition := strconv.Itoa(i)
+			ch.Add(metrics.coordinatorPartitionState, 1, cluster, kind, partition, p.State.String())
+			ch.Add(metrics.coordinatorPartitionBroker, float64(p.Coordinator), cluster, kind, partition)
 		}
 	}
 }

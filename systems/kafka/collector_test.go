@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/failover-exporter/failover_exporter/collector/episode"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
@@ -190,6 +191,11 @@ func TestMetricNamesCoverEverythingCollected(t *testing.T) {
 	after.computeBudget(1)
 	after.FencedKnown = true
 	after.Internal = []InternalTopic{{Name: "__consumer_offsets", Feature: "consumer_offsets", MinISR: 2, Partitions: 50, UnderReplicated: 1}}
+	// A coordinator loading, with an episode open and one ended.
+	after.Coordinators.Reads[CoordinatorGroup] = &CoordinatorRead{ReadAt: after.ReadAt, Partitions: []CoordinatorPartition{
+		{State: CoordinatorLoading, Coordinator: 2, Reason: "COORDINATOR_LOAD_IN_PROGRESS"}, {State: CoordinatorAnswering, Coordinator: 3}}}
+	after.Coordinators.Open[CoordinatorGroup] = map[int32]episode.Open{0: {Since: after.ReadAt.Add(-time.Second), StartSeen: true}}
+	after.Coordinators.Ended[CoordinatorGroup] = episode.Empty().ObserveDuration(3 * time.Second)
 	w := watcherServing(t, before, after)
 	c := NewCollector()
 	c.SetEmit("main", w, EmitState(settings.PartitionMetricsFull))

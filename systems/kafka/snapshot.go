@@ -60,6 +60,10 @@ type Snapshot struct {
 	// Episodes times offline, under-min-ISR and under-replicated partitions
 	// across refreshes.
 	Episodes Episodes
+	// Coordinators is whether the group and transaction coordinators
+	// answer, as of the last coordinator read that ended (read beside the
+	// refreshes, so one refresh late), and its episodes.
+	Coordinators Coordinators
 	// Events are the transitions between the previous snapshot and this
 	// one, in broker then topic and partition order.
 	Events events.List

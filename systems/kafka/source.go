@@ -54,6 +54,9 @@ type source struct {
 	// can tell: its log directories, the offsets of its tiered partitions.
 	logDirs logDirsReader
 	tiered  tieredReader
+	// coordinators asks, beside the refreshes, whether the group and
+	// transaction coordinators answer (coordinators.go).
+	coordinators coordinatorReader
 	// logged holds the last error logged per kind of optional request, so
 	// that a lasting failure is a warning once, then debug lines.
 	logged map[string]string
@@ -136,6 +139,7 @@ func (s *source) Refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	live := liveBrokers(md)
 	s.readLogDirs(live, snap)
 	s.readTiered(live, snap)
+	s.readCoordinators(live, snap)
 	// The quorum request is forwarded to the active controller and hangs
 	// when there is none; reading it beside the broker probes keeps it from
 	// eating the probes' time, which is when they matter most. It works on
@@ -592,6 +596,7 @@ func (s *source) Close() {
 	s.disconnect()
 	s.logDirs.close()
 	s.tiered.close()
+	s.coordinators.close()
 	for addr, done := range s.inFlight {
 		go func() { s.discard(addr, <-done) }()
 	}

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"syscall"
 	"testing"
@@ -70,6 +71,35 @@ func TestIntegrationSource(t *testing.T) {
 	// Read once more to use the cached ApiVersions answer.
 	if err := refresh(); err != nil {
 		t.Fatal(err)
+	}
+
+	// The coordinators: once a group commits (the cluster creates
+	// __consumer_offsets), the read finds every partition's coordinator
+	// answering, and it is the partition's leader: the keys the read asks
+	// about map to their partitions as Kafka maps them.
+	c.CommitOffsets(t, "coordinator-probe-test", nil)
+	lab.WaitFor(t, 60*time.Second, 200*time.Millisecond, func() (bool, string) {
+		if err := refresh(); err != nil {
+			return false, err.Error()
+		}
+		read := snap.Coordinators.Reads[CoordinatorGroup]
+		if read == nil {
+			return false, fmt.Sprintf("no group coordinator read yet (last read %+v)", src.coordinators.last)
+		}
+		return read.Count(CoordinatorAnswering) == len(read.Partitions), fmt.Sprintf("group coordinators %+v", read.Partitions)
+	})
+	leaders := map[int32]int32{}
+	for _, t := range append(append([]Topic{}, snap.Topics...), snap.UnwatchedJudged...) {
+		if t.Name == CoordinatorGroup.Topic() {
+			for _, p := range t.Partitions {
+				leaders[p.ID] = p.Leader
+			}
+		}
+	}
+	for i, p := range snap.Coordinators.Reads[CoordinatorGroup].Partitions {
+		if leader, ok := leaders[int32(i)]; !ok || p.Coordinator != leader {
+			t.Errorf("the coordinator of __consumer_offsets/%d's key is broker %d, its leader %d (known %v)", i, p.Coordinator, leader, ok)
+		}
 	}
 
 	// A stopped broker: its probe and the metadata attempts to it wait for

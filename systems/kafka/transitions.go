@@ -45,6 +45,7 @@ func carryTransitions(prev, next *Snapshot) {
 	if prev != nil {
 		countTransitions(prev, next)
 	}
+	carryCoordinators(prev, next)
 	carryDetail(prev, next)
 	sumTopicTransitions(next)
 }

@@ -1,0 +1,264 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/internal/exportertest"
+	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/systems/kafka"
+)
+
+// commitAttempt is one offset commit of the test's client: when it began
+// and ended, and its error.
+type commitAttempt struct {
+	start, end time.Time
+	err        error
+}
+
+// committer commits an offset of group every 100 ms through a franz-go
+// client, which finds the group's coordinator itself (FindCoordinator,
+// then again on NOT_COORDINATOR and the like), as a consumer does; each
+// commit is bounded by a second.
+type committer struct {
+	mu       sync.Mutex
+	attempts []commitAttempt
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+func startCommitter(t *testing.T, c *lab.KafkaCluster, group, topic string) *committer {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.DialTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &committer{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		defer cl.Close()
+		for offset := int64(0); ; offset++ {
+			a := commitAttempt{start: time.Now()}
+			a.err = commitOnce(cl, group, topic, offset)
+			a.end = time.Now()
+			m.mu.Lock()
+			m.attempts = append(m.attempts, a)
+			m.mu.Unlock()
+			select {
+			case <-m.stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(m.close)
+	return m
+}
+
+// commitOnce commits offset of topic's partition 0 as a group without
+// members does (generation -1), as kafka-consumer-groups.sh
+// --reset-offsets does.
+func commitOnce(cl *kgo.Client, group, topic string, offset int64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = group, -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = 0, offset
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (m *committer) close() {
+	select {
+	case <-m.stop:
+	default:
+		close(m.stop)
+	}
+	<-m.done
+}
+
+// outage is the client's own clock: from the start of its first failed
+// commit after since to the end of the first commit that succeeded after
+// it; ok is false while there is no such pair.
+func (m *committer) outage(since time.Time) (failed, recovered time.Time, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, a := range m.attempts {
+		switch {
+		case a.end.Before(since):
+		case a.err != nil && failed.IsZero():
+			failed = a.start
+		case a.err == nil && !failed.IsZero():
+			return failed, a.end, true
+		}
+	}
+	return failed, time.Time{}, false
+}
+
+func (m *committer) succeeded() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, a := range m.attempts {
+		if a.err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// ensureTransactionTopic makes the cluster create __transaction_state, as
+// a transactional producer's coordinator lookup does.
+func ensureTransactionTopic(t *testing.T, c *lab.KafkaCluster) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.DialTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	lab.WaitFor(t, 60*time.Second, 500*time.Millisecond, func() (bool, string) {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorType, req.CoordinatorKeys = 1, []string{"failover-exporter-test"}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range resp.Coordinators {
+			if err := kerr.ErrorForCode(c.ErrorCode); err != nil {
+				return false, err.Error()
+			}
+		}
+		return true, ""
+	})
+}
+
+// TestKafkaCoordinatorFailover kills, by PID, the broker that coordinates
+// a consumer group which commits every 100 ms, on a real 3-broker cluster.
+// Kafka's kafka-consumer-groups.sh names the coordinator before and after,
+// and the offsets partition the exporter reports on is the one whose
+// leader is that coordinator (the group's partition is Kafka's hash). The
+// exporter's episode of that partition, from its coordinator_unavailable
+// event (backdated to its first failed probe) to its
+// coordinator_available event, is the client's own outage (its first
+// failed commit to its first successful one after) within one refresh
+// and a second; the event names the coordinator the tool names after.
+func TestKafkaCoordinatorFailover(t *testing.T) {
+	c := lab.SharedKafka(t, lab.KafkaOptions{})
+	ensureOffsetsTopic(t, c)
+	ensureTransactionTopic(t, c)
+	const topic, group = "coordinator-failover", "coordinator-failover-group"
+	c.CreateTopic(t, topic, 1)
+	const refresh = time.Second
+	cfg := faultConfig(t, fmt.Sprintf(`kafka:
+  - name: lab
+    bootstrap_servers: [%s]
+    refresh_interval: %s
+`, strings.Join(c.Bootstrap(), ", "), refresh))
+	e := exportertest.Start(t, "--config.file="+cfg)
+
+	offsets := c.DescribeTopics(t, "--topic", "__consumer_offsets")
+	n := len(offsets)
+	partition := kafka.CoordinatorPartitionOf(group, n)
+	answering := func(m exportertest.Metrics, kind string) (float64, string) {
+		v, _ := m.Value("kafka_coordinator_partitions", map[string]string{"kind": kind, "state": "answering"})
+		return v, m.Describe("kafka_coordinator_partitions", map[string]string{"kind": kind})
+	}
+	waitMetrics(t, e, 60*time.Second, "every coordinator answering", func(m exportertest.Metrics) (bool, string) {
+		g, gs := answering(m, "group")
+		tx, ts := answering(m, "transaction")
+		return int(g) == n && tx > 0, gs + ts
+	})
+
+	m := startCommitter(t, c, group, topic)
+	lab.WaitFor(t, 30*time.Second, 100*time.Millisecond, func() (bool, string) { return m.succeeded(), "no commit succeeded yet" })
+	before := c.GroupCoordinator(t, group)
+	var leader int32 = -1
+	for _, p := range offsets {
+		if p.Partition == partition {
+			leader = p.Leader
+		}
+	}
+	if leader != before {
+		t.Fatalf("kafka-consumer-groups.sh names broker %d the coordinator of %s; __consumer_offsets/%d, the partition Kafka's hash gives it, is led by %d",
+			before, group, partition, leader)
+	}
+
+	killedAt := killBrokers(t, c, before)
+	t.Logf("killed broker %d, coordinator of %s (__consumer_offsets/%d), at %s", before, group, partition, killedAt.Format("15:04:05.000"))
+	ofPartition := func(evs []events.Event, kind events.Kind) []events.Event {
+		var out []events.Event
+		for _, ev := range evs {
+			if ev.Kind == kind && ev.Subject.Topic == "__consumer_offsets" && ev.Subject.Partition != nil && *ev.Subject.Partition == partition {
+				out = append(out, ev)
+			}
+		}
+		return out
+	}
+	evs := waitEvents(t, e, 90*time.Second, "the group's coordinator answering again", func(evs []events.Event) bool {
+		return len(ofPartition(evs, kafka.EventCoordinatorAvailable)) > 0
+	})
+	lab.WaitFor(t, 30*time.Second, 100*time.Millisecond, func() (bool, string) {
+		_, _, ok := m.outage(killedAt.Add(-time.Second))
+		return ok, "the client has not committed again after a failure"
+	})
+	m.close()
+	failed, recovered, _ := m.outage(killedAt.Add(-time.Second))
+	after := c.GroupCoordinator(t, group)
+
+	down, up := ofPartition(evs, kafka.EventCoordinatorUnavailable), ofPartition(evs, kafka.EventCoordinatorAvailable)
+	if len(down) != 1 || len(up) != 1 {
+		t.Fatalf("want one coordinator_unavailable and one coordinator_available of __consumer_offsets/%d, got:\n%s", partition, describeEvents(append(down, up...)))
+	}
+	began := down[0].Time
+	if !down[0].FirstFailure.IsZero() {
+		began = down[0].FirstFailure
+	}
+	exporterOutage, clientOutage := up[0].Time.Sub(began), recovered.Sub(failed)
+	t.Logf("events:\n%s", describeEvents(append(down, up...)))
+	t.Logf("FIGURE kafka coordinator failover: the client's commits failed for %s (first failed %s after the kill, first success %s after it); "+
+		"the exporter's episode of __consumer_offsets/%d lasted %s (began %s after the kill), refresh %s; coordinator %d before, %d after (kafka-consumer-groups.sh)",
+		clientOutage.Round(10*time.Millisecond), failed.Sub(killedAt).Round(10*time.Millisecond), recovered.Sub(killedAt).Round(10*time.Millisecond),
+		partition, exporterOutage.Round(10*time.Millisecond), began.Sub(killedAt).Round(10*time.Millisecond), refresh, before, after)
+	if after == before {
+		t.Errorf("kafka-consumer-groups.sh still names the killed broker %d the coordinator", before)
+	}
+	if want := "answering at broker " + strconv.Itoa(int(after)); !strings.HasPrefix(up[0].After, want) {
+		t.Errorf("coordinator_available says %q, want it to start %q as kafka-consumer-groups.sh names broker %d", up[0].After, want, after)
+	}
+	if diff := (exporterOutage - clientOutage).Abs(); diff > refresh+time.Second {
+		t.Errorf("the exporter's episode (%s) and the client's outage (%s) differ by %s, more than a refresh and a second", exporterOutage, clientOutage, diff)
+	}
+	final, _ := waitMetrics(t, e, 60*time.Second, "every coordinator answering again", func(m exportertest.Metrics) (bool, string) {
+		g, gs := answering(m, "group")
+		return int(g) == n, gs
+	})
+	if count, _ := final.Value("kafka_coordinator_unavailable_episode_seconds_count", map[string]string{"kind": "group"}); count < 1 {
+		t.Errorf("kafka_coordinator_unavailable_episode_seconds_count{kind=group} = %v, want the ended episodes observed", count)
+	}
+}

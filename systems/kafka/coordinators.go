@@ -1,0 +1,601 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/failover-exporter/failover_exporter/collector/episode"
+	"github.com/failover-exporter/failover_exporter/collector/events"
+)
+
+// Coordinators: a consumer group's coordinator is the leader of one
+// __consumer_offsets partition, a transactional producer's the leader of
+// one __transaction_state partition. When that leader moves, the new one
+// loads the partition before it answers, and until then clients' commits,
+// fetches, joins and transaction markers fail (NOT_COORDINATOR,
+// COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE), while
+// Metadata already shows a leader. The coordinator read asks, beside the
+// refreshes, what a client asks: FindCoordinator for one key per
+// partition, then the coordinator it names a read-only question (OffsetFetch
+// for the group, DescribeTransactions for the transactional id), and
+// records per partition whether its coordinator answered.
+
+// CoordinatorKind is a kind of coordinator: what its keys name.
+type CoordinatorKind int
+
+// Coordinator kinds, in the order their series are emitted.
+const (
+	CoordinatorGroup CoordinatorKind = iota
+	CoordinatorTransaction
+	coordinatorKinds
+)
+
+// coordinatorKindInfo is each kind's label value, the internal topic whose
+// partitions' leaders are its coordinators, and FindCoordinator's key type.
+var coordinatorKindInfo = [coordinatorKinds]struct {
+	name, topic string
+	keyType     int8
+}{
+	CoordinatorGroup:       {"group", "__consumer_offsets", 0},
+	CoordinatorTransaction: {"transaction", "__transaction_state", 1},
+}
+
+func (k CoordinatorKind) String() string { return coordinatorKindInfo[k].name }
+
+// Topic is the internal topic that holds the kind's state.
+func (k CoordinatorKind) Topic() string { return coordinatorKindInfo[k].topic }
+
+// CoordinatorState is how a coordinator partition answered the last read.
+type CoordinatorState int8
+
+// Coordinator states, in the order their series are emitted.
+const (
+	// CoordinatorUnknown: the read could not tell (no broker answered
+	// FindCoordinator, an ACL refused the question, an error that says
+	// nothing about the coordinator). Neither answering nor unavailable.
+	CoordinatorUnknown CoordinatorState = iota
+	// CoordinatorAnswering: the coordinator FindCoordinator named answered
+	// the question for the partition's key.
+	CoordinatorAnswering
+	// CoordinatorLoading: it answered COORDINATOR_LOAD_IN_PROGRESS: it
+	// leads the partition and is still loading it. Clients fail as they do
+	// when it is unavailable, and episodes count it so.
+	CoordinatorLoading
+	// CoordinatorUnavailable: FindCoordinator named no coordinator, or the
+	// one it named did not answer, or said it is not the coordinator.
+	CoordinatorUnavailable
+	coordinatorStates
+)
+
+var coordinatorStateNames = [coordinatorStates]string{"unknown", "answering", "loading", "unavailable"}
+
+func (s CoordinatorState) String() string { return coordinatorStateNames[s] }
+
+// failing reports whether clients of the partition fail: its episodes are
+// open while it is.
+func (s CoordinatorState) failing() bool {
+	return s == CoordinatorLoading || s == CoordinatorUnavailable
+}
+
+// CoordinatorPartition is one coordinator partition as the last read
+// found it.
+type CoordinatorPartition struct {
+	State CoordinatorState
+	// Coordinator is the broker FindCoordinator named, -1 when none.
+	Coordinator int32
+	// Reason says why the state is not answering: an error code's name, or
+	// a request's error; empty when answering.
+	Reason string
+}
+
+// CoordinatorRead is one read of a kind's coordinators. It is shared
+// between snapshots until the next read ends, and never modified.
+type CoordinatorRead struct {
+	// ReadAt is when the read ended.
+	ReadAt time.Time
+	// Partitions are the internal topic's partitions, by ID.
+	Partitions []CoordinatorPartition
+}
+
+// Count counts the partitions in state s.
+func (r *CoordinatorRead) Count(s CoordinatorState) int {
+	n := 0
+	for _, p := range r.Partitions {
+		if p.State == s {
+			n++
+		}
+	}
+	return n
+}
+
+// Coordinators is the coordinator state of a snapshot: per kind, the last
+// read that ended and the episodes of its failing partitions.
+type Coordinators struct {
+	// Reads are nil for a kind not read: its internal topic does not exist
+	// (the cluster creates it on first use), its brokers do not offer the
+	// requests, or no read ended yet.
+	Reads [coordinatorKinds]*CoordinatorRead
+	// Open holds, per kind, the partitions whose clients fail and since
+	// when (backdated on the outage clock); empty while all answer.
+	Open [coordinatorKinds]map[int32]episode.Open
+	// Ended is, per kind, the histogram of the episodes that ended: nil
+	// until an episode opened, then served from zero.
+	Ended [coordinatorKinds]*episode.Histogram
+}
+
+// coordinatorProbePrefix starts every key the read asks about: ACLs may
+// grant DESCRIBE on these group and transactional ids by prefix.
+const coordinatorProbePrefix = "failover_exporter.coordinator-probe."
+
+// javaStringHash is Java's String.hashCode of an ASCII string, which
+// Kafka maps a group or transactional id to its partition with.
+func javaStringHash(s string) int32 {
+	var h int32
+	for i := 0; i < len(s); i++ {
+		h = 31*h + int32(s[i])
+	}
+	return h
+}
+
+// coordinatorPartition is the partition of an internal topic of
+// partitions partitions that holds key: Kafka's
+// Utils.abs(key.hashCode()) % partitions.
+func CoordinatorPartitionOf(key string, partitions int) int32 {
+	h := javaStringHash(key)
+	switch {
+	case h == -1<<31:
+		h = 0
+	case h < 0:
+		h = -h
+	}
+	return h % int32(partitions)
+}
+
+// coordinatorProbeKeys returns one key per partition of an internal
+// topic of partitions partitions, by partition: the first key of the form
+// coordinatorProbePrefix + n that maps to it.
+func coordinatorProbeKeys(partitions int) []string {
+	keys := make([]string, partitions)
+	for n, left := 0, partitions; left > 0; n++ {
+		key := coordinatorProbePrefix + strconv.Itoa(n)
+		if p := CoordinatorPartitionOf(key, partitions); keys[p] == "" {
+			keys[p] = key
+			left--
+		}
+	}
+	return keys
+}
+
+// coordinatorRead is one read of every kind whose topic exists.
+type coordinatorRead struct {
+	reads [coordinatorKinds]*CoordinatorRead
+	readOutcome
+}
+
+// coordinatorReader reads the coordinators beside the refreshes.
+type coordinatorReader struct {
+	brokerReader[coordinatorRead]
+	// keys caches coordinatorProbeKeys per kind, for its partition count.
+	keys [coordinatorKinds][]string
+}
+
+var coordinatorsKind = readKind{
+	kind:        "coordinators",
+	unsupported: "brokers do not offer batched FindCoordinator, OffsetFetch v8 or DescribeTransactions (Kafka 3.0+); coordinator series are not served",
+	failed:      "reading some coordinators failed; their partitions are counted unavailable or unknown",
+}
+
+// internalPartitionCounts is, per kind, the partition count of its topic
+// in snap; 0 when the topic does not exist.
+func internalPartitionCounts(snap *Snapshot) [coordinatorKinds]int {
+	var counts [coordinatorKinds]int
+	for _, t := range snap.Internal {
+		for k := range coordinatorKinds {
+			if t.Name == k.Topic() {
+				counts[k] = t.Partitions
+			}
+		}
+	}
+	return counts
+}
+
+// readCoordinators takes the outcome of the read the previous refreshes
+// started, starts the next one for the kinds whose topic exists, and
+// gives snap the last read of each kind. A kind whose topic does not
+// exist costs no request: FindCoordinator would create it.
+func (s *source) readCoordinators(brokers map[int32]string, snap *Snapshot) {
+	r := &s.coordinators
+	r.keep(s, coordinatorsKind)
+	counts := internalPartitionCounts(snap)
+	var keys [coordinatorKinds][]string
+	wanted := false
+	for k := range coordinatorKinds {
+		if counts[k] == 0 {
+			r.keys[k] = nil
+			continue
+		}
+		if len(r.keys[k]) != counts[k] {
+			r.keys[k] = coordinatorProbeKeys(counts[k])
+		}
+		keys[k], wanted = r.keys[k], true
+	}
+	if wanted && !r.paused(s.now()) {
+		timeout, now := s.cfg.RequestTimeout, s.now
+		err := r.start(s.cfg, brokers, func(handles map[int32]*kgo.Broker) coordinatorRead {
+			return askCoordinators(handles, keys, timeout, now)
+		})
+		if err != nil {
+			s.logFailure("coordinators", "reading the coordinators failed; their series are not served", err)
+		}
+	}
+	if r.last == nil {
+		return
+	}
+	for k := range coordinatorKinds {
+		// A read of a topic since deleted or grown is not served.
+		if read := r.last.reads[k]; read != nil && len(read.Partitions) == counts[k] {
+			snap.Coordinators.Reads[k] = read
+		}
+	}
+}
+
+// askCoordinators reads every kind that has keys at once.
+func askCoordinators(handles map[int32]*kgo.Broker, keys [coordinatorKinds][]string, timeout time.Duration, now func() time.Time) coordinatorRead {
+	var read coordinatorRead
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	asked, old := 0, 0
+	for k := range coordinatorKinds {
+		if keys[k] == nil {
+			continue
+		}
+		asked++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, supported, failed, err := askKind(k, handles, keys[k], timeout)
+			if r != nil {
+				r.ReadAt = now()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			read.reads[k] = r
+			if !supported {
+				old++
+			}
+			read.failed += failed
+			if err != nil {
+				read.err = err
+			}
+		}()
+	}
+	wg.Wait()
+	read.unsupported = asked > 0 && old == asked
+	return read
+}
+
+// errNoFinder is the read's error when no broker answered FindCoordinator.
+var errNoFinder = errors.New("no broker answered FindCoordinator")
+
+// findCoordinatorBatchVersion is the first FindCoordinator version that
+// takes many keys (KIP-699, Kafka 2.8).
+const findCoordinatorBatchVersion = 4
+
+// askKind reads one kind: FindCoordinator for every key, from the first
+// broker by ID that answers, then each coordinator it named the kind's
+// question for its keys, all coordinators at once. It returns nil (and
+// supported false) when the brokers do not offer the requests; failed
+// counts the requests that failed, err is one of their errors.
+func askKind(kind CoordinatorKind, handles map[int32]*kgo.Broker, keys []string, timeout time.Duration) (read *CoordinatorRead, supported bool, failed int, err error) {
+	read = &CoordinatorRead{Partitions: make([]CoordinatorPartition, len(keys))}
+	for i := range read.Partitions {
+		read.Partitions[i] = CoordinatorPartition{State: CoordinatorUnknown, Coordinator: -1, Reason: errNoFinder.Error()}
+	}
+	ids := make([]int32, 0, len(handles))
+	for id := range handles {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var found *kmsg.FindCoordinatorResponse
+	for _, id := range ids {
+		found, err = findCoordinators(handles[id], kind, keys, timeout)
+		if err == nil {
+			break
+		}
+		failed++
+	}
+	if found == nil {
+		if err == nil {
+			err = errNoFinder
+		}
+		return read, true, failed, fmt.Errorf("%s coordinators: %w", kind, err)
+	}
+	if found.GetVersion() < findCoordinatorBatchVersion {
+		return nil, false, failed, nil
+	}
+	partitionOf := make(map[string]int, len(keys))
+	for i, key := range keys {
+		partitionOf[key] = i
+	}
+	byNode := map[int32][]int{}
+	for _, c := range found.Coordinators {
+		i, ok := partitionOf[c.Key]
+		if !ok {
+			continue
+		}
+		p := &read.Partitions[i]
+		p.State, p.Coordinator, p.Reason = stateOfError(c.ErrorCode)
+		if c.ErrorCode != 0 {
+			continue
+		}
+		if c.NodeID < 0 {
+			p.State, p.Reason = CoordinatorUnavailable, "no coordinator"
+			continue
+		}
+		p.Coordinator = c.NodeID
+		if _, ok := handles[c.NodeID]; !ok {
+			p.State, p.Reason = CoordinatorUnknown, fmt.Sprintf("coordinator broker %d is not among the brokers Metadata lists", c.NodeID)
+			continue
+		}
+		byNode[c.NodeID] = append(byNode[c.NodeID], i)
+	}
+	nodes := make(map[int32]*kgo.Broker, len(byNode))
+	for id := range byNode {
+		nodes[id] = handles[id]
+	}
+	var mu sync.Mutex
+	outcome := askBrokers(nodes, timeout, func(ctx context.Context, id int32, broker *kgo.Broker) (func(), bool, error) {
+		parts := byNode[id]
+		states, ok, err := askCoordinator(ctx, kind, broker, keys, parts)
+		if err != nil {
+			// What a client of the coordinator meets too.
+			mu.Lock()
+			for _, i := range parts {
+				read.Partitions[i].State, read.Partitions[i].Reason = CoordinatorUnavailable, err.Error()
+			}
+			mu.Unlock()
+			return nil, false, fmt.Errorf("%s coordinator %d: %w", kind, id, err)
+		}
+		return func() {
+			for _, i := range parts {
+				read.Partitions[i].State, read.Partitions[i].Reason = states[i].State, states[i].Reason
+			}
+		}, ok, nil
+	})
+	if outcome.unsupported {
+		return nil, false, failed, nil
+	}
+	failed += outcome.failed
+	if outcome.err != nil {
+		err = outcome.err
+	}
+	return read, true, failed, err
+}
+
+// findCoordinators asks broker for the coordinator of every key at once.
+func findCoordinators(broker *kgo.Broker, kind CoordinatorKind, keys []string, timeout time.Duration) (*kmsg.FindCoordinatorResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType = coordinatorKindInfo[kind].keyType
+	req.CoordinatorKeys = keys
+	resp, err := broker.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.FindCoordinatorResponse), nil
+}
+
+// offsetFetchBatchVersion is the first OffsetFetch version that takes many
+// groups (KIP-709, Kafka 3.0).
+const offsetFetchBatchVersion = 8
+
+// askCoordinator asks one coordinator the kind's question for the keys of
+// parts, and says by partition how it answered; ok is false when its
+// answer's version cannot tell.
+func askCoordinator(ctx context.Context, kind CoordinatorKind, broker *kgo.Broker, keys []string, parts []int) (map[int]CoordinatorPartition, bool, error) {
+	states := make(map[int]CoordinatorPartition, len(parts))
+	partitionOf := make(map[string]int, len(parts))
+	for _, i := range parts {
+		partitionOf[keys[i]] = i
+		states[i] = CoordinatorPartition{State: CoordinatorUnknown, Reason: "not in the coordinator's answer"}
+	}
+	set := func(key string, code int16) {
+		if i, ok := partitionOf[key]; ok {
+			state, _, reason := stateOfError(code)
+			states[i] = CoordinatorPartition{State: state, Reason: reason}
+		}
+	}
+	switch kind {
+	case CoordinatorGroup:
+		req := kmsg.NewPtrOffsetFetchRequest()
+		for _, i := range parts {
+			g := kmsg.NewOffsetFetchRequestGroup()
+			g.Group = keys[i]
+			// Topics nil: every topic the group committed, none here.
+			req.Groups = append(req.Groups, g)
+		}
+		kresp, err := broker.Request(ctx, req)
+		if err != nil {
+			return nil, false, err
+		}
+		resp := kresp.(*kmsg.OffsetFetchResponse)
+		if resp.GetVersion() < offsetFetchBatchVersion {
+			return nil, false, nil
+		}
+		for _, g := range resp.Groups {
+			set(g.Group, g.ErrorCode)
+		}
+	case CoordinatorTransaction:
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		for _, i := range parts {
+			req.TransactionalIDs = append(req.TransactionalIDs, keys[i])
+		}
+		kresp, err := broker.Request(ctx, req)
+		if err != nil {
+			if tooOld(err) {
+				return nil, false, nil
+			}
+			return nil, false, err
+		}
+		for _, s := range kresp.(*kmsg.DescribeTransactionsResponse).TransactionStates {
+			set(s.TransactionalID, s.ErrorCode)
+		}
+	}
+	return states, true, nil
+}
+
+// tooOld reports whether franz-go refused to send a request because the
+// broker does not offer it (its error is unexported).
+func tooOld(err error) bool { return strings.Contains(err.Error(), "broker is too old") }
+
+// stateOfError is the state an error code of FindCoordinator or of a
+// coordinator's answer for one key gives its partition: no error, or the
+// key not being known (a group or transactional id nobody used), is an
+// answer; the coordinator codes say loading or unavailable; anything else
+// (an ACL's refusal above all) says nothing, and is unknown. The
+// coordinator is -1.
+func stateOfError(code int16) (CoordinatorState, int32, string) {
+	err := kerr.ErrorForCode(code)
+	switch {
+	case err == nil, errors.Is(err, kerr.GroupIDNotFound), errors.Is(err, kerr.TransactionalIDNotFound):
+		return CoordinatorAnswering, -1, ""
+	case errors.Is(err, kerr.CoordinatorLoadInProgress):
+		return CoordinatorLoading, -1, kerrName(err)
+	case errors.Is(err, kerr.CoordinatorNotAvailable), errors.Is(err, kerr.NotCoordinator):
+		return CoordinatorUnavailable, -1, kerrName(err)
+	default:
+		return CoordinatorUnknown, -1, kerrName(err)
+	}
+}
+
+// kerrName is a Kafka error's name (COORDINATOR_LOAD_IN_PROGRESS).
+func kerrName(err error) string {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Message
+	}
+	return err.Error()
+}
+
+// Coordinator events: a coordinator partition whose clients began to fail
+// (its episode opened; Before: the state the previous read found, After:
+// loading or unavailable, with the reason), and one that answers again
+// (its episode ended; After: answering at broker N, after how long when
+// its start was seen). Subject is the internal topic's partition. Listed
+// only between two reads that both saw the partition.
+const (
+	EventCoordinatorUnavailable events.Kind = "coordinator_unavailable"
+	EventCoordinatorAvailable   events.Kind = "coordinator_available"
+)
+
+// carryCoordinators times the episodes of next's coordinator partitions
+// against prev's, and lists their events, when next has a read of a kind
+// prev did not: between two reads they are carried as they are. A
+// partition's episode opens when its state is loading or unavailable; it
+// begins at the first failed probe of the coordinator the previous read
+// named, by the outage clock's rule, or else at the read; it ends at
+// the first read in which it answers. An unknown state neither opens nor
+// ends one.
+func carryCoordinators(prev, next *Snapshot) {
+	clock := newOutageClock(prev, next)
+	for k := range coordinatorKinds {
+		read := next.Coordinators.Reads[k]
+		var before *CoordinatorRead
+		var open map[int32]episode.Open
+		var ended *episode.Histogram
+		if prev != nil {
+			before, open, ended = prev.Coordinators.Reads[k], prev.Coordinators.Open[k], prev.Coordinators.Ended[k]
+		}
+		if read == nil {
+			// Not read now: what was open stays open, to be ended by
+			// the next read that answers.
+			next.Coordinators.Open[k], next.Coordinators.Ended[k] = open, ended
+			continue
+		}
+		if read == before {
+			next.Coordinators.Open[k], next.Coordinators.Ended[k] = open, ended
+			continue
+		}
+		var active []int32
+		for i, p := range read.Partitions {
+			id := int32(i)
+			if _, wasOpen := open[id]; p.State.failing() || (wasOpen && p.State == CoordinatorUnknown) {
+				active = append(active, id)
+			}
+		}
+		seen := before != nil && len(before.Partitions) == len(read.Partitions)
+		begin := func(id int32) episode.Open {
+			o := episode.Open{Since: read.ReadAt, StartSeen: seen && before.Partitions[id].State == CoordinatorAnswering}
+			if !o.StartSeen || clock == nil {
+				return o
+			}
+			if c := before.Partitions[id].Coordinator; c >= 0 {
+				if at := clock.brokerFailedAt(c); at.Before(o.Since) {
+					o.Since = at
+				}
+			}
+			return o
+		}
+		nextOpen, closed := episode.Step(open, read.ReadAt, active, begin)
+		for _, e := range closed {
+			if e.StartSeen {
+				ended = ended.ObserveDuration(e.Duration)
+			}
+		}
+		if len(nextOpen) > 0 && ended == nil {
+			ended = episode.Empty()
+		}
+		next.Coordinators.Open[k], next.Coordinators.Ended[k] = nextOpen, ended
+		if seen {
+			listCoordinatorEvents(&next.Events, k, before, read, open, nextOpen, closed)
+		}
+	}
+}
+
+// listCoordinatorEvents lists the partitions of kind k whose episode
+// opened (their clients began to fail) or ended (they answer again) at
+// read, which follows before.
+func listCoordinatorEvents(list *events.List, k CoordinatorKind, before, read *CoordinatorRead, wasOpen, open map[int32]episode.Open, closed []episode.Ended[int32]) {
+	for _, e := range closed {
+		after := coordinatorText(read.Partitions[e.Key])
+		if e.StartSeen {
+			after += fmt.Sprintf(" after %s", e.Duration.Round(100*time.Millisecond))
+		}
+		list.Add(read.ReadAt, EventCoordinatorAvailable, events.PartitionSubject(k.Topic(), e.Key), coordinatorText(before.Partitions[e.Key]), after)
+	}
+	for i := range read.Partitions {
+		id := int32(i)
+		o, ok := open[id]
+		if _, was := wasOpen[id]; !ok || was {
+			continue
+		}
+		n := len(list.Events)
+		list.Add(read.ReadAt, EventCoordinatorUnavailable, events.PartitionSubject(k.Topic(), id), coordinatorText(before.Partitions[i]), coordinatorText(read.Partitions[i]))
+		if len(list.Events) > n && o.Since.Before(read.ReadAt) {
+			list.Events[n].FirstFailure = o.Since
+		}
+	}
+}
+
+// coordinatorText is a partition's state as an event shows it.
+func coordinatorText(p CoordinatorPartition) string {
+	text := p.State.String()
+	if p.Coordinator >= 0 {
+		text += " at broker " + strconv.FormatInt(int64(p.Coordinator), 10)
+	}
+	if p.Reason != "" {
+		text += " (" + p.Reason + ")"
+	}
+	return text
+}

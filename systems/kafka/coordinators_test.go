@@ -1,0 +1,185 @@
+package kafka
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
+)
+
+// Kafka maps a key to Utils.abs(key.hashCode()) % partitions. The hashes
+// are Java's: "hello".hashCode() is 99162322, and
+// "polygenelubricants".hashCode() is Integer.MIN_VALUE, which Utils.abs
+// maps to 0 (Math.abs would leave it negative).
+func TestCoordinatorPartitionIsKafkas(t *testing.T) {
+	if h := javaStringHash("hello"); h != 99162322 {
+		t.Errorf(`hash of "hello" = %d, want 99162322`, h)
+	}
+	if h := javaStringHash("polygenelubricants"); h != -1<<31 {
+		t.Errorf(`hash of "polygenelubricants" = %d, want %d`, h, int32(-1<<31))
+	}
+	if p := CoordinatorPartitionOf("polygenelubricants", 50); p != 0 {
+		t.Errorf("partition of a MIN_VALUE hash = %d, want 0", p)
+	}
+	if p := CoordinatorPartitionOf("hello", 50); p != 99162322%50 {
+		t.Errorf(`partition of "hello" = %d, want %d`, p, 99162322%50)
+	}
+	// Every key the read asks about maps to its partition (the real
+	// cluster's FindCoordinator checks the mapping: coordinators_integration_test.go).
+	for _, n := range []int{1, 6, 50, 1000} {
+		keys := coordinatorProbeKeys(n)
+		for p, key := range keys {
+			if !strings.HasPrefix(key, coordinatorProbePrefix) || CoordinatorPartitionOf(key, n) != int32(p) {
+				t.Fatalf("%d partitions: key %q for partition %d maps to %d", n, key, p, CoordinatorPartitionOf(key, n))
+			}
+		}
+	}
+}
+
+func TestCoordinatorStateOfError(t *testing.T) {
+	for _, tc := range []struct {
+		err  *kerr.Error
+		want CoordinatorState
+	}{
+		{nil, CoordinatorAnswering},
+		{kerr.GroupIDNotFound, CoordinatorAnswering},
+		{kerr.TransactionalIDNotFound, CoordinatorAnswering},
+		{kerr.CoordinatorLoadInProgress, CoordinatorLoading},
+		{kerr.CoordinatorNotAvailable, CoordinatorUnavailable},
+		{kerr.NotCoordinator, CoordinatorUnavailable},
+		// An ACL's refusal says nothing of the coordinator.
+		{kerr.GroupAuthorizationFailed, CoordinatorUnknown},
+		{kerr.TransactionalIDAuthorizationFailed, CoordinatorUnknown},
+		{kerr.UnknownServerError, CoordinatorUnknown},
+	} {
+		var code int16
+		if tc.err != nil {
+			code = tc.err.Code
+		}
+		if got, _, _ := stateOfError(code); got != tc.want {
+			t.Errorf("code %d (%v): %v, want %v", code, tc.err, got, tc.want)
+		}
+	}
+}
+
+// coordinatorsAt gives s a group coordinator read at t0 plus seconds: one
+// state and coordinator per partition.
+func coordinatorsAt(s *Snapshot, seconds float64, parts ...CoordinatorPartition) *Snapshot {
+	s.Coordinators.Reads[CoordinatorGroup] = &CoordinatorRead{ReadAt: episodeT0.Add(time.Duration(seconds * float64(time.Second))), Partitions: parts}
+	return s
+}
+
+func answering(broker int32) CoordinatorPartition {
+	return CoordinatorPartition{State: CoordinatorAnswering, Coordinator: broker}
+}
+
+// A coordinator partition's episode begins at the first failed probe of
+// the coordinator it had, counts loading as failing, ends at the first
+// read that answers, and is listed as two events.
+func TestCoordinatorEpisodes(t *testing.T) {
+	rs := []int32{1, 2, 3}
+	healthy := func(s float64) *Snapshot { return probed(snapshotAt(s, rs, part{1, rs, rs})) }
+	dead := func(s float64) *Snapshot { return probed(snapshotAt(s, rs, part{2, rs, []int32{2, 3}}), 1) }
+	loading := CoordinatorPartition{State: CoordinatorLoading, Coordinator: 2, Reason: "COORDINATOR_LOAD_IN_PROGRESS"}
+	gone := CoordinatorPartition{State: CoordinatorUnavailable, Coordinator: 1, Reason: "connection refused"}
+	unknown := CoordinatorPartition{State: CoordinatorUnknown, Coordinator: -1, Reason: errNoFinder.Error()}
+
+	// Broker 1, coordinator of partition 0, dies between 0 and 1 s; the
+	// read at 1.5 s finds it not answering, at 4.5 s the new one loading,
+	// at 6.5 s nobody can tell, at 8.5 s it answers.
+	s0 := coordinatorsAt(healthy(0), 0.5, answering(1), answering(2))
+	s1 := coordinatorsAt(dead(1), 1.5, gone, answering(2))
+	s2 := coordinatorsAt(dead(5), 4.5, loading, answering(2))
+	s3 := coordinatorsAt(dead(7), 6.5, unknown, answering(2))
+	s4 := coordinatorsAt(dead(9), 8.5, answering(2), answering(2))
+	// A refresh whose read has not ended carries the last one.
+	s5 := dead(10)
+	s5.Coordinators.Reads = s4.Coordinators.Reads
+	last := chainSnapshots(s0, s1, s2, s3)
+	if o, ok := last.Coordinators.Open[CoordinatorGroup][0]; !ok || !o.StartSeen || !o.Since.Equal(episodeT0.Add(time.Second)) {
+		t.Fatalf("episode of partition 0 %+v (open %v), want begun at the failed probe of broker 1 at 1 s and kept open while unknown", o, ok)
+	}
+	if h := last.Coordinators.Ended[CoordinatorGroup]; h == nil || h.Count != 0 {
+		t.Errorf("histogram %+v, want served empty while the episode is open", h)
+	}
+	for _, next := range []*Snapshot{s4, s5} {
+		rememberDownBrokers(last, next)
+		carryTransitions(last, next)
+		last = next
+	}
+	if n := len(last.Coordinators.Open[CoordinatorGroup]); n != 0 {
+		t.Errorf("%d episodes open after partition 0 answered", n)
+	}
+	if h := last.Coordinators.Ended[CoordinatorGroup]; h == nil || h.Count != 1 || h.Sum != 7.5 {
+		t.Errorf("histogram %+v, want one episode of 7.5 s (failed probe at 1 s to the answer at 8.5 s)", h)
+	}
+	var evs []string
+	for _, s := range []*Snapshot{s1, s2, s3, s4, s5} {
+		for _, ev := range s.Events.Events {
+			if ev.Kind == EventCoordinatorUnavailable || ev.Kind == EventCoordinatorAvailable {
+				evs = append(evs, string(ev.Kind)+": "+ev.Before+" -> "+ev.After+" first "+ev.FirstFailure.Sub(episodeT0).String())
+			}
+		}
+	}
+	want := []string{
+		"coordinator_unavailable: answering at broker 1 -> unavailable at broker 1 (connection refused) first 1s",
+		"coordinator_available: unknown (no broker answered FindCoordinator) -> answering at broker 2 after 7.5s first " + (time.Time{}).Sub(episodeT0).String(),
+	}
+	if strings.Join(evs, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(evs, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// An exporter that starts while a coordinator is unavailable times no
+// episode it did not see begin; the change it saw is an event all the same,
+// without a duration.
+func TestCoordinatorEpisodeOfUnknownStart(t *testing.T) {
+	rs := []int32{1, 2, 3}
+	snap := func(s float64) *Snapshot { return probed(snapshotAt(s, rs, part{1, rs, rs})) }
+	gone := CoordinatorPartition{State: CoordinatorUnavailable, Coordinator: -1, Reason: "COORDINATOR_NOT_AVAILABLE"}
+	last := chainSnapshots(coordinatorsAt(snap(0), 0.5, gone), coordinatorsAt(snap(2), 2.5, answering(1)))
+	if h := last.Coordinators.Ended[CoordinatorGroup]; h == nil || h.Count != 0 {
+		t.Errorf("histogram %+v, want served and empty: the episode's start was not seen", h)
+	}
+	if evs := last.Events.Events; len(evs) != 1 || evs[0].Kind != EventCoordinatorAvailable || evs[0].After != "answering at broker 1" {
+		t.Errorf("events %+v, want one coordinator_available answering at broker 1, without a duration", evs)
+	}
+}
+
+// The per-partition series follow partition_metrics: sparse where the
+// coordinator answers, every partition in full, none in none; the counts
+// are served in every mode.
+func TestCoordinatorSeriesByMode(t *testing.T) {
+	rs := []int32{1, 2, 3}
+	s := coordinatorsAt(probed(snapshotAt(0, rs, part{1, rs, rs})), 0.5,
+		answering(1), CoordinatorPartition{State: CoordinatorLoading, Coordinator: 2, Reason: "COORDINATOR_LOAD_IN_PROGRESS"}, answering(3))
+	carryTransitions(nil, s)
+	for _, tc := range []struct {
+		mode      settings.PartitionMetrics
+		partition int
+	}{{settings.PartitionMetricsLean, 1}, {settings.PartitionMetricsUnhealthy, 1}, {settings.PartitionMetricsFull, 3}, {settings.PartitionMetricsNone, 0}} {
+		sink := seriesSink{}
+		emitCoordinators(sink, "main", s, tc.mode)
+		count := func(name string) int {
+			n := 0
+			for key := range sink {
+				if strings.HasPrefix(key, name+"{") {
+					n++
+				}
+			}
+			return n
+		}
+		if got := count("kafka_coordinator_partition_state"); got != tc.partition {
+			t.Errorf("%s: %d kafka_coordinator_partition_state series, want %d", tc.mode, got, tc.partition)
+		}
+		if got := count("kafka_coordinator_partitions"); got != int(coordinatorStates) {
+			t.Errorf("%s: %d kafka_coordinator_partitions series, want one per state", tc.mode, got)
+		}
+		if got := sink[`kafka_coordinator_partitions{kafka_cluster="main",kind="group",state="loading"}`]; got != 1 {
+			t.Errorf("%s: loading partitions %v, want 1", tc.mode, got)
+		}
+	}
+}
