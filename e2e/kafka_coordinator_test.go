@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
@@ -39,7 +40,14 @@ type committer struct {
 
 func startCommitter(t *testing.T, c *lab.KafkaCluster, group, topic string) *committer {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.DialTimeout(time.Second))
+	// OffsetCommit v10 (Kafka 4.4) names topics by ID; the test names them.
+	versions := kversion.Stable()
+	versions.SetMaxKeyVersion(kmsg.OffsetCommit.Int16(), 9)
+	// A short, constant backoff between the client's own retries (its
+	// default grows to seconds), so that its first success after the
+	// outage is when the coordinator answers, not when a backoff ended.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.DialTimeout(time.Second), kgo.MaxVersions(versions),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,15 +128,18 @@ func (m *committer) outage(since time.Time) (failed, recovered time.Time, ok boo
 	return failed, time.Time{}, false
 }
 
-func (m *committer) succeeded() bool {
+// succeeded reports whether a commit succeeded, and else the last error.
+func (m *committer) succeeded() (bool, string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	last := "no commit yet"
 	for _, a := range m.attempts {
 		if a.err == nil {
-			return true
+			return true, ""
 		}
+		last = a.err.Error()
 	}
-	return false
+	return false, "no commit succeeded yet: " + last
 }
 
 // ensureTransactionTopic makes the cluster create __transaction_state, as
@@ -196,7 +207,7 @@ func TestKafkaCoordinatorFailover(t *testing.T) {
 	})
 
 	m := startCommitter(t, c, group, topic)
-	lab.WaitFor(t, 30*time.Second, 100*time.Millisecond, func() (bool, string) { return m.succeeded(), "no commit succeeded yet" })
+	lab.WaitFor(t, 30*time.Second, 100*time.Millisecond, m.succeeded)
 	before := c.GroupCoordinator(t, group)
 	var leader int32 = -1
 	for _, p := range offsets {

@@ -107,6 +107,9 @@ func runKafkaCoreScenarios(t *testing.T, cluster *lab.KafkaCluster, quorum bool,
 	// ListPartitionReassignments (a KRaft broker forwards it): the exporter
 	// is given every broker, as users do, and must find the controller
 	// itself for the reassignment scenario to pass.
+	// Both coordinators' topics, whose coordinators the exporter asks about.
+	ensureOffsetsTopic(t, cluster)
+	ensureTransactionTopic(t, cluster)
 	exporter := exportertest.Start(t, "--kafka.server="+strings.Join(bootstrap, ","), "--kafka.cluster-name=lab", "--refresh.interval=500ms")
 	exporter.WaitReady(t, 30*time.Second)
 
@@ -146,6 +149,18 @@ func runKafkaCoreScenarios(t *testing.T, cluster *lab.KafkaCluster, quorum bool,
 	})
 	assertAgreesWithKafkaTopics(t, cluster, exporter, coreTopics, "healthy", coreCompare)
 	assertVersionSeries(t, exporter.Scrape(t), cluster, quorum, elr, false)
+	// Every group and transaction coordinator answers the exporter's
+	// questions (FindCoordinator, OffsetFetch v8, DescribeTransactions).
+	waitMetrics(t, exporter, 30*time.Second, "every coordinator answering", func(m exportertest.Metrics) (bool, string) {
+		for kind, topic := range map[string]string{"group": "__consumer_offsets", "transaction": "__transaction_state"} {
+			n, _ := m.Value("kafka_internal_topic_partitions", map[string]string{"topic": topic})
+			answering, _ := m.Value("kafka_coordinator_partitions", map[string]string{"kind": kind, "state": "answering"})
+			if n == 0 || answering != n {
+				return false, m.Describe("kafka_coordinator_partitions", nil) + m.Describe("kafka_internal_topic_partitions", nil)
+			}
+		}
+		return true, ""
+	})
 	// The failure budget's prediction for the victim, checked against
 	// kafka-topics.sh once it is killed (kafka_budget_test.go has the rest).
 	m, _ = waitMetrics(t, exporter, 30*time.Second, "the victim's stop predicted", func(m exportertest.Metrics) (bool, string) {

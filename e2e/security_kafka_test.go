@@ -58,6 +58,9 @@ func TestSecurityKafka(t *testing.T) {
 	minISR2 := "2"
 	secCreateTopic(t, cluster.InternalBootstrap(), belowMinTopic, 1, map[string]*string{"min.insync.replicas": &minISR2})
 	secGrantKafkaACLs(t, cluster.InternalBootstrap())
+	// A group's commit makes the cluster create __consumer_offsets, whose
+	// coordinators the exporter then asks about.
+	cluster.CommitOffsets(t, "secured-group", nil)
 
 	passwordFile := secWriteSecretFile(t, dir, "kafka-password", secKafkaPassword)
 	wrongFile := secWriteSecretFile(t, dir, "kafka-wrong-password", secKafkaWrongPassword)
@@ -84,7 +87,8 @@ func TestSecurityKafka(t *testing.T) {
 		for _, name := range good {
 			_, reassignments := m.Value("kafka_topic_reassigning_partitions", map[string]string{"kafka_cluster": name, "topic": topic})
 			_, elr := m.Value("kafka_partition_eligible_leader_replicas", map[string]string{"kafka_cluster": name, "topic": belowMinTopic, "partition": "0"})
-			if v, ok := m.Value("kafka_topic_partitions", map[string]string{"kafka_cluster": name, "topic": topic}); !ok || v != 3 || !reassignments || !elr {
+			coordinators, _ := m.Value("kafka_coordinator_partitions", map[string]string{"kafka_cluster": name, "kind": "group", "state": "answering"})
+			if v, ok := m.Value("kafka_topic_partitions", map[string]string{"kafka_cluster": name, "topic": topic}); !ok || v != 3 || !reassignments || !elr || coordinators == 0 {
 				missing = append(missing, name)
 			}
 		}
@@ -93,7 +97,8 @@ func TestSecurityKafka(t *testing.T) {
 				missing = append(missing, name)
 			}
 		}
-		if v, ok := m.Value("kafka_topic_partitions", map[string]string{"kafka_cluster": "describe-only", "topic": topic}); !ok || v != 3 {
+		unknown, _ := m.Value("kafka_coordinator_partitions", map[string]string{"kafka_cluster": "describe-only", "kind": "group", "state": "unknown"})
+		if v, ok := m.Value("kafka_topic_partitions", map[string]string{"kafka_cluster": "describe-only", "topic": topic}); !ok || v != 3 || unknown == 0 {
 			missing = append(missing, "describe-only")
 		}
 		if v, ok := m.Value("kafka_exporter_refreshes_total", map[string]string{"kafka_cluster": "no-acls"}); !ok || v < 2 {
@@ -129,6 +134,11 @@ func TestSecurityKafka(t *testing.T) {
 			}
 			if v := value(t, m, "kafka_partition_eligible_leader_replicas", below); v != 0 {
 				t.Errorf("%s: eligible leader replicas = %v, want 0", belowMinTopic, v)
+			}
+			// And the coordinators, with Describe on the probe ids' prefix.
+			offsets := value(t, m, "kafka_internal_topic_partitions", map[string]string{"kafka_cluster": name, "topic": "__consumer_offsets"})
+			if v := value(t, m, "kafka_coordinator_partitions", map[string]string{"kafka_cluster": name, "kind": "group", "state": "answering"}); v != offsets {
+				t.Errorf("group coordinators answering = %v, want every one of the %v offsets partitions", v, offsets)
 			}
 			// A failure other than a refresh running out of time (the first
 			// ones, on a loaded machine) is the client's.
@@ -188,6 +198,18 @@ func TestSecurityKafka(t *testing.T) {
 			t.Errorf("log warns %q %d times, want once, with the authorization error:\n%s", refused, warned, logs)
 		}
 		t.Logf("first log line: %s", strings.SplitN(logs, "\n", 2)[0])
+
+		// Without Describe on the probe ids, the coordinators are unknown,
+		// neither answering nor unavailable, and the log says why.
+		offsets := value(t, m, "kafka_internal_topic_partitions", map[string]string{"kafka_cluster": "describe-only", "topic": "__consumer_offsets"})
+		for state, want := range map[string]float64{"unknown": offsets, "answering": 0, "unavailable": 0} {
+			if v := value(t, m, "kafka_coordinator_partitions", map[string]string{"kafka_cluster": "describe-only", "kind": "group", "state": state}); v != want {
+				t.Errorf("group coordinators %s = %v, want %v", state, v, want)
+			}
+		}
+		if !strings.Contains(logs, "cannot tell whether some coordinators answer") || !strings.Contains(logs, "GROUP_AUTHORIZATION_FAILED") {
+			t.Errorf("log does not say the coordinators are unknown, with the authorization error:\n%s", logs)
+		}
 
 		// DescribeQuorum is refused too (it needs Describe on the
 		// Cluster): the failure budget judges no stop, and says why,
@@ -293,8 +315,13 @@ func secCreateTopic(t *testing.T, bootstrap []string, name string, partitions in
 	}
 }
 
+// coordinatorProbePrefix starts the group and transactional ids whose
+// coordinators the exporter asks about (docs/security.md).
+const coordinatorProbePrefix = "failover_exporter.coordinator-probe."
+
 // secGrantKafkaACLs gives secKafkaUser the documented minimal ACLs (Describe and
-// DescribeConfigs on all topics, Describe on the cluster) and
+// DescribeConfigs on all topics, Describe on the cluster and on the
+// coordinator probe ids' prefix) and
 // secKafkaDescribeOnlyUser only Describe on topics, through the internal
 // listener, whose principal is a super user.
 func secGrantKafkaACLs(t *testing.T, bootstrap []string) {
@@ -317,6 +344,10 @@ func secGrantKafkaACLs(t *testing.T, bootstrap []string) {
 		{Resource: allTopics, Acls: allow(secKafkaUser, sarama.AclOperationDescribe, sarama.AclOperationDescribeConfigs)},
 		{Resource: allTopics, Acls: allow(secKafkaDescribeOnlyUser, sarama.AclOperationDescribe)},
 		{Resource: sarama.Resource{ResourceType: sarama.AclResourceCluster, ResourceName: "kafka-cluster", ResourcePatternType: sarama.AclPatternLiteral},
+			Acls: allow(secKafkaUser, sarama.AclOperationDescribe)},
+		{Resource: sarama.Resource{ResourceType: sarama.AclResourceGroup, ResourceName: coordinatorProbePrefix, ResourcePatternType: sarama.AclPatternPrefixed},
+			Acls: allow(secKafkaUser, sarama.AclOperationDescribe)},
+		{Resource: sarama.Resource{ResourceType: sarama.AclResourceTransactionalID, ResourceName: coordinatorProbePrefix, ResourcePatternType: sarama.AclPatternPrefixed},
 			Acls: allow(secKafkaUser, sarama.AclOperationDescribe)},
 	})
 	if err != nil {

@@ -241,11 +241,36 @@ func (s *source) readCoordinators(brokers map[int32]string, snap *Snapshot) {
 	if r.last == nil {
 		return
 	}
+	s.logUnknownCoordinators(r.last)
 	for k := range coordinatorKinds {
 		// A read of a topic since deleted or grown is not served.
 		if read := r.last.reads[k]; read != nil && len(read.Partitions) == counts[k] {
 			snap.Coordinators.Reads[k] = read
 		}
+	}
+}
+
+// logUnknownCoordinators logs, once while it lasts, why the read could not
+// tell whether some coordinators answer (an ACL's refusal above all):
+// kafka_coordinator_partitions{state="unknown"} says how many.
+func (s *source) logUnknownCoordinators(read *coordinatorRead) {
+	for k, r := range read.reads {
+		var reason string
+		unknown := 0
+		if r != nil {
+			for _, p := range r.Partitions {
+				if p.State == CoordinatorUnknown {
+					unknown++
+					reason = p.Reason
+				}
+			}
+		}
+		var err error
+		if unknown > 0 {
+			err = errors.New(reason)
+		}
+		s.logFailure("coordinators_unknown_"+CoordinatorKind(k).String(), "cannot tell whether some coordinators answer; they are counted unknown", err,
+			"kind", CoordinatorKind(k), "partitions", unknown)
 	}
 }
 
