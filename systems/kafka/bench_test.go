@@ -165,6 +165,46 @@ func BenchmarkRefresh10kPartitions(b *testing.B)  { benchmarkBuild(b, 10_000) }
 func BenchmarkRefresh100kPartitions(b *testing.B) { benchmarkBuild(b, 100_000) }
 func BenchmarkRefresh500kPartitions(b *testing.B) { benchmarkBuild(b, 500_000) }
 
+// coordinatorReads are a read of 50 group and 50 transaction coordinator
+// partitions (Kafka's default counts), every one answering but the first
+// of each kind, loading.
+func coordinatorReads(at time.Time) [coordinatorKinds]*CoordinatorRead {
+	var reads [coordinatorKinds]*CoordinatorRead
+	for k := range coordinatorKinds {
+		r := &CoordinatorRead{ReadAt: at, Partitions: make([]CoordinatorPartition, 50)}
+		for i := range r.Partitions {
+			r.Partitions[i] = CoordinatorPartition{State: CoordinatorAnswering, Coordinator: int32(i%3 + 1)}
+		}
+		r.Partitions[0] = CoordinatorPartition{State: CoordinatorLoading, Coordinator: 1, Reason: "COORDINATOR_LOAD_IN_PROGRESS"}
+		reads[k] = r
+	}
+	return reads
+}
+
+// benchmarkBuildCoordinators is benchmarkBuild with a new coordinator read
+// in every refresh, as a cluster whose internal topics exist has: the
+// cost the coordinators add to a refresh (their read runs beside it).
+func benchmarkBuildCoordinators(b *testing.B, partitions int) {
+	md := syntheticMetadata(partitions)
+	t0 := time.Now()
+	prev := buildSnapshot(ownTopics(md), all, TopicConfigCache{}, nil, t0)
+	prev.Coordinators.Reads = coordinatorReads(t0)
+	carryTransitions(nil, prev)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		at := t0.Add(time.Duration(i+1) * time.Second)
+		next := buildSnapshot(ownTopics(md), all, TopicConfigCache{}, nil, at)
+		next.Coordinators.Reads = coordinatorReads(at)
+		carryTransitions(prev, next)
+	}
+}
+
+func BenchmarkRefresh10kPartitionsCoordinators(b *testing.B) { benchmarkBuildCoordinators(b, 10_000) }
+func BenchmarkRefresh100kPartitionsCoordinators(b *testing.B) {
+	benchmarkBuildCoordinators(b, 100_000)
+}
+
 // benchmarkBrokerDeath times the refresh that sees broker 3 of a
 // 100,000-partition cluster confirmed dead: it leaves every ISR, two
 // thirds of the partitions open under-replicated episodes (and those it
