@@ -170,7 +170,7 @@ func ensureTransactionTopic(t *testing.T, c *lab.KafkaCluster) {
 }
 
 // TestKafkaCoordinatorFailover kills, by PID, the broker that coordinates
-// a consumer group which commits every 100 ms, on a real 3-broker cluster.
+// a consumer group which commits every 100 ms, on a real 5-broker cluster.
 // Kafka's kafka-consumer-groups.sh names the coordinator before and after,
 // and the offsets partition the exporter reports on is the one whose
 // leader is that coordinator (the group's partition is Kafka's hash). The
@@ -180,7 +180,9 @@ func ensureTransactionTopic(t *testing.T, c *lab.KafkaCluster) {
 // failed commit to its first successful one after) within one refresh
 // and a second; the event names the coordinator the tool names after.
 func TestKafkaCoordinatorFailover(t *testing.T) {
-	c := lab.SharedKafka(t, lab.KafkaOptions{})
+	// The 5-broker cluster TestKafkaInternalTopicHealth is lent next: the
+	// internal topics this test makes stay for it.
+	c := lab.SharedKafka(t, lab.KafkaOptions{Nodes: 5, InternalTopics: true})
 	ensureOffsetsTopic(t, c)
 	ensureTransactionTopic(t, c)
 	const topic, group = "coordinator-failover", "coordinator-failover-group"

@@ -36,7 +36,7 @@ func ensureOffsetsTopic(t *testing.T, c *lab.KafkaCluster) {
 // and under-min-ISR partitions are what Kafka's own kafka-topics.sh
 // --under-replicated-partitions and --under-min-isr-partitions list.
 func TestKafkaInternalTopicHealth(t *testing.T) {
-	c := lab.SharedKafka(t, lab.KafkaOptions{Nodes: 5})
+	c := lab.SharedKafka(t, lab.KafkaOptions{Nodes: 5, InternalTopics: true})
 	ensureOffsetsTopic(t, c)
 	const topic = "__consumer_offsets"
 	sel := map[string]string{"topic": topic, "feature": "consumer_offsets"}

@@ -72,6 +72,13 @@ type KafkaOptions struct {
 	// SpareControllers reserves the controller ports of that many
 	// controller-only nodes, ids Nodes+1 and up, for StartController.
 	SpareControllers int
+	// InternalTopics, for SharedKafka: the test may make the cluster
+	// create its internal topics (a consumer group's commit, a
+	// transactional producer's coordinator lookup), which cannot be
+	// deleted. Such a cluster is given back with them, to tests that ask
+	// for the same options; one lent without InternalTopics that gained one
+	// is stopped, so that no test sees another's internal topics unasked.
+	InternalTopics bool
 }
 
 // KafkaCluster is a running cluster started by scripts/kafka/cluster.sh in a
@@ -86,6 +93,8 @@ type KafkaCluster struct {
 	zk       bool
 	proxied  bool
 	env      []string
+	// internalTopics is KafkaOptions.InternalTopics.
+	internalTopics bool
 	// lent counts the tests a shared cluster was lent to (SharedKafka),
 	// and stopped says it was stopped for good.
 	lent    int
@@ -131,14 +140,15 @@ func newKafka(t testing.TB, opts KafkaOptions, dir string) *KafkaCluster {
 		nodes = 3
 	}
 	c := &KafkaCluster{
-		script:   filepath.Join(RepoRoot(t), "scripts", "kafka", "cluster.sh"),
-		dir:      dir,
-		basePort: kafkaBasePort(t, opts, nodes),
-		nodes:    nodes,
-		security: opts.Security,
-		version:  kafkaVersion(t, opts),
-		zk:       opts.ZooKeeper,
-		proxied:  opts.Proxied,
+		script:         filepath.Join(RepoRoot(t), "scripts", "kafka", "cluster.sh"),
+		dir:            dir,
+		basePort:       kafkaBasePort(t, opts, nodes),
+		nodes:          nodes,
+		security:       opts.Security,
+		version:        kafkaVersion(t, opts),
+		zk:             opts.ZooKeeper,
+		proxied:        opts.Proxied,
+		internalTopics: opts.InternalTopics,
 	}
 	c.env = kafkaEnv(c, opts, c.mode())
 	return c

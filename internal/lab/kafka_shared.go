@@ -219,19 +219,29 @@ func (c *KafkaCluster) restore(before clusterState) error {
 			return fmt.Errorf("broker %d's dynamic configs changed from %v to %v", id, before.dynamic[id], configs)
 		}
 	}
+	// The topics to give back: those the test was lent, and the internal
+	// ones it made, when the cluster may keep them.
+	want := slices.Clone(before.topics)
 	for _, topic := range now.internal {
-		if !slices.Contains(before.internal, topic) {
+		switch {
+		case slices.Contains(before.internal, topic):
+		case !c.internalTopics:
 			return fmt.Errorf("the test made the cluster create its internal topic %s, which cannot be deleted", topic)
+		case slices.Contains(now.topics, topic) && !slices.Contains(want, topic):
+			want = append(want, topic)
 		}
 	}
-	created := slices.DeleteFunc(slices.Clone(now.topics), func(topic string) bool { return slices.Contains(before.topics, topic) })
+	slices.Sort(want)
+	created := slices.DeleteFunc(slices.Clone(now.topics), func(topic string) bool {
+		return slices.Contains(before.topics, topic) || slices.Contains(now.internal, topic)
+	})
 	if err := retryUntil(deadline, func() error { return c.deleteTopics(created) }); err != nil {
 		return err
 	}
 	var why string
 	for time.Now().Before(deadline) {
 		var ok bool
-		if ok, why = c.restored(before.topics); ok {
+		if ok, why = c.restored(want); ok {
 			return nil
 		}
 		time.Sleep(250 * time.Millisecond)
