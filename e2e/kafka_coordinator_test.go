@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
@@ -222,6 +225,30 @@ func TestKafkaCoordinatorFailover(t *testing.T) {
 			before, group, partition, leader)
 	}
 
+	// Who the stop disturbs: the groups the failure budget's answer says a
+	// stop of the coordinator moves are those kafka-consumer-groups.sh
+	// says it coordinates, and, after the kill, those whose coordinator
+	// moved. More groups, a few hashed to each broker.
+	for i := range 12 {
+		c.CommitOffsets(t, fmt.Sprintf("coordinator-failover-more-%d", i), map[lab.TopicPartition]int64{{Topic: topic, Partition: 0}: 1})
+	}
+	var onVictim []string
+	var predicted float64
+	lab.WaitFor(t, 60*time.Second, 500*time.Millisecond, func() (bool, string) {
+		onVictim = onVictim[:0]
+		for group, id := range c.GroupCoordinators(t) {
+			if id == before {
+				onVictim = append(onVictim, group)
+			}
+		}
+		_, a, _ := queryBudget(t, e, budget.SafeToStopPath, url.Values{"system": {"kafka"}, "cluster": {"lab"}, "broker": {strconv.Itoa(int(before))}})
+		var ok bool
+		predicted, ok = a.Facts["groups_moved"]
+		return ok && int(predicted) == len(onVictim), fmt.Sprintf("the answer's groups_moved %v (served %v), kafka-consumer-groups.sh: %d groups on broker %d %v", predicted, ok, len(onVictim), before, onVictim)
+	})
+	slices.Sort(onVictim)
+	t.Logf("FIGURE kafka coordinator failover: a stop of broker %d moves %v groups, says the failure budget; kafka-consumer-groups.sh names it the coordinator of %d: %v", before, predicted, len(onVictim), onVictim)
+
 	killedAt := killBrokers(t, c, before)
 	t.Logf("killed broker %d, coordinator of %s (__consumer_offsets/%d), at %s", before, group, partition, killedAt.Format("15:04:05.000"))
 	ofPartition := func(evs []events.Event, kind events.Kind) []events.Event {
@@ -260,6 +287,12 @@ func TestKafkaCoordinatorFailover(t *testing.T) {
 		partition, exporterOutage.Round(10*time.Millisecond), began.Sub(killedAt).Round(10*time.Millisecond), refresh, before, after)
 	if after == before {
 		t.Errorf("kafka-consumer-groups.sh still names the killed broker %d the coordinator", before)
+	}
+	coordinatorsAfter := c.GroupCoordinators(t)
+	for _, group := range onVictim {
+		if id, ok := coordinatorsAfter[group]; !ok || id == before {
+			t.Errorf("group %s: coordinator %d after the kill (listed %v); the answer counted it as moved off broker %d", group, id, ok, before)
+		}
 	}
 	if want := "answering at broker " + strconv.Itoa(int(after)); !strings.HasPrefix(up[0].After, want) {
 		t.Errorf("coordinator_available says %q, want it to start %q as kafka-consumer-groups.sh names broker %d", up[0].After, want, after)

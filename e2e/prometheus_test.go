@@ -87,6 +87,13 @@ var emptyPanels = func() map[string]string {
 		// does not lend one a test made create them); TestKafkaInternalTopicHealth
 		// reads their series on a cluster that has __consumer_offsets.
 		kafka("Internal topics: partitions not healthy, by the feature they hold", "no consumer group or transaction has used the lab cluster: it has no internal topic yet")
+		// The coordinator read asks about a kind only once its topic exists
+		// (TestKafkaCoordinatorFailover reads them on a cluster that has both).
+		const noCoordinators = "no consumer group or transaction has used the lab cluster: it has no __consumer_offsets or __transaction_state, whose coordinators the exporter reads"
+		for _, title := range []string{"Coordinator partitions not answering, by kind", "Coordinator outages: the oldest ongoing, and those that ended",
+			"Consumer groups by state", "What each broker coordinates: groups and coordinator partitions"} {
+			kafka(title, noCoordinators)
+		}
 		// Kafka 4.3+ features (TestKafkaCordonedLogDirs, the 4.3 run of
 		// TestKafkaVersions) on a 4.1 lab.
 		kafka("Broker up, reachable, fenced and cordoned/D", "Kafka 4.1 does not say whether a log directory is cordoned (DescribeLogDirs v5 is 4.3+)")

@@ -349,20 +349,37 @@ func (c *KafkaCluster) Offsets(t testing.TB, topic string, at int64) map[int32]i
 // tool names none.
 func (c *KafkaCluster) GroupCoordinator(t testing.TB, group string) int32 {
 	t.Helper()
-	r := c.run(2*time.Minute, "groups", "--describe", "--group", group, "--state")
-	if r.Err != nil {
-		t.Fatalf("lab: kafka-consumer-groups.sh --describe --group %s --state: %v\n%s", group, r.Err, r.Output())
+	coordinators := c.groupCoordinators(t, "--group", group)
+	id, ok := coordinators[group]
+	if !ok {
+		t.Fatalf("lab: kafka-consumer-groups.sh names no coordinator of %s", group)
 	}
+	return id
+}
+
+// GroupCoordinators runs kafka-consumer-groups.sh `--describe --all-groups
+// --state` and returns the coordinator it names for each group.
+func (c *KafkaCluster) GroupCoordinators(t testing.TB) map[string]int32 {
+	t.Helper()
+	return c.groupCoordinators(t, "--all-groups")
+}
+
+func (c *KafkaCluster) groupCoordinators(t testing.TB, which ...string) map[string]int32 {
+	t.Helper()
+	r := c.run(2*time.Minute, append(append([]string{"groups", "--describe"}, which...), "--state")...)
+	if r.Err != nil {
+		t.Fatalf("lab: kafka-consumer-groups.sh --describe %v --state: %v\n%s", which, r.Err, r.Output())
+	}
+	coordinators := map[string]int32{}
 	for _, line := range strings.Split(r.Stdout, "\n") {
+		// GROUP  COORDINATOR (ID): host:port  (id)  ASSIGNMENT-STRATEGY  STATE  #MEMBERS
 		f := strings.Fields(line)
-		if len(f) < 3 || f[0] != group {
+		if len(f) < 3 || f[0] == "GROUP" || !strings.HasPrefix(f[2], "(") || !strings.HasSuffix(f[2], ")") {
 			continue
 		}
-		id := strings.TrimSuffix(strings.TrimPrefix(f[2], "("), ")")
-		if n, err := strconv.ParseInt(id, 10, 32); err == nil && strings.HasPrefix(f[2], "(") {
-			return int32(n)
+		if n, err := strconv.ParseInt(f[2][1:len(f[2])-1], 10, 32); err == nil {
+			coordinators[f[0]] = int32(n)
 		}
 	}
-	t.Fatalf("lab: kafka-consumer-groups.sh names no coordinator of %s:\n%s", group, r.Output())
-	return -1
+	return coordinators
 }

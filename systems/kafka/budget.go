@@ -643,8 +643,35 @@ func answerBudget(snap *Snapshot, q budget.Question) (budget.Answer, error) {
 		return a, fmt.Errorf("scope %q: %w by kafka (broker or rack)", q.Scope, budget.ErrUnsupported)
 	}
 	describeStop(effect, b, &a)
+	describeCoordinatorMoves(snap, effect.Members, &a)
 	notJudged(snap, &a)
 	return a, nil
+}
+
+// describeCoordinatorMoves adds to a stop's facts what it would move to
+// other coordinators, from the last coordinator read: the group and
+// transaction coordinator partitions the stopped brokers coordinate (each
+// a pause for the groups or transactional producers hashed to it, as the
+// new leader loads it), and the groups they coordinate, in all and by
+// protocol. Facts only: they do not make the stop unsafe. A figure the
+// read lacks (a kind not read, a broker that did not answer ListGroups)
+// is left out, never given as 0.
+func describeCoordinatorMoves(snap *Snapshot, brokers []int32, a *budget.Answer) {
+	c := &snap.Coordinators
+	if a.Facts == nil {
+		a.Facts = map[string]float64{}
+	}
+	for k := range coordinatorKinds {
+		if n, ok := c.CoordinatedBy(k, brokers); ok {
+			a.Facts[k.String()+"_coordinator_partitions_moved"] = float64(n)
+		}
+	}
+	if total, byProtocol, ok := c.GroupsOf(brokers); ok {
+		a.Facts["groups_moved"] = float64(total)
+		for _, p := range GroupProtocols {
+			a.Facts["groups_moved_"+p] = float64(byProtocol[p])
+		}
+	}
 }
 
 // notJudged names, in the answer, the topics outside the topic filter

@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -114,12 +116,15 @@ type descs struct {
 	quorumControllerObserverInfo *exposition.Desc
 
 	// Group and transaction coordinators (coordinators.go).
-	coordinatorPartitions      *exposition.Desc
-	coordinatorReadTimestamp   *exposition.Desc
-	coordinatorEpisodeSeconds  *exposition.Desc
-	coordinatorOpenEpisode     *exposition.Desc
-	coordinatorPartitionState  *exposition.Desc
-	coordinatorPartitionBroker *exposition.Desc
+	coordinatorPartitions       *exposition.Desc
+	coordinatorReadTimestamp    *exposition.Desc
+	coordinatorEpisodeSeconds   *exposition.Desc
+	coordinatorOpenEpisode      *exposition.Desc
+	coordinatorPartitionState   *exposition.Desc
+	coordinatorPartitionBroker  *exposition.Desc
+	brokerCoordinatorPartitions *exposition.Desc
+	brokerCoordinatedGroups     *exposition.Desc
+	groupsByState               *exposition.Desc
 
 	// The failure budget (budget.go).
 	brokerSafeToStop           *exposition.Desc
@@ -409,6 +414,15 @@ var metrics = func() descs {
 			"With partition_metrics lean or unhealthy served only for partitions not answering (a partition without the series answers); full: every partition; none: none."+coordinatorOf, "kind", "partition", "state")
 	x.coordinatorPartitionBroker = table.Gauge("kafka_coordinator_partition_coordinator",
 		"Broker ID FindCoordinator named as the partition's coordinator at the last read, -1 when none; served for the partitions kafka_coordinator_partition_state is served for.", "kind", "partition")
+	x.brokerCoordinatorPartitions = table.Gauge("kafka_broker_coordinator_partitions",
+		"Partitions of the kind's internal topic whose coordinator the last read found to be the broker: what stopping it moves, each a pause while the new leader loads it "+
+			"(the failure budget's answer gives the sum for a stop: the facts group_coordinator_partitions_moved and transaction_coordinator_partitions_moved)."+coordinatorOf, "broker", "kind")
+	x.brokerCoordinatedGroups = table.Gauge("kafka_broker_coordinated_groups",
+		"Consumer groups the broker coordinates, by protocol type (consumer, connect, none: a group that only commits offsets, other), as its ListGroups answered in the last coordinator read: "+
+			"the groups a stop of it disturbs (the fact groups_moved). Absent for a broker that did not answer, and while the cluster has no __consumer_offsets.", "broker", "protocol")
+	x.groupsByState = table.Gauge("kafka_groups",
+		"Consumer groups of the cluster by state (stable; rebalancing: preparing or completing a rebalance, or assigning; reconciling; empty; dead; unknown), summed over every live broker's ListGroups in the last coordinator read; "+
+			"absent when a broker did not answer or does not say (ListGroups before v4).", "state")
 	return x
 }()
 
@@ -815,9 +829,11 @@ func emitEpisodes(ch exposition.Sink, s *Snapshot, topic string, topicLabels []s
 	}
 }
 
-// emitCoordinators emits the coordinator series of each kind read.
+// emitCoordinators emits the coordinator series of each kind read, and
+// the groups each broker coordinates.
 func emitCoordinators(ch exposition.Sink, cluster string, s *Snapshot, mode settings.PartitionMetrics) {
 	c := &s.Coordinators
+	emitGroups(ch, cluster, c)
 	for k := range coordinatorKinds {
 		kind := k.String()
 		if h := c.Ended[k]; h != nil {
@@ -840,6 +856,14 @@ func emitCoordinators(ch exposition.Sink, cluster string, s *Snapshot, mode sett
 		if !oldest.IsZero() {
 			ch.Add(metrics.coordinatorOpenEpisode, read.ReadAt.Sub(oldest).Seconds(), cluster, kind)
 		}
+		perBroker := map[int32]int{}
+		for _, p := range read.Partitions {
+			perBroker[p.Coordinator]++
+		}
+		for i := range s.Brokers {
+			id := s.Brokers[i].ID
+			ch.Add(metrics.brokerCoordinatorPartitions, float64(perBroker[id]), cluster, brokerLabel(id), kind)
+		}
 		if mode == settings.PartitionMetricsNone {
 			continue
 		}
@@ -850,6 +874,34 @@ func emitCoordinators(ch exposition.Sink, cluster string, s *Snapshot, mode sett
 			partition := strconv.Itoa(i)
 			ch.Add(metrics.coordinatorPartitionState, 1, cluster, kind, partition, p.State.String())
 			ch.Add(metrics.coordinatorPartitionBroker, float64(p.Coordinator), cluster, kind, partition)
+		}
+	}
+}
+
+// emitGroups emits the groups each broker coordinates, and the cluster's
+// groups by state when every live broker told.
+func emitGroups(ch exposition.Sink, cluster string, c *Coordinators) {
+	if c.Groups == nil {
+		return
+	}
+	ids := slices.Sorted(maps.Keys(c.Groups))
+	byState := map[string]int{}
+	statesKnown := c.GroupsComplete
+	for _, id := range ids {
+		g := c.Groups[id]
+		for _, p := range GroupProtocols {
+			ch.Add(metrics.brokerCoordinatedGroups, float64(g.ByProtocol[p]), cluster, brokerLabel(id), p)
+		}
+		if g.ByState == nil {
+			statesKnown = false
+		}
+		for state, n := range g.ByState {
+			byState[state] += n
+		}
+	}
+	if statesKnown {
+		for _, state := range GroupStates {
+			ch.Add(metrics.groupsByState, float64(byState[state]), cluster, state)
 		}
 	}
 }

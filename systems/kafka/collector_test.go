@@ -196,6 +196,8 @@ func TestMetricNamesCoverEverythingCollected(t *testing.T) {
 		{State: CoordinatorLoading, Coordinator: 2, Reason: "COORDINATOR_LOAD_IN_PROGRESS"}, {State: CoordinatorAnswering, Coordinator: 3}}}
 	after.Coordinators.Open[CoordinatorGroup] = map[int32]episode.Open{0: {Since: after.ReadAt.Add(-time.Second), StartSeen: true}}
 	after.Coordinators.Ended[CoordinatorGroup] = episode.Empty().ObserveDuration(3 * time.Second)
+	after.Coordinators.Groups = map[int32]*BrokerGroups{2: {Total: 2, ByProtocol: map[string]int{"consumer": 1, "none": 1}, ByState: map[string]int{"stable": 1, "empty": 1}}}
+	after.Coordinators.GroupsComplete = true
 	w := watcherServing(t, before, after)
 	c := NewCollector()
 	c.SetEmit("main", w, EmitState(settings.PartitionMetricsFull))

@@ -118,6 +118,60 @@ func (r *CoordinatorRead) Count(s CoordinatorState) int {
 	return n
 }
 
+// BrokerGroups are the consumer groups one broker coordinates, as its
+// ListGroups answered: what stopping it would move to other coordinators.
+// Only counts are kept, so their cost does not grow with the groups'.
+type BrokerGroups struct {
+	Total int
+	// ByProtocol counts them by protocol type (GroupProtocols: a client
+	// names it, so any other is "other").
+	ByProtocol map[string]int
+	// ByState counts them by state (GroupStates); nil when the broker does
+	// not say (ListGroups before v4, Kafka 2.6).
+	ByState map[string]int
+}
+
+// GroupProtocols are the protocol label's values: consumer (consumers,
+// classic or KIP-848), connect (Kafka Connect workers), none (a group
+// that only commits offsets, as MirrorMaker 2's checkpoints and
+// kafka-consumer-groups.sh --reset-offsets make), other (any other name a
+// client chose).
+var GroupProtocols = []string{"consumer", "connect", "none", "other"}
+
+// groupProtocol is a group's protocol type as a label value.
+func groupProtocol(t string) string {
+	switch t {
+	case "consumer", "connect":
+		return t
+	case "":
+		return "none"
+	default:
+		return "other"
+	}
+}
+
+// GroupStates are the state label's values: Kafka's states (classic and
+// KIP-848 groups) folded into what an operator asks after a failover.
+var GroupStates = []string{"stable", "rebalancing", "reconciling", "empty", "dead", "unknown"}
+
+// groupState is a group's state (ListGroups v4+) as a label value.
+func groupState(state string) string {
+	switch strings.ToLower(state) {
+	case "stable":
+		return "stable"
+	case "preparingrebalance", "completingrebalance", "assigning":
+		return "rebalancing"
+	case "reconciling":
+		return "reconciling"
+	case "empty":
+		return "empty"
+	case "dead":
+		return "dead"
+	default:
+		return "unknown"
+	}
+}
+
 // Coordinators is the coordinator state of a snapshot: per kind, the last
 // read that ended and the episodes of its failing partitions.
 type Coordinators struct {
@@ -131,6 +185,47 @@ type Coordinators struct {
 	// Ended is, per kind, the histogram of the episodes that ended: nil
 	// until an episode opened, then served from zero.
 	Ended [coordinatorKinds]*episode.Histogram
+	// Groups are, per broker that answered ListGroups in the last read,
+	// the groups it coordinates; nil before a read, or while the cluster
+	// has no __consumer_offsets. GroupsComplete is true when every live
+	// broker answered, so that their sum is the cluster's.
+	Groups         map[int32]*BrokerGroups
+	GroupsComplete bool
+}
+
+// CoordinatedBy counts the partitions of kind k whose coordinator the last
+// read found to be one of brokers; ok is false when the kind was not read.
+func (c *Coordinators) CoordinatedBy(k CoordinatorKind, brokers []int32) (n int, ok bool) {
+	read := c.Reads[k]
+	if read == nil {
+		return 0, false
+	}
+	for _, p := range read.Partitions {
+		if slices.Contains(brokers, p.Coordinator) {
+			n++
+		}
+	}
+	return n, true
+}
+
+// GroupsOf counts the groups brokers coordinate, by protocol; ok is false
+// when one of them did not answer ListGroups.
+func (c *Coordinators) GroupsOf(brokers []int32) (total int, byProtocol map[string]int, ok bool) {
+	if c.Groups == nil {
+		return 0, nil, false
+	}
+	byProtocol = map[string]int{}
+	for _, id := range brokers {
+		g := c.Groups[id]
+		if g == nil {
+			return 0, nil, false
+		}
+		total += g.Total
+		for p, n := range g.ByProtocol {
+			byProtocol[p] += n
+		}
+	}
+	return total, byProtocol, true
 }
 
 // coordinatorProbePrefix starts every key the read asks about: ACLs may
@@ -179,6 +274,11 @@ func coordinatorProbeKeys(partitions int) []string {
 // coordinatorRead is one read of every kind whose topic exists.
 type coordinatorRead struct {
 	reads [coordinatorKinds]*CoordinatorRead
+	// groups are the groups each broker that answered ListGroups
+	// coordinates; nil when not asked (no __consumer_offsets). asked
+	// counts the brokers asked.
+	groups map[int32]*BrokerGroups
+	asked  int
 	readOutcome
 }
 
@@ -248,6 +348,10 @@ func (s *source) readCoordinators(brokers map[int32]string, snap *Snapshot) {
 			snap.Coordinators.Reads[k] = read
 		}
 	}
+	if counts[CoordinatorGroup] > 0 && r.last.groups != nil {
+		snap.Coordinators.Groups = r.last.groups
+		snap.Coordinators.GroupsComplete = len(r.last.groups) == r.last.asked
+	}
 }
 
 // logUnknownCoordinators logs, once while it lasts, why the read could not
@@ -304,9 +408,50 @@ func askCoordinators(handles map[int32]*kgo.Broker, keys [coordinatorKinds][]str
 			}
 		}()
 	}
+	if keys[CoordinatorGroup] != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			groups, o := listGroups(handles, timeout)
+			mu.Lock()
+			defer mu.Unlock()
+			read.groups, read.asked = groups, len(handles)
+			read.failed += o.failed
+			if o.err != nil {
+				read.err = o.err
+			}
+		}()
+	}
 	wg.Wait()
 	read.unsupported = asked > 0 && old == asked
 	return read
+}
+
+// listGroups asks every broker, at once, for the groups it coordinates.
+func listGroups(handles map[int32]*kgo.Broker, timeout time.Duration) (map[int32]*BrokerGroups, readOutcome) {
+	groups := map[int32]*BrokerGroups{}
+	o := askBrokers(handles, timeout, func(ctx context.Context, id int32, broker *kgo.Broker) (func(), bool, error) {
+		kresp, err := broker.Request(ctx, kmsg.NewPtrListGroupsRequest())
+		if err != nil {
+			return nil, false, fmt.Errorf("list groups of broker %d: %w", id, err)
+		}
+		resp := kresp.(*kmsg.ListGroupsResponse)
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			return nil, false, fmt.Errorf("list groups of broker %d: %w", id, err)
+		}
+		g := &BrokerGroups{Total: len(resp.Groups), ByProtocol: map[string]int{}}
+		if resp.GetVersion() >= 4 {
+			g.ByState = map[string]int{}
+		}
+		for _, group := range resp.Groups {
+			g.ByProtocol[groupProtocol(group.ProtocolType)]++
+			if g.ByState != nil {
+				g.ByState[groupState(group.GroupState)]++
+			}
+		}
+		return func() { groups[id] = g }, true, nil
+	})
+	return groups, o
 }
 
 // errNoFinder is the read's error when no broker answered FindCoordinator.

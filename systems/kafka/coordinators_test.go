@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/failover-exporter/failover_exporter/collector/budget"
+
 	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
 )
 
@@ -180,6 +182,56 @@ func TestCoordinatorSeriesByMode(t *testing.T) {
 		}
 		if got := sink[`kafka_coordinator_partitions{kafka_cluster="main",kind="group",state="loading"}`]; got != 1 {
 			t.Errorf("%s: loading partitions %v, want 1", tc.mode, got)
+		}
+	}
+}
+
+// Group protocol types are named by clients: only the known ones become
+// label values. States fold Kafka's into what an operator asks.
+func TestGroupLabels(t *testing.T) {
+	for in, want := range map[string]string{"consumer": "consumer", "connect": "connect", "": "none", "evil\"label\n": "other", "sr": "other"} {
+		if got := groupProtocol(in); got != want {
+			t.Errorf("protocol %q: %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[string]string{"Stable": "stable", "PreparingRebalance": "rebalancing", "CompletingRebalance": "rebalancing",
+		"Assigning": "rebalancing", "Reconciling": "reconciling", "Empty": "empty", "Dead": "dead", "NotReady": "unknown", "": "unknown"} {
+		if got := groupState(in); got != want {
+			t.Errorf("state %q: %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A stop's answer says what it moves to other coordinators, and leaves out
+// what the read could not tell rather than say 0.
+func TestCoordinatorMovesInTheAnswer(t *testing.T) {
+	rs := []int32{1, 2, 3}
+	s := coordinatorsAt(probed(snapshotAt(0, rs, part{1, rs, rs})), 0.5, answering(1), answering(2), answering(1))
+	s.computeBudget(0)
+	s.Coordinators.Groups = map[int32]*BrokerGroups{1: {Total: 3, ByProtocol: map[string]int{"consumer": 2, "none": 1}}, 3: {Total: 0, ByProtocol: map[string]int{}}}
+	for _, tc := range []struct {
+		broker string
+		want   map[string]float64
+		absent []string
+	}{
+		{"1", map[string]float64{"group_coordinator_partitions_moved": 2, "groups_moved": 3, "groups_moved_consumer": 2, "groups_moved_none": 1, "groups_moved_connect": 0}, []string{"transaction_coordinator_partitions_moved"}},
+		{"3", map[string]float64{"group_coordinator_partitions_moved": 0, "groups_moved": 0}, nil},
+		// Broker 2 did not answer ListGroups: no group figure.
+		{"2", map[string]float64{"group_coordinator_partitions_moved": 1}, []string{"groups_moved", "groups_moved_consumer"}},
+	} {
+		a, err := answerBudget(s, budget.Question{Scope: ScopeBroker, ID: tc.broker})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for fact, want := range tc.want {
+			if got, ok := a.Facts[fact]; !ok || got != want {
+				t.Errorf("broker %s: fact %s = %v (served %v), want %v", tc.broker, fact, got, ok, want)
+			}
+		}
+		for _, fact := range tc.absent {
+			if got, ok := a.Facts[fact]; ok {
+				t.Errorf("broker %s: fact %s = %v, want it left out", tc.broker, fact, got)
+			}
 		}
 	}
 }
