@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -454,6 +455,10 @@ func listGroups(handles map[int32]*kgo.Broker, timeout time.Duration) (map[int32
 	return groups, o
 }
 
+// findCoordinatorAttempts bounds the brokers a read asks FindCoordinator
+// before it gives up: the kind's partitions are then unknown.
+const findCoordinatorAttempts = 3
+
 // errNoFinder is the read's error when no broker answered FindCoordinator.
 var errNoFinder = errors.New("no broker answered FindCoordinator")
 
@@ -462,7 +467,7 @@ var errNoFinder = errors.New("no broker answered FindCoordinator")
 const findCoordinatorBatchVersion = 4
 
 // askKind reads one kind: FindCoordinator for every key, from the first
-// broker by ID that answers, then each coordinator it named the kind's
+// broker that answers (of findCoordinatorAttempts from a random one), then each coordinator it named the kind's
 // question for its keys, all coordinators at once. It returns nil (and
 // supported false) when the brokers do not offer the requests; failed
 // counts the requests that failed, err is one of their errors.
@@ -477,7 +482,16 @@ func askKind(kind CoordinatorKind, handles map[int32]*kgo.Broker, keys []string,
 	}
 	slices.Sort(ids)
 	var found *kmsg.FindCoordinatorResponse
-	for _, id := range ids {
+	// At most findCoordinatorAttempts brokers, so that a read of a large
+	// cluster with hung brokers still ends within a few request timeouts,
+	// from a random one, so that dead brokers Metadata still lists do not
+	// fail every read alike.
+	start := 0
+	if len(ids) > 0 {
+		start = rand.IntN(len(ids))
+	}
+	for i := range min(len(ids), findCoordinatorAttempts) {
+		id := ids[(start+i)%len(ids)]
 		found, err = findCoordinators(handles[id], kind, keys, timeout)
 		if err == nil {
 			break
