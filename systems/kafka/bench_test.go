@@ -189,7 +189,6 @@ func benchmarkBuildCoordinators(b *testing.B, partitions int) {
 	t0 := time.Now()
 	prev := buildSnapshot(ownTopics(md), all, TopicConfigCache{}, nil, t0)
 	prev.Coordinators.Reads = coordinatorReads(t0)
-	carryTransitions(nil, prev)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
