@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -476,37 +477,50 @@ func askKind(kind CoordinatorKind, handles map[int32]*kgo.Broker, keys []string,
 	for i := range read.Partitions {
 		read.Partitions[i] = CoordinatorPartition{State: CoordinatorUnknown, Coordinator: -1, Reason: errNoFinder.Error()}
 	}
-	ids := make([]int32, 0, len(handles))
-	for id := range handles {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	var found *kmsg.FindCoordinatorResponse
-	// At most findCoordinatorAttempts brokers, so that a read of a large
-	// cluster with hung brokers still ends within a few request timeouts,
-	// from a random one, so that dead brokers Metadata still lists do not
-	// fail every read alike.
-	start := 0
-	if len(ids) > 0 {
-		start = rand.IntN(len(ids))
-	}
-	for i := range min(len(ids), findCoordinatorAttempts) {
-		id := ids[(start+i)%len(ids)]
-		found, err = findCoordinators(handles[id], kind, keys, timeout)
-		if err == nil {
-			break
-		}
-		failed++
-	}
+	found, failed, err := findFromSome(kind, handles, keys, timeout)
 	if found == nil {
-		if err == nil {
-			err = errNoFinder
-		}
 		return read, true, failed, fmt.Errorf("%s coordinators: %w", kind, err)
 	}
 	if found.GetVersion() < findCoordinatorBatchVersion {
 		return nil, false, failed, nil
 	}
+	byNode := read.named(found, keys, handles)
+	outcome := read.ask(kind, handles, keys, byNode, timeout)
+	if outcome.unsupported {
+		return nil, false, failed, nil
+	}
+	failed += outcome.failed
+	if outcome.err != nil {
+		err = outcome.err
+	}
+	return read, true, failed, err
+}
+
+// findFromSome asks FindCoordinator of at most findCoordinatorAttempts
+// brokers, so that a read of a large cluster with hung brokers still ends
+// within a few request timeouts, from a random one, so that dead brokers
+// Metadata still lists do not fail every read alike. It returns the first
+// answer, or nil and the last error.
+func findFromSome(kind CoordinatorKind, handles map[int32]*kgo.Broker, keys []string, timeout time.Duration) (found *kmsg.FindCoordinatorResponse, failed int, err error) {
+	ids := slices.Sorted(maps.Keys(handles))
+	if len(ids) == 0 {
+		return nil, 0, errNoFinder
+	}
+	start := rand.IntN(len(ids))
+	for i := range min(len(ids), findCoordinatorAttempts) {
+		found, err = findCoordinators(handles[ids[(start+i)%len(ids)]], kind, keys, timeout)
+		if err == nil {
+			return found, failed, nil
+		}
+		failed++
+	}
+	return nil, failed, err
+}
+
+// named records what FindCoordinator said of each key's partition, and
+// returns the partitions to ask each coordinator about: those it named a
+// live broker for.
+func (read *CoordinatorRead) named(found *kmsg.FindCoordinatorResponse, keys []string, handles map[int32]*kgo.Broker) map[int32][]int {
 	partitionOf := make(map[string]int, len(keys))
 	for i, key := range keys {
 		partitionOf[key] = i
@@ -519,30 +533,35 @@ func askKind(kind CoordinatorKind, handles map[int32]*kgo.Broker, keys []string,
 		}
 		p := &read.Partitions[i]
 		p.State, p.Coordinator, p.Reason = stateOfError(c.ErrorCode)
-		if c.ErrorCode != 0 {
-			continue
-		}
-		if c.NodeID < 0 {
+		switch _, live := handles[c.NodeID]; {
+		case c.ErrorCode != 0:
+		case c.NodeID < 0:
 			p.State, p.Reason = CoordinatorUnavailable, "no coordinator"
-			continue
-		}
-		p.Coordinator = c.NodeID
-		if _, ok := handles[c.NodeID]; !ok {
+		case !live:
+			p.Coordinator = c.NodeID
 			p.State, p.Reason = CoordinatorUnknown, fmt.Sprintf("coordinator broker %d is not among the brokers Metadata lists", c.NodeID)
-			continue
+		default:
+			p.Coordinator = c.NodeID
+			byNode[c.NodeID] = append(byNode[c.NodeID], i)
 		}
-		byNode[c.NodeID] = append(byNode[c.NodeID], i)
 	}
+	return byNode
+}
+
+// ask asks each coordinator of byNode, at once, the kind's question for
+// its partitions' keys, and records how each partition's coordinator
+// answered: a coordinator that did not answer is unavailable to its
+// partitions, as it is to clients.
+func (read *CoordinatorRead) ask(kind CoordinatorKind, handles map[int32]*kgo.Broker, keys []string, byNode map[int32][]int, timeout time.Duration) readOutcome {
 	nodes := make(map[int32]*kgo.Broker, len(byNode))
 	for id := range byNode {
 		nodes[id] = handles[id]
 	}
 	var mu sync.Mutex
-	outcome := askBrokers(nodes, timeout, func(ctx context.Context, id int32, broker *kgo.Broker) (func(), bool, error) {
+	return askBrokers(nodes, timeout, func(ctx context.Context, id int32, broker *kgo.Broker) (func(), bool, error) {
 		parts := byNode[id]
 		states, ok, err := askCoordinator(ctx, kind, broker, keys, parts)
 		if err != nil {
-			// What a client of the coordinator meets too.
 			mu.Lock()
 			for _, i := range parts {
 				read.Partitions[i].State, read.Partitions[i].Reason = CoordinatorUnavailable, err.Error()
@@ -556,14 +575,6 @@ func askKind(kind CoordinatorKind, handles map[int32]*kgo.Broker, keys []string,
 			}
 		}, ok, nil
 	})
-	if outcome.unsupported {
-		return nil, false, failed, nil
-	}
-	failed += outcome.failed
-	if outcome.err != nil {
-		err = outcome.err
-	}
-	return read, true, failed, err
 }
 
 // findCoordinators asks broker for the coordinator of every key at once.
