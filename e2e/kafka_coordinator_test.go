@@ -269,7 +269,12 @@ func TestKafkaCoordinatorFailover(t *testing.T) {
 	})
 	m.close()
 	failed, recovered, _ := m.outage(killedAt.Add(-time.Second))
-	after := c.GroupCoordinator(t, group)
+	// One kafka-consumer-groups.sh run (a JVM) for every group after.
+	coordinatorsAfter := c.GroupCoordinators(t)
+	after, listed := coordinatorsAfter[group]
+	if !listed {
+		t.Fatalf("kafka-consumer-groups.sh lists no coordinator of %s after the kill: %v", group, coordinatorsAfter)
+	}
 
 	down, up := ofPartition(evs, kafka.EventCoordinatorUnavailable), ofPartition(evs, kafka.EventCoordinatorAvailable)
 	if len(down) != 1 || len(up) != 1 {
@@ -288,7 +293,6 @@ func TestKafkaCoordinatorFailover(t *testing.T) {
 	if after == before {
 		t.Errorf("kafka-consumer-groups.sh still names the killed broker %d the coordinator", before)
 	}
-	coordinatorsAfter := c.GroupCoordinators(t)
 	for _, group := range onVictim {
 		if id, ok := coordinatorsAfter[group]; !ok || id == before {
 			t.Errorf("group %s: coordinator %d after the kill (listed %v); the answer counted it as moved off broker %d", group, id, ok, before)
