@@ -532,16 +532,20 @@ func (read *CoordinatorRead) named(found *kmsg.FindCoordinatorResponse, keys []s
 			continue
 		}
 		p := &read.Partitions[i]
-		p.State, p.Coordinator, p.Reason = stateOfError(c.ErrorCode)
+		p.Coordinator = -1
 		switch _, live := handles[c.NodeID]; {
 		case c.ErrorCode != 0:
+			p.State, p.Reason = stateOfError(c.ErrorCode)
 		case c.NodeID < 0:
 			p.State, p.Reason = CoordinatorUnavailable, "no coordinator"
 		case !live:
 			p.Coordinator = c.NodeID
 			p.State, p.Reason = CoordinatorUnknown, fmt.Sprintf("coordinator broker %d is not among the brokers Metadata lists", c.NodeID)
 		default:
+			// Named is not answering: unknown until the coordinator
+			// answers its question (ask).
 			p.Coordinator = c.NodeID
+			p.State, p.Reason = CoordinatorUnknown, "its coordinator was not asked"
 			byNode[c.NodeID] = append(byNode[c.NodeID], i)
 		}
 	}
@@ -561,13 +565,24 @@ func (read *CoordinatorRead) ask(kind CoordinatorKind, handles map[int32]*kgo.Br
 	return askBrokers(nodes, timeout, func(ctx context.Context, id int32, broker *kgo.Broker) (func(), bool, error) {
 		parts := byNode[id]
 		states, ok, err := askCoordinator(ctx, kind, broker, keys, parts)
-		if err != nil {
+		if err != nil || !ok {
+			// A coordinator that did not answer fails its clients too;
+			// one too old for the question tells nothing.
+			state, reason := CoordinatorUnavailable, ""
+			if err != nil {
+				reason = err.Error()
+			} else {
+				state, reason = CoordinatorUnknown, fmt.Sprintf("coordinator broker %d does not offer %s's question (Kafka 3.0+)", id, kind)
+			}
 			mu.Lock()
 			for _, i := range parts {
-				read.Partitions[i].State, read.Partitions[i].Reason = CoordinatorUnavailable, err.Error()
+				read.Partitions[i].State, read.Partitions[i].Reason = state, reason
 			}
 			mu.Unlock()
-			return nil, false, fmt.Errorf("%s coordinator %d: %w", kind, id, err)
+			if err != nil {
+				return nil, false, fmt.Errorf("%s coordinator %d: %w", kind, id, err)
+			}
+			return nil, false, nil
 		}
 		return func() {
 			for _, i := range parts {
@@ -607,7 +622,7 @@ func askCoordinator(ctx context.Context, kind CoordinatorKind, broker *kgo.Broke
 	}
 	set := func(key string, code int16) {
 		if i, ok := partitionOf[key]; ok {
-			state, _, reason := stateOfError(code)
+			state, reason := stateOfError(code)
 			states[i] = CoordinatorPartition{State: state, Reason: reason}
 		}
 	}
@@ -658,19 +673,18 @@ func tooOld(err error) bool { return strings.Contains(err.Error(), "broker is to
 // coordinator's answer for one key gives its partition: no error, or the
 // key not being known (a group or transactional id nobody used), is an
 // answer; the coordinator codes say loading or unavailable; anything else
-// (an ACL's refusal above all) says nothing, and is unknown. The
-// coordinator is -1.
-func stateOfError(code int16) (CoordinatorState, int32, string) {
+// (an ACL's refusal above all) says nothing, and is unknown.
+func stateOfError(code int16) (CoordinatorState, string) {
 	err := kerr.ErrorForCode(code)
 	switch {
 	case err == nil, errors.Is(err, kerr.GroupIDNotFound), errors.Is(err, kerr.TransactionalIDNotFound):
-		return CoordinatorAnswering, -1, ""
+		return CoordinatorAnswering, ""
 	case errors.Is(err, kerr.CoordinatorLoadInProgress):
-		return CoordinatorLoading, -1, kerrName(err)
+		return CoordinatorLoading, kerrName(err)
 	case errors.Is(err, kerr.CoordinatorNotAvailable), errors.Is(err, kerr.NotCoordinator):
-		return CoordinatorUnavailable, -1, kerrName(err)
+		return CoordinatorUnavailable, kerrName(err)
 	default:
-		return CoordinatorUnknown, -1, kerrName(err)
+		return CoordinatorUnknown, kerrName(err)
 	}
 }
 

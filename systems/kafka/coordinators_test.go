@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 
@@ -61,7 +63,7 @@ func TestCoordinatorStateOfError(t *testing.T) {
 		if tc.err != nil {
 			code = tc.err.Code
 		}
-		if got, _, _ := stateOfError(code); got != tc.want {
+		if got, _ := stateOfError(code); got != tc.want {
 			t.Errorf("code %d (%v): %v, want %v", code, tc.err, got, tc.want)
 		}
 	}
@@ -233,5 +235,33 @@ func TestCoordinatorMovesInTheAnswer(t *testing.T) {
 				t.Errorf("broker %s: fact %s = %v, want it left out", tc.broker, fact, got)
 			}
 		}
+	}
+}
+
+// FindCoordinator naming a coordinator is not the coordinator answering:
+// a partition stays unknown until its coordinator answers (a coordinator
+// too old for the question, in a cluster being upgraded, never says
+// answering).
+func TestNamedCoordinatorIsNotAnswering(t *testing.T) {
+	keys := coordinatorProbeKeys(3)
+	found := kmsg.NewPtrFindCoordinatorResponse()
+	found.Version = findCoordinatorBatchVersion
+	for i, key := range keys {
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key, c.NodeID = key, int32(i+1)
+		found.Coordinators = append(found.Coordinators, c)
+	}
+	found.Coordinators[2].NodeID, found.Coordinators[2].ErrorCode = -1, kerr.CoordinatorNotAvailable.Code
+	read := &CoordinatorRead{Partitions: make([]CoordinatorPartition, len(keys))}
+	// Broker 2 is not among the live brokers.
+	byNode := read.named(found, keys, map[int32]*kgo.Broker{1: nil})
+	want := []CoordinatorState{CoordinatorUnknown, CoordinatorUnknown, CoordinatorUnavailable}
+	for i, p := range read.Partitions {
+		if p.State != want[i] {
+			t.Errorf("partition %d: %v (%s), want %v", i, p.State, p.Reason, want[i])
+		}
+	}
+	if len(byNode) != 1 || len(byNode[1]) != 1 || byNode[1][0] != 0 {
+		t.Errorf("to ask: %v, want partition 0 of broker 1", byNode)
 	}
 }
