@@ -191,12 +191,7 @@ func TestKafkaCoordinatorFailover(t *testing.T) {
 	const topic, group = "coordinator-failover", "coordinator-failover-group"
 	c.CreateTopic(t, topic, 1)
 	const refresh = time.Second
-	cfg := faultConfig(t, fmt.Sprintf(`kafka:
-  - name: lab
-    bootstrap_servers: [%s]
-    refresh_interval: %s
-`, strings.Join(c.Bootstrap(), ", "), refresh))
-	e := exportertest.Start(t, "--config.file="+cfg)
+	e := startLabExporter(t, c, refresh)
 
 	offsets := c.DescribeTopics(t, "--topic", "__consumer_offsets")
 	n := len(offsets)

@@ -161,6 +161,16 @@ func runKafkaCoreScenarios(t *testing.T, cluster *lab.KafkaCluster, quorum bool,
 		}
 		return true, ""
 	})
+	// The transaction read (ListOffsets at both isolation levels,
+	// DescribeConfigs of a broker) answers on every version: no gap, no
+	// hanging transaction, Kafka's default timeout.
+	waitMetrics(t, exporter, 30*time.Second, "the transaction read", func(m exportertest.Metrics) (bool, string) {
+		gaps, ok1 := m.Value("kafka_read_committed_gap_partitions", nil)
+		hanging, ok2 := m.Value("kafka_hanging_transactions", nil)
+		timeout, _ := m.Value("kafka_transaction_max_timeout_seconds", nil)
+		return ok1 && ok2 && gaps == 0 && hanging == 0 && timeout == 900, m.Describe("kafka_read_committed_gap_partitions", nil) +
+			m.Describe("kafka_hanging_transactions", nil) + m.Describe("kafka_transaction_max_timeout_seconds", nil)
+	})
 	// The failure budget's prediction for the victim, checked against
 	// kafka-topics.sh once it is killed (kafka_budget_test.go has the rest).
 	m, _ = waitMetrics(t, exporter, 30*time.Second, "the victim's stop predicted", func(m exportertest.Metrics) (bool, string) {

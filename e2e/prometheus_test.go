@@ -94,6 +94,11 @@ var emptyPanels = func() map[string]string {
 			"Consumer groups by state", "What each broker coordinates: groups and coordinator partitions"} {
 			kafka(title, noCoordinators)
 		}
+		// Per-partition transaction series are served for stalled
+		// partitions only (TestKafkaReadCommittedStall makes one).
+		const noStall = "no transaction runs in the lab: no partition's last stable offset stalls"
+		kafka("Stalled partitions: how long, and records waiting/A", noStall)
+		kafka("Stalled partitions: how long, and records waiting/B", noStall)
 		// Kafka 4.3+ features (TestKafkaCordonedLogDirs, the 4.3 run of
 		// TestKafkaVersions) on a 4.1 lab.
 		kafka("Broker up, reachable, fenced and cordoned/D", "Kafka 4.1 does not say whether a log directory is cordoned (DescribeLogDirs v5 is 4.3+)")

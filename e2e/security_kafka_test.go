@@ -140,6 +140,16 @@ func TestSecurityKafka(t *testing.T) {
 			if v := value(t, m, "kafka_coordinator_partitions", map[string]string{"kafka_cluster": name, "kind": "group", "state": "answering"}); v != offsets {
 				t.Errorf("group coordinators answering = %v, want every one of the %v offsets partitions", v, offsets)
 			}
+			// The read_committed gaps need only Describe on topics; whether
+			// transactions hang needs the brokers' timeout (DescribeConfigs
+			// on the Cluster, not granted): not known, so not served.
+			if v := value(t, m, "kafka_read_committed_gap_partitions", map[string]string{"kafka_cluster": name}); v != 0 {
+				t.Errorf("kafka_read_committed_gap_partitions = %v, want 0: no transaction runs", v)
+			}
+			if n := len(m.Series("kafka_hanging_transactions", map[string]string{"kafka_cluster": name})); n != 0 {
+				t.Errorf("kafka_hanging_transactions served without DescribeConfigs on the Cluster (the timeout unread): %s",
+					m.Describe("kafka_hanging_transactions", map[string]string{"kafka_cluster": name}))
+			}
 			// A failure other than a refresh running out of time (the first
 			// ones, on a loaded machine) is the client's.
 			for _, line := range strings.Split(secClusterLog(e.Logs(), name), "\n") {

@@ -383,3 +383,65 @@ func (c *KafkaCluster) groupCoordinators(t testing.TB, which ...string) map[stri
 	}
 	return coordinators
 }
+
+// Transactions runs Kafka's TransactionsCommand (kafka-transactions.sh)
+// with --bootstrap-server filled in and returns what it printed, failing
+// the test when it fails.
+func (c *KafkaCluster) Transactions(t testing.TB, args ...string) string {
+	t.Helper()
+	r := c.run(2*time.Minute, append([]string{"transactions"}, args...)...)
+	if r.Err != nil {
+		t.Fatalf("lab: kafka-transactions.sh %s: %v\n%s", strings.Join(args, " "), r.Err, r.Output())
+	}
+	return r.Stdout
+}
+
+// ProducerState is one line of kafka-transactions.sh describe-producers.
+type ProducerState struct {
+	ProducerID int64
+	// CurrentTransactionStartOffset is -1 when the producer has no open
+	// transaction on the partition.
+	CurrentTransactionStartOffset int64
+	// LastTimestamp is the producer's last write.
+	LastTimestamp time.Time
+}
+
+// DescribeProducers runs kafka-transactions.sh describe-producers for
+// topic's partition and returns the producers it lists.
+func (c *KafkaCluster) DescribeProducers(t testing.TB, topic string, partition int32) []ProducerState {
+	t.Helper()
+	out := c.Transactions(t, "describe-producers", "--topic", topic, "--partition", strconv.Itoa(int(partition)))
+	var states []ProducerState
+	var cols map[string]int
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && f[0] == "ProducerId" {
+			cols = map[string]int{}
+			for i, name := range f {
+				cols[name] = i
+			}
+			continue
+		}
+		if cols == nil || len(f) != len(cols) {
+			continue
+		}
+		field := func(name string) int64 {
+			i, ok := cols[name]
+			if !ok {
+				t.Fatalf("lab: kafka-transactions.sh describe-producers has no column %s:\n%s", name, out)
+			}
+			if f[i] == "None" {
+				// No open transaction (Optional.empty as the tool prints it).
+				return -1
+			}
+			v, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				t.Fatalf("lab: kafka-transactions.sh describe-producers column %s is %q:\n%s", name, f[i], out)
+			}
+			return v
+		}
+		states = append(states, ProducerState{ProducerID: field("ProducerId"), CurrentTransactionStartOffset: field("CurrentTransactionStartOffset"),
+			LastTimestamp: time.UnixMilli(field("LastTimestamp"))})
+	}
+	return states
+}

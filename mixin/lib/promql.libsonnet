@@ -77,7 +77,8 @@ local rewrite(expr, braces, groupList) =
         if std.setMember(word, grouping) && nextChar == '(' then
           local k = skipUntil(expr, next, ')');
           step(k, out + expr[i:next] + groupList(word, expr[next:k])) tailstrict
-        else if std.setMember(word, keywords) || std.setMember(word, aggregators) || nextChar == '(' || nextChar == '{' then
+        // A grouping word without a list (`group_left` alone) is a keyword.
+        else if std.setMember(word, keywords) || std.setMember(word, aggregators) || std.setMember(word, grouping) || nextChar == '(' || nextChar == '{' then
           step(j, out + word) tailstrict
         else
           step(j, out + word + braces('')) tailstrict

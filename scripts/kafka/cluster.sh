@@ -49,6 +49,9 @@
 #   offsets ARGS...  Kafka's GetOffsetShell (kafka-get-offsets.sh) with
 #                    --bootstrap-server filled in, e.g. `cluster.sh offsets
 #                    --topic t --time -5` (the newest tiered offsets, 3.9+)
+#   transactions ARGS...  Kafka's TransactionsCommand (kafka-transactions.sh,
+#                    3.0+) with --bootstrap-server filled in, e.g.
+#                    `cluster.sh transactions describe-producers --topic t --partition 0`
 #   topics-batch ARGS... [';;' ARGS...]...
 #                    several TopicCommand runs in one JVM (scripts/kafka/TopicsBatch.java),
 #                    each with --bootstrap-server filled in; each run's output is
@@ -1057,6 +1060,12 @@ main() {
     else
       java_tool kafka.admin.ConsumerGroupCommand --bootstrap-server "$(tool_bootstrap)" "$@"
     fi
+    ;;
+  transactions)
+    load_lab_env
+    need_java
+    cmd_install
+    java_tool org.apache.kafka.tools.TransactionsCommand --bootstrap-server "$(tool_bootstrap)" "$@"
     ;;
   offsets)
     load_lab_env

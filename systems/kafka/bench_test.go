@@ -204,6 +204,51 @@ func BenchmarkRefresh100kPartitionsCoordinators(b *testing.B) {
 	benchmarkBuildCoordinators(b, 100_000)
 }
 
+// benchmarkBuildTransactions is benchmarkBuild with a transaction read
+// starting in every refresh (its requests built, per leader) and its
+// in-process work on every partition's two offsets (gapsOf, on the
+// reader's goroutine beside the refresh), one partition in a hundred with
+// a gap that stalls: the CPU the read adds per refresh interval, but the
+// requests' encoding and decoding.
+func benchmarkBuildTransactions(b *testing.B, partitions int) {
+	md := syntheticMetadata(partitions)
+	t0 := time.Now()
+	prev := buildSnapshot(ownTopics(md), all, TopicConfigCache{}, nil, t0)
+	var keys []PartitionKey
+	var ends, stables []int64
+	for ti := range prev.Topics {
+		for _, p := range prev.Topics[ti].Partitions {
+			keys = append(keys, PartitionKey{prev.Topics[ti].Name, p.ID})
+			ends, stables = append(ends, 1000), append(stables, 1000)
+			if len(keys)%100 == 0 {
+				stables[len(stables)-1] = 990
+			}
+		}
+	}
+	hwm, lso := offsetsAnswer(keys, ends...), offsetsAnswer(keys, stables...)
+	var last *TransactionRead
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		at := t0.Add(time.Duration(i+1) * time.Second)
+		next := buildSnapshot(ownTopics(md), all, TopicConfigCache{}, nil, at)
+		if len(offsetRequestsByLeader(next)) == 0 {
+			b.Fatal("no partition has a leader")
+		}
+		// One call stands for every leader's: gapsOf's cost is per
+		// partition.
+		read := &TransactionRead{ReadAt: at}
+		read.Gaps, read.Answered = gapsOf(hwm, lso, last, at)
+		next.Transactions, last = read, read
+		carryTransitions(prev, next)
+	}
+}
+
+func BenchmarkRefresh10kPartitionsTransactions(b *testing.B) { benchmarkBuildTransactions(b, 10_000) }
+func BenchmarkRefresh100kPartitionsTransactions(b *testing.B) {
+	benchmarkBuildTransactions(b, 100_000)
+}
+
 // benchmarkBrokerDeath times the refresh that sees broker 3 of a
 // 100,000-partition cluster confirmed dead: it leaves every ISR, two
 // thirds of the partitions open under-replicated episodes (and those it

@@ -125,6 +125,15 @@ type descs struct {
 	brokerCoordinatorPartitions *exposition.Desc
 	brokerCoordinatedGroups     *exposition.Desc
 	groupsByState               *exposition.Desc
+	// read_committed gaps and hanging transactions (transactions.go).
+	readCommittedGapPartitions     *exposition.Desc
+	readCommittedStalledPartitions *exposition.Desc
+	partitionReadCommittedGap      *exposition.Desc
+	partitionReadCommittedStalled  *exposition.Desc
+	partitionOpenTransactionIdle   *exposition.Desc
+	hangingTransactions            *exposition.Desc
+	transactionMaxTimeout          *exposition.Desc
+	transactionsReadTimestamp      *exposition.Desc
 
 	// The failure budget (budget.go).
 	brokerSafeToStop           *exposition.Desc
@@ -423,8 +432,34 @@ var metrics = func() descs {
 	x.groupsByState = table.Gauge("kafka_groups",
 		"Consumer groups of the cluster by state (stable; rebalancing: preparing or completing a rebalance, or assigning; reconciling; empty; dead; unknown), summed over every live broker's ListGroups in the last coordinator read; "+
 			"absent when a broker did not answer or does not say (ListGroups before v4).", "state")
+	transactionsMetrics(&x, partition)
 	return x
 }()
+
+// transactionsMetrics defines the series of the transaction read.
+func transactionsMetrics(x *descs, partition []string) {
+	readBeside := " Read beside the refreshes (ListOffsets of each leader's partitions at both isolation levels: the high watermark, then the last stable offset), so as of the previous refresh's read; absent before the first read."
+	stalled := " A partition is stalled when two reads in a row found its last stable offset behind its high watermark at the same offset: read_committed consumers of it read nothing new in between."
+	x.readCommittedGapPartitions = table.Gauge("kafka_read_committed_gap_partitions",
+		"Watched partitions whose last stable offset was behind their high watermark at the last read: records read_uncommitted consumers see and read_committed ones do not yet (an open transaction)."+readBeside)
+	x.readCommittedStalledPartitions = table.Gauge("kafka_read_committed_stalled_partitions",
+		"Watched partitions stalled at the last read."+stalled+readBeside)
+	x.partitionReadCommittedGap = table.Gauge("kafka_partition_read_committed_gap_records",
+		"High watermark minus last stable offset of a stalled partition: the records its read_committed consumers wait for. Served only for stalled partitions, with every partition_metrics setting but none."+stalled+readBeside, partition...)
+	x.partitionReadCommittedStalled = table.Gauge("kafka_partition_read_committed_stalled_seconds",
+		"How long a stalled partition's last stable offset has stayed where it is, from the first read that found it there with a gap (so at least this long). Served for the partitions kafka_partition_read_committed_gap_records is."+stalled+readBeside, partition...)
+	x.partitionOpenTransactionIdle = table.Gauge("kafka_partition_open_transaction_idle_seconds",
+		"Of the open transactions on a stalled partition (its leader's DescribeProducers), the longest time since the producer's last write to it: what kafka-transactions.sh find-hanging compares with transaction.max.timeout.ms. "+
+			"Served for the stalled partitions the read described (at most 1000 per read), when one has an open transaction; the producer's id is in the event log, never in a label.", partition...)
+	x.hangingTransactions = table.Gauge("kafka_hanging_transactions",
+		"Open transactions on watched partitions that no coordinator will end, by the rule of kafka-transactions.sh find-hanging: idle longer than transaction.max.timeout.ms, and no coordinator lists the producer, or its coordinator does not know its transactional id, "+
+			"or the coordinator's transaction does not include the partition. They hold read_committed consumers until aborted by hand (kafka-transactions.sh abort). "+
+			"Absent when the read could not tell (a leader or coordinator did not answer, the timeout unread, an ACL hides transactional ids, the exporter's first read); the log says why.")
+	x.transactionMaxTimeout = table.Gauge("kafka_transaction_max_timeout_seconds",
+		"The brokers' transaction.max.timeout.ms in seconds, as DescribeConfigs answered in the last transaction read: no transaction may stay open longer before its coordinator aborts it. Absent when it could not be read.")
+	x.transactionsReadTimestamp = table.Gauge("kafka_transactions_last_read_timestamp_seconds",
+		"When the last transaction read began, in seconds since the epoch: the time the kafka_read_committed_*, kafka_partition_read_committed_* and kafka_hanging_transactions series describe.")
+}
 
 // Sets returns the collector's metric tables, in exposition order, for
 // documentation and contract tests.
@@ -530,6 +565,7 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, mode settings
 	emitBrokers(ch, cluster, s)
 	emitInternal(ch, cluster, s.Internal)
 	emitCoordinators(ch, cluster, s, mode)
+	emitTransactions(ch, cluster, s.Transactions, mode)
 	// While rendering one non-partition family, skip the partition loop,
 	// nine tenths of the work.
 	partitions := mode != settings.PartitionMetricsNone && exposition.Wants(ch, metrics.partitionFamilies()...)
@@ -902,6 +938,38 @@ func emitGroups(ch exposition.Sink, cluster string, c *Coordinators) {
 	if statesKnown {
 		for _, state := range GroupStates {
 			ch.Add(metrics.groupsByState, float64(byState[state]), cluster, state)
+		}
+	}
+}
+
+// emitTransactions emits the transaction read's series.
+func emitTransactions(ch exposition.Sink, cluster string, r *TransactionRead, mode settings.PartitionMetrics) {
+	if r == nil {
+		return
+	}
+	ch.Add(metrics.transactionsReadTimestamp, float64(r.ReadAt.UnixMilli())/1000, cluster)
+	ch.Add(metrics.readCommittedGapPartitions, float64(len(r.Gaps)), cluster)
+	ch.Add(metrics.readCommittedStalledPartitions, float64(r.Stalled()), cluster)
+	if r.MaxTimeout > 0 {
+		ch.Add(metrics.transactionMaxTimeout, r.MaxTimeout.Seconds(), cluster)
+	}
+	if r.HangingKnown {
+		ch.Add(metrics.hangingTransactions, float64(len(r.Hanging)), cluster)
+	}
+	if mode == settings.PartitionMetricsNone {
+		return
+	}
+	keys := slices.SortedFunc(maps.Keys(r.Gaps), comparePartitionKeys)
+	for _, key := range keys {
+		g := r.Gaps[key]
+		if !g.Stalled(r.ReadAt) {
+			continue
+		}
+		partition := strconv.FormatInt(int64(key.Partition), 10)
+		ch.Add(metrics.partitionReadCommittedGap, float64(g.Records), cluster, key.Topic, partition)
+		ch.Add(metrics.partitionReadCommittedStalled, r.ReadAt.Sub(g.StalledSince).Seconds(), cluster, key.Topic, partition)
+		if g.Open > 0 {
+			ch.Add(metrics.partitionOpenTransactionIdle, g.OldestIdle.Seconds(), cluster, key.Topic, partition)
 		}
 	}
 }

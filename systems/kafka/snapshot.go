@@ -64,6 +64,10 @@ type Snapshot struct {
 	// answer, as of the last coordinator read that ended (read beside the
 	// refreshes, so one refresh late), and its episodes.
 	Coordinators Coordinators
+	// Transactions are the read_committed gaps and hanging transactions of
+	// the watched partitions, as of the last transaction read that ended
+	// (transactions.go); nil before one did.
+	Transactions *TransactionRead
 	// Events are the transitions between the previous snapshot and this
 	// one, in broker then topic and partition order.
 	Events events.List

@@ -57,6 +57,9 @@ type source struct {
 	// coordinators asks, beside the refreshes, whether the group and
 	// transaction coordinators answer (coordinators.go).
 	coordinators coordinatorReader
+	// transactions reads, beside the refreshes, the read_committed gaps
+	// and hanging transactions (transactions.go).
+	transactions transactionReader
 	// logged holds the last error logged per kind of optional request, so
 	// that a lasting failure is a warning once, then debug lines.
 	logged map[string]string
@@ -140,6 +143,7 @@ func (s *source) Refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	s.readLogDirs(live, snap)
 	s.readTiered(live, snap)
 	s.readCoordinators(live, snap)
+	s.readTransactions(live, snap)
 	// The quorum request is forwarded to the active controller and hangs
 	// when there is none; reading it beside the broker probes keeps it from
 	// eating the probes' time, which is when they matter most. It works on
@@ -597,6 +601,7 @@ func (s *source) Close() {
 	s.logDirs.close()
 	s.tiered.close()
 	s.coordinators.close()
+	s.transactions.close()
 	for addr, done := range s.inFlight {
 		go func() { s.discard(addr, <-done) }()
 	}

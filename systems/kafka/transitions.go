@@ -46,6 +46,7 @@ func carryTransitions(prev, next *Snapshot) {
 		countTransitions(prev, next)
 	}
 	carryCoordinators(prev, next)
+	carryTransactions(prev, next)
 	carryDetail(prev, next)
 	sumTopicTransitions(next)
 }
