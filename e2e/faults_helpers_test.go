@@ -80,6 +80,23 @@ func faultNextRefresh(t *testing.T, e *exportertest.Exporter, refreshesName stri
 // faultConcurrentScrapes fires n scrapes at once and returns the slowest.
 func faultConcurrentScrapes(t *testing.T, url string, n int) time.Duration {
 	t.Helper()
+	return faultConcurrentGets(t, url, "/metrics", n)
+}
+
+// faultBurstLimit is what the slowest of a burst of concurrent scrapes
+// must stay under: faultScrapeLimit, or on a machine so loaded that a
+// burst of as many health checks (/-/healthy, which reads nothing) took
+// a tenth of that or more, ten times that burst's slowest: the machine's
+// slowness is not a scrape waiting on a cluster, which waits a request
+// timeout. healthy is the slowest health check of the same bursts.
+func faultBurstLimit(healthy time.Duration) time.Duration {
+	return max(faultScrapeLimit, 10*healthy)
+}
+
+// faultConcurrentGets fires n GETs of path at once and returns the
+// slowest.
+func faultConcurrentGets(t *testing.T, url, path string, n int) time.Duration {
+	t.Helper()
 	var wg sync.WaitGroup
 	durations := make([]time.Duration, n)
 	errs := make([]error, n)
@@ -89,7 +106,7 @@ func faultConcurrentScrapes(t *testing.T, url string, n int) time.Duration {
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			resp, err := client.Get(url + "/metrics")
+			resp, err := client.Get(url + path)
 			if err == nil {
 				_, err = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()

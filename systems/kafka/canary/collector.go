@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/failover-exporter/failover_exporter/collector/canary"
+	"github.com/failover-exporter/failover_exporter/collector/episode"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 )
@@ -19,6 +20,7 @@ var table = &exposition.Table{Labels: []string{clusterLabel}, Buckets: canary.La
 type descs struct {
 	canary.Metrics
 
+	stallSeconds    *exposition.Desc
 	topicDegraded   *exposition.Desc
 	topicRF         *exposition.Desc
 	topicMinISR     *exposition.Desc
@@ -57,6 +59,10 @@ var metrics = func() descs {
 			Checks: table.Counter("kafka_canary_read_back_checks_total",
 				"Times the canary read back a partition's acknowledged records after its leader changed."),
 		},
+		stallSeconds: table.Series.Histogram("kafka_canary_write_stall_seconds",
+			"The clients' stall clock: how long the canary's writes to a partition stalled, from the last acknowledged write before a failed one (or a round that could not write) to the first acknowledged after, "+
+				"by the leader that acknowledged the last write before (the broker whose loss or trouble began the stall). One observation per stall when it ends; a stall the exporter did not see begin (it started during one, or another exporter held the canary lease) is not observed.",
+			episode.Buckets, clusterLabel, "broker"),
 		topicDegraded: table.Gauge("kafka_canary_topic_degraded",
 			"1 while the canary topic is weaker than configured: fewer replicas or a lower min.insync.replicas than canary.replication_factor and canary.min_insync_replicas, or a live broker that is the preferred leader of no canary partition. The canary heals its own topic (unless create_topic is false). Served while the last round succeeded."),
 		topicRF: table.Gauge("kafka_canary_topic_replication_factor",
@@ -117,5 +123,9 @@ func emitState(health, sink exposition.Sink, cluster string, state *watch.State[
 	for _, broker := range sortedKeys(s.Latency) {
 		count, sum, cumulative := s.Latency[broker].Values()
 		sink.AddHistogram(metrics.Duration, count, sum, cumulative, cluster, strconv.Itoa(int(broker)))
+	}
+	for _, broker := range sortedKeys(s.Stalls) {
+		h := s.Stalls[broker]
+		sink.AddHistogram(metrics.stallSeconds, h.Count, h.Sum, h.Cumulative, cluster, strconv.Itoa(int(broker)))
 	}
 }

@@ -210,6 +210,24 @@ func TestKafkaCanaryFailover(t *testing.T) {
 	failed := sum(w, isVictimP0, allFailures)
 	t.Logf("FIGURE kafka canary: kill -9 of the leader of canary partition %d (broker %d): writes on a new leader after %s, %d failed writes on the old one",
 		part, victim, took.Round(10*time.Millisecond), failed)
+	// The stall clock against the kill's: the stall began at the last
+	// acknowledgement before the kill (within a round or so of it, by the
+	// victim) and ended at the first after it, on the new leader, before
+	// the test saw three of them.
+	stall := w.Current().Snapshot.LastStall[part]
+	stalls := w.Current().Snapshot.Stalls[victim]
+	t.Logf("FIGURE kafka canary stall clock: partition %d stalled %s (last acknowledgement %s before the kill, first after it %s after), broker %d to %d",
+		part, stall.To.Sub(stall.From).Round(10*time.Millisecond), killed.Sub(stall.From).Round(10*time.Millisecond), stall.To.Sub(killed).Round(10*time.Millisecond), stall.Leader, stall.After)
+	switch {
+	case stalls == nil || stalls.Count != 1:
+		t.Errorf("kafka_canary_write_stall_seconds{broker=%d}: %+v, want one stall", victim, stalls)
+	case stall.Leader != victim || stall.After == victim || stall.After < 0:
+		t.Errorf("stall %+v: want it begun by broker %d and ended by another", stall, victim)
+	case stall.From.After(killed) || killed.Sub(stall.From) > 10*testInterval:
+		t.Errorf("stall began %s before the kill; want the last acknowledgement before it, within ten rounds", killed.Sub(stall.From))
+	case stall.To.Before(killed) || stall.To.After(killed.Add(took)):
+		t.Errorf("stall ended %s after the kill; want after it and before the test saw the new leader's writes (%s)", stall.To.Sub(killed), took)
+	}
 	// Bounded: at most one attempt per interval from the kill until the
 	// new leader took writes, plus the one in flight.
 	if bound := uint64(time.Since(killed)/testInterval) + 2; failed > bound {

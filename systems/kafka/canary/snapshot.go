@@ -14,9 +14,12 @@
 package kafkacanary
 
 import (
+	"time"
+
 	"maps"
 
 	"github.com/failover-exporter/failover_exporter/collector/canary"
+	"github.com/failover-exporter/failover_exporter/collector/episode"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 )
 
@@ -28,6 +31,12 @@ type Snapshot struct {
 	Partitions map[int32]map[int32]*PartitionStats
 	// Latency of acknowledged writes, by leader.
 	Latency map[int32]*canary.Histogram
+	// Stalls are the writes' stalls that ended, by the leader that
+	// acknowledged the last write before each: from that acknowledgement
+	// to the first after a failed write (the clients' stall clock).
+	Stalls map[int32]*episode.Histogram
+	// LastStall is each partition's last stall that ended.
+	LastStall map[int32]Stall
 	// Checks counts reads of acknowledged records after a leader change.
 	Checks uint64
 	// Topic is the canary topic's shape as this round saw it.
@@ -39,6 +48,14 @@ type Snapshot struct {
 	// Events are what this round saw, for the event log (write_failing,
 	// write_recovered, acknowledged_writes_lost).
 	Events events.List
+}
+
+// Stall is one stall of a partition's canary writes, as a client lives
+// it: From, the last acknowledgement before a failed write, by Leader;
+// To, the first acknowledgement after, by After.
+type Stall struct {
+	From, To      time.Time
+	Leader, After int32
 }
 
 // PartitionStats are the counters of one partition under one leader.
@@ -60,12 +77,15 @@ type PartitionStats struct {
 }
 
 func (s *Snapshot) clone() *Snapshot {
-	out := &Snapshot{Partitions: map[int32]map[int32]*PartitionStats{}, Latency: map[int32]*canary.Histogram{}}
+	out := &Snapshot{Partitions: map[int32]map[int32]*PartitionStats{}, Latency: map[int32]*canary.Histogram{},
+		Stalls: map[int32]*episode.Histogram{}, LastStall: map[int32]Stall{}}
 	if s == nil {
 		return out
 	}
 	out.Checks = s.Checks
 	maps.Copy(out.Latency, s.Latency)
+	maps.Copy(out.Stalls, s.Stalls)
+	maps.Copy(out.LastStall, s.LastStall)
 	for p, byLeader := range s.Partitions {
 		out.Partitions[p] = map[int32]*PartitionStats{}
 		for leader, st := range byLeader {

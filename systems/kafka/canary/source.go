@@ -60,7 +60,11 @@ type source struct {
 	// tenure is the lease hold the pending records belong to.
 	tenure uint64
 	// lastError is each partition's last error kind, for logging changes.
-	lastError    map[int32]string
+	lastError map[int32]string
+	// lastAck is each partition's last acknowledged write, and stalled
+	// whether a write failed since: the stall clock (stall).
+	lastAck      map[int32]Stall
+	stalled      map[int32]bool
 	lastRespread time.Time
 	// created is set by a round that created the topic: it writes nothing.
 	created bool
@@ -146,6 +150,8 @@ func newSource(cfg settings.Cluster, logger log.Logger) (*source, error) {
 		pending:        map[int32][]ack{},
 		overflowLogged: map[int32]bool{},
 		lastError:      map[int32]string{},
+		lastAck:        map[int32]Stall{},
+		stalled:        map[int32]bool{},
 		// A reassignment may be left from before a restart.
 		checkReassignments: true,
 		stepErrors:         map[string]string{},
@@ -279,6 +285,19 @@ func callErr(ctx context.Context, s *source, what string, f func() error) error 
 // wait, those writes count as failed with a timeout, as a client's timeout
 // would count them, and the read-backs wait for the next round.
 func (s *source) round(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
+	next, err := s.writeRound(ctx, prev)
+	if err != nil {
+		// A round that could not write is a failed write to a client: the
+		// stalls of the partitions acknowledged before start (stall).
+		for p := range s.lastAck {
+			s.stalled[p] = true
+		}
+	}
+	return next, err
+}
+
+// writeRound is round but for the stall clock of a failed round.
+func (s *source) writeRound(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	if err := s.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -420,8 +439,10 @@ type produceResult struct {
 	value     string
 	offset    int64
 	latency   time.Duration
-	errKind   string
-	err       error
+	// acked is when the acknowledgement came.
+	acked   time.Time
+	errKind string
+	err     error
 }
 
 // leaderID is the partition's leader as the client knows it, -1 when it
@@ -443,7 +464,8 @@ func produce(c *clients, topic string, p int32, value string, sentTo *atomic.Int
 	_, offset, err := c.producer.SendMessage(&sarama.ProducerMessage{
 		Topic: topic, Partition: p, Value: sarama.StringEncoder(value),
 	})
-	r.latency = time.Since(start)
+	r.acked = time.Now()
+	r.latency = r.acked.Sub(start)
 	if err != nil {
 		r.errKind, r.err = errorKind(err), err
 		return r
@@ -457,6 +479,7 @@ func produce(c *clients, topic string, p int32, value string, sentTo *atomic.Int
 func (s *source) apply(next *Snapshot, at time.Time, r produceResult) {
 	st := next.stats(r.partition, r.leader)
 	st.Attempts++
+	s.stall(next, r)
 	if r.err == nil {
 		st.Acknowledged++
 		next.Latency[r.leader] = next.Latency[r.leader].Observe(r.latency.Seconds())
@@ -479,6 +502,27 @@ func (s *source) apply(next *Snapshot, at time.Time, r produceResult) {
 		next.Events.Add(at, canary.EventWriteRecovered, subject, s.lastError[r.partition], "")
 	}
 	s.lastError[r.partition] = r.errKind
+}
+
+// stall runs the clients' stall clock of r's partition: a failed write
+// after an acknowledged one starts a stall, dated from that
+// acknowledgement; the next acknowledged write ends it, observed by the
+// leader that acknowledged the last write before. A failure before any
+// acknowledgement (the exporter started during an outage) dates nothing.
+func (s *source) stall(next *Snapshot, r produceResult) {
+	p := r.partition
+	last, known := s.lastAck[p]
+	if r.err != nil {
+		s.stalled[p] = known
+		return
+	}
+	if s.stalled[p] {
+		st := Stall{From: last.From, To: r.acked, Leader: last.Leader, After: r.leader}
+		next.Stalls[st.Leader] = next.Stalls[st.Leader].ObserveDuration(st.To.Sub(st.From))
+		next.LastStall[p] = st
+		s.stalled[p] = false
+	}
+	s.lastAck[p] = Stall{From: r.acked, Leader: r.leader}
 }
 
 // readBack reads the partition's acknowledged records when its leader
@@ -577,6 +621,9 @@ func (s *source) startTenure(next *Snapshot) {
 	}
 	s.dropPending(next, "a new hold of the canary lease began: records acknowledged during an earlier hold are counted unverifiable, not read back")
 	s.tenure = s.lease.Tenure()
+	// Another exporter wrote in between: no stall spans the holds.
+	clear(s.lastAck)
+	clear(s.stalled)
 }
 
 // dropPending drops every pending record as unverifiable, saying why.
