@@ -167,7 +167,8 @@ func TestKafkaReadCommittedStall(t *testing.T) {
 	}
 
 	// The coordinator aborts the transaction at its timeout (30 s, checked
-	// every 10 s): the consumer reads on, and the gap goes.
+	// every second in the lab, cluster.sh): the consumer reads on, and the
+	// gap goes.
 	lab.WaitFor(t, 90*time.Second, 50*time.Millisecond, func() (bool, string) {
 		offsets, _ := reader.got()
 		return len(offsets) >= len(wantRead), fmt.Sprintf("the read_committed consumer read offsets %v", offsets)

@@ -80,7 +80,8 @@ var emptyPanels = func() map[string]string {
 		const noELR = "no partition goes below min ISR (ISR 2 = min.insync.replicas 2 with one broker killed), the only state with an ELR"
 		kafka("Eligible and last known leader replicas per partition of $topic/A", noELR)
 		kafka("Eligible and last known leader replicas per partition of $topic/B", noELR)
-		for _, title := range []string{"Canary write success rate per leader", "Canary write failures per minute by error", "Canary produce latency p99 per leader", "Acknowledged writes lost / unverifiable", "Canary writer"} {
+		for _, title := range []string{"Canary write success rate per leader", "Canary write failures per minute by error", "Canary produce latency p99 per leader", "Acknowledged writes lost / unverifiable", "Canary writer",
+			"Canary write stalls, by the leader that began them"} {
 			kafka(title, canaryOff)
 		}
 		// The shared lab is lent without internal topics (lab.SharedKafka

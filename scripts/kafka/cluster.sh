@@ -465,6 +465,9 @@ auto.leader.rebalance.enable=false
 # Topics exist only when a test or the demo creates them.
 auto.create.topics.enable=false
 group.initial.rebalance.delay.ms=0
+# Timed-out transactions aborted within a second of their timeout, not ten
+# (TestKafkaReadCommittedStall waits for one).
+transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
 
 # Failure detection in seconds, not the default tens of seconds: the
 # controller fences a broker (and moves its leaders) after 3 s without a

@@ -510,6 +510,9 @@ func (s *source) apply(next *Snapshot, at time.Time, r produceResult) {
 // leader that acknowledged the last write before. A failure before any
 // acknowledgement (the exporter started during an outage) dates nothing.
 func (s *source) stall(next *Snapshot, r produceResult) {
+	if s.lastAck == nil {
+		s.lastAck, s.stalled = map[int32]Stall{}, map[int32]bool{}
+	}
 	p := r.partition
 	last, known := s.lastAck[p]
 	if r.err != nil {
