@@ -441,9 +441,10 @@ func transactionsMetrics(x *descs, partition []string) {
 	readBeside := " Read beside the refreshes (ListOffsets of each leader's partitions at both isolation levels: the high watermark, then the last stable offset), so as of the previous refresh's read; absent before the first read."
 	stalled := " A partition is stalled when two reads in a row found its last stable offset behind its high watermark at the same offset: read_committed consumers of it read nothing new in between."
 	x.readCommittedGapPartitions = table.Gauge("kafka_read_committed_gap_partitions",
-		"Watched partitions whose last stable offset was behind their high watermark at the last read: records read_uncommitted consumers see and read_committed ones do not yet (an open transaction)."+readBeside)
+		"Watched partitions whose last stable offset was behind their high watermark at the last read: records read_uncommitted consumers see and read_committed ones do not yet (an open transaction). "+
+			"Absent when a leader did not answer: a count of the others would say none of its partitions has a gap."+readBeside)
 	x.readCommittedStalledPartitions = table.Gauge("kafka_read_committed_stalled_partitions",
-		"Watched partitions stalled at the last read."+stalled+readBeside)
+		"Watched partitions stalled at the last read; absent when a leader did not answer."+stalled+readBeside)
 	x.partitionReadCommittedGap = table.Gauge("kafka_partition_read_committed_gap_records",
 		"High watermark minus last stable offset of a stalled partition: the records its read_committed consumers wait for. Served only for stalled partitions, with every partition_metrics setting but none."+stalled+readBeside, partition...)
 	x.partitionReadCommittedStalled = table.Gauge("kafka_partition_read_committed_stalled_seconds",
@@ -948,8 +949,12 @@ func emitTransactions(ch exposition.Sink, cluster string, r *TransactionRead, mo
 		return
 	}
 	ch.Add(metrics.transactionsReadTimestamp, float64(r.ReadAt.UnixMilli())/1000, cluster)
-	ch.Add(metrics.readCommittedGapPartitions, float64(len(r.Gaps)), cluster)
-	ch.Add(metrics.readCommittedStalledPartitions, float64(r.Stalled()), cluster)
+	if r.Complete {
+		// A count over the partitions that answered would say "none"
+		// of those that did not.
+		ch.Add(metrics.readCommittedGapPartitions, float64(len(r.Gaps)), cluster)
+		ch.Add(metrics.readCommittedStalledPartitions, float64(r.Stalled()), cluster)
+	}
 	if r.MaxTimeout > 0 {
 		ch.Add(metrics.transactionMaxTimeout, r.MaxTimeout.Seconds(), cluster)
 	}

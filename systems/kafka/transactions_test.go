@@ -121,7 +121,7 @@ func TestHangingTextQuotesTheID(t *testing.T) {
 // the read could tell.
 func TestTransactionSeries(t *testing.T) {
 	at := time.Unix(2000, 0)
-	r := &TransactionRead{ReadAt: at, MaxTimeout: 15 * time.Minute, Gaps: map[PartitionKey]ReadCommittedGap{
+	r := &TransactionRead{ReadAt: at, MaxTimeout: 15 * time.Minute, Complete: true, Gaps: map[PartitionKey]ReadCommittedGap{
 		{"t", 0}: {Records: 3, LSO: 10, StalledSince: at.Add(-30 * time.Second), Open: 1, OldestIdle: 31 * time.Second},
 		{"t", 1}: {Records: 2, LSO: 4, StalledSince: at, Open: -1},
 	}}
@@ -147,6 +147,13 @@ func TestTransactionSeries(t *testing.T) {
 		}
 		if got, want := sink[`kafka_read_committed_gap_partitions{kafka_cluster="main"}`], 2.0; got != want {
 			t.Errorf("%s: gap partitions %v, want %v", tc.mode, got, want)
+		}
+		r.Complete = false
+		partial := seriesSink{}
+		emitTransactions(partial, "main", r, tc.mode)
+		r.Complete = true
+		if _, ok := partial[`kafka_read_committed_gap_partitions{kafka_cluster="main"}`]; ok {
+			t.Errorf("%s: gap partitions served from a read some leader did not answer", tc.mode)
 		}
 		if _, ok := sink[`kafka_hanging_transactions{kafka_cluster="main"}`]; ok != tc.hangingKnown {
 			t.Errorf("%s: kafka_hanging_transactions served %v, want %v", tc.mode, ok, tc.hangingKnown)
