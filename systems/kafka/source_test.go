@@ -84,7 +84,8 @@ func (m *mockCluster) listReassignmentsRequests() (n int, asked []string) {
 }
 
 // requests returns, per request kind, how many were sent, and the topics
-// of each DescribeConfigs request.
+// of each DescribeConfigs request of topics (the transaction read's of a
+// broker, for its timeout, are left out).
 func (m *mockCluster) requests() (metadata int, describes [][]string) {
 	for _, rr := range m.broker.History() {
 		switch req := rr.Request.(type) {
@@ -93,7 +94,12 @@ func (m *mockCluster) requests() (metadata int, describes [][]string) {
 		case *sarama.DescribeConfigsRequest:
 			var topics []string
 			for _, r := range req.Resources {
-				topics = append(topics, r.Name)
+				if r.Type == sarama.TopicResource {
+					topics = append(topics, r.Name)
+				}
+			}
+			if topics == nil {
+				continue
 			}
 			sort.Strings(topics)
 			describes = append(describes, topics)

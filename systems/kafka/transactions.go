@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
 )
@@ -122,6 +123,20 @@ type transactionsRead struct {
 
 type transactionReader = brokerReader[transactionsRead]
 
+// transactionsMaxVersions are the request versions of the transaction
+// read's client: ListOffsets at v6, which has the isolation level (v2+)
+// and which every Kafka since 2.1 answers (4.x drops only v0); later
+// versions add nothing the read uses, and sarama's MockBroker, the unit
+// tests' stand-in cluster, decodes none after v6.
+var transactionsMaxVersions = func() *kversion.Versions {
+	v := franzVersions()
+	v.SetMaxKeyVersion(apiListOffsets, 6)
+	return v
+}()
+
+// apiListOffsets is ListOffsets' API key.
+const apiListOffsets = 2
+
 var transactionsKind = readKind{
 	kind:        "transactions",
 	unsupported: "brokers do not offer ListOffsets with an isolation level; read_committed series are not served",
@@ -211,6 +226,7 @@ func (s *source) readTransactions(brokers map[int32]string, snap *Snapshot) {
 			prev = r.last.read
 		}
 		timeout, now := s.cfg.RequestTimeout, s.now
+		r.maxVersions = transactionsMaxVersions
 		err := r.start(s.cfg, brokers, func(handles map[int32]*kgo.Broker) transactionsRead {
 			return readTransactionState(handles, byLeader, prev, timeout, now)
 		})
