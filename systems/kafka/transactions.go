@@ -225,10 +225,12 @@ func (s *source) readTransactions(brokers map[int32]string, snap *Snapshot) {
 		if r.last != nil {
 			prev = r.last.read
 		}
-		timeout, now := s.cfg.RequestTimeout, s.now
+		// The read's time is taken here, on the watcher's goroutine, which
+		// owns the source's clock.
+		timeout, at := s.cfg.RequestTimeout, s.now()
 		r.maxVersions = transactionsMaxVersions
 		err := r.start(s.cfg, brokers, func(handles map[int32]*kgo.Broker) transactionsRead {
-			return readTransactionState(handles, byLeader, prev, timeout, now)
+			return readTransactionState(handles, byLeader, prev, timeout, at)
 		})
 		if err != nil {
 			s.logFailure("transactions", "reading the read_committed gaps failed; their series are not served", err)
@@ -247,8 +249,8 @@ func (s *source) readTransactions(brokers map[int32]string, snap *Snapshot) {
 
 // readTransactionState is one transaction read: the timeout, every
 // leader's gaps (and their producers), then the hanging check.
-func readTransactionState(handles map[int32]*kgo.Broker, byLeader map[int32]*kmsg.ListOffsetsRequest, prev *TransactionRead, timeout time.Duration, now func() time.Time) transactionsRead {
-	read := &TransactionRead{ReadAt: now(), Gaps: map[PartitionKey]ReadCommittedGap{}}
+func readTransactionState(handles map[int32]*kgo.Broker, byLeader map[int32]*kmsg.ListOffsetsRequest, prev *TransactionRead, timeout time.Duration, at time.Time) transactionsRead {
+	read := &TransactionRead{ReadAt: at, Gaps: map[PartitionKey]ReadCommittedGap{}}
 	maxTimeout, timeoutErr := describeMaxTimeout(handles, timeout)
 	read.MaxTimeout = maxTimeout
 	open, outcome := readGaps(handles, byLeader, prev, read, timeout)

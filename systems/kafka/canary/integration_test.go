@@ -219,6 +219,11 @@ func TestKafkaCanaryFailover(t *testing.T) {
 	t.Logf("FIGURE kafka canary stall clock: partition %d stalled %s (last acknowledgement %s before the kill, first after it %s after), broker %d to %d",
 		part, stall.To.Sub(stall.From).Round(10*time.Millisecond), killed.Sub(stall.From).Round(10*time.Millisecond), stall.To.Sub(killed).Round(10*time.Millisecond), stall.Leader, stall.After)
 	switch {
+	case failed == 0 && stalls == nil:
+		// The write in flight at the kill was retried onto the new
+		// leader and acknowledged, and no round failed: no stall by the
+		// clock's rule (a CI run saw it; TestStallClock has the rule).
+		t.Logf("no write failed across the kill: no stall observed, as the clock's rule says")
 	case stalls == nil || stalls.Count != 1:
 		t.Errorf("kafka_canary_write_stall_seconds{broker=%d}: %+v, want one stall", victim, stalls)
 	case stall.Leader != victim || stall.After == victim || stall.After < 0:
