@@ -163,6 +163,33 @@ func (r *brokerReader[T]) start(cfg settings.Cluster, brokers map[int32]string, 
 	return nil
 }
 
+// liveLeaders splits the leaders of byLeader into those handles has a
+// broker for, and an outcome that counts each other one as a failed
+// broker: its partitions (partitions counts them, what names them) cannot
+// be asked.
+func liveLeaders[V any](handles map[int32]*kgo.Broker, byLeader map[int32]V, partitions func(V) int, what string) (map[int32]*kgo.Broker, readOutcome) {
+	leaders := make(map[int32]*kgo.Broker, len(byLeader))
+	var missing readOutcome
+	for id, v := range byLeader {
+		if broker, ok := handles[id]; ok {
+			leaders[id] = broker
+			continue
+		}
+		missing.failed++
+		missing.err = fmt.Errorf("leader %d of %d %s is not a live broker", id, partitions(v), what)
+	}
+	return leaders, missing
+}
+
+// plus adds other's failures to o's; o's error is kept if it has one.
+func (o readOutcome) plus(other readOutcome) readOutcome {
+	o.failed += other.failed
+	if o.err == nil {
+		o.err = other.err
+	}
+	return o
+}
+
 // askBrokers asks each of handles at once, each request bounded by
 // timeout, and says how they answered. ask returns an error, or whether
 // the broker's answer had a version that tells what the read asks

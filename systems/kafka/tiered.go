@@ -226,16 +226,7 @@ func tieredPartitionsByLeader(snap *Snapshot) map[int32][]PartitionKey {
 // leader's requests are bounded by timeout together. known is only read.
 func listTieredOffsets(handles map[int32]*kgo.Broker, byLeader map[int32][]PartitionKey, known map[PartitionKey]partitionOffsets, timeout time.Duration) tieredRead {
 	read := tieredRead{offsets: map[PartitionKey]partitionOffsets{}}
-	leaders := make(map[int32]*kgo.Broker, len(byLeader))
-	var missing readOutcome
-	for id, parts := range byLeader {
-		if broker, ok := handles[id]; ok {
-			leaders[id] = broker
-			continue
-		}
-		missing.failed++
-		missing.err = fmt.Errorf("leader %d of %d tiered partitions is not a live broker", id, len(parts))
-	}
+	leaders, missing := liveLeaders(handles, byLeader, func(parts []PartitionKey) int { return len(parts) }, "tiered partitions")
 	read.readOutcome = askBrokers(leaders, timeout, func(ctx context.Context, id int32, broker *kgo.Broker) (func(), bool, error) {
 		parts := byLeader[id]
 		found, supported, err := partitionOffsetsOf(ctx, broker, parts)
@@ -256,10 +247,7 @@ func listTieredOffsets(handles map[int32]*kgo.Broker, byLeader map[int32][]Parti
 		}, true, nil
 	})
 	// A leader the read could not reach counts among the failures.
-	read.failed += missing.failed
-	if read.err == nil {
-		read.err = missing.err
-	}
+	read.readOutcome = read.plus(missing)
 	return read
 }
 

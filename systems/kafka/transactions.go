@@ -343,16 +343,7 @@ type openTransaction struct {
 // watermarks and LSOs, then for the producers of its stalled partitions,
 // and records them in read; it returns the open transactions found.
 func readGaps(handles map[int32]*kgo.Broker, byLeader map[int32]*kmsg.ListOffsetsRequest, prev *TransactionRead, read *TransactionRead, timeout time.Duration) ([]openTransaction, readOutcome) {
-	leaders := make(map[int32]*kgo.Broker, len(byLeader))
-	var missing readOutcome
-	for id, req := range byLeader {
-		if broker, ok := handles[id]; ok {
-			leaders[id] = broker
-			continue
-		}
-		missing.failed++
-		missing.err = fmt.Errorf("leader %d of %d partitions is not a live broker", id, requestedPartitions(req))
-	}
+	leaders, missing := liveLeaders(handles, byLeader, requestedPartitions, "partitions")
 	var open []openTransaction
 	described := 0
 	var mu sync.Mutex
@@ -379,11 +370,7 @@ func readGaps(handles map[int32]*kgo.Broker, byLeader map[int32]*kmsg.ListOffset
 			open = append(open, found...)
 		}, true, nil
 	})
-	o.failed += missing.failed
-	if o.err == nil {
-		o.err = missing.err
-	}
-	return open, o
+	return open, o.plus(missing)
 }
 
 func comparePartitionKeys(a, b PartitionKey) int {
