@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -191,7 +193,9 @@ func TestKafkaCoordinatorFailover(t *testing.T) {
 	const topic, group = "coordinator-failover", "coordinator-failover-group"
 	c.CreateTopic(t, topic, 1)
 	const refresh = time.Second
-	e := startLabExporter(t, c, refresh)
+	// With the failure budget waiting for coordinators to settle: its
+	// answers are checked against the client's outage below.
+	e := startLabExporter(t, c, refresh, "failure_budget: {coordinators: settled}")
 
 	offsets := c.DescribeTopics(t, "--topic", "__consumer_offsets")
 	n := len(offsets)
@@ -244,6 +248,10 @@ func TestKafkaCoordinatorFailover(t *testing.T) {
 	slices.Sort(onVictim)
 	t.Logf("FIGURE kafka coordinator failover: a stop of broker %d moves %v groups, says the failure budget; kafka-consumer-groups.sh names it the coordinator of %d: %v", before, predicted, len(onVictim), onVictim)
 
+	// A survivor's stop, asked all along: the budget says
+	// coordinators_unsettled while the coordinator does not answer.
+	survivor := before%5 + 1
+	unsettled := watchUnsettled(e, survivor)
 	killedAt := killBrokers(t, c, before)
 	t.Logf("killed broker %d, coordinator of %s (__consumer_offsets/%d), at %s", before, group, partition, killedAt.Format("15:04:05.000"))
 	ofPartition := func(evs []events.Event, kind events.Kind) []events.Event {
@@ -303,7 +311,76 @@ func TestKafkaCoordinatorFailover(t *testing.T) {
 		g, gs := answering(m, "group")
 		return int(g) == n, gs
 	})
+	checkUnsettled(t, e, survivor, unsettled(), killedAt, failed, recovered)
 	if count, _ := final.Value("kafka_coordinator_unavailable_episode_seconds_count", map[string]string{"kind": "group"}); count < 1 {
 		t.Errorf("kafka_coordinator_unavailable_episode_seconds_count{kind=group} = %v, want the ended episodes observed", count)
 	}
+}
+
+// watchUnsettled asks e about the stop of broker every 200 ms until the
+// returned function is called, which returns when the answers named
+// coordinators_unsettled.
+func watchUnsettled(e *exportertest.Exporter, broker int32) func() []time.Time {
+	done, ended := make(chan struct{}), make(chan []time.Time)
+	query := budget.SafeToStopPath + "?" + url.Values{"system": {"kafka"}, "cluster": {"lab"}, "broker": {strconv.Itoa(int(broker))}}.Encode()
+	go func() {
+		var at []time.Time
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				ended <- at
+				return
+			case <-tick.C:
+			}
+			asked := time.Now()
+			if a, ok := getAnswer(e, query); ok && hasReason(a, string(kafka.ReasonCoordinatorsUnsettled)) {
+				at = append(at, asked)
+			}
+		}
+	}()
+	return func() []time.Time {
+		close(done)
+		return <-ended
+	}
+}
+
+// getAnswer is one safe-to-stop answer, for a goroutine (no t).
+func getAnswer(e *exportertest.Exporter, query string) (budget.Answer, bool) {
+	var a budget.Answer
+	resp, err := e.Get(query)
+	if err != nil {
+		return a, false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusConflict {
+		return a, false
+	}
+	return a, json.NewDecoder(resp.Body).Decode(&a) == nil
+}
+
+// checkUnsettled checks what failure_budget.coordinators: settled said of
+// the survivor's stop against the client's own outage (its first failed
+// and first successful commit after the kill): coordinators_unsettled
+// while the group's coordinator did not answer, never before the kill,
+// and not once every coordinator answers again.
+func checkUnsettled(t *testing.T, e *exportertest.Exporter, survivor int32, at []time.Time, killedAt, failed, recovered time.Time) {
+	t.Helper()
+	if len(at) == 0 {
+		t.Errorf("the budget never said coordinators_unsettled of broker %d's stop while the client's commits failed (%s to %s after the kill)",
+			survivor, failed.Sub(killedAt).Round(10*time.Millisecond), recovered.Sub(killedAt).Round(10*time.Millisecond))
+		return
+	}
+	t.Logf("FIGURE kafka coordinator failover: with failure_budget.coordinators: settled, broker %d's stop was coordinators_unsettled from %s to %s after the kill (%d answers); the client's commits failed from %s to %s",
+		survivor, at[0].Sub(killedAt).Round(10*time.Millisecond), at[len(at)-1].Sub(killedAt).Round(10*time.Millisecond), len(at),
+		failed.Sub(killedAt).Round(10*time.Millisecond), recovered.Sub(killedAt).Round(10*time.Millisecond))
+	if at[0].Before(killedAt) {
+		t.Errorf("coordinators_unsettled at %s, before the kill at %s", at[0].Format("15:04:05.000"), killedAt.Format("15:04:05.000"))
+	}
+	query := budget.SafeToStopPath + "?" + url.Values{"system": {"kafka"}, "cluster": {"lab"}, "broker": {strconv.Itoa(int(survivor))}}.Encode()
+	lab.WaitFor(t, 30*time.Second, 200*time.Millisecond, func() (bool, string) {
+		a, ok := getAnswer(e, query)
+		return ok && !hasReason(a, string(kafka.ReasonCoordinatorsUnsettled)), fmt.Sprintf("broker %d's stop: %+v", survivor, a.Findings)
+	})
 }

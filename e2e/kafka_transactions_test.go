@@ -208,12 +208,16 @@ func records(n int) []lab.Record {
 
 // startLabExporter starts the exporter on c alone, named lab, refreshing
 // every refresh.
-func startLabExporter(t *testing.T, c *lab.KafkaCluster, refresh time.Duration) *exportertest.Exporter {
+func startLabExporter(t *testing.T, c *lab.KafkaCluster, refresh time.Duration, settings ...string) *exportertest.Exporter {
 	t.Helper()
+	var more strings.Builder
+	for _, line := range settings {
+		more.WriteString("    " + line + "\n")
+	}
 	cfg := faultConfig(t, fmt.Sprintf(`kafka:
   - name: lab
     bootstrap_servers: [%s]
     refresh_interval: %s
-`, strings.Join(c.Bootstrap(), ", "), refresh))
+%s`, strings.Join(c.Bootstrap(), ", "), refresh, more.String()))
 	return exportertest.Start(t, "--config.file="+cfg)
 }

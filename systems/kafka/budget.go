@@ -44,6 +44,9 @@ import (
 //     quorum already has a voter not caught up (or no leader) and S holds
 //     a caught-up voter. A broker down elsewhere whose partitions S does
 //     not touch is no reason on its own.
+//   - coordinators_unsettled: only with failure_budget.coordinators:
+//     settled (budget_coordinators.go): a coordinator partition is loading
+//     or unavailable, or a group S coordinates is rebalancing.
 //   - not_judged: the budget lacks an input it needs to judge the stop,
 //     and never says safe without it: S holds a broker the cluster lists
 //     as registered but the exporter could not reach (it may lead, hold
@@ -51,7 +54,7 @@ import (
 //     exporter's own dial); the KRaft quorum could not be read
 //     (QuorumUnread); or S holds an in-sync replica of a partition whose
 //     min.insync.replicas is unknown.
-//   - safe: none of the six reasons holds.
+//   - safe: none of the seven reasons holds.
 //
 // The partitions of every topic are judged, the topic filter's or not
 // (UnwatchedJudged): a broker out of the ISR of __consumer_offsets matters
@@ -71,6 +74,7 @@ const (
 	ReasonMinISRHeadroom        budget.Reason = "min_isr_headroom"
 	ReasonQuorumMajority        budget.Reason = "quorum_majority"
 	ReasonClusterDegraded       budget.Reason = "cluster_degraded"
+	ReasonCoordinatorsUnsettled budget.Reason = "coordinators_unsettled"
 	ReasonNotJudged             budget.Reason = "not_judged"
 )
 
@@ -78,7 +82,7 @@ const (
 // series and findings give them.
 var StopReasons = []budget.Reason{
 	ReasonPartitionsOffline, ReasonPartitionsUnderMinISR, ReasonMinISRHeadroom, ReasonQuorumMajority, ReasonClusterDegraded,
-	ReasonNotJudged,
+	ReasonCoordinatorsUnsettled, ReasonNotJudged,
 }
 
 // Reasons a restarted broker is not yet recovered (a Recovered question).
@@ -160,6 +164,17 @@ type StopEffect struct {
 	// whose min.insync.replicas is unknown. Either makes it not_judged.
 	NotJudged     []string
 	MinISRUnknown int
+	// Unsettled says, with failure_budget.coordinators: settled, what of
+	// the coordinators has not settled (budgetCoordinators); any makes the
+	// stop coordinators_unsettled.
+	Unsettled []budgetFinding
+}
+
+// budgetFinding is one finding of a stop's verdict: how many things it is
+// about, and what it says of them.
+type budgetFinding struct {
+	N   int
+	Why string
 }
 
 // Unsafe reports whether reason holds for the stop.
@@ -175,6 +190,8 @@ func (e *StopEffect) Unsafe(reason budget.Reason) bool {
 		return e.QuorumMajority
 	case ReasonClusterDegraded:
 		return e.Degraded > 0 || e.QuorumDegraded
+	case ReasonCoordinatorsUnsettled:
+		return len(e.Unsettled) > 0
 	case ReasonNotJudged:
 		return len(e.NotJudged) > 0 || e.MinISRUnknown > 0
 	}
@@ -713,6 +730,9 @@ func describeStop(e *StopEffect, b *Budget, a *budget.Answer) {
 		}
 		a.Add(ReasonClusterDegraded, e.Degraded, "%s", msg)
 	}
+	for _, f := range e.Unsettled {
+		a.Add(ReasonCoordinatorsUnsettled, f.N, "%s", f.Why)
+	}
 	for _, why := range e.NotJudged {
 		a.Add(ReasonNotJudged, 0, "%s", why)
 	}
@@ -734,6 +754,8 @@ func describeStop(e *StopEffect, b *Budget, a *budget.Answer) {
 	switch {
 	case !a.Safe && onlyNotJudged(e):
 		a.Advice = "do not stop it now: the exporter cannot judge the stop; restore what it could not read (the findings say what), then ask again"
+	case !a.Safe && onlyUnsettled(e):
+		a.Advice = "do not stop it now: wait until every coordinator answers and the groups it would move have finished rebalancing (failure_budget.coordinators: settled)"
 	case !a.Safe:
 		a.Advice = "do not stop it now: wait until the partitions at risk are back in sync, or move them first"
 	}
@@ -797,6 +819,17 @@ func knownIDs(effects []StopEffect) string {
 		return "none"
 	}
 	return strings.Join(ids, ", ")
+}
+
+// onlyUnsettled reports whether coordinators_unsettled is the stop's only
+// reason, but for not_judged.
+func onlyUnsettled(e *StopEffect) bool {
+	for _, r := range StopReasons {
+		if r != ReasonNotJudged && e.Unsafe(r) != (r == ReasonCoordinatorsUnsettled) {
+			return false
+		}
+	}
+	return true
 }
 
 // onlyNotJudged reports whether not_judged is the stop's only reason.

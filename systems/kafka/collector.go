@@ -369,14 +369,15 @@ var metrics = func() descs {
 
 		brokerSafeToStop: table.Gauge("kafka_broker_safe_to_stop",
 			"1 if stopping the broker now would take no watched or internal partition offline, under min.insync.replicas or below failure_budget.min_isr_headroom, "+
-				"leave a majority of caught-up KRaft voters, and deepen no damage already there; else 0 (the failure budget, docs/runbooks.md)"+fromRefresh, broker...),
+				"leave a majority of caught-up KRaft voters, and deepen no damage already there (and, with failure_budget.coordinators: settled, the coordinators have settled); else 0 (the failure budget, docs/runbooks.md)"+fromRefresh, broker...),
 		brokerStopAffected: table.Gauge("kafka_broker_stop_affected_partitions",
 			"Partitions (of the topics the budget judges: all unless failure_budget.unwatched_topics is name) that stopping the broker now would put in the effect's state: offline (no leader candidate left), under_min_isr (acks=all writes refused), "+
 				"below_headroom (served when failure_budget.min_isr_headroom > 0); each partition counted once, at its worst"+fromRefresh, "broker", "effect"),
 		brokerStopUnsafe: table.Gauge("kafka_broker_stop_unsafe",
 			"1 if the reason makes stopping the broker now unsafe, 0 if it was checked and does not: partitions_offline, partitions_under_min_isr, min_isr_headroom, "+
 				"quorum_majority (the stop leaves too few caught-up KRaft voters), cluster_degraded (it would deepen damage already there), "+
-				"not_judged (an input the verdict needs is unknown: the broker is live to the cluster but unreachable by the exporter, the quorum unread, min.insync.replicas unknown)"+fromRefresh, "broker", "reason"),
+				"coordinators_unsettled (only with failure_budget.coordinators: settled: a group or transaction coordinator is loading or unavailable, or a group the broker coordinates is rebalancing), "+
+				"not_judged (an input the verdict needs is unknown: the broker is live to the cluster but unreachable by the exporter, the quorum unread, min.insync.replicas unknown; with coordinators: settled, the coordinator read missing, stale or incomplete)"+fromRefresh, "broker", "reason"),
 		rackSafeToStop: table.Gauge("kafka_rack_safe_to_stop",
 			"1 if losing every broker of the rack (broker.rack) now would be safe, by kafka_broker_safe_to_stop's rules; served when brokers have racks"+fromRefresh, "rack"),
 		rackStopAffected: table.Gauge("kafka_rack_stop_affected_partitions",
@@ -412,7 +413,7 @@ var metrics = func() descs {
 		"Partitions of the kind's internal topic by how their coordinator answered the last read: answering; loading (COORDINATOR_LOAD_IN_PROGRESS: clients fail until it loaded); "+
 			"unavailable (no coordinator, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, or the coordinator did not answer); unknown (the read could not tell: no broker answered FindCoordinator, or an ACL refused the question)."+coordinatorOf, "kind", "state")
 	x.coordinatorReadTimestamp = table.Gauge("kafka_coordinator_last_read_timestamp_seconds",
-		"When the last coordinator read of the kind ended, in seconds since the epoch: the time the kafka_coordinator_* series describe."+coordinatorOf, kind...)
+		"When the last coordinator read of the kind began, in seconds since the epoch: the time the kafka_coordinator_* series describe."+coordinatorOf, kind...)
 	x.coordinatorEpisodeSeconds = table.Histogram("kafka_coordinator_unavailable_episode_seconds",
 		"How long a coordinator partition of the kind failed its clients (loading or unavailable), from the exporter's first failed probe of the coordinator the previous read named (else the first read that saw it) "+
 			"to the first read in which it answered; one observation per partition episode when it ends; served from the first episode on. Episodes already under way when the exporter started are not observed.", kind...)

@@ -103,7 +103,8 @@ type CoordinatorPartition struct {
 // CoordinatorRead is one read of a kind's coordinators. It is shared
 // between snapshots until the next read ends, and never modified.
 type CoordinatorRead struct {
-	// ReadAt is when the read ended.
+	// ReadAt is when the read began: taken on the watcher's goroutine,
+	// which owns the source's clock (tests move it), not on the read's.
 	ReadAt time.Time
 	// Partitions are the internal topic's partitions, by ID.
 	Partitions []CoordinatorPartition
@@ -332,9 +333,9 @@ func (s *source) readCoordinators(brokers map[int32]string, snap *Snapshot) {
 		keys[k], wanted = r.keys[k], true
 	}
 	if wanted && !r.paused(s.now()) {
-		timeout, now := s.cfg.RequestTimeout, s.now
+		timeout, at := s.cfg.RequestTimeout, s.now()
 		err := r.start(s.cfg, brokers, func(handles map[int32]*kgo.Broker) coordinatorRead {
-			return askCoordinators(handles, keys, timeout, now)
+			return askCoordinators(handles, keys, timeout, at)
 		})
 		if err != nil {
 			s.logFailure("coordinators", "reading the coordinators failed; their series are not served", err)
@@ -381,7 +382,7 @@ func (s *source) logUnknownCoordinators(read *coordinatorRead) {
 }
 
 // askCoordinators reads every kind that has keys at once.
-func askCoordinators(handles map[int32]*kgo.Broker, keys [coordinatorKinds][]string, timeout time.Duration, now func() time.Time) coordinatorRead {
+func askCoordinators(handles map[int32]*kgo.Broker, keys [coordinatorKinds][]string, timeout time.Duration, at time.Time) coordinatorRead {
 	var read coordinatorRead
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -396,7 +397,7 @@ func askCoordinators(handles map[int32]*kgo.Broker, keys [coordinatorKinds][]str
 			defer wg.Done()
 			r, supported, failed, err := askKind(k, handles, keys[k], timeout)
 			if r != nil {
-				r.ReadAt = now()
+				r.ReadAt = at
 			}
 			mu.Lock()
 			defer mu.Unlock()

@@ -168,6 +168,11 @@ func (s *source) Refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	snap.countRacks()
 	// Last: it reads the racks, the quorum and the restored ELR.
 	snap.computeBudget(s.cfg.FailureBudget.MinISRHeadroom)
+	if s.cfg.FailureBudget.Coordinators.Settled() {
+		// The coordinator read a refresh serves started a refresh before
+		// (two when it outlasted one), each request bounded by the timeout.
+		snap.budgetCoordinators(snap.Budget, 2*s.cfg.RefreshInterval+s.cfg.RequestTimeout)
+	}
 
 	s.known = s.known[:0]
 	for _, b := range md.Brokers {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-kit/log/level"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -239,13 +240,21 @@ func (s *source) readTransactions(brokers map[int32]string, snap *Snapshot) {
 	if r.last == nil || r.last.read == nil {
 		return
 	}
-	if r.last.read.Unknown != "" {
-		s.logFailure("transactions_hanging", "cannot tell whether transactions hang; kafka_hanging_transactions is not served", errors.New(r.last.read.Unknown))
-	} else {
+	switch r.last.read.Unknown {
+	case firstReadUnknown:
+		// Every exporter's first read: not worth a warning.
+		level.Debug(s.logger).Log("msg", "cannot tell whether transactions hang yet; kafka_hanging_transactions is served from the next read", "why", firstReadUnknown)
+	case "":
 		s.logFailure("transactions_hanging", "", nil)
+	default:
+		s.logFailure("transactions_hanging", "cannot tell whether transactions hang; kafka_hanging_transactions is not served", errors.New(r.last.read.Unknown))
 	}
 	snap.Transactions = r.last.read
 }
+
+// firstReadUnknown is why a first read cannot tell whether transactions
+// hang: a stall needs two reads.
+const firstReadUnknown = "the first read cannot tell a stalled partition from a committing one"
 
 // readTransactionState is one transaction read: the timeout, every
 // leader's gaps (and their producers), then the hanging check.
@@ -278,7 +287,7 @@ func readTransactionState(handles map[int32]*kgo.Broker, byLeader map[int32]*kms
 	if read.Unknown == "" && prev == nil && len(read.Gaps) > 0 {
 		// A hanging transaction's partition is stalled at every read but
 		// the first, which cannot tell a stall yet.
-		read.Unknown = "the first read cannot tell a stalled partition from a committing one"
+		read.Unknown = firstReadUnknown
 	}
 	candidates := hangingCandidates(open, maxTimeout, read.ReadAt)
 	if read.Unknown == "" {

@@ -20,7 +20,33 @@ type Budget struct {
 	// them in each answer's not_judged. Internal topics are judged either
 	// way.
 	UnwatchedTopics UnwatchedTopics `yaml:"unwatched_topics"`
+	// Coordinators chooses what the budget does with the group and
+	// transaction coordinators a stop would move: inform (the default:
+	// facts in each answer) or settled (also unsafe while coordinators
+	// load or fail, or groups the stop moves rebalance; not judged while
+	// the coordinator read is missing, stale or incomplete).
+	Coordinators CoordinatorMoves `yaml:"coordinators"`
 }
+
+// CoordinatorMoves is failure_budget.coordinators.
+type CoordinatorMoves string
+
+// Values are the two choices (config.Enum).
+func (CoordinatorMoves) Values() []any {
+	return []any{string(InformCoordinators), string(SettledCoordinators)}
+}
+
+// The values of failure_budget.coordinators.
+const (
+	// InformCoordinators gives the coordinator moves as facts only.
+	InformCoordinators CoordinatorMoves = "inform"
+	// SettledCoordinators makes a stop unsafe while the coordinators have
+	// not settled from the last one.
+	SettledCoordinators CoordinatorMoves = "settled"
+)
+
+// Settled reports whether a stop waits for the coordinators to settle.
+func (c CoordinatorMoves) Settled() bool { return c == SettledCoordinators }
 
 // UnwatchedTopics is failure_budget.unwatched_topics.
 type UnwatchedTopics string
@@ -48,8 +74,8 @@ func (b *Budget) UnmarshalYAML(value *yaml.Node) error {
 	// Node.Decode does not inherit the file's KnownFields, so unknown keys
 	// are refused here.
 	for i := 0; i+1 < len(value.Content); i += 2 {
-		if key := value.Content[i].Value; key != "min_isr_headroom" && key != "unwatched_topics" {
-			return fmt.Errorf("line %d: field %s not found in failure_budget (known: min_isr_headroom, unwatched_topics)", value.Content[i].Line, key)
+		if key := value.Content[i].Value; key != "min_isr_headroom" && key != "unwatched_topics" && key != "coordinators" {
+			return fmt.Errorf("line %d: field %s not found in failure_budget (known: min_isr_headroom, unwatched_topics, coordinators)", value.Content[i].Line, key)
 		}
 	}
 	type plain Budget
@@ -72,6 +98,12 @@ func (b Budget) Validate() error {
 	default:
 		return fmt.Errorf("failure_budget.unwatched_topics %q must be %q (judge the topics outside the topic filter too) or %q (name them in each answer, unjudged)",
 			b.UnwatchedTopics, JudgeUnwatched, NameUnwatched)
+	}
+	switch b.Coordinators {
+	case "", InformCoordinators, SettledCoordinators:
+	default:
+		return fmt.Errorf("failure_budget.coordinators %q must be %q (the coordinators a stop moves are facts in its answer) or %q (a stop is also unsafe while coordinators have not settled)",
+			b.Coordinators, InformCoordinators, SettledCoordinators)
 	}
 	return nil
 }

@@ -233,6 +233,9 @@ func (k *Cluster) applyDefaults() {
 	if k.FailureBudget.UnwatchedTopics == "" {
 		k.FailureBudget.UnwatchedTopics = JudgeUnwatched
 	}
+	if k.FailureBudget.Coordinators == "" {
+		k.FailureBudget.Coordinators = InformCoordinators
+	}
 	config.DefaultTimings(&k.RefreshInterval, &k.RefreshTimeout)
 	if k.DialTimeout == 0 {
 		k.DialTimeout = config.DefaultDialTimeout
