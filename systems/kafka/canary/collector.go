@@ -21,6 +21,7 @@ type descs struct {
 	canary.Metrics
 
 	stallSeconds    *exposition.Desc
+	duplicates      *exposition.Desc
 	topicDegraded   *exposition.Desc
 	topicRF         *exposition.Desc
 	topicMinISR     *exposition.Desc
@@ -63,6 +64,9 @@ var metrics = func() descs {
 			"The clients' stall clock: how long the canary's writes to a partition stalled, from the last acknowledged write before a failed one (or a round that could not write) to the first acknowledged after, "+
 				"by the leader that acknowledged the last write before (the broker whose loss or trouble began the stall). One observation per stall when it ends; a stall the exporter did not see begin (it started during one, or another exporter held the canary lease) is not observed.",
 			episode.Buckets, clusterLabel, "broker"),
+		duplicates: table.Counter("kafka_canary_acknowledged_duplicates_total",
+			"Extra copies of canary records this leader acknowledged that a read-back found at another offset as well: records the producer sent once (acks=all, idempotent) that the log holds twice, as a retry across a leader change can append. "+
+				"Counted when the record is read back (after the partition's next leader change, or every 100 records), among the offsets since the previous read-back of the partition.", partition...),
 		topicDegraded: table.Gauge("kafka_canary_topic_degraded",
 			"1 while the canary topic is weaker than configured: fewer replicas or a lower min.insync.replicas than canary.replication_factor and canary.min_insync_replicas, or a live broker that is the preferred leader of no canary partition. The canary heals its own topic (unless create_topic is false). Served while the last round succeeded."),
 		topicRF: table.Gauge("kafka_canary_topic_replication_factor",
@@ -118,6 +122,7 @@ func emitState(health, sink exposition.Sink, cluster string, state *watch.State[
 			st := s.Partitions[p][leader]
 			labels := []string{cluster, strconv.Itoa(int(p)), strconv.Itoa(int(leader))}
 			metrics.EmitWrites(sink, labels, st.Attempts, st.Acknowledged, st.Failures, st.Lost, st.Unverifiable)
+			sink.Add(metrics.duplicates, float64(st.Duplicates), labels...)
 		}
 	}
 	for _, broker := range sortedKeys(s.Latency) {

@@ -172,7 +172,7 @@ func TestCompareReadBack(t *testing.T) {
 		{offset: 13, value: "r:0:4", leader: 2},
 	}
 	got := readResult{values: map[int64]string{10: "r:0:1", 11: "other:0:7", 12: "other:0:8"}}
-	keep, lost, unverifiable := compareReadBack(pending, got)
+	keep, lost, unverifiable, _ := compareReadBack(pending, got)
 	if lost[1] != 2 || lost[2] != 0 || len(lost) != 1 || len(unverifiable) != 0 {
 		t.Errorf("lost = %v, unverifiable %v, want 2 lost, acknowledged by broker 1", lost, unverifiable)
 	}
@@ -180,8 +180,31 @@ func TestCompareReadBack(t *testing.T) {
 		t.Errorf("kept %+v, want only offset 13 (not readable yet)", keep)
 	}
 	all := readResult{values: map[int64]string{10: "r:0:1", 11: "r:0:2", 12: "r:0:3", 13: "r:0:4"}}
-	if keep, lost, unverifiable := compareReadBack(pending, all); len(keep) != 0 || len(lost) != 0 || len(unverifiable) != 0 {
-		t.Errorf("everything read back: kept %v, lost %v, unverifiable %v", keep, lost, unverifiable)
+	if keep, lost, unverifiable, dups := compareReadBack(pending, all); len(keep) != 0 || len(lost) != 0 || len(unverifiable) != 0 || len(dups) != 0 {
+		t.Errorf("everything read back: kept %v, lost %v, unverifiable %v, duplicates %v", keep, lost, unverifiable, dups)
+	}
+}
+
+// A record the log holds at its offset and at another one read (an
+// attempt appended before the acknowledged retry) is a duplicate, counted
+// by the leader that acknowledged it; a record kept for later or lost is
+// not judged for copies.
+func TestCompareReadBackCountsDuplicates(t *testing.T) {
+	pending := []ack{
+		{offset: 11, value: "r:0:2", leader: 1},
+		{offset: 13, value: "r:0:3", leader: 2},
+		{offset: 15, value: "r:0:4", leader: 2},
+		{offset: 16, value: "r:0:5", leader: 2},
+	}
+	// 10: the tail of the previous read-back; 12 and 14: copies of the
+	// records acknowledged at 13 (twice) and of the one at 11 once.
+	got := readResult{values: map[int64]string{10: "r:0:1", 11: "r:0:2", 12: "r:0:3", 13: "r:0:3", 14: "r:0:2", 15: "x:0:9"}}
+	keep, lost, _, dups := compareReadBack(pending, got)
+	if dups[1] != 1 || dups[2] != 1 || len(dups) != 2 {
+		t.Errorf("duplicates %v, want one extra copy acknowledged by broker 1 and one by broker 2", dups)
+	}
+	if lost[2] != 1 || len(keep) != 1 || keep[0].offset != 16 {
+		t.Errorf("lost %v, kept %v: want offset 15 lost, 16 kept", lost, keep)
 	}
 }
 
@@ -195,7 +218,7 @@ func TestCompareReadBackBelowLogStart(t *testing.T) {
 		{offset: 13, value: "r:0:4", leader: 2},
 	}
 	got := readResult{logStart: 12, values: map[int64]string{12: "r:0:3", 13: "other:0:9"}}
-	keep, lost, unverifiable := compareReadBack(pending, got)
+	keep, lost, unverifiable, _ := compareReadBack(pending, got)
 	if unverifiable[1] != 1 || unverifiable[2] != 1 || len(unverifiable) != 2 {
 		t.Errorf("unverifiable = %v, want one by broker 1 and one by broker 2", unverifiable)
 	}

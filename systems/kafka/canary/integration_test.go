@@ -94,6 +94,7 @@ func sum(w *watch.Watcher[Snapshot], match func(p, leader int32) bool, value fun
 func any2(int32, int32) bool                 { return true }
 func acknowledged(st *PartitionStats) uint64 { return st.Acknowledged }
 func lost(st *PartitionStats) uint64         { return st.Lost }
+func duplicates(st *PartitionStats) uint64   { return st.Duplicates }
 func failuresOf(kind string) func(*PartitionStats) uint64 {
 	return func(st *PartitionStats) uint64 { return st.Failures[kind] }
 }
@@ -300,4 +301,33 @@ func TestKafkaCanaryFailover(t *testing.T) {
 	if evs := canaryEvents(elog, canary.EventAcknowledgedWritesLost, -1); len(evs) != 0 {
 		t.Errorf("acknowledged_writes_lost events with acks=all and min ISR 2: %+v", evs)
 	}
+	// Duplicates: the canary counts the extra copies among the records it
+	// read back, the test every record of the topic, read with a client
+	// of its own: the canary never counts a copy the log does not hold.
+	counted, held := sum(w, any2, duplicates), copiesInTopic(t, c)
+	t.Logf("FIGURE kafka canary duplicates across the kill and both restarts: %d counted by the canary, %d extra copies in the topic", counted, held)
+	if counted > held {
+		t.Errorf("the canary counted %d duplicates; the topic holds %d extra copies", counted, held)
+	}
+}
+
+// copiesInTopic reads every record of the canary topic and counts the
+// values it holds at more than one offset, beyond the first.
+func copiesInTopic(t *testing.T, c *lab.KafkaCluster) uint64 {
+	t.Helper()
+	topic := kafkasettings.DefaultCanaryTopic
+	ends, err := c.EndOffsets(topic)
+	if err != nil {
+		t.Fatalf("end offsets of %s: %v", topic, err)
+	}
+	seen, copies := map[string]bool{}, uint64(0)
+	for p, end := range ends {
+		for _, r := range c.ReadRecords(t, topic, p, sarama.OffsetOldest, int(end), time.Minute) {
+			if seen[string(r.Value)] {
+				copies++
+			}
+			seen[string(r.Value)] = true
+		}
+	}
+	return copies
 }

@@ -74,6 +74,11 @@ type PartitionStats struct {
 	// an earlier hold of the lease, or past maxPending while read-backs
 	// failed. Never counted lost.
 	Unverifiable uint64
+	// Duplicates counts the extra copies of records this leader
+	// acknowledged that read-backs found at other offsets as well (an
+	// attempt appended before the acknowledged retry): writes the client
+	// made once and the log holds twice.
+	Duplicates uint64
 }
 
 func (s *Snapshot) clone() *Snapshot {

@@ -51,6 +51,11 @@ type source struct {
 	// pending are acknowledged records not yet read back, by partition,
 	// oldest first, at most maxPending each.
 	pending map[int32][]ack
+	// readFrom is, per partition, the offset after the last one a
+	// read-back compared: the next read starts there, below its first
+	// pending record, so that an extra copy of that record appended
+	// before it (a retried attempt) is read too. Cleared with pending.
+	readFrom map[int32]int64
 	// overflowLogged is set for a partition whose pending records passed
 	// maxPending, until its next read-back: the drop is logged once.
 	overflowLogged map[int32]bool
@@ -558,6 +563,9 @@ func (s *source) readBack(ctx context.Context, next *Snapshot, at time.Time, p i
 		return
 	}
 	first, last := pending[0].offset, pending[len(pending)-1].offset
+	if from, ok := s.readFrom[p]; ok && from < first && first-from <= maxPending {
+		first = from
+	}
 	got, err := call(ctx, s, "read back", func() (readResult, error) { return read(ctx, c, topic, p, first, last, timeout) }, nil)
 	if err != nil {
 		level.Debug(s.logger).Log("msg", "canary read-back failed; retrying next round", "partition", p, "err", err)
@@ -566,7 +574,7 @@ func (s *source) readBack(ctx context.Context, next *Snapshot, at time.Time, p i
 	if changed {
 		next.Checks++
 	}
-	keep, lost, unverifiable := compareReadBack(pending, got)
+	keep, lost, unverifiable, duplicates := compareReadBack(pending, got)
 	if len(lost) > 0 {
 		if recreated, known := s.recreated(ctx, next); recreated || !known {
 			// Recreated: the records were the old topic's, dropped. Not
@@ -576,6 +584,16 @@ func (s *source) readBack(ctx context.Context, next *Snapshot, at time.Time, p i
 	}
 	s.pending[p] = keep
 	s.overflowLogged[p] = false
+	if len(keep) == 0 {
+		if s.readFrom == nil {
+			s.readFrom = map[int32]int64{}
+		}
+		s.readFrom[p] = last + 1
+	}
+	for _, l := range sortedKeys(duplicates) {
+		next.stats(p, l).Duplicates += duplicates[l]
+		level.Warn(s.logger).Log("msg", "acknowledged canary records found at more than one offset: duplicates", "partition", p, "acknowledged_by", l, "extra_copies", duplicates[l])
+	}
 	for _, l := range sortedKeys(unverifiable) {
 		next.stats(p, l).Unverifiable += unverifiable[l]
 	}
@@ -640,6 +658,7 @@ func (s *source) dropPending(next *Snapshot, why string) {
 		delete(s.pending, p)
 		s.overflowLogged[p] = false
 	}
+	clear(s.readFrom)
 	if dropped > 0 {
 		level.Warn(s.logger).Log("msg", why, "topic", s.cfg.Canary.Topic, "unverifiable", dropped)
 	}
@@ -785,9 +804,13 @@ func (s *source) subject(p, leader int32) events.Subject {
 // compareReadBack compares acknowledged records with what was read at their
 // offsets: a record below the log's start offset is unverifiable; one not
 // read yet is kept for the next round; one whose offset holds another
-// value is lost. Both counts are by the leader that acknowledged it.
-func compareReadBack(pending []ack, got readResult) (keep []ack, lost, unverifiable map[int32]uint64) {
-	lost, unverifiable = map[int32]uint64{}, map[int32]uint64{}
+// value is lost; one found at its offset is kept by the log, and each
+// other offset read that holds its value is a duplicate. The counts are by
+// the leader that acknowledged the record. Every record is judged once (it
+// leaves pending), so no copy is counted twice.
+func compareReadBack(pending []ack, got readResult) (keep []ack, lost, unverifiable, duplicates map[int32]uint64) {
+	lost, unverifiable, duplicates = map[int32]uint64{}, map[int32]uint64{}, map[int32]uint64{}
+	var copies map[string]int
 	for _, a := range pending {
 		if a.offset < got.logStart {
 			unverifiable[a.leader]++
@@ -799,9 +822,19 @@ func compareReadBack(pending []ack, got readResult) (keep []ack, lost, unverifia
 			keep = append(keep, a)
 		case value != a.value:
 			lost[a.leader]++
+		default:
+			if copies == nil {
+				copies = make(map[string]int, len(got.values))
+				for _, v := range got.values {
+					copies[v]++
+				}
+			}
+			if n := copies[a.value]; n > 1 {
+				duplicates[a.leader] += uint64(n - 1)
+			}
 		}
 	}
-	return keep, lost, unverifiable
+	return keep, lost, unverifiable, duplicates
 }
 
 // readResult is what a read-back found: the values at the offsets it
