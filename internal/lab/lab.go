@@ -85,7 +85,7 @@ func PortFree(port int) bool {
 // A free port is not yet a bound one: a test that picks two blocks before
 // it starts anything (the demo's Kafka at base+100 and its Redis cluster
 // bus at base+10000), or two test processes picking at once (make test
-// runs two lanes), could be handed overlapping blocks. So every port of the
+// runs three lanes), could be handed overlapping blocks. So every port of the
 // block is also reserved, by a lock on a file per port shared by every
 // process on the machine, until the test ends; a process that dies drops
 // its locks with it.
