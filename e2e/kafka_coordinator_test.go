@@ -254,41 +254,14 @@ func TestKafkaCoordinatorFailover(t *testing.T) {
 	unsettled := watchUnsettled(e, survivor)
 	killedAt := killBrokers(t, c, before)
 	t.Logf("killed broker %d, coordinator of %s (__consumer_offsets/%d), at %s", before, group, partition, killedAt.Format("15:04:05.000"))
-	ofPartition := func(evs []events.Event, kind events.Kind) []events.Event {
-		var out []events.Event
-		for _, ev := range evs {
-			if ev.Kind == kind && ev.Subject.Topic == "__consumer_offsets" && ev.Subject.Partition != nil && *ev.Subject.Partition == partition {
-				out = append(out, ev)
-			}
-		}
-		return out
-	}
-	evs := waitEvents(t, e, 90*time.Second, "the group's coordinator answering again", func(evs []events.Event) bool {
-		return len(ofPartition(evs, kafka.EventCoordinatorAvailable)) > 0
-	})
-	lab.WaitFor(t, 30*time.Second, 100*time.Millisecond, func() (bool, string) {
-		_, _, ok := m.outage(killedAt.Add(-time.Second))
-		return ok, "the client has not committed again after a failure"
-	})
-	m.close()
-	failed, recovered, _ := m.outage(killedAt.Add(-time.Second))
+	o := waitCoordinatorOutage(t, e, m, partition, killedAt)
+	failed, recovered, exporterOutage, clientOutage, began, up := o.failed, o.recovered, o.exporter, o.client, o.began, o.up
 	// One kafka-consumer-groups.sh run (a JVM) for every group after.
 	coordinatorsAfter := c.GroupCoordinators(t)
 	after, listed := coordinatorsAfter[group]
 	if !listed {
 		t.Fatalf("kafka-consumer-groups.sh lists no coordinator of %s after the kill: %v", group, coordinatorsAfter)
 	}
-
-	down, up := ofPartition(evs, kafka.EventCoordinatorUnavailable), ofPartition(evs, kafka.EventCoordinatorAvailable)
-	if len(down) != 1 || len(up) != 1 {
-		t.Fatalf("want one coordinator_unavailable and one coordinator_available of __consumer_offsets/%d, got:\n%s", partition, describeEvents(append(down, up...)))
-	}
-	began := down[0].Time
-	if !down[0].FirstFailure.IsZero() {
-		began = down[0].FirstFailure
-	}
-	exporterOutage, clientOutage := up[0].Time.Sub(began), recovered.Sub(failed)
-	t.Logf("events:\n%s", describeEvents(append(down, up...)))
 	t.Logf("FIGURE kafka coordinator failover: the client's commits failed for %s (first failed %s after the kill, first success %s after it); "+
 		"the exporter's episode of __consumer_offsets/%d lasted %s (began %s after the kill), refresh %s; coordinator %d before, %d after (kafka-consumer-groups.sh)",
 		clientOutage.Round(10*time.Millisecond), failed.Sub(killedAt).Round(10*time.Millisecond), recovered.Sub(killedAt).Round(10*time.Millisecond),
@@ -301,8 +274,8 @@ func TestKafkaCoordinatorFailover(t *testing.T) {
 			t.Errorf("group %s: coordinator %d after the kill (listed %v); the answer counted it as moved off broker %d", group, id, ok, before)
 		}
 	}
-	if want := "answering at broker " + strconv.Itoa(int(after)); !strings.HasPrefix(up[0].After, want) {
-		t.Errorf("coordinator_available says %q, want it to start %q as kafka-consumer-groups.sh names broker %d", up[0].After, want, after)
+	if want := "answering at broker " + strconv.Itoa(int(after)); !strings.HasPrefix(up.After, want) {
+		t.Errorf("coordinator_available says %q, want it to start %q as kafka-consumer-groups.sh names broker %d", up.After, want, after)
 	}
 	if diff := (exporterOutage - clientOutage).Abs(); diff > refresh+time.Second {
 		t.Errorf("the exporter's episode (%s) and the client's outage (%s) differ by %s, more than a refresh and a second", exporterOutage, clientOutage, diff)
@@ -383,4 +356,54 @@ func checkUnsettled(t *testing.T, e *exportertest.Exporter, survivor int32, at [
 		a, ok := getAnswer(e, query)
 		return ok && !hasReason(a, string(kafka.ReasonCoordinatorsUnsettled)), fmt.Sprintf("broker %d's stop: %+v", survivor, a.Findings)
 	})
+}
+
+// coordinatorOutage is one outage of a group's coordinator, as the exporter
+// and the test's client saw it.
+type coordinatorOutage struct {
+	// up is the exporter's coordinator_available event; began is when its
+	// episode began (its coordinator_unavailable event, backdated to the
+	// first failed probe); exporter is the episode's length.
+	up       events.Event
+	began    time.Time
+	exporter time.Duration
+	// failed and recovered are the client's first failed commit after the
+	// kill and its first successful one after that; client is between.
+	failed, recovered time.Time
+	client            time.Duration
+}
+
+// waitCoordinatorOutage waits for the coordinator of __consumer_offsets's
+// partition to answer again after killedAt, in the exporter's event log
+// and to the client m, which it then closes; it fails the test unless the
+// log has exactly one coordinator_unavailable and one coordinator_available
+// event of the partition.
+func waitCoordinatorOutage(t *testing.T, e *exportertest.Exporter, m *committer, partition int32, killedAt time.Time) coordinatorOutage {
+	t.Helper()
+	ofPartition := func(evs []events.Event, kind events.Kind) []events.Event {
+		return slices.DeleteFunc(slices.Clone(evs), func(ev events.Event) bool {
+			return ev.Kind != kind || ev.Subject.Topic != "__consumer_offsets" || ev.Subject.Partition == nil || *ev.Subject.Partition != partition
+		})
+	}
+	evs := waitEvents(t, e, 90*time.Second, "the group's coordinator answering again", func(evs []events.Event) bool {
+		return len(ofPartition(evs, kafka.EventCoordinatorAvailable)) > 0
+	})
+	lab.WaitFor(t, 30*time.Second, 100*time.Millisecond, func() (bool, string) {
+		_, _, ok := m.outage(killedAt.Add(-time.Second))
+		return ok, "the client has not committed again after a failure"
+	})
+	m.close()
+	var o coordinatorOutage
+	o.failed, o.recovered, _ = m.outage(killedAt.Add(-time.Second))
+	down, up := ofPartition(evs, kafka.EventCoordinatorUnavailable), ofPartition(evs, kafka.EventCoordinatorAvailable)
+	if len(down) != 1 || len(up) != 1 {
+		t.Fatalf("want one coordinator_unavailable and one coordinator_available of __consumer_offsets/%d, got:\n%s", partition, describeEvents(append(down, up...)))
+	}
+	t.Logf("events:\n%s", describeEvents(append(down, up...)))
+	o.up, o.began = up[0], down[0].Time
+	if !down[0].FirstFailure.IsZero() {
+		o.began = down[0].FirstFailure
+	}
+	o.exporter, o.client = o.up.Time.Sub(o.began), o.recovered.Sub(o.failed)
+	return o
 }

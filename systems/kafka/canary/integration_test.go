@@ -316,10 +316,14 @@ func TestKafkaCanaryFailover(t *testing.T) {
 func copiesInTopic(t *testing.T, c *lab.KafkaCluster) uint64 {
 	t.Helper()
 	topic := kafkasettings.DefaultCanaryTopic
-	ends, err := c.EndOffsets(topic)
-	if err != nil {
-		t.Fatalf("end offsets of %s: %v", topic, err)
-	}
+	// Right after leadership moves back, a new leader answers
+	// OFFSET_NOT_AVAILABLE until its high watermark caught up.
+	var ends map[int32]int64
+	lab.WaitFor(t, 30*time.Second, 500*time.Millisecond, func() (bool, string) {
+		var err error
+		ends, err = c.EndOffsets(topic)
+		return err == nil, fmt.Sprintf("end offsets of %s: %v", topic, err)
+	})
 	seen, copies := map[string]bool{}, uint64(0)
 	for p, end := range ends {
 		for _, r := range c.ReadRecords(t, topic, p, sarama.OffsetOldest, int(end), time.Minute) {
