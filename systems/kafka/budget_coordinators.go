@@ -61,7 +61,7 @@ func (s *Snapshot) coordinatorsUnsettled(maxAge time.Duration) (unsettled []budg
 			continue
 		}
 		if age := s.ReadAt.Sub(read.ReadAt); age > maxAge {
-			unread = append(unread, fmt.Sprintf("the last read of the %s coordinators ended %s before this refresh (more than %s): whether they answer now is unknown", kind, age.Round(time.Second), maxAge))
+			unread = append(unread, fmt.Sprintf("the last read of the %s coordinators began %s before this refresh (more than %s): whether they answer now is unknown", kind, age.Round(time.Second), maxAge))
 			continue
 		}
 		if n := read.Count(CoordinatorUnknown); n > 0 {
