@@ -445,3 +445,54 @@ func (c *KafkaCluster) DescribeProducers(t testing.TB, topic string, partition i
 	}
 	return states
 }
+
+// HangingTransaction is one line of kafka-transactions.sh find-hanging.
+type HangingTransaction struct {
+	Topic       string
+	Partition   int32
+	ProducerID  int64
+	StartOffset int64
+	// LastTimestamp is the producer's last write to the partition.
+	LastTimestamp time.Time
+}
+
+// FindHanging runs kafka-transactions.sh find-hanging for topic with
+// --max-transaction-timeout maxTimeoutMinutes (the tool's only timeout:
+// an open transaction idle for longer is a candidate) and returns the
+// hanging transactions it lists.
+func (c *KafkaCluster) FindHanging(t testing.TB, topic string, maxTimeoutMinutes int) []HangingTransaction {
+	t.Helper()
+	out := c.Transactions(t, "find-hanging", "--topic", topic, "--max-transaction-timeout", strconv.Itoa(maxTimeoutMinutes))
+	var found []HangingTransaction
+	var cols map[string]int
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && f[0] == "Topic" {
+			cols = map[string]int{}
+			for i, name := range f {
+				cols[name] = i
+			}
+			continue
+		}
+		if cols == nil || len(f) != len(cols) {
+			continue
+		}
+		number := func(name string) int64 {
+			i, ok := cols[name]
+			if !ok {
+				t.Fatalf("lab: kafka-transactions.sh find-hanging has no column %s:\n%s", name, out)
+			}
+			v, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				t.Fatalf("lab: kafka-transactions.sh find-hanging column %s is %q:\n%s", name, f[i], out)
+			}
+			return v
+		}
+		found = append(found, HangingTransaction{Topic: f[cols["Topic"]], Partition: int32(number("Partition")),
+			ProducerID: number("ProducerId"), StartOffset: number("StartOffset"), LastTimestamp: time.UnixMilli(number("LastTimestamp"))})
+	}
+	if cols == nil {
+		t.Fatalf("lab: kafka-transactions.sh find-hanging printed no table:\n%s", out)
+	}
+	return found
+}

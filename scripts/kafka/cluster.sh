@@ -107,6 +107,11 @@
 #                        (scripts/kafka/LabRemoteStorage.java, compiled into
 #                        the version's cache dir on start), which keeps them
 #                        in a directory, $KAFKA_LAB_DIR/remote; default 0
+#   KAFKA_LAB_TRANSACTION_MAX_TIMEOUT_MS
+#                        transaction.max.timeout.ms of every broker (a static
+#                        config), e.g. 60000 so that an open transaction counts
+#                        as hanging after a minute instead of Kafka's 15;
+#                        default: Kafka's
 #   KAFKA_LAB_PROXIED    1: a plaintext KRaft cluster gets a second client
 #                        listener, PROXIED, on 127.0.0.1:$((KAFKA_LAB_BASE_PORT + 300 + i - 1)),
 #                        advertised as 127.0.0.1:$((KAFKA_LAB_BASE_PORT + 400 + i - 1)), where a
@@ -178,6 +183,7 @@ CLIENT_AUTH=${KAFKA_LAB_CLIENT_AUTH:-none}
 AUTHORIZER=${KAFKA_LAB_AUTHORIZER:-0}
 PROXIED=${KAFKA_LAB_PROXIED:-0}
 TIERED=${KAFKA_LAB_TIERED:-0}
+TXN_MAX_TIMEOUT_MS=${KAFKA_LAB_TRANSACTION_MAX_TIMEOUT_MS:-}
 RACKS=${KAFKA_LAB_RACKS:-2}
 
 LOG4J_CONF=$SCRIPT_DIR/log4j2.properties
@@ -468,6 +474,7 @@ group.initial.rebalance.delay.ms=0
 # Timed-out transactions aborted within a second of their timeout, not ten
 # (TestKafkaReadCommittedStall waits for one).
 transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
+$([[ -z $TXN_MAX_TIMEOUT_MS ]] || echo "transaction.max.timeout.ms=$TXN_MAX_TIMEOUT_MS")
 
 # Failure detection in seconds, not the default tens of seconds: the
 # controller fences a broker (and moves its leaders) after 3 s without a
@@ -822,6 +829,9 @@ cmd_start() {
     die "KAFKA_LAB_NODES must be 1..99"
   fi
   [[ $ELR == 0 || $ELR == 1 ]] || die "KAFKA_LAB_ELR must be 0 or 1"
+  if [[ -n $TXN_MAX_TIMEOUT_MS ]] && ! [[ $TXN_MAX_TIMEOUT_MS =~ ^[1-9][0-9]{0,9}$ ]]; then
+    die "KAFKA_LAB_TRANSACTION_MAX_TIMEOUT_MS must be a number of milliseconds, got '$TXN_MAX_TIMEOUT_MS'"
+  fi
   if ! [[ $RACKS =~ ^[0-9]+$ ]] || ((RACKS < 1)); then
     die "KAFKA_LAB_RACKS must be a number of racks, 1 or more"
   fi
