@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
@@ -112,6 +114,7 @@ func TestKafkaHangingTransaction(t *testing.T) {
 	t.Logf("FIGURE kafka hanging transaction: find-hanging (timeout 1 min) listed it %s after its last write; the exporter's first read counting it began %s after (refresh %s)",
 		listedAt.Sub(h.LastTimestamp).Round(10*time.Millisecond), seen.Sub(h.LastTimestamp).Round(10*time.Millisecond), refresh)
 	checkHangingEvent(t, e, h)
+	checkTransactionalIDsMoved(t, c, e, []int32{coordinator, follower})
 	if offsets, _ := reader.got(); !slices.Equal(offsets, []int64{0, 1}) {
 		t.Errorf("the read_committed consumer read offsets %v, want [0 1]: it stops at the hanging transaction at offset %d", offsets, h.StartOffset)
 	}
@@ -285,4 +288,42 @@ func electUnclean(t *testing.T, c *lab.KafkaCluster, via int32, topic string, le
 		}
 		return false, fmt.Sprintf("unclean election of %d for %s/0: %v", leader, topic, err)
 	})
+}
+
+// checkTransactionalIDsMoved wants, for the stop of each of brokers, the
+// transactional ids kafka-transactions.sh list gives that broker as
+// coordinator, in the exporter's series and in its safe-to-stop answer.
+func checkTransactionalIDsMoved(t *testing.T, c *lab.KafkaCluster, e *exportertest.Exporter, brokers []int32) {
+	t.Helper()
+	listed := c.ListTransactions(t)
+	for _, b := range brokers {
+		want, inFlight := 0, 0
+		for _, l := range listed {
+			if l.Coordinator == b {
+				want++
+				if l.State == "Ongoing" || strings.HasPrefix(l.State, "Prepare") {
+					inFlight++
+				}
+			}
+		}
+		series := map[string]string{"broker": fmt.Sprint(b)}
+		m := e.Scrape(t)
+		got := 0.0
+		for _, x := range m.Series("kafka_broker_coordinated_transactional_ids", series) {
+			got += x.Value
+		}
+		if got != float64(want) {
+			t.Errorf("broker %d coordinates %v transactional ids by the exporter, %d by kafka-transactions.sh list %+v:\n%s",
+				b, got, want, listed, m.Describe("kafka_broker_coordinated_transactional_ids", nil))
+		}
+		query := budget.SafeToStopPath + "?" + url.Values{"system": {"kafka"}, "cluster": {"lab"}, "broker": {fmt.Sprint(b)}}.Encode()
+		a, ok := getAnswer(e, query)
+		if got, served := a.Facts["transactional_ids_moved"]; !ok || !served || got != float64(want) {
+			t.Errorf("broker %d's stop: transactional_ids_moved = %v (served %v), want %d as kafka-transactions.sh list says", b, got, served, want)
+		}
+		if got := a.Facts["transactions_in_flight_moved"]; got != float64(inFlight) {
+			t.Errorf("broker %d's stop: transactions_in_flight_moved = %v, want %d", b, got, inFlight)
+		}
+	}
+	t.Logf("kafka-transactions.sh list: %+v", listed)
 }

@@ -138,13 +138,25 @@ func TestKafkaReadCommittedStall(t *testing.T) {
 	}
 
 	series := map[string]string{"topic": topic, "partition": "0"}
+	// The one transaction in flight, at the broker Kafka's FindCoordinator
+	// names (the cluster is lent to one test at a time).
+	ongoing := map[string]string{"broker": fmt.Sprint(transactionCoordinator(t, c, "read-committed-stall-tx")), "state": "ongoing"}
 	m, _ := waitMetrics(t, e, 60*time.Second, "the partition stalled, its transaction described", func(m exportertest.Metrics) (bool, string) {
 		gap, ok := m.Value("kafka_partition_read_committed_gap_records", series)
 		_, idle := m.Value("kafka_partition_open_transaction_idle_seconds", series)
 		_, hanging := m.Value("kafka_hanging_transactions", nil)
-		return ok && gap == float64(wantGap) && idle && hanging, m.Describe("kafka_partition_read_committed_gap_records", nil) +
-			m.Describe("kafka_partition_open_transaction_idle_seconds", nil) + m.Describe("kafka_hanging_transactions", nil)
+		inFlight, _ := m.Value("kafka_broker_coordinated_transactional_ids", ongoing)
+		return ok && gap == float64(wantGap) && idle && hanging && inFlight == 1, m.Describe("kafka_partition_read_committed_gap_records", nil) +
+			m.Describe("kafka_partition_open_transaction_idle_seconds", nil) + m.Describe("kafka_hanging_transactions", nil) +
+			m.Describe("kafka_broker_coordinated_transactional_ids", map[string]string{"state": "ongoing"})
 	})
+	total := 0.0
+	for _, x := range m.Series("kafka_broker_coordinated_transactional_ids", map[string]string{"state": "ongoing"}) {
+		total += x.Value
+	}
+	if total != 1 {
+		t.Errorf("%v transactions ongoing by the exporter, want the test's one:\n%s", total, m.Describe("kafka_broker_coordinated_transactional_ids", nil))
+	}
 	readAt, _ := m.Value("kafka_transactions_last_read_timestamp_seconds", nil)
 	idle, _ := m.Value("kafka_partition_open_transaction_idle_seconds", series)
 	stalled, _ := m.Value("kafka_partition_read_committed_stalled_seconds", series)

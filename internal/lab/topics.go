@@ -496,3 +496,46 @@ func (c *KafkaCluster) FindHanging(t testing.TB, topic string, maxTimeoutMinutes
 	}
 	return found
 }
+
+// TransactionListing is one line of kafka-transactions.sh list.
+type TransactionListing struct {
+	TransactionalID string
+	Coordinator     int32
+	State           string
+}
+
+// ListTransactions runs kafka-transactions.sh list: every transactional
+// id, its coordinator and its state.
+func (c *KafkaCluster) ListTransactions(t testing.TB) []TransactionListing {
+	t.Helper()
+	out := c.Transactions(t, "list")
+	var listed []TransactionListing
+	var cols map[string]int
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && f[0] == "TransactionalId" {
+			cols = map[string]int{}
+			for i, name := range f {
+				cols[name] = i
+			}
+			for _, name := range []string{"Coordinator", "TransactionState"} {
+				if _, ok := cols[name]; !ok {
+					t.Fatalf("lab: kafka-transactions.sh list has no column %s:\n%s", name, out)
+				}
+			}
+			continue
+		}
+		if cols == nil || len(f) != len(cols) {
+			continue
+		}
+		coordinator, err := strconv.ParseInt(f[cols["Coordinator"]], 10, 32)
+		if err != nil {
+			t.Fatalf("lab: kafka-transactions.sh list column Coordinator is %q:\n%s", f[cols["Coordinator"]], out)
+		}
+		listed = append(listed, TransactionListing{TransactionalID: f[cols["TransactionalId"]], Coordinator: int32(coordinator), State: f[cols["TransactionState"]]})
+	}
+	if cols == nil {
+		t.Fatalf("lab: kafka-transactions.sh list printed no table:\n%s", out)
+	}
+	return listed
+}

@@ -669,9 +669,11 @@ func answerBudget(snap *Snapshot, q budget.Question) (budget.Answer, error) {
 // other coordinators, from the last coordinator read: the group and
 // transaction coordinator partitions the stopped brokers coordinate (each
 // a pause for the groups or transactional producers hashed to it, as the
-// new leader loads it), and the groups they coordinate, in all and by
-// protocol. Facts only: they do not make the stop unsafe. A figure the
-// read lacks (a kind not read, a broker that did not answer ListGroups)
+// new leader loads it), the groups they coordinate, in all and by
+// protocol, and the transactional ids, in all and with a transaction in
+// flight. Facts only: they do not make the stop unsafe. A figure the
+// read lacks (a kind not read, a broker that did not answer ListGroups or
+// ListTransactions, transactional ids an ACL may hide)
 // is left out, never given as 0.
 func describeCoordinatorMoves(snap *Snapshot, brokers []int32, a *budget.Answer) {
 	c := &snap.Coordinators
@@ -682,6 +684,10 @@ func describeCoordinatorMoves(snap *Snapshot, brokers []int32, a *budget.Answer)
 		if n, ok := c.CoordinatedBy(k, brokers); ok {
 			a.Facts[k.String()+"_coordinator_partitions_moved"] = float64(n)
 		}
+	}
+	if total, inFlight, ok := c.TransactionsOf(brokers); ok {
+		a.Facts["transactional_ids_moved"] = float64(total)
+		a.Facts["transactions_in_flight_moved"] = float64(inFlight)
 	}
 	if total, byProtocol, ok := c.GroupsOf(brokers); ok {
 		a.Facts["groups_moved"] = float64(total)

@@ -124,6 +124,7 @@ type descs struct {
 	coordinatorPartitionBroker  *exposition.Desc
 	brokerCoordinatorPartitions *exposition.Desc
 	brokerCoordinatedGroups     *exposition.Desc
+	brokerCoordinatedTxIDs      *exposition.Desc
 	groupsByState               *exposition.Desc
 	// read_committed gaps and hanging transactions (transactions.go).
 	readCommittedGapPartitions     *exposition.Desc
@@ -430,6 +431,10 @@ var metrics = func() descs {
 	x.brokerCoordinatedGroups = table.Gauge("kafka_broker_coordinated_groups",
 		"Consumer groups the broker coordinates, by protocol type (consumer, connect, none: a group that only commits offsets, other), as its ListGroups answered in the last coordinator read: "+
 			"the groups a stop of it disturbs (the fact groups_moved). Absent for a broker that did not answer, and while the cluster has no __consumer_offsets.", "broker", "protocol")
+	x.brokerCoordinatedTxIDs = table.Gauge("kafka_broker_coordinated_transactional_ids",
+		"Transactional ids the broker coordinates, by state (ongoing; completing: preparing a commit, an abort or an epoch fence; idle: empty or complete; dead; unknown), as its ListTransactions answered in the last coordinator read: "+
+			"the transactional producers a stop of it makes wait for a new coordinator (the facts transactional_ids_moved and transactions_in_flight_moved). "+
+			"Absent for a broker that did not answer, while the cluster has no __transaction_state, and while the exporter may not describe every transactional id (an ACL would hide some without an error).", "broker", "state")
 	x.groupsByState = table.Gauge("kafka_groups",
 		"Consumer groups of the cluster by state (stable; rebalancing: preparing or completing a rebalance, or assigning; reconciling; empty; dead; unknown), summed over every live broker's ListGroups in the last coordinator read; "+
 			"absent when a broker did not answer or does not say (ListGroups before v4).", "state")
@@ -872,6 +877,7 @@ func emitEpisodes(ch exposition.Sink, s *Snapshot, topic string, topicLabels []s
 func emitCoordinators(ch exposition.Sink, cluster string, s *Snapshot, mode settings.PartitionMetrics) {
 	c := &s.Coordinators
 	emitGroups(ch, cluster, c)
+	emitTransactionalIDs(ch, cluster, c)
 	for k := range coordinatorKinds {
 		kind := k.String()
 		if h := c.Ended[k]; h != nil {
@@ -940,6 +946,16 @@ func emitGroups(ch exposition.Sink, cluster string, c *Coordinators) {
 	if statesKnown {
 		for _, state := range GroupStates {
 			ch.Add(metrics.groupsByState, float64(byState[state]), cluster, state)
+		}
+	}
+}
+
+// emitTransactionalIDs emits the transactional ids each broker
+// coordinates, by state.
+func emitTransactionalIDs(ch exposition.Sink, cluster string, c *Coordinators) {
+	for _, id := range slices.Sorted(maps.Keys(c.Transactions)) {
+		for _, state := range TransactionStates {
+			ch.Add(metrics.brokerCoordinatedTxIDs, float64(c.Transactions[id].ByState[state]), cluster, brokerLabel(id), state)
 		}
 	}
 }

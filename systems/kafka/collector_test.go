@@ -197,6 +197,7 @@ func TestMetricNamesCoverEverythingCollected(t *testing.T) {
 	after.Coordinators.Open[CoordinatorGroup] = map[int32]episode.Open{0: {Since: after.ReadAt.Add(-time.Second), StartSeen: true}}
 	after.Coordinators.Ended[CoordinatorGroup] = episode.Empty().ObserveDuration(3 * time.Second)
 	after.Coordinators.Groups = map[int32]*BrokerGroups{2: {Total: 2, ByProtocol: map[string]int{"consumer": 1, "none": 1}, ByState: map[string]int{"stable": 1, "empty": 1}}}
+	after.Coordinators.Transactions = map[int32]*BrokerTransactions{2: {Total: 2, ByState: map[string]int{"ongoing": 1, "idle": 1}}}
 	after.Coordinators.GroupsComplete = true
 	after.Transactions = &TransactionRead{ReadAt: after.ReadAt, Complete: true, HangingKnown: true, MaxTimeout: 15 * time.Minute,
 		Gaps: map[PartitionKey]ReadCommittedGap{{"t", 0}: {Records: 2, LSO: 5, StalledSince: after.ReadAt.Add(-time.Minute), Open: 1, OldestIdle: time.Minute}}}

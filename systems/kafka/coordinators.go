@@ -134,6 +134,44 @@ type BrokerGroups struct {
 	ByState map[string]int
 }
 
+// BrokerTransactions are the transactional ids one broker coordinates,
+// as its ListTransactions answered (KIP-664, Kafka 3.0): the producers a
+// stop of it makes wait for a new coordinator, their transactions in
+// flight above all. Only counts are kept.
+type BrokerTransactions struct {
+	Total   int
+	ByState map[string]int
+}
+
+// InFlight counts the ids with a transaction begun and not yet complete
+// (ongoing or completing): a stop holds their commit or abort until the
+// new coordinator has loaded the partition.
+func (b *BrokerTransactions) InFlight() int {
+	return b.ByState["ongoing"] + b.ByState["completing"]
+}
+
+// TransactionStates are the state label's values: Kafka's transaction
+// states folded into what a stop does to them (ongoing: Ongoing;
+// completing: PrepareCommit, PrepareAbort, PrepareEpochFence; idle: Empty,
+// CompleteCommit, CompleteAbort; dead; unknown: any other).
+var TransactionStates = []string{"ongoing", "completing", "idle", "dead", "unknown"}
+
+// transactionState is a transaction's state as a label value.
+func transactionState(state string) string {
+	switch state {
+	case "Ongoing":
+		return "ongoing"
+	case "PrepareCommit", "PrepareAbort", "PrepareEpochFence":
+		return "completing"
+	case "Empty", "CompleteCommit", "CompleteAbort":
+		return "idle"
+	case "Dead":
+		return "dead"
+	default:
+		return "unknown"
+	}
+}
+
 // GroupProtocols are the protocol label's values: consumer (consumers,
 // classic or KIP-848), connect (Kafka Connect workers), none (a group
 // that only commits offsets, as MirrorMaker 2's checkpoints and
@@ -194,6 +232,12 @@ type Coordinators struct {
 	// broker answered, so that their sum is the cluster's.
 	Groups         map[int32]*BrokerGroups
 	GroupsComplete bool
+	// Transactions are, per broker that answered ListTransactions in the
+	// last read, the transactional ids it coordinates; nil before a read,
+	// while the cluster has no __transaction_state, or while the
+	// exporter may not see every transactional id (an ACL: ListTransactions
+	// leaves out, without an error, the ids it hides).
+	Transactions map[int32]*BrokerTransactions
 }
 
 // CoordinatedBy counts the partitions of kind k whose coordinator the last
@@ -229,6 +273,24 @@ func (c *Coordinators) GroupsOf(brokers []int32) (total int, byProtocol map[stri
 		}
 	}
 	return total, byProtocol, true
+}
+
+// TransactionsOf counts the transactional ids brokers coordinate, and
+// those with a transaction in flight; ok is false when one of them did not
+// answer ListTransactions.
+func (c *Coordinators) TransactionsOf(brokers []int32) (total, inFlight int, ok bool) {
+	if c.Transactions == nil {
+		return 0, 0, false
+	}
+	for _, id := range brokers {
+		tx := c.Transactions[id]
+		if tx == nil {
+			return 0, 0, false
+		}
+		total += tx.Total
+		inFlight += tx.InFlight()
+	}
+	return total, inFlight, true
 }
 
 // coordinatorProbePrefix starts every key the read asks about: ACLs may
@@ -282,6 +344,12 @@ type coordinatorRead struct {
 	// counts the brokers asked.
 	groups map[int32]*BrokerGroups
 	asked  int
+	// transactions are the transactional ids each broker that answered
+	// ListTransactions coordinates; nil when not asked (no
+	// __transaction_state) or when an ACL hides some ids (hidden says
+	// why).
+	transactions map[int32]*BrokerTransactions
+	hidden       string
 	readOutcome
 }
 
@@ -355,6 +423,14 @@ func (s *source) readCoordinators(brokers map[int32]string, snap *Snapshot) {
 		snap.Coordinators.Groups = r.last.groups
 		snap.Coordinators.GroupsComplete = len(r.last.groups) == r.last.asked
 	}
+	var hidden error
+	if r.last.hidden != "" {
+		hidden = errors.New(r.last.hidden)
+	}
+	s.logFailure("coordinators_transactions_hidden", "cannot see every transactional id; kafka_broker_coordinated_transactional_ids is not served", hidden)
+	if counts[CoordinatorTransaction] > 0 && r.last.transactions != nil {
+		snap.Coordinators.Transactions = r.last.transactions
+	}
 }
 
 // logUnknownCoordinators logs, once while it lasts, why the read could not
@@ -425,9 +501,51 @@ func askCoordinators(handles map[int32]*kgo.Broker, keys [coordinatorKinds][]str
 			}
 		}()
 	}
+	if keys[CoordinatorTransaction] != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if why := seesEveryTransactionalID(handles, timeout); why != "" {
+				mu.Lock()
+				defer mu.Unlock()
+				read.hidden = why
+				return
+			}
+			transactions, o := listTransactions(handles, timeout)
+			mu.Lock()
+			defer mu.Unlock()
+			read.transactions = transactions
+			read.failed += o.failed
+			if o.err != nil {
+				read.err = o.err
+			}
+		}()
+	}
 	wg.Wait()
 	read.unsupported = asked > 0 && old == asked
 	return read
+}
+
+// listTransactions asks every broker, at once, for the transactional ids
+// it coordinates.
+func listTransactions(handles map[int32]*kgo.Broker, timeout time.Duration) (map[int32]*BrokerTransactions, readOutcome) {
+	transactions := map[int32]*BrokerTransactions{}
+	o := askBrokers(handles, timeout, func(ctx context.Context, id int32, broker *kgo.Broker) (func(), bool, error) {
+		kresp, err := broker.Request(ctx, kmsg.NewPtrListTransactionsRequest())
+		if err != nil {
+			return nil, false, fmt.Errorf("list transactions of broker %d: %w", id, err)
+		}
+		resp := kresp.(*kmsg.ListTransactionsResponse)
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			return nil, false, fmt.Errorf("list transactions of broker %d: %w", id, err)
+		}
+		tx := &BrokerTransactions{Total: len(resp.TransactionStates), ByState: map[string]int{}}
+		for _, s := range resp.TransactionStates {
+			tx.ByState[transactionState(s.TransactionState)]++
+		}
+		return func() { transactions[id] = tx }, true, nil
+	})
+	return transactions, o
 }
 
 // listGroups asks every broker, at once, for the groups it coordinates.

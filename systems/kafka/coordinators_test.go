@@ -202,6 +202,12 @@ func TestGroupLabels(t *testing.T) {
 			t.Errorf("state %q: %q, want %q", in, got, want)
 		}
 	}
+	for in, want := range map[string]string{"Ongoing": "ongoing", "PrepareCommit": "completing", "PrepareAbort": "completing",
+		"PrepareEpochFence": "completing", "Empty": "idle", "CompleteCommit": "idle", "CompleteAbort": "idle", "Dead": "dead", "Evil\n": "unknown"} {
+		if got := transactionState(in); got != want {
+			t.Errorf("transaction state %q: %q, want %q", in, got, want)
+		}
+	}
 }
 
 // A stop's answer says what it moves to other coordinators, and leaves out
@@ -211,15 +217,18 @@ func TestCoordinatorMovesInTheAnswer(t *testing.T) {
 	s := coordinatorsAt(probed(snapshotAt(0, rs, part{1, rs, rs})), 0.5, answering(1), answering(2), answering(1))
 	s.computeBudget(0)
 	s.Coordinators.Groups = map[int32]*BrokerGroups{1: {Total: 3, ByProtocol: map[string]int{"consumer": 2, "none": 1}}, 3: {Total: 0, ByProtocol: map[string]int{}}}
+	s.Coordinators.Transactions = map[int32]*BrokerTransactions{1: {Total: 4, ByState: map[string]int{"ongoing": 1, "completing": 1, "idle": 2}}, 2: {Total: 0, ByState: map[string]int{}}}
 	for _, tc := range []struct {
 		broker string
 		want   map[string]float64
 		absent []string
 	}{
-		{"1", map[string]float64{"group_coordinator_partitions_moved": 2, "groups_moved": 3, "groups_moved_consumer": 2, "groups_moved_none": 1, "groups_moved_connect": 0}, []string{"transaction_coordinator_partitions_moved"}},
-		{"3", map[string]float64{"group_coordinator_partitions_moved": 0, "groups_moved": 0}, nil},
+		{"1", map[string]float64{"group_coordinator_partitions_moved": 2, "groups_moved": 3, "groups_moved_consumer": 2, "groups_moved_none": 1, "groups_moved_connect": 0,
+			"transactional_ids_moved": 4, "transactions_in_flight_moved": 2}, []string{"transaction_coordinator_partitions_moved"}},
+		// Broker 3 did not answer ListTransactions: no transactional id figure.
+		{"3", map[string]float64{"group_coordinator_partitions_moved": 0, "groups_moved": 0}, []string{"transactional_ids_moved", "transactions_in_flight_moved"}},
 		// Broker 2 did not answer ListGroups: no group figure.
-		{"2", map[string]float64{"group_coordinator_partitions_moved": 1}, []string{"groups_moved", "groups_moved_consumer"}},
+		{"2", map[string]float64{"group_coordinator_partitions_moved": 1, "transactional_ids_moved": 0, "transactions_in_flight_moved": 0}, []string{"groups_moved", "groups_moved_consumer"}},
 	} {
 		a, err := answerBudget(s, budget.Question{Scope: ScopeBroker, ID: tc.broker})
 		if err != nil {
