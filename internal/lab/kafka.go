@@ -20,6 +20,20 @@ var KafkaVersions = []string{"3.9", "4.1", "4.3", "4.4"}
 // DefaultKafkaVersion is the Kafka the tests run unless they ask for another.
 const DefaultKafkaVersion = "4.1"
 
+// defaultVersionEnv names the Kafka a test that asks for none runs
+// instead of DefaultKafkaVersion, to run a test on another version by hand:
+// FAILOVER_LAB_KAFKA_VERSION=4.4 go test -run TestKafkaCoordinatorFailover ./e2e/.
+// make test unsets it (scripts/test.sh).
+const defaultVersionEnv = "FAILOVER_LAB_KAFKA_VERSION"
+
+// defaultVersion is the Kafka a test that asks for none runs.
+func defaultVersion() string {
+	if v := os.Getenv(defaultVersionEnv); v != "" {
+		return v
+	}
+	return DefaultKafkaVersion
+}
+
 // KafkaOptions configures StartKafka. The zero value is a 3-node Kafka 4.1
 // cluster in KRaft mode on a free block of ports.
 type KafkaOptions struct {
@@ -220,10 +234,10 @@ func kafkaVersion(t testing.TB, opts KafkaOptions) string {
 	t.Helper()
 	version := opts.Version
 	if version == "" {
-		version = DefaultKafkaVersion
+		version = defaultVersion()
 	}
 	if !slices.Contains(KafkaVersions, version) {
-		t.Fatalf("lab: Kafka version %q: the lab runs %v", version, KafkaVersions)
+		t.Fatalf("lab: Kafka version %q (%s=%q): the lab runs %v", version, defaultVersionEnv, os.Getenv(defaultVersionEnv), KafkaVersions)
 	}
 	if opts.ZooKeeper && version != "3.9" {
 		t.Fatalf("lab: Kafka %s has no ZooKeeper mode; only 3.9 in the lab", version)

@@ -57,7 +57,7 @@ func SharedKafka(t testing.TB, opts KafkaOptions) *KafkaCluster {
 		opts.Nodes = 3
 	}
 	if opts.Version == "" {
-		opts.Version = DefaultKafkaVersion
+		opts.Version = defaultVersion()
 	}
 	key := fmt.Sprintf("%+v", opts)
 	c := takeIdleKafka(key)
