@@ -132,10 +132,7 @@ func TestSentinelFailover(t *testing.T) {
 	})
 	time.Sleep(2 * time.Second) // the client's next writes
 	firstAck := w.firstAckAfter(killedAt)
-	port, err := l.AgreedMaster(t)
-	if err != nil || l.Addr(port) != predicted {
-		t.Errorf("the sentinels promoted %d (%v), the exporter predicted %s", port, err, predicted)
-	}
+	checkFirstPromotion(t, l, master, predicted)
 	if firstAck.IsZero() {
 		t.Fatalf("the client acknowledged no write after the kill")
 	}
@@ -168,5 +165,28 @@ func TestSentinelFailover(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(string(page), "Redis Sentinel lab") || !strings.Contains(string(page), predicted) {
 		t.Errorf("the status page shows no Redis Sentinel section with the new master %s", predicted)
+	}
+}
+
+// checkFirstPromotion wants the sentinels' first promotion away from
+// master, as their own logs record it (+switch-master), to be predicted.
+// A later one (the promoted replica in turn found down: with a down-after
+// of a second, a loaded machine makes those) is logged, not judged: the
+// prediction was of the first.
+func checkFirstPromotion(t *testing.T, l *lab.Sentinel, master, predicted string) {
+	t.Helper()
+	var promoted []string
+	for _, sw := range l.SwitchMasters(t) {
+		if len(promoted) == 0 && sw.From == master || len(promoted) > 0 && sw.From == promoted[len(promoted)-1] {
+			promoted = append(promoted, sw.To)
+		}
+	}
+	switch {
+	case len(promoted) == 0:
+		t.Errorf("no sentinel logged a +switch-master from %s; the exporter predicted %s", master, predicted)
+	case promoted[0] != predicted:
+		t.Errorf("the sentinels promoted %s first (their logs' +switch-master), the exporter predicted %s", promoted[0], predicted)
+	case len(promoted) > 1:
+		t.Logf("the sentinels then failed over again: %s (their logs' +switch-master)", strings.Join(promoted, " -> "))
 	}
 }

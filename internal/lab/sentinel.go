@@ -424,3 +424,43 @@ func processGone(pid int) bool {
 	_, rest, ok := strings.Cut(string(stat), ") ")
 	return ok && strings.HasPrefix(rest, "Z")
 }
+
+// SentinelSwitch is one +switch-master line of a sentinel's log: the
+// sentinels' own record of a failover (or of a sentinel learning of one).
+type SentinelSwitch struct {
+	At       time.Time
+	Sentinel int // the port of the sentinel that logged it
+	Master   string
+	From, To string // addresses
+}
+
+// SwitchMasters reads every sentinel's log for its +switch-master lines,
+// oldest first. A failover shows as one line per sentinel (the leader's
+// and the others' as they learn it); two promotions as two groups.
+func (s *Sentinel) SwitchMasters(t testing.TB) []SentinelSwitch {
+	t.Helper()
+	var switches []SentinelSwitch
+	for _, p := range s.sentinelPorts {
+		data, err := os.ReadFile(filepath.Join(s.dir, strconv.Itoa(p), "redis.log"))
+		if err != nil {
+			t.Fatalf("lab: sentinel %d's log: %v", p, err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			// 1234:X 07 Dec 2026 06:31:36.827 # +switch-master NAME IP PORT IP PORT
+			_, rest, ok := strings.Cut(line, " ")
+			stamp, event, found := strings.Cut(rest, " # +switch-master ")
+			f := strings.Fields(event)
+			if !ok || !found || len(f) != 5 {
+				continue
+			}
+			at, err := time.ParseInLocation("02 Jan 2006 15:04:05.000", stamp, time.Local)
+			if err != nil {
+				t.Fatalf("lab: sentinel %d's log line %q: %v", p, line, err)
+			}
+			switches = append(switches, SentinelSwitch{At: at, Sentinel: p, Master: f[0],
+				From: f[1] + ":" + f[2], To: f[3] + ":" + f[4]})
+		}
+	}
+	slices.SortStableFunc(switches, func(a, b SentinelSwitch) int { return a.At.Compare(b.At) })
+	return switches
+}
