@@ -28,6 +28,9 @@ type nodeView struct {
 	// NodeTimeout is the node's cluster-node-timeout (CONFIG GET, read once
 	// per connection), 0 when unread or refused.
 	NodeTimeout time.Duration
+	// ErrorReplies counts the node's replies of each of RedirectErrors
+	// (INFO errorstats); nil when the server does not report them.
+	ErrorReplies map[string]uint64
 }
 
 // buildSnapshot merges the views of the reachable nodes into one snapshot
@@ -119,6 +122,7 @@ func mergedNodeEntry(id string, m *redisproto.MergedNode[nodeView]) Node {
 		n.MasterLinkUp = !v.Replication.IsMaster && v.Replication.MasterLinkUp
 		n.Keys = v.Keys
 		n.MemoryUsed = v.UsedMemory
+		n.ErrorReplies = v.ErrorReplies
 		n.Zone = v.Zone
 		if v.MigrationsRead {
 			n.Migrations = &NodeMigrations{Jobs: v.Migrations}

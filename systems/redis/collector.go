@@ -44,6 +44,7 @@ type descs struct {
 	nodeLag             *exposition.Desc
 	nodeKeys            *exposition.Desc
 	nodeMemoryUsed      *exposition.Desc
+	nodeErrorReplies    *exposition.Desc
 	nodeReplicasOutside *exposition.Desc
 	nodeRoleChanges     *exposition.Desc
 
@@ -139,6 +140,10 @@ var metrics = func() descs {
 			"Keys stored on the node (DBSIZE)."+fromRefresh, node...),
 		nodeMemoryUsed: table.Gauge("redis_cluster_node_memory_used_bytes",
 			"Memory the node uses (used_memory)."+fromRefresh, node...),
+		nodeErrorReplies: table.Counter("redis_cluster_node_error_replies_total",
+			"Error replies the node sent since its start or CONFIG RESETSTAT, by kind: MOVED and ASK (a client sent a key to a node that does not serve its slot: its view of the cluster is stale, "+
+				"or a migration runs), TRYAGAIN, CLUSTERDOWN, READONLY (a write sent to a replica, as to a demoted master); from INFO errorstats (Redis 6.2+, Valkey), absent where the server does not report them."+fromRefresh,
+			"node_id", "address", "error"),
 		nodeReplicasOutside: table.Gauge("redis_cluster_node_replicas_outside_failure_domain",
 			"For a master with healthy replicas, how many are on another host (domain=host) or in another availability zone (domain=zone, when every copy reports one)."+fromRefresh,
 			"node_id", "address", "domain"),
@@ -259,6 +264,7 @@ func emitNodes(ch exposition.Sink, cluster string, s *Snapshot) {
 	// the Kafka collector: a fresh variadic slice per series would be an
 	// allocation per series. Sinks copy what they keep.
 	nodeLabels := []string{cluster, "", ""}
+	errorLabels := []string{cluster, "", "", ""}
 	stateLabels := []string{cluster, "", "", ""}
 	infoLabels := []string{cluster, "", "", "", ""}
 	domainLabels := []string{cluster, "", "", ""}
@@ -305,6 +311,13 @@ func emitNodes(ch exposition.Sink, cluster string, s *Snapshot) {
 		}
 		ch.Add(metrics.nodeKeys, float64(n.Keys), nodeLabels...)
 		ch.Add(metrics.nodeMemoryUsed, float64(n.MemoryUsed), nodeLabels...)
+		if n.ErrorReplies != nil {
+			errorLabels[1], errorLabels[2] = n.ID, n.Addr
+			for _, kind := range RedirectErrors {
+				errorLabels[3] = kind
+				ch.Add(metrics.nodeErrorReplies, float64(n.ErrorReplies[kind]), errorLabels...)
+			}
+		}
 	}
 }
 

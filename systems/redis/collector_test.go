@@ -31,7 +31,7 @@ func testSnapshot() *Snapshot {
 			{ID: idA, Addr: "127.0.0.1:7000", Role: RoleMaster, State: NodeStateOK, LinkConnected: true,
 				ConfigEpoch: 7, Slots: 10001, HealthyReplicas: 1, Reachable: true, ClusterStateOK: true, Migrating: []redisproto.SlotMove{{Slot: 7, NodeID: idB}},
 				Zone: "z1", ReplicasOtherHost: 1, HasZoneSpread: true, ReplicasOtherZone: 0,
-				Keys: 42, MemoryUsed: 2e6, RoleChanges: 1},
+				Keys: 42, MemoryUsed: 2e6, RoleChanges: 1, ErrorReplies: map[string]uint64{"MOVED": 3}},
 			{ID: idB, Addr: "127.0.0.1:7001", Role: RoleMaster, State: NodeStateFail, ConfigEpoch: 2, Slots: 383},
 			{ID: idD, Addr: "127.0.0.1:7003", Role: RoleReplica, MasterID: idA, State: NodeStateOK, LinkConnected: true,
 				ConfigEpoch: 7, Reachable: true, ClusterStateOK: true, MasterLinkUp: true, Keys: 42, MemoryUsed: 1e6,
@@ -97,12 +97,12 @@ func TestCollectorSetRemove(t *testing.T) {
 	c.Set("b", watchtest.Static[Snapshot]("b", testSnapshot(), nil))
 	// Per cluster of testSnapshot: 5 health series, 16 cluster series (with
 	// the zone row of slots_in_one_failure_domain: it has zones), one series
-	// for its foreign node, and node series: 20 for the reachable master
-	// (with its host and zone spread), 13 for the unreachable one (nothing
+	// for its foreign node, and node series: 25 for the reachable master
+	// (with its host and zone spread, and its 5 error reply counts), 13 for the unreachable one (nothing
 	// read from the node itself), 19 for the replica (its lag and master
 	// link).
-	if got := testutil.CollectAndCount(c); got != 2*(5+16+1+20+13+19) {
-		t.Errorf("two clusters: %d series, want %d", got, 2*(5+16+1+20+13+19))
+	if got := testutil.CollectAndCount(c); got != 2*(5+16+1+25+13+19) {
+		t.Errorf("two clusters: %d series, want %d", got, 2*(5+16+1+25+13+19))
 	}
 	c.Set("b", watchtest.Static[Snapshot]("b", &Snapshot{ViewsConsistent: true}, nil))
 	c.Remove("a")
@@ -289,6 +289,13 @@ redis_cluster_node_master{address="127.0.0.1:7003",node_id="c096849e540e19e62780
 # HELP redis_cluster_node_master_link_up For a replica, 1 if its replication link to its master is up. As of the last refresh.
 # TYPE redis_cluster_node_master_link_up gauge
 redis_cluster_node_master_link_up{address="127.0.0.1:7003",node_id="c096849e540e19e62780faa5bf76a837fe1752f6",redis_cluster="main"} 1
+# HELP redis_cluster_node_error_replies_total Error replies the node sent since its start or CONFIG RESETSTAT, by kind: MOVED and ASK (a client sent a key to a node that does not serve its slot: its view of the cluster is stale, or a migration runs), TRYAGAIN, CLUSTERDOWN, READONLY (a write sent to a replica, as to a demoted master); from INFO errorstats (Redis 6.2+, Valkey), absent where the server does not report them. As of the last refresh.
+# TYPE redis_cluster_node_error_replies_total counter
+redis_cluster_node_error_replies_total{address="127.0.0.1:7000",error="ASK",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 0
+redis_cluster_node_error_replies_total{address="127.0.0.1:7000",error="CLUSTERDOWN",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 0
+redis_cluster_node_error_replies_total{address="127.0.0.1:7000",error="MOVED",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 3
+redis_cluster_node_error_replies_total{address="127.0.0.1:7000",error="READONLY",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 0
+redis_cluster_node_error_replies_total{address="127.0.0.1:7000",error="TRYAGAIN",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 0
 # HELP redis_cluster_node_memory_used_bytes Memory the node uses (used_memory). As of the last refresh.
 # TYPE redis_cluster_node_memory_used_bytes gauge
 redis_cluster_node_memory_used_bytes{address="127.0.0.1:7000",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 2e+06

@@ -104,3 +104,42 @@ func parseUsedMemory(fields redisproto.InfoFields) (uint64, error) {
 	}
 	return used, nil
 }
+
+// RedirectErrors are the error replies a node counts in INFO errorstats
+// that tell a client its view of the cluster is wrong or the cluster is
+// changing: MOVED (the slot has another owner), ASK (it is being migrated),
+// TRYAGAIN (a multi-key command during a migration), CLUSTERDOWN (the
+// cluster cannot serve) and READONLY (a write sent to a replica). The
+// label's values are these and nothing a client chose.
+var RedirectErrors = []string{"MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN", "READONLY"}
+
+// parseErrorStats reads INFO errorstats (Redis 6.2+, Valkey): the count
+// of each of RedirectErrors the node replied since its start or CONFIG
+// RESETSTAT. read is false when the server has no such section (it then
+// answers an empty string); a kind it never replied is 0.
+func parseErrorStats(text string) (counts map[string]uint64, read bool, err error) {
+	text = redisproto.StripVerbatim(text)
+	if !strings.Contains(text, "# Errorstats") {
+		return nil, false, nil
+	}
+	fields, err := redisproto.ParseInfoFields(text)
+	if err != nil {
+		return nil, false, fmt.Errorf("INFO errorstats: %w", err)
+	}
+	counts = make(map[string]uint64, len(RedirectErrors))
+	for _, kind := range RedirectErrors {
+		v, ok := fields.Get("errorstat_" + kind)
+		if !ok {
+			counts[kind] = 0
+			continue
+		}
+		n, found := strings.CutPrefix(v, "count=")
+		if !found {
+			return nil, false, fmt.Errorf("INFO errorstats: errorstat_%s is %q, want count=N", kind, v)
+		}
+		if counts[kind], err = strconv.ParseUint(n, 10, 64); err != nil {
+			return nil, false, fmt.Errorf("INFO errorstats: errorstat_%s: %w", kind, err)
+		}
+	}
+	return counts, true, nil
+}

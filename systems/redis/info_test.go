@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"maps"
 	"reflect"
 	"testing"
 
@@ -137,4 +138,26 @@ func FuzzParseInfo(f *testing.F) {
 		_, _ = parseUsedMemory(fields)
 		_, _ = redisproto.ParseClusterInfo(reply)
 	})
+}
+
+// INFO errorstats: the redirect kinds counted, others ignored, a kind never
+// replied 0; a server without the section (an empty reply) is not read,
+// and a malformed count is an error, never a 0.
+func TestParseErrorStats(t *testing.T) {
+	got, read, err := parseErrorStats("# Errorstats\r\nerrorstat_ERR:count=4\r\nerrorstat_MOVED:count=12\r\nerrorstat_READONLY:count=3\r\nerrorstat_WRONGTYPE:count=1\r\n")
+	want := map[string]uint64{"MOVED": 12, "ASK": 0, "TRYAGAIN": 0, "CLUSTERDOWN": 0, "READONLY": 3}
+	if err != nil || !read || !maps.Equal(got, want) {
+		t.Errorf("got %v, %v, %v; want %v", got, read, err, want)
+	}
+	if got, read, err := parseErrorStats("# Errorstats\r\n"); err != nil || !read || got["MOVED"] != 0 || len(got) != len(RedirectErrors) {
+		t.Errorf("no error yet: got %v, %v, %v; want every kind 0", got, read, err)
+	}
+	if got, read, err := parseErrorStats(""); err != nil || read || got != nil {
+		t.Errorf("no section: got %v, %v, %v; want not read", got, read, err)
+	}
+	for _, bad := range []string{"# Errorstats\r\nerrorstat_MOVED:12\r\n", "# Errorstats\r\nerrorstat_MOVED:count=-1\r\n", "# Errorstats\r\nnot a field\r\n"} {
+		if got, read, err := parseErrorStats(bad); err == nil || read {
+			t.Errorf("%q: got %v, %v, no error", bad, got, read)
+		}
+	}
 }

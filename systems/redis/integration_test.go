@@ -235,6 +235,7 @@ func TestIntegrationWithReplicas(t *testing.T) {
 		t.Error(err)
 	}
 
+	t.Run("redirections counted per node", func(t *testing.T) { testRedirections(t, c, e) })
 	t.Run("replication lag", func(t *testing.T) {
 		master := c.Masters(t)[0]
 		replica := replicaOf(t, c, master)

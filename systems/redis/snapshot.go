@@ -162,6 +162,9 @@ type Node struct {
 	HasZoneSpread                        bool
 	Keys                                 int64
 	MemoryUsed                           uint64
+	// ErrorReplies counts, per kind of RedirectErrors, the error replies
+	// the node sent since its start (INFO errorstats); nil when not read.
+	ErrorReplies map[string]uint64
 
 	// HasReplicationLag is set for a replica whose master was reachable and
 	// lists it in INFO replication.

@@ -340,6 +340,9 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 		client.B().Dbsize().Build(),
 		// Valkey 8.1 reports the node's availability-zone only here.
 		client.B().Hello().Build(),
+		// MOVED, ASK, ... replies (Redis 6.2+, Valkey): clients on a stale
+		// topology.
+		client.B().Info().Section("errorstats").Build(),
 	}
 	api := nc.readMigrationAPI(ctx, client)
 	migrationReply := -1
@@ -375,6 +378,7 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 	if zone, ok := hello["availability_zone"]; ok {
 		view.Zone, _ = zone.ToString()
 	}
+	s.readErrorStats(&view, nc.addr, replies[6])
 	if nodeTimeoutReply >= 0 {
 		nc.nodeTimeout.Store(parseNodeTimeout(replies[nodeTimeoutReply]))
 	}
@@ -394,6 +398,19 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 	return view, nil
 }
 
+// readErrorStats keeps the node's redirect error counts from its INFO
+// errorstats reply; a node whose reply cannot be read (a server without
+// the section, an error) is still read, without them.
+func (s *source) readErrorStats(view *nodeView, addr string, reply rueidis.RedisResult) {
+	text, err := reply.ToString()
+	if err == nil {
+		view.ErrorReplies, _, err = parseErrorStats(text)
+	}
+	if err != nil {
+		level.Debug(s.logger).Log("msg", "reading INFO errorstats failed", "addr", addr, "err", err)
+	}
+}
+
 // reportMigrationsUnread logs a node whose atomic slot migration jobs could
 // not be read: once per source, at warn level, when the ACL refuses the
 // command (it lasts until someone allows it), at debug level otherwise.
@@ -411,7 +428,7 @@ func (s *source) reportMigrationsUnread(addr string, api migrationAPI, err error
 }
 
 // commandNames names the commands queryNode sends, in order, for errors.
-var commandNames = []string{"CLUSTER NODES", "CLUSTER INFO", "INFO replication", "INFO memory", "DBSIZE", "HELLO"}
+var commandNames = []string{"CLUSTER NODES", "CLUSTER INFO", "INFO replication", "INFO memory", "DBSIZE", "HELLO", "INFO errorstats"}
 
 // parseNodeView decodes one node's replies.
 func parseNodeView(addr, nodes, info, replication, memory string, keys int64) (nodeView, error) {
