@@ -59,6 +59,11 @@ var emptyPanels = func() map[string]string {
 		"redis-cluster.json/" + liveRedisBare + "/What stopping each node now would do/E":  "the cluster has no replicas: a failover loses nothing it could lose to a replica, so failover_data_loss_bytes is served only for masters with a healthy replica",
 		"redis-cluster.json/" + liveRedisBare + "/Time to recover: slots unserved":         "the dashboard is read while the killed master is still down: the unserved-slot episode has not ended",
 	}
+	// Stale routing is timed only for clients still sending a demoted
+	// master commands (systems/redis TestIntegrationStaleRouting).
+	for _, c := range []string{liveRedisBare, liveRedisRepl} {
+		empty["redis-cluster.json/"+c+"/Failover or outage under way/C"] = "no client of the lab keeps sending a demoted master commands: no stale-routing episode"
+	}
 	// Zone series are served only where zones are known (TestLabFailureBudget
 	// in systems/redis checks them with failure_budget.zones).
 	const noZones = "no zone is known: Redis 7 has no availability_zone, and the lab sets no failure_budget.zones"
@@ -92,7 +97,7 @@ var emptyPanels = func() map[string]string {
 		// (TestKafkaCoordinatorFailover reads them on a cluster that has both).
 		const noCoordinators = "no consumer group or transaction has used the lab cluster: it has no __consumer_offsets or __transaction_state, whose coordinators the exporter reads"
 		for _, title := range []string{"Coordinator partitions not answering, by kind", "Coordinator outages: the oldest ongoing, and those that ended",
-			"Consumer groups by state", "What each broker coordinates: groups and coordinator partitions"} {
+			"Consumer groups by state", "What each broker coordinates: groups, transactional ids and coordinator partitions"} {
 			kafka(title, noCoordinators)
 		}
 		// Per-partition transaction series are served for stalled

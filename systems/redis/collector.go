@@ -60,6 +60,9 @@ type descs struct {
 	failoverSeconds          *exposition.Desc
 	slotsUnservedSeconds     *exposition.Desc
 	failoverOpenSeconds      *exposition.Desc
+	staleRoutingSeconds      *exposition.Desc
+	nodeStaleRoutingSeconds  *exposition.Desc
+	nodeStaleRedirections    *exposition.Desc
 	slotsUnservedOpenSeconds *exposition.Desc
 }
 
@@ -181,6 +184,14 @@ var metrics = func() descs {
 		slotsUnservedSeconds: table.Histogram("redis_cluster_slots_unserved_episode_seconds",
 			"How long some hash slots were unserved (owner flagged PFAIL or FAIL, or no owner), from the exporter's first failed query of the flagged owner (else the first refresh that saw it) to the first refresh that did not. "+
 				"Episodes already under way when the exporter started are not observed."),
+		staleRoutingSeconds: table.Histogram("redis_cluster_stale_routing_seconds",
+			"How long after a failover clients were still routed to the demoted master: from the refresh that saw it lose its slots (or rejoin as a replica) to the last refresh that saw its MOVED or READONLY replies grow, "+
+				"one observation per demoted master whose replies grew, once it has taken none for a minute while the exporter read it (INFO errorstats, Redis 6.2+ and Valkey)."),
+		nodeStaleRoutingSeconds: table.Gauge("redis_cluster_node_stale_routing_seconds",
+			"For a demoted master that clients are still routed to: how long after its demotion the exporter last saw its MOVED or READONLY replies grow; absent once it has taken none for a minute, and for every other node. "+
+				"Rising means clients still have the old topology (RedisClientsOnStaleTopology)."+fromRefresh, "node_id", "address"),
+		nodeStaleRedirections: table.Gauge("redis_cluster_node_stale_redirections",
+			"For the same demoted masters: the MOVED and READONLY replies they sent since their demotion, as far as the exporter read them."+fromRefresh, "node_id", "address"),
 		failoverOpenSeconds: table.Gauge("redis_cluster_failover_open_episode_seconds",
 			"Age of the oldest failover under way (a master owning slots flagged PFAIL or FAIL, no replica promoted yet); absent while none is. "+
 				"Counted from the exporter's first failed query of the master, as the histogram is; for one already under way when the exporter started, from its first refresh."+fromRefresh),
@@ -336,5 +347,21 @@ func emitEpisodes(ch exposition.Sink, cluster string, s *Snapshot) {
 	}
 	if e.SlotsUnserved != nil {
 		ch.Add(metrics.slotsUnservedOpenSeconds, e.SlotsUnserved.Age(s.ReadAt).Seconds(), cluster)
+	}
+	emitStaleRouting(ch, cluster, s)
+}
+
+// emitStaleRouting emits the stale-routing histogram and, per demoted
+// master clients are still routed to, how long and how often.
+func emitStaleRouting(ch exposition.Sink, cluster string, s *Snapshot) {
+	if h := s.StaleRoutingSeconds; h != nil {
+		ch.AddHistogram(metrics.staleRoutingSeconds, h.Count, h.Sum, h.Cumulative, cluster)
+	}
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		if w := s.StaleRouting[n.ID]; w != nil && w.Open() {
+			ch.Add(metrics.nodeStaleRoutingSeconds, w.Stale().Seconds(), cluster, n.ID, n.Addr)
+			ch.Add(metrics.nodeStaleRedirections, float64(w.Redirections), cluster, n.ID, n.Addr)
+		}
 	}
 }

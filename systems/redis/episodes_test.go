@@ -236,6 +236,8 @@ func withEpisodes(s *Snapshot) *Snapshot {
 		FailoverSeconds:      h.ObserveDuration(1500 * time.Millisecond),
 		SlotsUnservedSeconds: h.ObserveDuration(3 * time.Second).ObserveDuration(20 * time.Second),
 	}
+	s.StaleRoutingSeconds = h.ObserveDuration(95 * time.Second)
+	s.StaleRouting = map[string]*StaleRouting{idB: {DemotedAt: episodeT0, Redirections: 12, LastRedirectionAt: episodeT0.Add(7 * time.Second)}}
 	return s
 }
 

@@ -2,12 +2,14 @@ package redis
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
 
@@ -118,4 +120,96 @@ func testRedirections(t *testing.T, c *lab.RedisCluster, e *exporter) {
 			return nil
 		})
 	}
+}
+
+// TestIntegrationStaleRouting kills a master by PID, lets its replica take
+// over, restarts it (it rejoins as a replica) and has a client that
+// follows no redirection keep writing a key of its old slots to it, as a
+// client on a stale topology does. The client's own count of MOVED
+// replies and the time of its last are the oracle: the exporter's
+// stale-routing episode counts the same replies and its last redirection
+// comes within a refresh of the client's last; it ends after the quiet
+// window (shortened here to 3 s), with its events.
+func TestIntegrationStaleRouting(t *testing.T) {
+	skipIfShort(t)
+	quiet := staleRoutingQuiet
+	staleRoutingQuiet = 3 * time.Second
+	t.Cleanup(func() { staleRoutingQuiet = quiet })
+	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1})
+	e := startExporter(t, c.Addrs())
+	e.waitHealthy(c, 1)
+	log := watchEvents(t, e)
+	master := c.Masters(t)[0]
+	replica := replicaOf(t, c, master)
+	key := keyInSlotsOf(t, master, "stale")
+
+	c.Kill(t, master.Port)
+	lab.RedisWaitFor(t, c.NodeTimeout()+10*time.Second, "the replica promoted", func() error {
+		return e.gather().expect(float64(master.Slots), "redis_cluster_node_slots", addrLabel(replica.Port)...)
+	})
+	c.Restart(t, master.Port)
+	lab.RedisWaitFor(t, 20*time.Second, "the old master back as a replica", func() error {
+		s := e.gather()
+		return firstError(s.expect(1, "redis_cluster_node_up", addrLabel(master.Port)...), s.expect(0, "redis_cluster_node_master", addrLabel(master.Port)...))
+	})
+
+	client := dialNaive(t, master.Addr)
+	var lastMoved time.Time
+	for range 30 {
+		if reply := client.do(t, "SET", key, "v"); strings.HasPrefix(reply, "-MOVED") {
+			lastMoved = time.Now()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	moved := client.errors["MOVED"]
+	if moved != 30 {
+		t.Fatalf("the client got %v from the demoted master, want 30 MOVED", client.errors)
+	}
+	var w StaleRouting
+	lab.RedisWaitFor(t, 20*time.Second, "the last redirection seen", func() error {
+		if st := e.w.Current(); st != nil && st.Snapshot != nil {
+			if sr := st.Snapshot.StaleRouting[master.ID]; sr != nil {
+				w = *sr
+			}
+		}
+		if w.Redirections < uint64(moved) {
+			return fmt.Errorf("the exporter counted %d redirections so far", w.Redirections)
+		}
+		return nil
+	})
+	ended := waitEvent(t, log, EventStaleRoutingEnded, 30*time.Second)
+	lag := w.LastRedirectionAt.Sub(lastMoved)
+	t.Logf("FIGURE redis stale routing: the client's last MOVED %s after the demotion; the exporter's last redirection %s after it (refresh %s); %d redirections counted, %d by the client; ended: %s / %s",
+		lastMoved.Sub(w.DemotedAt).Round(10*time.Millisecond), lag.Round(10*time.Millisecond), testRefreshInterval, w.Redirections, moved, ended.Before, ended.After)
+	if w.Redirections != uint64(moved) {
+		t.Errorf("the exporter counted %d redirections on the demoted master, the client %d", w.Redirections, moved)
+	}
+	if lag < -testRefreshInterval || lag > 10*testRefreshInterval {
+		t.Errorf("the exporter's last redirection came %s after the client's last MOVED, want within a refresh (%s; bound 10x)", lag, testRefreshInterval)
+	}
+	started := log.of(EventStaleRoutingStarted)
+	if len(started) != 1 || started[0].Subject.Address != master.Addr || !strings.Contains(started[0].After, "clients still routing to the demoted node") {
+		t.Errorf("stale_routing_started events %+v, want one for %s", started, master.Addr)
+	}
+	if !strings.Contains(ended.Before, fmt.Sprintf("%d MOVED or READONLY replies", moved)) {
+		t.Errorf("stale_routing_ended says %q, want the client's %d", ended.Before, moved)
+	}
+	if f := e.gather()["redis_cluster_stale_routing_seconds"]; f == nil || len(f.GetMetric()) != 1 || f.GetMetric()[0].GetHistogram().GetSampleCount() != 1 {
+		t.Errorf("redis_cluster_stale_routing_seconds: %v, want one episode observed", f)
+	}
+}
+
+// waitEvent waits until log has an event of kind and returns the first.
+func waitEvent(t *testing.T, log *eventLog, kind events.Kind, timeout time.Duration) events.Event {
+	t.Helper()
+	var ev events.Event
+	lab.RedisWaitFor(t, timeout, string(kind), func() error {
+		got := log.of(kind)
+		if len(got) == 0 {
+			return errors.New("none yet")
+		}
+		ev = got[0]
+		return nil
+	})
+	return ev
 }

@@ -29,4 +29,10 @@ const (
 	EventSlotMigrationFinished  events.Kind = "slot_migration_finished"
 	EventSlotMigrationFailed    events.Kind = "slot_migration_failed"
 	EventSlotMigrationCancelled events.Kind = "slot_migration_cancelled"
+	// Clients on a stale topology (stalerouting.go): a demoted master
+	// answering MOVED or READONLY after the promotion (After: how many and
+	// how long after), and that node quiet again for a minute (Before: how
+	// many in all, After: how long after the promotion the last came).
+	EventStaleRoutingStarted events.Kind = "stale_routing_started"
+	EventStaleRoutingEnded   events.Kind = "stale_routing_ended"
 )

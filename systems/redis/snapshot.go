@@ -12,6 +12,7 @@
 package redis
 
 import (
+	"github.com/failover-exporter/failover_exporter/collector/episode"
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
@@ -106,6 +107,12 @@ type Snapshot struct {
 	SlotRanges []SlotRange
 	// Episodes times failovers and unserved slots across refreshes.
 	Episodes Episodes
+	// StaleRouting are the demoted masters watched for clients still
+	// routed to them, by node ID (stalerouting.go); nil when none is.
+	// StaleRoutingSeconds holds the durations of the stale-routing
+	// episodes that ended (empty from the exporter's first snapshot on).
+	StaleRouting        map[string]*StaleRouting
+	StaleRoutingSeconds *episode.Histogram
 	// FailureBudget is what stopping each node or zone would do now
 	// (budget.go); nil in snapshots built without assessBudget.
 	FailureBudget *FailureBudget

@@ -20,6 +20,7 @@ var Spec = system.Spec[Snapshot, settings.Cluster]{
 		EventPromotion, EventRoleChange, EventSlotsMoved, EventClusterState,
 		EventNodeJoined, EventNodeLeft, EventForeignNodeSeen, EventForeignNodeGone,
 		EventSlotMigrationStarted, EventSlotMigrationFinished, EventSlotMigrationFailed, EventSlotMigrationCancelled,
+		EventStaleRoutingStarted, EventStaleRoutingEnded,
 		events.EventsTruncated,
 	},
 	NewCollector: system.Unconfigured[Snapshot, settings.Cluster](NewCollector),

@@ -20,6 +20,7 @@ import (
 func carryTransitions(prev, next *Snapshot) {
 	carryProbes(prev, next)
 	carryEpisodes(prev, next)
+	carryStaleRouting(prev, next)
 	if prev == nil {
 		carryMigrations(nil, next)
 		return
