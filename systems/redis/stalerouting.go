@@ -63,10 +63,11 @@ func misrouted(n *Node) (count uint64, ok bool) {
 }
 
 // demoted reports whether a node that was a master serving slots in prev
-// is now a replica, or a master without slots (its slots went to a
-// promoted replica while it failed).
+// is now a replica, or a failing master without slots (its slots went to a
+// promoted replica). A healthy master whose slots were all resharded away
+// is not: MOVED replies are what a reshard makes clients learn from.
 func demoted(p, n *Node) bool {
-	return p.Role == RoleMaster && p.Slots > 0 && (n.Role == RoleReplica || n.Slots == 0)
+	return p.Role == RoleMaster && p.Slots > 0 && (n.Role == RoleReplica || n.Slots == 0 && failing(n))
 }
 
 // carryStaleRouting carries the watched demoted masters from prev to next,

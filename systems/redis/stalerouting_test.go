@@ -9,7 +9,10 @@ import (
 // staleStep is one refresh of a two-node shard: A the old master, B its
 // replica, promoted at the second step.
 func staleStep(at time.Time, aRole Role, aSlots int, aRead bool, moved uint64) *Snapshot {
-	a := Node{ID: "a", Addr: "127.0.0.1:7000", Role: aRole, Slots: aSlots, Reachable: aRead}
+	a := Node{ID: "a", Addr: "127.0.0.1:7000", Role: aRole, Slots: aSlots, Reachable: aRead, State: NodeStateOK}
+	if !aRead {
+		a.State = NodeStateFail
+	}
 	if aRead {
 		a.ErrorReplies = map[string]uint64{"MOVED": moved}
 	}
@@ -99,5 +102,18 @@ func TestStaleRoutingWithoutClients(t *testing.T) {
 	carryStaleRouting(prev, next)
 	if next.StaleRouting != nil || next.StaleRoutingSeconds.Count != 0 || len(next.Events.All()) != 0 {
 		t.Errorf("quiet a minute while read: %v, %d observed, %v; want forgotten, nothing observed", next.StaleRouting, next.StaleRoutingSeconds.Count, next.Events.All())
+	}
+}
+
+// A healthy master whose slots were all resharded away is not demoted: its
+// MOVED replies are how clients learn of a reshard.
+func TestStaleRoutingNotAfterAReshard(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 6, 0, 0, 0, time.UTC)
+	prev := staleStep(t0, RoleMaster, 16384, true, 0)
+	carryStaleRouting(nil, prev)
+	next := staleStep(t0.Add(time.Second), RoleMaster, 0, true, 5)
+	carryStaleRouting(prev, next)
+	if next.StaleRouting != nil {
+		t.Errorf("an emptied healthy master is watched as demoted: %+v", next.StaleRouting["a"])
 	}
 }
