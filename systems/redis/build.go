@@ -122,6 +122,9 @@ func mergedNodeEntry(id string, m *redisproto.MergedNode[nodeView]) Node {
 		n.MasterLinkUp = !v.Replication.IsMaster && v.Replication.MasterLinkUp
 		n.Keys = v.Keys
 		n.MemoryUsed = v.UsedMemory
+		if v.Replication.IsMaster && v.Replication.BacklogRead {
+			n.HasBacklog, n.BacklogBytes, n.BacklogHeld = true, v.Replication.Backlog.Size, v.Replication.Backlog.History
+		}
 		n.ErrorReplies = v.ErrorReplies
 		n.Zone = v.Zone
 		if v.MigrationsRead {
@@ -156,6 +159,9 @@ func linkReplicas(snap *Snapshot, index map[string]int, merged map[string]*redis
 			if ro.Addr == r.Addr {
 				r.HasReplicationLag = true
 				r.ReplicationLagBytes = max(mv.Replication.MasterReplOffset-ro.Offset, 0)
+				if mv.Replication.BacklogRead {
+					r.HasPartialResync, r.PartialResync = true, mv.Replication.Backlog.resumes(ro.Offset)
+				}
 				break
 			}
 		}

@@ -45,6 +45,9 @@ type descs struct {
 	nodeKeys            *exposition.Desc
 	nodeMemoryUsed      *exposition.Desc
 	nodeErrorReplies    *exposition.Desc
+	nodePartialResync   *exposition.Desc
+	nodeBacklogBytes    *exposition.Desc
+	nodeBacklogHeld     *exposition.Desc
 	nodeReplicasOutside *exposition.Desc
 	nodeRoleChanges     *exposition.Desc
 
@@ -147,6 +150,13 @@ var metrics = func() descs {
 			"Error replies the node sent since its start or CONFIG RESETSTAT, by kind: MOVED and ASK (a client sent a key to a node that does not serve its slot: its view of the cluster is stale, "+
 				"or a migration runs), TRYAGAIN, CLUSTERDOWN, READONLY (a write sent to a replica, as to a demoted master); from INFO errorstats (Redis 6.2+, Valkey), absent where the server does not report them."+fromRefresh,
 			"node_id", "address", "error"),
+		nodePartialResync: table.Gauge("redis_cluster_node_partial_resync_possible",
+			"For a replica whose master was read: 1 if, should its link break now, it could resume from the master's replication backlog (the offset the master last saw it acknowledge is still in it), 0 if it would need a full sync of the whole data set, "+
+				"during which its shard has no usable replica. From the master's INFO replication (repl_backlog_*)."+fromRefresh, node...),
+		nodeBacklogBytes: table.Gauge("redis_cluster_node_repl_backlog_bytes",
+			"For a master: the size of its replication backlog (repl-backlog-size); 0 while it has none (no replica since its start)."+fromRefresh, node...),
+		nodeBacklogHeld: table.Gauge("redis_cluster_node_repl_backlog_history_bytes",
+			"For a master: the replication stream its backlog holds (repl_backlog_histlen): how far behind a replica may fall and still resume without a full sync."+fromRefresh, node...),
 		nodeReplicasOutside: table.Gauge("redis_cluster_node_replicas_outside_failure_domain",
 			"For a master with healthy replicas, how many are on another host (domain=host) or in another availability zone (domain=zone, when every copy reports one)."+fromRefresh,
 			"node_id", "address", "domain"),
@@ -310,6 +320,13 @@ func emitNodes(ch exposition.Sink, cluster string, s *Snapshot) {
 		ch.Add(metrics.nodeRoleChanges, float64(n.RoleChanges), nodeLabels...)
 		if n.HasReplicationLag {
 			ch.Add(metrics.nodeLag, float64(n.ReplicationLagBytes), nodeLabels...)
+		}
+		if n.HasPartialResync {
+			ch.Add(metrics.nodePartialResync, bool01(n.PartialResync), nodeLabels...)
+		}
+		if n.HasBacklog {
+			ch.Add(metrics.nodeBacklogBytes, float64(n.BacklogBytes), nodeLabels...)
+			ch.Add(metrics.nodeBacklogHeld, float64(n.BacklogHeld), nodeLabels...)
 		}
 		if !n.Reachable {
 			continue // the rest comes from the node itself

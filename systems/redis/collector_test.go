@@ -31,11 +31,12 @@ func testSnapshot() *Snapshot {
 			{ID: idA, Addr: "127.0.0.1:7000", Role: RoleMaster, State: NodeStateOK, LinkConnected: true,
 				ConfigEpoch: 7, Slots: 10001, HealthyReplicas: 1, Reachable: true, ClusterStateOK: true, Migrating: []redisproto.SlotMove{{Slot: 7, NodeID: idB}},
 				Zone: "z1", ReplicasOtherHost: 1, HasZoneSpread: true, ReplicasOtherZone: 0,
-				Keys: 42, MemoryUsed: 2e6, RoleChanges: 1, ErrorReplies: map[string]uint64{"MOVED": 3}},
+				Keys: 42, MemoryUsed: 2e6, RoleChanges: 1, ErrorReplies: map[string]uint64{"MOVED": 3},
+				HasBacklog: true, BacklogBytes: 1048576, BacklogHeld: 4096},
 			{ID: idB, Addr: "127.0.0.1:7001", Role: RoleMaster, State: NodeStateFail, ConfigEpoch: 2, Slots: 383},
 			{ID: idD, Addr: "127.0.0.1:7003", Role: RoleReplica, MasterID: idA, State: NodeStateOK, LinkConnected: true,
 				ConfigEpoch: 7, Reachable: true, ClusterStateOK: true, MasterLinkUp: true, Keys: 42, MemoryUsed: 1e6,
-				HasReplicationLag: true, ReplicationLagBytes: 14, RoleChanges: 1},
+				HasReplicationLag: true, ReplicationLagBytes: 14, HasPartialResync: true, PartialResync: true, RoleChanges: 1},
 		},
 		Foreign: []ForeignNode{
 			{ID: idE, Addr: "127.0.0.1:7004", Reason: ForeignNotListed, Role: RoleReplica, KnownNodes: 4},
@@ -97,12 +98,12 @@ func TestCollectorSetRemove(t *testing.T) {
 	c.Set("b", watchtest.Static[Snapshot]("b", testSnapshot(), nil))
 	// Per cluster of testSnapshot: 5 health series, 16 cluster series (with
 	// the zone row of slots_in_one_failure_domain: it has zones), one series
-	// for its foreign node, and node series: 25 for the reachable master
-	// (with its host and zone spread, and its 5 error reply counts), 13 for the unreachable one (nothing
-	// read from the node itself), 19 for the replica (its lag and master
+	// for its foreign node, and node series: 27 for the reachable master
+	// (with its host and zone spread, its 5 error reply counts and its backlog), 13 for the unreachable one (nothing
+	// read from the node itself), 20 for the replica (its lag, partial resync and master
 	// link).
-	if got := testutil.CollectAndCount(c); got != 2*(5+16+1+25+13+19) {
-		t.Errorf("two clusters: %d series, want %d", got, 2*(5+16+1+25+13+19))
+	if got := testutil.CollectAndCount(c); got != 2*(5+16+1+27+13+20) {
+		t.Errorf("two clusters: %d series, want %d", got, 2*(5+16+1+27+13+20))
 	}
 	c.Set("b", watchtest.Static[Snapshot]("b", &Snapshot{ViewsConsistent: true}, nil))
 	c.Remove("a")
@@ -234,6 +235,15 @@ redis_cluster_exporter_refreshes_total{redis_cluster="main"} 1
 # HELP redis_cluster_failovers_total Times a shard's master changed to a node that was its replica, observed by this exporter. As of the last refresh.
 # TYPE redis_cluster_failovers_total counter
 redis_cluster_failovers_total{redis_cluster="main"} 2
+# HELP redis_cluster_node_partial_resync_possible For a replica whose master was read: 1 if, should its link break now, it could resume from the master's replication backlog (the offset the master last saw it acknowledge is still in it), 0 if it would need a full sync of the whole data set, during which its shard has no usable replica. From the master's INFO replication (repl_backlog_*). As of the last refresh.
+# TYPE redis_cluster_node_partial_resync_possible gauge
+redis_cluster_node_partial_resync_possible{address="127.0.0.1:7003",node_id="c096849e540e19e62780faa5bf76a837fe1752f6",redis_cluster="main"} 1
+# HELP redis_cluster_node_repl_backlog_bytes For a master: the size of its replication backlog (repl-backlog-size); 0 while it has none (no replica since its start). As of the last refresh.
+# TYPE redis_cluster_node_repl_backlog_bytes gauge
+redis_cluster_node_repl_backlog_bytes{address="127.0.0.1:7000",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 1.048576e+06
+# HELP redis_cluster_node_repl_backlog_history_bytes For a master: the replication stream its backlog holds (repl_backlog_histlen): how far behind a replica may fall and still resume without a full sync. As of the last refresh.
+# TYPE redis_cluster_node_repl_backlog_history_bytes gauge
+redis_cluster_node_repl_backlog_history_bytes{address="127.0.0.1:7000",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 4096
 # HELP redis_cluster_node_replicas_outside_failure_domain For a master with healthy replicas, how many are on another host (domain=host) or in another availability zone (domain=zone, when every copy reports one). As of the last refresh.
 # TYPE redis_cluster_node_replicas_outside_failure_domain gauge
 redis_cluster_node_replicas_outside_failure_domain{address="127.0.0.1:7000",domain="host",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 1

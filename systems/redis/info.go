@@ -24,6 +24,49 @@ type replicationInfo struct {
 	Replicas         []replicaOffset
 	// On a replica: whether its link to the master is up.
 	MasterLinkUp bool
+	// On a master: its replication backlog (repl_backlog_*), from which a
+	// replica that reconnects resumes (PSYNC) when the offset it asks for
+	// is still in it; a full sync of the whole data set otherwise.
+	// BacklogActive is false while the master has none (no replica since
+	// its start).
+	Backlog     replicationBacklog
+	BacklogRead bool
+}
+
+// replicationBacklog is a master's repl_backlog_* fields.
+type replicationBacklog struct {
+	Active    bool
+	Size      int64 // repl_backlog_size: what it can hold
+	FirstByte int64 // repl_backlog_first_byte_offset
+	History   int64 // repl_backlog_histlen: what it holds
+}
+
+// resumes reports whether a replica that acknowledged offset could resume
+// from the backlog now, as Redis decides it (masterTryPartialResynchronization):
+// the offset it asks for, one past what it has, must be in the backlog.
+func (b replicationBacklog) resumes(offset int64) bool {
+	next := offset + 1
+	return b.Active && next >= b.FirstByte && next <= b.FirstByte+b.History
+}
+
+// parseBacklog reads a master's repl_backlog_* fields; an absent field (an
+// old server) leaves the backlog unknown, never read as empty.
+func parseBacklog(fields redisproto.InfoFields) (replicationBacklog, bool) {
+	var b replicationBacklog
+	values := make([]int64, 4)
+	for i, key := range []string{"repl_backlog_active", "repl_backlog_size", "repl_backlog_first_byte_offset", "repl_backlog_histlen"} {
+		v, ok := fields.Get(key)
+		if !ok {
+			return b, false
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return b, false
+		}
+		values[i] = n
+	}
+	b.Active, b.Size, b.FirstByte, b.History = values[0] == 1, values[1], values[2], values[3]
+	return b, true
 }
 
 func parseReplicationInfo(fields redisproto.InfoFields) (replicationInfo, error) {
@@ -43,6 +86,7 @@ func parseReplicationInfo(fields redisproto.InfoFields) (replicationInfo, error)
 	if !ri.IsMaster {
 		return ri, nil
 	}
+	ri.Backlog, ri.BacklogRead = parseBacklog(fields)
 	connected, err := strconv.Atoi(fields.Value("connected_slaves"))
 	if err != nil {
 		return ri, fmt.Errorf("INFO replication: connected_slaves: %w", err)

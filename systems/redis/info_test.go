@@ -161,3 +161,29 @@ func TestParseErrorStats(t *testing.T) {
 		}
 	}
 }
+
+// The backlog: a replica resumes when the offset after the one it
+// acknowledged is in [first byte, first byte + history], as Redis decides;
+// a server without the fields leaves it unread, never read as empty.
+func TestReplicationBacklog(t *testing.T) {
+	fields, err := redisproto.ParseInfoFields("role:master\r\nmaster_repl_offset:5000\r\nrepl_backlog_active:1\r\nrepl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:1001\r\nrepl_backlog_histlen:4000\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, ok := parseBacklog(fields)
+	if !ok || b != (replicationBacklog{Active: true, Size: 1048576, FirstByte: 1001, History: 4000}) {
+		t.Fatalf("parsed %+v %v", b, ok)
+	}
+	for offset, want := range map[int64]bool{999: false, 1000: true, 4000: true, 5000: true, 5001: false} {
+		if got := b.resumes(offset); got != want {
+			t.Errorf("acknowledged %d: resumes %v, want %v", offset, got, want)
+		}
+	}
+	if (replicationBacklog{FirstByte: 1, History: 10}).resumes(5) {
+		t.Errorf("an inactive backlog resumes nothing")
+	}
+	fields, _ = redisproto.ParseInfoFields("role:master\r\nmaster_repl_offset:5000\r\n")
+	if _, ok := parseBacklog(fields); ok {
+		t.Errorf("no repl_backlog fields read as a backlog")
+	}
+}

@@ -177,6 +177,15 @@ type Node struct {
 	// lists it in INFO replication.
 	HasReplicationLag   bool
 	ReplicationLagBytes int64
+	// PartialResync is, for the same replicas when the master's backlog
+	// was read, whether a reconnect now could resume from the master's
+	// backlog (false: it would need a full sync of the data set).
+	HasPartialResync bool
+	PartialResync    bool
+	// For a reachable master: its replication backlog's size and what it
+	// holds, when read.
+	HasBacklog                bool
+	BacklogBytes, BacklogHeld int64
 
 	// RoleChanges counts role changes this exporter observed.
 	RoleChanges uint64
