@@ -3,6 +3,7 @@ package lab
 import (
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -66,9 +67,16 @@ func TestRedisCluster(t *testing.T) {
 		t.Errorf("PING after resume: %q", out)
 	}
 
+	// A fork (here a BGSAVE slowed to last minutes) is gone when kill
+	// returns: one still running may write in the node's directory while the
+	// test's TempDir is being removed.
+	fork := slowBGSAVE(t, c, port, pid)
 	c.Kill(t, port)
 	if _, err := c.TryCLI(port, "PING"); err == nil {
 		t.Error("PING answered after kill")
+	}
+	if alive(fork) {
+		t.Errorf("the killed node's BGSAVE child (pid %d) still runs", fork)
 	}
 	c.Restart(t, port)
 	if c.PID(t, port) == pid {
@@ -84,6 +92,46 @@ func TestRedisCluster(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// slowBGSAVE starts a BGSAVE on port that would take minutes and returns the
+// PID of the node's fork doing it.
+func slowBGSAVE(t *testing.T, c *RedisCluster, port, pid int) int {
+	t.Helper()
+	mset := []string{"MSET"}
+	for i := 0; i < 1000; i++ {
+		mset = append(mset, fmt.Sprintf("{fork}%d", i), "x") // one slot: the node may not own others
+	}
+	c.CLI(t, port, mset...)
+	c.CLI(t, port, "CONFIG", "SET", "rdb-key-save-delay", "100000") // 100 ms a key
+	c.CLI(t, port, "BGSAVE")
+	var fork int
+	RedisWaitFor(t, 10*time.Second, "the node's BGSAVE child", func() error {
+		paths, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			if f := strings.Fields(string(b)); len(f) > 0 {
+				fork, _ = strconv.Atoi(f[0])
+				return nil
+			}
+		}
+		return fmt.Errorf("pid %d has no child", pid)
+	})
+	return fork
+}
+
+// alive says whether pid runs (a zombie does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndex(s, ") ")
+	return i < 0 || !strings.HasPrefix(s[i+2:], "Z")
 }
 
 // The lab refuses to start on a taken port and names it.

@@ -101,6 +101,29 @@ wait_gone() {
 	return 1
 }
 
+# children_of prints the PIDs of pid's children: a node's forks (a BGSAVE, an
+# AOF rewrite, the RDB of a full sync). They must be found before the node is
+# signalled: once it is gone they belong to init and nothing names them.
+children_of() {
+	# /proc rather than pgrep: procps is not on every machine the lab runs on.
+	cat /proc/"$1"/task/*/children 2>/dev/null || true
+}
+
+# kill_children kills the forks children_of found and waits for them. Redis
+# and Valkey ask the kernel to signal a fork when its parent dies, but it
+# exits in its own time: until it has, it may still create or remove its temp
+# RDB in the node's directory, and a test's TempDir cleanup racing it failed
+# with "directory not empty". The lab returns only once the forks are gone.
+kill_children() {
+	local child
+	for child in "$@"; do
+		kill -KILL "$child" 2>/dev/null || true
+	done
+	for child in "$@"; do
+		wait_gone "$child" || true
+	done
+}
+
 # start_server starts the process on port with its config file (a sentinel
 # with --sentinel) and waits until it answers PING.
 start_server() {
@@ -151,10 +174,11 @@ fresh_lab_dir() {
 
 cmd_stop() {
 	[[ -f "$lab_dir/ports" ]] || return 0
-	local port pid
+	local port pid children=()
 	for port in $("$stop_order" "$lab_dir/ports"); do
 		pid="$(pid_of "$port")"
 		[[ -n "$pid" ]] || continue
+		children+=($(children_of "$pid"))
 		# A paused process would never act on SIGTERM.
 		kill -CONT "$pid" 2>/dev/null || true
 		kill -TERM "$pid" 2>/dev/null || true
@@ -162,8 +186,12 @@ cmd_stop() {
 	for port in $(cat "$lab_dir/ports"); do
 		pid="$(pid_of "$port")"
 		[[ -n "$pid" ]] || continue
-		wait_gone "$pid" || kill -KILL "$pid" 2>/dev/null || true
+		if ! wait_gone "$pid"; then
+			kill -KILL "$pid" 2>/dev/null || true
+			wait_gone "$pid" || true
+		fi
 	done
+	kill_children "${children[@]}"
 }
 
 # running_pid prints the PID of the lab process on port, or fails saying it
@@ -177,10 +205,13 @@ running_pid() {
 }
 
 cmd_kill() {
-	local port="${1:?kill needs a PORT}" pid
+	local port="${1:?kill needs a PORT}" pid children
 	pid="$(running_pid "$port")"
+	children=($(children_of "$pid"))
 	kill -KILL "$pid"
 	wait_gone "$pid" || die "$(what "$port") (pid $pid) survived kill -9"
+	# A dead machine takes its node's forks with it.
+	kill_children "${children[@]}"
 }
 
 cmd_stop_node() {
