@@ -244,6 +244,20 @@ func (c *RedisCluster) Kill(t testing.TB, port int) {
 	c.mustRun(t, "kill", strconv.Itoa(port))
 }
 
+// RemoveData removes a stopped node's data files (its RDB and AOF), as a
+// replaced disk would: back, it starts empty, without the replication id
+// and offset it could resume from, and needs a full sync. It keeps
+// nodes.conf, so the node rejoins the cluster as itself.
+func (c *RedisCluster) RemoveData(t testing.TB, port int) {
+	t.Helper()
+	dir := filepath.Join(c.dir, strconv.Itoa(port))
+	for _, name := range []string{"dump.rdb", "appendonlydir", "appendonly.aof"} {
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			t.Fatalf("removing node %d's %s: %v", port, name, err)
+		}
+	}
+}
+
 // CLI runs redis-cli against one node and returns its output; it fails the
 // test if redis-cli fails or answers with an error.
 func (c *RedisCluster) CLI(t testing.TB, port int, args ...string) string {

@@ -516,6 +516,28 @@ func mergeRanges(ranges []SlotRange) []SlotRange {
 	return out
 }
 
+// syncingReplica describes a replica of m in a full sync or loading its
+// data set, empty when there is none.
+func (a *stopAssessor) syncingReplica(m *Node) string {
+	for i := range a.snap.Nodes {
+		r := &a.snap.Nodes[i]
+		if r.Role != RoleReplica || r.MasterID != m.ID || !r.Loading && !r.Sync.InProgress {
+			continue
+		}
+		what := "loading its data set (LOADING)"
+		switch {
+		case r.Sync.TotalBytes > 0:
+			what = fmt.Sprintf("in a full sync, %d of %d bytes read", r.Sync.ReadBytes, r.Sync.TotalBytes)
+		case r.Sync.InProgress && r.Loading:
+			what = fmt.Sprintf("in a full sync, loading (%d bytes read)", r.Sync.ReadBytes)
+		case r.Sync.InProgress:
+			what = fmt.Sprintf("in a full sync, %d bytes read", r.Sync.ReadBytes)
+		}
+		return fmt.Sprintf("its replica %s is %s", nodeName(r), what)
+	}
+	return ""
+}
+
 func (a *stopAssessor) node(id string) *Node {
 	if i, ok := a.index[id]; ok {
 		return &a.snap.Nodes[i]
@@ -529,6 +551,9 @@ func (a *stopAssessor) node(id string) *Node {
 // caught-up replica to fail over to, empty when there is none.
 func (a *stopAssessor) advise(m *Node, replicas []*Node) (string, string) {
 	if len(replicas) == 0 {
+		if syncing := a.syncingReplica(m); syncing != "" {
+			return fmt.Sprintf("master %s has no healthy replica to fail over to: %s; wait until its master_link_status is up", nodeName(m), syncing), ""
+		}
 		return fmt.Sprintf("master %s has no healthy replica to fail over to: add one (CLUSTER REPLICATE %s on a new node) or move its slots first", nodeName(m), m.ID), ""
 	}
 	best := bestReplica(replicas)
@@ -716,7 +741,10 @@ func (b *FailureBudget) answerStop(a *budget.Answer, o *StopOutcome) {
 // lag known and within the caught-up bound.
 func recoveredNode(a *budget.Answer, n *Node, caughtUp int64) {
 	name := nodeName(n)
-	if !n.Reachable {
+	switch {
+	case n.Loading:
+		a.Add(ReasonNotReachable, 1, "node %s is loading its data set (it answers LOADING)", name)
+	case !n.Reachable:
 		a.Add(ReasonNotReachable, 1, "node %s does not answer the exporter", name)
 	}
 	if n.State != NodeStateOK {
@@ -728,7 +756,12 @@ func recoveredNode(a *budget.Answer, n *Node, caughtUp int64) {
 	if n.Role != RoleReplica {
 		return
 	}
-	if n.Reachable && !n.MasterLinkUp {
+	switch {
+	case n.Reachable && !n.MasterLinkUp && n.Sync.TotalBytes > 0:
+		a.Add(ReasonMasterLinkDown, 1, "replica %s has master_link_status down: a full sync, %d of %d bytes read", name, n.Sync.ReadBytes, n.Sync.TotalBytes)
+	case n.Reachable && !n.MasterLinkUp && n.Sync.InProgress:
+		a.Add(ReasonMasterLinkDown, 1, "replica %s has master_link_status down: a full sync, %d bytes read", name, n.Sync.ReadBytes)
+	case n.Reachable && !n.MasterLinkUp:
 		a.Add(ReasonMasterLinkDown, 1, "replica %s has master_link_status down", name)
 	}
 	switch {

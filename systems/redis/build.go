@@ -31,12 +31,22 @@ type nodeView struct {
 	// ErrorReplies counts the node's replies of each of RedirectErrors
 	// (INFO errorstats); nil when the server does not report them.
 	ErrorReplies map[string]uint64
+	// Syncs are the syncs the node served (INFO stats); nil when unread.
+	Syncs *SyncCounts
 }
 
 // buildSnapshot merges the views of the reachable nodes into one snapshot
 // (redisproto.Merge decides membership and slot ownership). Counters are left at
 // zero; carryTransitions fills them.
 func buildSnapshot(nodeViews []nodeView) (*Snapshot, error) {
+	return buildSnapshotLoading(nodeViews, nil)
+}
+
+// buildSnapshotLoading is buildSnapshot with the nodes that answered
+// LOADING, by address: a node loading its data set (after a restart, or the
+// RDB of a full sync) answers INFO but not CLUSTER NODES, so it is not
+// read, and must not pass for a replica the exporter merely cannot reach.
+func buildSnapshotLoading(nodeViews []nodeView, loading map[string]replicaSync) (*Snapshot, error) {
 	mv, err := redisproto.Merge(nodeViews)
 	if err != nil {
 		return nil, err
@@ -50,7 +60,11 @@ func buildSnapshot(nodeViews []nodeView) (*Snapshot, error) {
 	index := map[string]int{}
 	for _, id := range ids {
 		index[id] = len(snap.Nodes)
-		snap.Nodes = append(snap.Nodes, mergedNodeEntry(id, merged[id]))
+		n := mergedNodeEntry(id, merged[id])
+		if sync, ok := loading[n.Addr]; ok && !n.Reachable {
+			n.Loading, n.Sync = true, sync
+		}
+		snap.Nodes = append(snap.Nodes, n)
 	}
 	for _, owner := range owners {
 		if owner == "" {
@@ -126,6 +140,10 @@ func mergedNodeEntry(id string, m *redisproto.MergedNode[nodeView]) Node {
 			n.HasBacklog, n.BacklogBytes, n.BacklogHeld = true, v.Replication.Backlog.Size, v.Replication.Backlog.History
 		}
 		n.ErrorReplies = v.ErrorReplies
+		n.Syncs = v.Syncs
+		if !v.Replication.IsMaster {
+			n.Sync = v.Replication.Sync
+		}
 		n.Zone = v.Zone
 		if v.MigrationsRead {
 			n.Migrations = &NodeMigrations{Jobs: v.Migrations}

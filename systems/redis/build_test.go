@@ -223,3 +223,35 @@ func TestBuildSnapshotWithoutReplicas(t *testing.T) {
 		t.Error("no views: want an error")
 	}
 }
+
+// A replica the exporter cannot read still protects its master while the
+// cluster flags it ok (the exporter may merely be cut off from it); one that
+// answered LOADING does not: it is loading a full sync's RDB.
+func TestBuildSnapshotLoadingReplica(t *testing.T) {
+	var views []nodeView
+	for _, id := range []string{idA, idB, idC, idE, idF} { // D not read
+		repl := replicaUp
+		if id == idA || id == idB || id == idC {
+			repl = masterRepl(0)
+		}
+		views = append(views, testView(t, id, healthyLines, 3, true, repl))
+	}
+	snap, err := buildSnapshot(views)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := nodeByID(t, snap, idD); snap.SlotsWithoutReplica != 0 || d.Loading || !d.IsHealthyReplica() {
+		t.Errorf("D unread: slots without replica %d, D %+v; want it counted healthy", snap.SlotsWithoutReplica, d)
+	}
+	loading := map[string]replicaSync{addrOf[idD]: {InProgress: true, ReadBytes: 10}}
+	if snap, err = buildSnapshotLoading(views, loading); err != nil {
+		t.Fatal(err)
+	}
+	d := nodeByID(t, snap, idD)
+	if snap.SlotsWithoutReplica != 5461 || !d.Loading || d.IsHealthyReplica() || d.Sync != loading[addrOf[idD]] {
+		t.Errorf("D loading: slots without replica %d, D %+v; want A's 5461 slots unprotected", snap.SlotsWithoutReplica, d)
+	}
+	if a := nodeByID(t, snap, idA); a.HealthyReplicas != 0 {
+		t.Errorf("A counts %d healthy replicas with D loading", a.HealthyReplicas)
+	}
+}

@@ -46,6 +46,11 @@ type descs struct {
 	nodeMemoryUsed      *exposition.Desc
 	nodeErrorReplies    *exposition.Desc
 	nodePartialResync   *exposition.Desc
+	nodeSyncs           *exposition.Desc
+	nodeLoading         *exposition.Desc
+	nodeSyncInProgress  *exposition.Desc
+	nodeSyncReadBytes   *exposition.Desc
+	nodeSyncTotalBytes  *exposition.Desc
 	nodeBacklogBytes    *exposition.Desc
 	nodeBacklogHeld     *exposition.Desc
 	nodeReplicasOutside *exposition.Desc
@@ -153,6 +158,18 @@ var metrics = func() descs {
 		nodePartialResync: table.Gauge("redis_cluster_node_partial_resync_possible",
 			"For a replica whose master was read: 1 if, should its link break now, it could resume from the master's replication backlog (the offset the master last saw it acknowledge is still in it), 0 if it would need a full sync of the whole data set, "+
 				"during which its shard has no usable replica. From the master's INFO replication (repl_backlog_*)."+fromRefresh, node...),
+		nodeSyncs: table.Counter("redis_cluster_node_syncs_total",
+			"Syncs the node served its replicas as a master since its start or CONFIG RESETSTAT, by result: full (a full sync of the whole data set), partial_ok (a reconnect resumed from its backlog), "+
+				"partial_err (a PSYNC it refused, which became a full sync). Full syncs repeating while a replica's link never comes up are a resync loop. From INFO stats (sync_full, sync_partial_ok, sync_partial_err)."+fromRefresh,
+			"node_id", "address", "result"),
+		nodeLoading: table.Gauge("redis_cluster_node_loading",
+			"1 if the node answered the exporter LOADING: it is loading its data set (after a restart, or the RDB of a full sync) and serves nothing until it has; redis_cluster_node_up is 0 meanwhile, and a loading replica protects nothing."+fromRefresh, node...),
+		nodeSyncInProgress: table.Gauge("redis_cluster_node_sync_in_progress",
+			"For a replica the exporter read: 1 while a full sync from its master is in progress (master_sync_in_progress: from the start of the RDB's transfer until it is loaded); its link is down and its shard has no usable copy in it meanwhile."+fromRefresh, node...),
+		nodeSyncReadBytes: table.Gauge("redis_cluster_node_sync_read_bytes",
+			"For a replica in a full sync: the bytes of its master's RDB it has read (master_sync_read_bytes); absent outside a sync."+fromRefresh, node...),
+		nodeSyncTotalBytes: table.Gauge("redis_cluster_node_sync_total_bytes",
+			"For a replica in a full sync: the size of the RDB its master sends (master_sync_total_bytes); absent when the master did not announce one (a diskless sync streams it)."+fromRefresh, node...),
 		nodeBacklogBytes: table.Gauge("redis_cluster_node_repl_backlog_bytes",
 			"For a master: the size of its replication backlog (repl-backlog-size); 0 while it has none (no replica since its start)."+fromRefresh, node...),
 		nodeBacklogHeld: table.Gauge("redis_cluster_node_repl_backlog_history_bytes",
@@ -328,6 +345,10 @@ func emitNodes(ch exposition.Sink, cluster string, s *Snapshot) {
 			ch.Add(metrics.nodeBacklogBytes, float64(n.BacklogBytes), nodeLabels...)
 			ch.Add(metrics.nodeBacklogHeld, float64(n.BacklogHeld), nodeLabels...)
 		}
+		ch.Add(metrics.nodeLoading, bool01(n.Loading), nodeLabels...)
+		if n.Loading && n.Role == RoleReplica {
+			emitSync(ch, n.Sync, nodeLabels)
+		}
 		if !n.Reachable {
 			continue // the rest comes from the node itself
 		}
@@ -336,16 +357,46 @@ func emitNodes(ch exposition.Sink, cluster string, s *Snapshot) {
 		ch.Add(metrics.nodeImporting, float64(len(n.Importing)), nodeLabels...)
 		if n.Role == RoleReplica {
 			ch.Add(metrics.nodeMasterLinkUp, bool01(n.MasterLinkUp), nodeLabels...)
+			emitSync(ch, n.Sync, nodeLabels)
 		}
 		ch.Add(metrics.nodeKeys, float64(n.Keys), nodeLabels...)
 		ch.Add(metrics.nodeMemoryUsed, float64(n.MemoryUsed), nodeLabels...)
-		if n.ErrorReplies != nil {
-			errorLabels[1], errorLabels[2] = n.ID, n.Addr
-			for _, kind := range RedirectErrors {
-				errorLabels[3] = kind
-				ch.Add(metrics.nodeErrorReplies, float64(n.ErrorReplies[kind]), errorLabels...)
-			}
+		emitNodeCounters(ch, n, errorLabels)
+	}
+}
+
+// emitNodeCounters emits a reached node's counters read from its INFO: the
+// syncs it served and its redirect error replies. labels has room for the
+// cluster, the node's id and address, and the result or error kind.
+func emitNodeCounters(ch exposition.Sink, n *Node, labels []string) {
+	labels[1], labels[2] = n.ID, n.Addr
+	if n.Syncs != nil {
+		for _, r := range []struct {
+			result string
+			count  uint64
+		}{{"full", n.Syncs.Full}, {"partial_ok", n.Syncs.PartialOK}, {"partial_err", n.Syncs.PartialErr}} {
+			labels[3] = r.result
+			ch.Add(metrics.nodeSyncs, float64(r.count), labels...)
 		}
+	}
+	if n.ErrorReplies != nil {
+		for _, kind := range RedirectErrors {
+			labels[3] = kind
+			ch.Add(metrics.nodeErrorReplies, float64(n.ErrorReplies[kind]), labels...)
+		}
+	}
+}
+
+// emitSync emits a read replica's sync in progress and, during the
+// transfer, its progress.
+func emitSync(ch exposition.Sink, s replicaSync, nodeLabels []string) {
+	ch.Add(metrics.nodeSyncInProgress, bool01(s.InProgress), nodeLabels...)
+	if !s.InProgress {
+		return
+	}
+	ch.Add(metrics.nodeSyncReadBytes, float64(s.ReadBytes), nodeLabels...)
+	if s.TotalBytes > 0 {
+		ch.Add(metrics.nodeSyncTotalBytes, float64(s.TotalBytes), nodeLabels...)
 	}
 }
 

@@ -32,7 +32,7 @@ func testSnapshot() *Snapshot {
 				ConfigEpoch: 7, Slots: 10001, HealthyReplicas: 1, Reachable: true, ClusterStateOK: true, Migrating: []redisproto.SlotMove{{Slot: 7, NodeID: idB}},
 				Zone: "z1", ReplicasOtherHost: 1, HasZoneSpread: true, ReplicasOtherZone: 0,
 				Keys: 42, MemoryUsed: 2e6, RoleChanges: 1, ErrorReplies: map[string]uint64{"MOVED": 3},
-				HasBacklog: true, BacklogBytes: 1048576, BacklogHeld: 4096},
+				HasBacklog: true, BacklogBytes: 1048576, BacklogHeld: 4096, Syncs: &SyncCounts{Full: 2, PartialOK: 5, PartialErr: 1}},
 			{ID: idB, Addr: "127.0.0.1:7001", Role: RoleMaster, State: NodeStateFail, ConfigEpoch: 2, Slots: 383},
 			{ID: idD, Addr: "127.0.0.1:7003", Role: RoleReplica, MasterID: idA, State: NodeStateOK, LinkConnected: true,
 				ConfigEpoch: 7, Reachable: true, ClusterStateOK: true, MasterLinkUp: true, Keys: 42, MemoryUsed: 1e6,
@@ -99,11 +99,11 @@ func TestCollectorSetRemove(t *testing.T) {
 	// Per cluster of testSnapshot: 5 health series, 16 cluster series (with
 	// the zone row of slots_in_one_failure_domain: it has zones), one series
 	// for its foreign node, and node series: 27 for the reachable master
-	// (with its host and zone spread, its 5 error reply counts and its backlog), 13 for the unreachable one (nothing
-	// read from the node itself), 20 for the replica (its lag, partial resync and master
-	// link).
-	if got := testutil.CollectAndCount(c); got != 2*(5+16+1+27+13+20) {
-		t.Errorf("two clusters: %d series, want %d", got, 2*(5+16+1+27+13+20))
+	// (with its host and zone spread, its 5 error reply counts, its backlog and its 3 sync counts), 14 for the unreachable one (nothing
+	// read from the node itself), 22 for the replica (its lag, partial resync, master
+	// link and that it is not syncing); each node's loading flag among them.
+	if got := testutil.CollectAndCount(c); got != 2*(5+16+1+31+14+22) {
+		t.Errorf("two clusters: %d series, want %d", got, 2*(5+16+1+31+14+22))
 	}
 	c.Set("b", watchtest.Static[Snapshot]("b", &Snapshot{ViewsConsistent: true}, nil))
 	c.Remove("a")
@@ -121,7 +121,11 @@ func TestCollectorSetRemove(t *testing.T) {
 func TestMetricNamesAreCollected(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	c := NewCollector()
-	c.Set("main", watchtest.Static[Snapshot]("main", withBudget(withMigrations(withSlotStats(withEpisodes(testSnapshot())))), nil))
+	snap := withBudget(withMigrations(withSlotStats(withEpisodes(testSnapshot()))))
+	// A second replica of A, in a full sync.
+	snap.Nodes = append(snap.Nodes, Node{ID: idE, Addr: "127.0.0.1:7005", Role: RoleReplica, MasterID: idA, State: NodeStateOK, LinkConnected: true,
+		Reachable: true, ClusterStateOK: true, Sync: replicaSync{InProgress: true, ReadBytes: 1000, TotalBytes: 4000}})
+	c.Set("main", watchtest.Static[Snapshot]("main", snap, nil))
 	reg.MustRegister(c)
 	families, err := reg.Gather()
 	if err != nil {
@@ -296,9 +300,22 @@ redis_cluster_node_link_connected{address="127.0.0.1:7003",node_id="c096849e540e
 redis_cluster_node_master{address="127.0.0.1:7000",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 1
 redis_cluster_node_master{address="127.0.0.1:7001",node_id="a5d1837466ddee36fb8f66a06a54c9d80ece254f",redis_cluster="main"} 1
 redis_cluster_node_master{address="127.0.0.1:7003",node_id="c096849e540e19e62780faa5bf76a837fe1752f6",redis_cluster="main"} 0
+# HELP redis_cluster_node_loading 1 if the node answered the exporter LOADING: it is loading its data set (after a restart, or the RDB of a full sync) and serves nothing until it has; redis_cluster_node_up is 0 meanwhile, and a loading replica protects nothing. As of the last refresh.
+# TYPE redis_cluster_node_loading gauge
+redis_cluster_node_loading{address="127.0.0.1:7000",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 0
+redis_cluster_node_loading{address="127.0.0.1:7001",node_id="a5d1837466ddee36fb8f66a06a54c9d80ece254f",redis_cluster="main"} 0
+redis_cluster_node_loading{address="127.0.0.1:7003",node_id="c096849e540e19e62780faa5bf76a837fe1752f6",redis_cluster="main"} 0
 # HELP redis_cluster_node_master_link_up For a replica, 1 if its replication link to its master is up. As of the last refresh.
 # TYPE redis_cluster_node_master_link_up gauge
 redis_cluster_node_master_link_up{address="127.0.0.1:7003",node_id="c096849e540e19e62780faa5bf76a837fe1752f6",redis_cluster="main"} 1
+# HELP redis_cluster_node_sync_in_progress For a replica the exporter read: 1 while a full sync from its master is in progress (master_sync_in_progress: from the start of the RDB's transfer until it is loaded); its link is down and its shard has no usable copy in it meanwhile. As of the last refresh.
+# TYPE redis_cluster_node_sync_in_progress gauge
+redis_cluster_node_sync_in_progress{address="127.0.0.1:7003",node_id="c096849e540e19e62780faa5bf76a837fe1752f6",redis_cluster="main"} 0
+# HELP redis_cluster_node_syncs_total Syncs the node served its replicas as a master since its start or CONFIG RESETSTAT, by result: full (a full sync of the whole data set), partial_ok (a reconnect resumed from its backlog), partial_err (a PSYNC it refused, which became a full sync). Full syncs repeating while a replica's link never comes up are a resync loop. From INFO stats (sync_full, sync_partial_ok, sync_partial_err). As of the last refresh.
+# TYPE redis_cluster_node_syncs_total counter
+redis_cluster_node_syncs_total{address="127.0.0.1:7000",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main",result="full"} 2
+redis_cluster_node_syncs_total{address="127.0.0.1:7000",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main",result="partial_err"} 1
+redis_cluster_node_syncs_total{address="127.0.0.1:7000",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main",result="partial_ok"} 5
 # HELP redis_cluster_node_error_replies_total Error replies the node sent since its start or CONFIG RESETSTAT, by kind: MOVED and ASK (a client sent a key to a node that does not serve its slot: its view of the cluster is stale, or a migration runs), TRYAGAIN, CLUSTERDOWN, READONLY (a write sent to a replica, as to a demoted master); from INFO errorstats (Redis 6.2+, Valkey), absent where the server does not report them. As of the last refresh.
 # TYPE redis_cluster_node_error_replies_total counter
 redis_cluster_node_error_replies_total{address="127.0.0.1:7000",error="ASK",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 0

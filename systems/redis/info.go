@@ -24,10 +24,15 @@ type replicationInfo struct {
 	Replicas         []replicaOffset
 	// On a replica: whether its link to the master is up.
 	MasterLinkUp bool
+	// On a replica: whether a full sync from its master is in progress
+	// (master_sync_in_progress: from the start of the RDB's transfer until
+	// it is loaded), the bytes read and the total, 0 when the master did
+	// not announce it (a diskless sync streams the RDB).
+	Sync replicaSync
 	// On a master: its replication backlog (repl_backlog_*), from which a
 	// replica that reconnects resumes (PSYNC) when the offset it asks for
 	// is still in it; a full sync of the whole data set otherwise.
-	// BacklogActive is false while the master has none (no replica since
+	// Backlog.Active is false while the master has none (no replica since
 	// its start).
 	Backlog     replicationBacklog
 	BacklogRead bool
@@ -47,6 +52,27 @@ type replicationBacklog struct {
 func (b replicationBacklog) resumes(offset int64) bool {
 	next := offset + 1
 	return b.Active && next >= b.FirstByte && next <= b.FirstByte+b.History
+}
+
+// replicaSync is a replica's master_sync_* fields.
+type replicaSync struct {
+	InProgress bool
+	ReadBytes  int64
+	TotalBytes int64
+}
+
+// parseReplicaSync reads a replica's master_sync_* fields; the byte counts
+// are only there during a sync, and a total of -1 (a diskless sync, whose
+// size nobody knows in advance) is kept as 0.
+func parseReplicaSync(fields redisproto.InfoFields) replicaSync {
+	s := replicaSync{InProgress: fields.Value("master_sync_in_progress") == "1"}
+	if !s.InProgress {
+		return s
+	}
+	s.ReadBytes, _ = strconv.ParseInt(fields.Value("master_sync_read_bytes"), 10, 64)
+	s.TotalBytes, _ = strconv.ParseInt(fields.Value("master_sync_total_bytes"), 10, 64)
+	s.ReadBytes, s.TotalBytes = max(s.ReadBytes, 0), max(s.TotalBytes, 0)
+	return s
 }
 
 // parseBacklog reads a master's repl_backlog_* fields; an absent field (an
@@ -76,6 +102,7 @@ func parseReplicationInfo(fields redisproto.InfoFields) (replicationInfo, error)
 		ri.IsMaster = true
 	case "slave", "replica":
 		ri.MasterLinkUp = fields.Value("master_link_status") == "up"
+		ri.Sync = parseReplicaSync(fields)
 	default:
 		return ri, fmt.Errorf("INFO replication: unknown role %q", role)
 	}
@@ -161,6 +188,37 @@ var RedirectErrors = []string{"MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN", "READON
 // of each of RedirectErrors the node replied since its start or CONFIG
 // RESETSTAT. read is false when the server has no such section (it then
 // answers an empty string); a kind it never replied is 0.
+// SyncCounts are the syncs a node served to its replicas since its start
+// or CONFIG RESETSTAT (INFO stats): full syncs of the whole data set, and
+// PSYNCs accepted (resumed from its backlog) or refused (which then became
+// full syncs).
+type SyncCounts struct {
+	Full, PartialOK, PartialErr uint64
+}
+
+// parseSyncStats reads sync_full, sync_partial_ok and sync_partial_err
+// from an INFO stats reply; a reply without them is an error.
+func parseSyncStats(text string) (SyncCounts, error) {
+	var c SyncCounts
+	fields, err := redisproto.ParseInfoFields(redisproto.StripVerbatim(text))
+	if err != nil {
+		return c, fmt.Errorf("INFO stats: %w", err)
+	}
+	for _, f := range []struct {
+		key string
+		to  *uint64
+	}{{"sync_full", &c.Full}, {"sync_partial_ok", &c.PartialOK}, {"sync_partial_err", &c.PartialErr}} {
+		v, ok := fields.Get(f.key)
+		if !ok {
+			return c, fmt.Errorf("INFO stats has no %s", f.key)
+		}
+		if *f.to, err = strconv.ParseUint(v, 10, 64); err != nil {
+			return c, fmt.Errorf("INFO stats: %s: %w", f.key, err)
+		}
+	}
+	return c, nil
+}
+
 func parseErrorStats(text string) (counts map[string]uint64, read bool, err error) {
 	text = redisproto.StripVerbatim(text)
 	if !strings.Contains(text, "# Errorstats") {

@@ -187,3 +187,39 @@ func TestReplicationBacklog(t *testing.T) {
 		t.Errorf("no repl_backlog fields read as a backlog")
 	}
 }
+
+// A replica's sync: the bytes while it runs (a diskless sync's unknown
+// total, -1, kept as 0), nothing otherwise.
+func TestParseReplicaSync(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		want replicaSync
+	}{
+		{"role:slave\r\nmaster_link_status:down\r\nmaster_sync_in_progress:1\r\nmaster_sync_total_bytes:4000\r\nmaster_sync_read_bytes:1000\r\nmaster_sync_left_bytes:3000\r\nmaster_repl_offset:0\r\n",
+			replicaSync{InProgress: true, ReadBytes: 1000, TotalBytes: 4000}},
+		{"role:slave\r\nmaster_link_status:down\r\nmaster_sync_in_progress:1\r\nmaster_sync_total_bytes:-1\r\nmaster_sync_read_bytes:52\r\nmaster_repl_offset:0\r\n",
+			replicaSync{InProgress: true, ReadBytes: 52}},
+		{"role:slave\r\nmaster_link_status:up\r\nmaster_sync_in_progress:0\r\nmaster_repl_offset:10\r\n", replicaSync{}},
+	} {
+		fields, err := redisproto.ParseInfoFields(c.text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ri, err := parseReplicationInfo(fields)
+		if err != nil || ri.Sync != c.want {
+			t.Errorf("%q: got %+v, %v; want %+v", c.text, ri.Sync, err, c.want)
+		}
+	}
+}
+
+func TestParseSyncStats(t *testing.T) {
+	got, err := parseSyncStats("# Stats\r\ntotal_connections_received:9\r\nsync_full:3\r\nsync_partial_ok:7\r\nsync_partial_err:2\r\nexpired_keys:0\r\n")
+	if want := (SyncCounts{Full: 3, PartialOK: 7, PartialErr: 2}); err != nil || got != want {
+		t.Errorf("got %+v, %v; want %+v", got, err, want)
+	}
+	for _, bad := range []string{"# Stats\r\nsync_full:3\r\nsync_partial_ok:7\r\n", "# Stats\r\nsync_full:x\r\nsync_partial_ok:7\r\nsync_partial_err:2\r\n", ""} {
+		if got, err := parseSyncStats(bad); err == nil {
+			t.Errorf("%q: got %+v, no error", bad, got)
+		}
+	}
+}

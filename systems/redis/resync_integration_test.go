@@ -1,12 +1,16 @@
 package redis
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
 )
 
@@ -87,5 +91,252 @@ func TestIntegrationResyncPrediction(t *testing.T) {
 		lab.RedisWaitFor(t, 30*time.Second, "the link up again", func() error {
 			return e.gather().expect(1, "redis_cluster_node_master_link_up", addrLabel(replica.Port)...)
 		})
+	}
+}
+
+// TestIntegrationFullSyncUnprotected kills a master holding 20,000 keys; its
+// replica is promoted, and the old master comes back with its data gone (a
+// replaced disk), so it must take a full sync of the whole data set from
+// the new master, slowed on purpose: the new master writes each key of its
+// RDB 200 µs late and the returning node loads each 200 µs late (the
+// servers' own rdb-key-save-delay and key-load-delay), and answering
+// LOADING meanwhile, as a large data set's load does. The oracle is the
+// returning node's own INFO replication: until it says
+// master_link_status:up the exporter must count the shard unprotected
+// (redis_cluster_slots_without_replica, checked on every sample against an
+// INFO read after it), must have shown the sync in progress, and must say it
+// is protected within a few refreshes of the link coming up; the full sync it
+// counts is the one the new master's sync_full counts.
+func TestIntegrationFullSyncUnprotected(t *testing.T) {
+	skipIfShort(t)
+	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1})
+	e := startExporter(t, c.Addrs())
+	e.waitHealthy(c, 1)
+	master := c.Masters(t)[0]
+	replica := replicaOf(t, c, master)
+	fill(t, c, master, 20000)
+
+	c.Kill(t, master.Port)
+	killed := time.Now()
+	c.RemoveData(t, master.Port)
+	lab.RedisWaitFor(t, 30*time.Second, "the replica promoted", func() error {
+		s := e.gather()
+		return firstError(s.expect(1, "redis_cluster_node_master", addrLabel(replica.Port)...),
+			s.expect(float64(master.Slots), "redis_cluster_slots_without_replica"))
+	})
+	promoted := time.Since(killed)
+	c.CLI(t, replica.Port, "CONFIG", "SET", "rdb-key-save-delay", "200")
+	full, _ := syncStats(t, c, replica.Port)
+	c.Restart(t, master.Port)
+	c.CLI(t, master.Port, "CONFIG", "SET", "key-load-delay", "200")
+	// Answer between every KiB loaded, as a large data set's load does
+	// between its 2 MiB steps: LOADING to all but INFO.
+	c.CLI(t, master.Port, "CONFIG", "SET", "loading-process-events-interval-bytes", "1024")
+	restarted := time.Now()
+
+	var samples, inSync, withBytes, unread, loading, advised int
+	for linkUp := false; !linkUp; time.Sleep(50 * time.Millisecond) {
+		if time.Since(restarted) > time.Minute {
+			t.Fatalf("the returning node's link is not up a minute after its restart:\n%s", c.CLI(t, master.Port, "INFO", "replication"))
+		}
+		// The budget's answer, then the series, then the oracle: neither
+		// of the first two may be newer than the third.
+		a, err := answerBudget(e.w.Current().Snapshot, budget.Question{Scope: ScopeNode, ID: replica.Addr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := e.gather()
+		unprotected, _ := s.value("redis_cluster_slots_without_replica")
+		info, err := c.TryCLI(master.Port, "INFO", "replication")
+		linkUp = err == nil && strings.Contains(info, "master_link_status:up")
+		if unprotected == 0 && !linkUp {
+			t.Fatalf("the exporter counts every slot protected while the returning node's own INFO, read after it, says its link is down (%v):\n%s", err, info)
+		}
+		samples++
+		// Stopping the new master leaves its slots unserved for good, and
+		// the advice names the sync to wait for.
+		if !linkUp && !strings.Contains(reasons(a), string(ReasonNoHealthyReplica)) {
+			t.Fatalf("stopping the new master while its only replica syncs: reasons %q, want %s", reasons(a), ReasonNoHealthyReplica)
+		}
+		if strings.Contains(a.Advice, "its replica "+master.Addr+" is ") {
+			advised++
+		}
+		if v, _ := s.value("redis_cluster_node_sync_in_progress", addrLabel(master.Port)...); v == 1 {
+			inSync++
+			if _, ok := s.value("redis_cluster_node_sync_read_bytes", addrLabel(master.Port)...); ok {
+				withBytes++
+			}
+		}
+		if v, ok := s.value("redis_cluster_node_up", addrLabel(master.Port)...); !ok || v == 0 {
+			unread++
+		}
+		if v, _ := s.value("redis_cluster_node_loading", addrLabel(master.Port)...); v == 1 {
+			loading++
+		}
+	}
+	linkUpAfter := time.Since(restarted)
+	if loading == 0 {
+		t.Errorf("the exporter never saw the returning node loading its RDB in %d samples over %v", samples, linkUpAfter.Round(time.Millisecond))
+	}
+	if advised == 0 {
+		t.Errorf("the failure budget's advice never named the sync of %s in %d samples", master.Addr, samples)
+	}
+	if inSync == 0 {
+		t.Errorf("the exporter never showed the sync in progress in %d samples over %v", samples, linkUpAfter.Round(time.Millisecond))
+	}
+	protected := lab.RedisWaitFor(t, 10*time.Second, "the shard protected again", func() error {
+		return e.gather().expect(0, "redis_cluster_slots_without_replica")
+	})
+	t.Logf("promotion %v after the kill; the returning node's link up %v after its restart (%d samples: %d with the sync in progress, %d of them with its bytes, %d with the node unread, %d of them loading, %d with the budget's advice naming the sync); the exporter said protected %v after the link came up",
+		promoted.Round(time.Millisecond), linkUpAfter.Round(time.Millisecond), samples, inSync, withBytes, unread, loading, advised, protected.Round(time.Millisecond))
+	lab.RedisWaitFor(t, 10*time.Second, "the full sync counted", func() error {
+		f, _ := syncStats(t, c, replica.Port)
+		if f != full+1 {
+			return fmt.Errorf("the new master's sync_full went %d -> %d, want one more", full, f)
+		}
+		return e.gather().expect(float64(f), "redis_cluster_node_syncs_total", nodeLabels3(replica.Port, "result", "full")...)
+	})
+}
+
+// TestIntegrationFullResyncLoop makes the loop of redis #11534 and #4819: a
+// replica's full sync needs more output buffer on its master than
+// client-output-buffer-limit replica allows (256 KiB here, while a write
+// load adds 16 KiB values during the RDB's slowed transfer), so the master
+// drops the replica mid-sync and it starts over, again and again. The
+// oracles are the master's own sync_full and the replica's own INFO
+// replication: the exporter counts the full syncs the master counts while
+// the replica's link stays down; with the limit lifted the next sync
+// completes, the link comes up by the replica's INFO, and the exporter's
+// count stops where the master's does. The alert on these series
+// (RedisClusterFullResyncLoop) is tested with promtool.
+func TestIntegrationFullResyncLoop(t *testing.T) {
+	skipIfShort(t)
+	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1})
+	e := startExporter(t, c.Addrs())
+	e.waitHealthy(c, 1)
+	master := c.Masters(t)[0]
+	replica := replicaOf(t, c, master)
+	fill(t, c, master, 20000)
+	for _, kv := range [][2]string{{"repl-diskless-sync-delay", "0"}, {"rdb-key-save-delay", "100"}, {"client-output-buffer-limit", "replica 256kb 0 0"}} {
+		c.CLI(t, master.Port, "CONFIG", "SET", kv[0], kv[1])
+	}
+	before, _ := syncStats(t, c, master.Port)
+	stop := writeLoad(t, master.Addr, keyInSlotsOf(t, master, "load"), 16<<10)
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	c.Kill(t, replica.Port)
+	c.RemoveData(t, replica.Port)
+	c.Restart(t, replica.Port)
+	restarted := time.Now()
+	replicaLinkDown := func() bool {
+		info, err := c.TryCLI(replica.Port, "INFO", "replication")
+		return err != nil || !strings.Contains(info, "master_link_status:up")
+	}
+
+	const loops = 5
+	lab.RedisWaitFor(t, time.Minute, fmt.Sprintf("the exporter counting %d full syncs", loops), func() error {
+		s := e.gather()
+		full, _ := syncStats(t, c, master.Port)
+		got, ok := s.value("redis_cluster_node_syncs_total", nodeLabels3(master.Port, "result", "full")...)
+		switch {
+		case !replicaLinkDown():
+			t.Fatalf("the replica's link came up (by its own INFO) with the limit in place: no loop")
+		case got > float64(full):
+			t.Fatalf("the exporter counts %v full syncs; the master, read after it, %d", got, full)
+		case !ok || got < float64(before+loops):
+			return fmt.Errorf("the exporter counts %v full syncs (the master %d, %d before the loop)", got, full, before)
+		}
+		if up, _ := s.value("redis_cluster_node_master_link_up", addrLabel(replica.Port)...); up != 0 {
+			t.Fatalf("the exporter shows the looping replica's link up")
+		}
+		return nil
+	})
+
+	looping := time.Since(restarted)
+	c.CLI(t, master.Port, "CONFIG", "SET", "client-output-buffer-limit", "replica 0 0 0")
+	lifted := time.Now()
+	lab.RedisWaitFor(t, time.Minute, "the replica's link up by its own INFO", func() error {
+		if replicaLinkDown() {
+			return errors.New("down")
+		}
+		return nil
+	})
+	synced := time.Since(lifted)
+	acked := stop()
+	stop = nil
+	full, _ := syncStats(t, c, master.Port)
+	lab.RedisWaitFor(t, 10*time.Second, "the exporter showing the link up and the master's count", func() error {
+		s := e.gather()
+		return firstError(s.expect(1, "redis_cluster_node_master_link_up", addrLabel(replica.Port)...),
+			s.expect(float64(full), "redis_cluster_node_syncs_total", nodeLabels3(master.Port, "result", "full")...))
+	})
+	t.Logf("the exporter counted %d full syncs, the replica's link down throughout, %v after its restart; the limit lifted, its link came up %v later; the master began %d full syncs in all (the last one completed), %d writes acknowledged meanwhile",
+		loops, looping.Round(time.Millisecond), synced.Round(time.Millisecond), full-before, acked)
+}
+
+// fill writes keys keys of 100 bytes into master's slots.
+func fill(t *testing.T, c *lab.RedisCluster, master lab.RedisNode, keys int) {
+	t.Helper()
+	tag := "{" + keyInSlotsOf(t, master, "fill") + "}"
+	for i := 0; i < keys; i += 1000 {
+		mset := []string{"MSET"}
+		for j := i; j < min(i+1000, keys); j++ {
+			mset = append(mset, tag+strconv.Itoa(j), strings.Repeat("v", 100))
+		}
+		c.CLI(t, master.Port, mset...)
+	}
+}
+
+// writeLoad writes value-sized values to key on addr, back to back, until
+// the returned stop is called; stop returns how many writes were
+// acknowledged and fails the test on any other reply.
+func writeLoad(t *testing.T, addr, key string, size int) (stop func() int) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := []byte(fmt.Sprintf("*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", len(key), key, size, strings.Repeat("w", size)))
+	done := make(chan struct{})
+	result := make(chan error, 1)
+	acked := 0
+	go func() {
+		r := bufio.NewReader(conn)
+		for {
+			select {
+			case <-done:
+				result <- nil
+				return
+			default:
+			}
+			conn.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err := conn.Write(cmd); err != nil {
+				result <- err
+				return
+			}
+			line, err := r.ReadString('\n')
+			if err != nil {
+				result <- err
+				return
+			}
+			if line != "+OK\r\n" {
+				result <- fmt.Errorf("SET answered %q", line)
+				return
+			}
+			acked++
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	return func() int {
+		close(done)
+		err := <-result
+		conn.Close()
+		if err != nil {
+			t.Fatalf("the write load on %s: %v", addr, err)
+		}
+		return acked
 	}
 }

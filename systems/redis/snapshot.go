@@ -172,6 +172,17 @@ type Node struct {
 	// ErrorReplies counts, per kind of RedirectErrors, the error replies
 	// the node sent since its start (INFO errorstats); nil when not read.
 	ErrorReplies map[string]uint64
+	// Syncs are the syncs the node served its replicas since its start
+	// (INFO stats); nil when not read.
+	Syncs *SyncCounts
+	// Sync is, for a reachable or loading replica, its sync from its
+	// master in progress, if any: while it runs the replica's link is down
+	// and it protects nothing.
+	Sync replicaSync
+	// Loading is set for a node that answered the exporter LOADING: it is
+	// loading its data set (after a restart, or a full sync's RDB) and
+	// serves nothing until it has; not Reachable, but known to be there.
+	Loading bool
 
 	// HasReplicationLag is set for a replica whose master was reachable and
 	// lists it in INFO replication.
@@ -202,8 +213,8 @@ type Node struct {
 // IsHealthyReplica is the one rule for a replica that protects its master's
 // slots: in state ok, with its link to the master up, or unknown because
 // the exporter could not reach it (its master and the other nodes still
-// count it ok). HealthyReplicas, the slots without a replica and the
+// count it ok) unless it answered LOADING. HealthyReplicas, the slots without a replica and the
 // failure domains all count by it.
 func (n *Node) IsHealthyReplica() bool {
-	return n.Role == RoleReplica && n.State == NodeStateOK && (!n.Reachable || n.MasterLinkUp)
+	return n.Role == RoleReplica && n.State == NodeStateOK && (!n.Reachable && !n.Loading || n.MasterLinkUp)
 }

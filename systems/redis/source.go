@@ -127,7 +127,7 @@ func (s *source) Refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	// Nodes that joined since the last refresh, or all of them on the first.
 	query(topologyAddrs(views))
 
-	snap, err := buildSnapshot(views)
+	snap, err := buildSnapshotLoading(views, loadingNodes(errs))
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +224,8 @@ func (s *source) explain(addr string, err error) error {
 	// A reply is from Redis; a refused or timed-out connection is a node
 	// that is down or hung. Only a closed or reset connection is probed.
 	var netErr net.Error
-	if _, isReply := rueidis.IsRedisErr(err); isReply || errors.Is(err, errNodeBusy) || errors.Is(err, syscall.ECONNREFUSED) ||
+	var loading *loadingError
+	if _, isReply := rueidis.IsRedisErr(err); isReply || errors.Is(err, errNodeBusy) || errors.As(err, &loading) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout() {
 		return err
 	}
@@ -331,19 +332,7 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommandTimeout)
 	defer cancel()
-	cmds := rueidis.Commands{
-		client.B().ClusterNodes().Build(),
-		client.B().ClusterInfo().Build(),
-		// Two sections in two commands: INFO with several sections needs Redis 7.
-		client.B().Info().Section("replication").Build(),
-		client.B().Info().Section("memory").Build(),
-		client.B().Dbsize().Build(),
-		// Valkey 8.1 reports the node's availability-zone only here.
-		client.B().Hello().Build(),
-		// MOVED, ASK, ... replies (Redis 6.2+, Valkey): clients on a stale
-		// topology.
-		client.B().Info().Section("errorstats").Build(),
-	}
+	cmds := nodeCommands(client)
 	api := nc.readMigrationAPI(ctx, client)
 	migrationReply := -1
 	if api == migrationAPIValkey || api == migrationAPIRedis {
@@ -357,6 +346,9 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 	}
 	replies := client.DoMulti(ctx, cmds...)
 	answeredAt := time.Now()
+	if err := loadingReply(nc.addr, replies); err != nil {
+		return nodeView{}, err
+	}
 	texts := make([]string, 4)
 	for i := range texts {
 		if texts[i], err = replies[i].ToString(); err != nil {
@@ -379,6 +371,7 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 		view.Zone, _ = zone.ToString()
 	}
 	s.readErrorStats(&view, nc.addr, replies[6])
+	s.readSyncStats(&view, nc.addr, replies[7])
 	if nodeTimeoutReply >= 0 {
 		nc.nodeTimeout.Store(parseNodeTimeout(replies[nodeTimeoutReply]))
 	}
@@ -398,6 +391,72 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 	return view, nil
 }
 
+// loadingError is a node that answered LOADING: it is loading its data set
+// and answers INFO only. Sync is its sync in progress, from its INFO
+// replication, for a replica loading a full sync's RDB.
+type loadingError struct {
+	addr string
+	sync replicaSync
+}
+
+func (e *loadingError) Error() string {
+	return "the node is loading its data set (LOADING)"
+}
+
+// loadingReply returns a *loadingError when one of the node's replies is
+// LOADING (Redis refuses CLUSTER NODES while loading, Valkey only DBSIZE),
+// nil otherwise.
+func loadingReply(addr string, replies []rueidis.RedisResult) error {
+	if !slices.ContainsFunc(replies, func(r rueidis.RedisResult) bool {
+		re, ok := rueidis.IsRedisErr(r.Error())
+		return ok && strings.HasPrefix(re.Error(), "LOADING")
+	}) {
+		return nil
+	}
+	e := &loadingError{addr: addr}
+	if text, err := replies[2].ToString(); err == nil {
+		if fields, err := redisproto.ParseInfoFields(text); err == nil && fields.Value("role") != "master" {
+			e.sync = parseReplicaSync(fields)
+		}
+	}
+	return e
+}
+
+// loadingNodes are the nodes whose query found them loading, by address.
+func loadingNodes(errs []error) map[string]replicaSync {
+	var loading map[string]replicaSync
+	for _, err := range errs {
+		var le *loadingError
+		if errors.As(err, &le) {
+			if loading == nil {
+				loading = map[string]replicaSync{}
+			}
+			loading[le.addr] = le.sync
+		}
+	}
+	return loading
+}
+
+// nodeCommands are the commands every refresh sends each node, in the
+// order of commandNames.
+func nodeCommands(client rueidis.Client) rueidis.Commands {
+	return rueidis.Commands{
+		client.B().ClusterNodes().Build(),
+		client.B().ClusterInfo().Build(),
+		// Two sections in two commands: INFO with several sections needs Redis 7.
+		client.B().Info().Section("replication").Build(),
+		client.B().Info().Section("memory").Build(),
+		client.B().Dbsize().Build(),
+		// Valkey 8.1 reports the node's availability-zone only here.
+		client.B().Hello().Build(),
+		// MOVED, ASK, ... replies (Redis 6.2+, Valkey): clients on a stale
+		// topology.
+		client.B().Info().Section("errorstats").Build(),
+		// sync_full, sync_partial_*: full resyncs, and their loops.
+		client.B().Info().Section("stats").Build(),
+	}
+}
+
 // readErrorStats keeps the node's redirect error counts from its INFO
 // errorstats reply; a node whose reply cannot be read (a server without
 // the section, an error) is still read, without them.
@@ -408,6 +467,21 @@ func (s *source) readErrorStats(view *nodeView, addr string, reply rueidis.Redis
 	}
 	if err != nil {
 		level.Debug(s.logger).Log("msg", "reading INFO errorstats failed", "addr", addr, "err", err)
+	}
+}
+
+// readSyncStats keeps the syncs the node served from its INFO stats reply;
+// a node whose reply cannot be read is still read, without them.
+func (s *source) readSyncStats(view *nodeView, addr string, reply rueidis.RedisResult) {
+	text, err := reply.ToString()
+	if err == nil {
+		var c SyncCounts
+		if c, err = parseSyncStats(text); err == nil {
+			view.Syncs = &c
+		}
+	}
+	if err != nil {
+		level.Debug(s.logger).Log("msg", "reading INFO stats failed", "addr", addr, "err", err)
 	}
 }
 
@@ -428,7 +502,7 @@ func (s *source) reportMigrationsUnread(addr string, api migrationAPI, err error
 }
 
 // commandNames names the commands queryNode sends, in order, for errors.
-var commandNames = []string{"CLUSTER NODES", "CLUSTER INFO", "INFO replication", "INFO memory", "DBSIZE", "HELLO", "INFO errorstats"}
+var commandNames = []string{"CLUSTER NODES", "CLUSTER INFO", "INFO replication", "INFO memory", "DBSIZE", "HELLO", "INFO errorstats", "INFO stats"}
 
 // parseNodeView decodes one node's replies.
 func parseNodeView(addr, nodes, info, replication, memory string, keys int64) (nodeView, error) {
