@@ -159,11 +159,11 @@ var metrics = func() descs {
 			"For a replica whose master was read: 1 if, should its link break now, it could resume from the master's replication backlog (the offset the master last saw it acknowledge is still in it), 0 if it would need a full sync of the whole data set, "+
 				"during which its shard has no usable replica. From the master's INFO replication (repl_backlog_*)."+fromRefresh, node...),
 		nodeSyncs: table.Counter("redis_cluster_node_syncs_total",
-			"Syncs the node served its replicas as a master since its start or CONFIG RESETSTAT, by result: full (a full sync of the whole data set), partial_ok (a reconnect resumed from its backlog), "+
+			"Syncs the node served its replicas as a master since its start or CONFIG RESETSTAT, by result (sent for masters, and replicas that served any): full (a full sync of the whole data set), partial_ok (a reconnect resumed from its backlog), "+
 				"partial_err (a PSYNC it refused, which became a full sync). Full syncs repeating while a replica's link never comes up are a resync loop. From INFO stats (sync_full, sync_partial_ok, sync_partial_err)."+fromRefresh,
 			"node_id", "address", "result"),
 		nodeLoading: table.Gauge("redis_cluster_node_loading",
-			"1 if the node answered the exporter LOADING: it is loading its data set (after a restart, or the RDB of a full sync) and serves nothing until it has; redis_cluster_node_up is 0 meanwhile, and a loading replica protects nothing."+fromRefresh, node...),
+			"1 for a node that answered the exporter LOADING, absent for the others: it is loading its data set (after a restart, or the RDB of a full sync) and serves nothing until it has; redis_cluster_node_up is 0 meanwhile, and a loading replica protects nothing."+fromRefresh, node...),
 		nodeSyncInProgress: table.Gauge("redis_cluster_node_sync_in_progress",
 			"For a replica the exporter read: 1 while a full sync from its master is in progress (master_sync_in_progress: from the start of the RDB's transfer until it is loaded); its link is down and its shard has no usable copy in it meanwhile."+fromRefresh, node...),
 		nodeSyncReadBytes: table.Gauge("redis_cluster_node_sync_read_bytes",
@@ -345,9 +345,11 @@ func emitNodes(ch exposition.Sink, cluster string, s *Snapshot) {
 			ch.Add(metrics.nodeBacklogBytes, float64(n.BacklogBytes), nodeLabels...)
 			ch.Add(metrics.nodeBacklogHeld, float64(n.BacklogHeld), nodeLabels...)
 		}
-		ch.Add(metrics.nodeLoading, bool01(n.Loading), nodeLabels...)
-		if n.Loading && n.Role == RoleReplica {
-			emitSync(ch, n.Sync, nodeLabels)
+		if n.Loading {
+			ch.Add(metrics.nodeLoading, 1, nodeLabels...)
+			if n.Role == RoleReplica {
+				emitSync(ch, n.Sync, nodeLabels)
+			}
 		}
 		if !n.Reachable {
 			continue // the rest comes from the node itself
@@ -370,7 +372,9 @@ func emitNodes(ch exposition.Sink, cluster string, s *Snapshot) {
 // cluster, the node's id and address, and the result or error kind.
 func emitNodeCounters(ch exposition.Sink, n *Node, labels []string) {
 	labels[1], labels[2] = n.ID, n.Addr
-	if n.Syncs != nil {
+	// A replica serves no sync (unless replicas chain to it): its zeros are
+	// left out, a hundred series on a 100-node cluster.
+	if s := n.Syncs; s != nil && (n.Role == RoleMaster || *s != SyncCounts{}) {
 		for _, r := range []struct {
 			result string
 			count  uint64

@@ -99,11 +99,11 @@ func TestCollectorSetRemove(t *testing.T) {
 	// Per cluster of testSnapshot: 5 health series, 16 cluster series (with
 	// the zone row of slots_in_one_failure_domain: it has zones), one series
 	// for its foreign node, and node series: 27 for the reachable master
-	// (with its host and zone spread, its 5 error reply counts, its backlog and its 3 sync counts), 14 for the unreachable one (nothing
-	// read from the node itself), 22 for the replica (its lag, partial resync, master
-	// link and that it is not syncing); each node's loading flag among them.
-	if got := testutil.CollectAndCount(c); got != 2*(5+16+1+31+14+22) {
-		t.Errorf("two clusters: %d series, want %d", got, 2*(5+16+1+31+14+22))
+	// (with its host and zone spread, its 5 error reply counts, its backlog and its 3 sync counts), 13 for the unreachable one (nothing
+	// read from the node itself), 21 for the replica (its lag, partial resync, master
+	// link and that it is not syncing).
+	if got := testutil.CollectAndCount(c); got != 2*(5+16+1+30+13+21) {
+		t.Errorf("two clusters: %d series, want %d", got, 2*(5+16+1+30+13+21))
 	}
 	c.Set("b", watchtest.Static[Snapshot]("b", &Snapshot{ViewsConsistent: true}, nil))
 	c.Remove("a")
@@ -122,9 +122,10 @@ func TestMetricNamesAreCollected(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	c := NewCollector()
 	snap := withBudget(withMigrations(withSlotStats(withEpisodes(testSnapshot()))))
-	// A second replica of A, in a full sync.
+	// A second replica of A, in a full sync, and a third loading one.
 	snap.Nodes = append(snap.Nodes, Node{ID: idE, Addr: "127.0.0.1:7005", Role: RoleReplica, MasterID: idA, State: NodeStateOK, LinkConnected: true,
-		Reachable: true, ClusterStateOK: true, Sync: replicaSync{InProgress: true, ReadBytes: 1000, TotalBytes: 4000}})
+		Reachable: true, ClusterStateOK: true, Sync: replicaSync{InProgress: true, ReadBytes: 1000, TotalBytes: 4000}},
+		Node{ID: idF, Addr: "127.0.0.1:7006", Role: RoleReplica, MasterID: idA, State: NodeStateOK, Loading: true, Sync: replicaSync{InProgress: true}})
 	c.Set("main", watchtest.Static[Snapshot]("main", snap, nil))
 	reg.MustRegister(c)
 	families, err := reg.Gather()
@@ -300,18 +301,13 @@ redis_cluster_node_link_connected{address="127.0.0.1:7003",node_id="c096849e540e
 redis_cluster_node_master{address="127.0.0.1:7000",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 1
 redis_cluster_node_master{address="127.0.0.1:7001",node_id="a5d1837466ddee36fb8f66a06a54c9d80ece254f",redis_cluster="main"} 1
 redis_cluster_node_master{address="127.0.0.1:7003",node_id="c096849e540e19e62780faa5bf76a837fe1752f6",redis_cluster="main"} 0
-# HELP redis_cluster_node_loading 1 if the node answered the exporter LOADING: it is loading its data set (after a restart, or the RDB of a full sync) and serves nothing until it has; redis_cluster_node_up is 0 meanwhile, and a loading replica protects nothing. As of the last refresh.
-# TYPE redis_cluster_node_loading gauge
-redis_cluster_node_loading{address="127.0.0.1:7000",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 0
-redis_cluster_node_loading{address="127.0.0.1:7001",node_id="a5d1837466ddee36fb8f66a06a54c9d80ece254f",redis_cluster="main"} 0
-redis_cluster_node_loading{address="127.0.0.1:7003",node_id="c096849e540e19e62780faa5bf76a837fe1752f6",redis_cluster="main"} 0
 # HELP redis_cluster_node_master_link_up For a replica, 1 if its replication link to its master is up. As of the last refresh.
 # TYPE redis_cluster_node_master_link_up gauge
 redis_cluster_node_master_link_up{address="127.0.0.1:7003",node_id="c096849e540e19e62780faa5bf76a837fe1752f6",redis_cluster="main"} 1
 # HELP redis_cluster_node_sync_in_progress For a replica the exporter read: 1 while a full sync from its master is in progress (master_sync_in_progress: from the start of the RDB's transfer until it is loaded); its link is down and its shard has no usable copy in it meanwhile. As of the last refresh.
 # TYPE redis_cluster_node_sync_in_progress gauge
 redis_cluster_node_sync_in_progress{address="127.0.0.1:7003",node_id="c096849e540e19e62780faa5bf76a837fe1752f6",redis_cluster="main"} 0
-# HELP redis_cluster_node_syncs_total Syncs the node served its replicas as a master since its start or CONFIG RESETSTAT, by result: full (a full sync of the whole data set), partial_ok (a reconnect resumed from its backlog), partial_err (a PSYNC it refused, which became a full sync). Full syncs repeating while a replica's link never comes up are a resync loop. From INFO stats (sync_full, sync_partial_ok, sync_partial_err). As of the last refresh.
+# HELP redis_cluster_node_syncs_total Syncs the node served its replicas as a master since its start or CONFIG RESETSTAT, by result (sent for masters, and replicas that served any): full (a full sync of the whole data set), partial_ok (a reconnect resumed from its backlog), partial_err (a PSYNC it refused, which became a full sync). Full syncs repeating while a replica's link never comes up are a resync loop. From INFO stats (sync_full, sync_partial_ok, sync_partial_err). As of the last refresh.
 # TYPE redis_cluster_node_syncs_total counter
 redis_cluster_node_syncs_total{address="127.0.0.1:7000",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main",result="full"} 2
 redis_cluster_node_syncs_total{address="127.0.0.1:7000",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main",result="partial_err"} 1
