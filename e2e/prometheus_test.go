@@ -48,9 +48,10 @@ var liveKafkaModes = []struct{ name, mode string }{
 // least one query unless the panel itself is listed.
 var emptyPanels = func() map[string]string {
 	empty := map[string]string{
-		"redis-cluster.json/" + liveRedisBare + "/Replica link to master":        "the cluster has no replicas; master_link_up is a replica-only series",
-		"redis-cluster.json/" + liveRedisBare + "/Replication lag per replica/A": "the cluster has no replicas; replication_lag_bytes is a replica-only series (B, the masters' backlogs, has data)",
-		"redis-cluster.json/" + liveRedisBare + "/Failure domains/B":             "the cluster has no replicas; replicas_outside_failure_domain is served for a master with healthy replicas only (A, the slots in one domain, reads 0)",
+		"redis-cluster.json/" + liveRedisBare + "/Replica link to master":                 "the cluster has no replicas; master_link_up is a replica-only series",
+		"redis-cluster.json/" + liveRedisBare + "/Backlog: seconds of writes it covers/A": "the cluster has no replicas: nothing is replicated, the offsets do not move, and there is no rate to divide the backlog by (B, the write rate, reads 0)",
+		"redis-cluster.json/" + liveRedisBare + "/Replication lag per replica/A":          "the cluster has no replicas; replication_lag_bytes is a replica-only series (B, the masters' backlogs, has data)",
+		"redis-cluster.json/" + liveRedisBare + "/Failure domains/B":                      "the cluster has no replicas; replicas_outside_failure_domain is served for a master with healthy replicas only (A, the slots in one domain, reads 0)",
 		// The table lists foreign nodes (it reads "none" without any); the
 		// Foreign nodes stat beside it counts them and must read 0.
 		"redis-cluster.json/" + liveRedisBare + "/Foreign nodes (answer, but not members)": "every node that answers is a member: no foreign node to list",

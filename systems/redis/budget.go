@@ -95,6 +95,8 @@ const (
 	ReasonMasterNotRead      budget.Reason = "master_not_read"
 	ReasonSlotMigration      budget.Reason = "slot_migration"
 	ReasonClusterDegraded    budget.Reason = "cluster_degraded"
+	ReasonShardSyncing       budget.Reason = "shard_syncing"
+	ReasonFullSyncOnReturn   budget.Reason = "full_sync_on_return"
 )
 
 // Reasons a restarted node is not yet recovered (answers only, no series).
@@ -107,7 +109,8 @@ const (
 )
 
 // stopReasons are every stop reason, in the order their series are sent.
-var stopReasons = []budget.Reason{ReasonServesSlots, ReasonNoHealthyReplica, ReasonMastersMajority, ReasonLastHealthyReplica, ReasonMasterNotRead, ReasonSlotMigration, ReasonClusterDegraded}
+var stopReasons = []budget.Reason{ReasonServesSlots, ReasonNoHealthyReplica, ReasonMastersMajority, ReasonLastHealthyReplica, ReasonMasterNotRead, ReasonSlotMigration, ReasonClusterDegraded,
+	ReasonShardSyncing, ReasonFullSyncOnReturn}
 
 // Until a stop's slots are unserved: until a replica is promoted, or for
 // good (until the stopped master comes back).
@@ -135,6 +138,8 @@ type FailureBudget struct {
 	// CaughtUpBytes and Headroom are the cluster's failure_budget settings.
 	CaughtUpBytes int64
 	Headroom      bool
+	// AllowResyncStops is failure_budget.allow_resync_stops.
+	AllowResyncStops bool
 	// Voters are the masters serving slots that are not failing; Majority
 	// is how many votes a failover needs.
 	Voters, Majority int
@@ -214,13 +219,14 @@ func (n *Node) IsCaughtUpReplica(bound int64) bool {
 // after buildSnapshot): every node's stop, and every zone's.
 func assessBudget(snap *Snapshot, cfg settings.Budget, nodeTimeout time.Duration) *FailureBudget {
 	b := &FailureBudget{
-		NodeTimeout:     nodeTimeout,
-		NodeTimeoutRead: nodeTimeout > 0,
-		CaughtUpBytes:   cfg.CaughtUpBound(),
-		Headroom:        cfg.HealthyReplicaHeadroom,
-		Majority:        snap.Masters/2 + 1,
-		Nodes:           make(map[string]*StopOutcome, len(snap.Nodes)),
-		zoneOf:          map[string]string{},
+		NodeTimeout:      nodeTimeout,
+		NodeTimeoutRead:  nodeTimeout > 0,
+		CaughtUpBytes:    cfg.CaughtUpBound(),
+		Headroom:         cfg.HealthyReplicaHeadroom,
+		AllowResyncStops: cfg.AllowResyncStops,
+		Majority:         snap.Masters/2 + 1,
+		Nodes:            make(map[string]*StopOutcome, len(snap.Nodes)),
+		zoneOf:           map[string]string{},
 	}
 	if !b.NodeTimeoutRead {
 		b.NodeTimeout = DefaultClusterNodeTimeout
@@ -400,6 +406,10 @@ type stopTally struct {
 	movingSlots                    int
 	moving                         []string
 	migrationRisk, migrationAdvice string
+	// syncing are the shards with a replica in a full sync, and
+	// fullSyncOnReturn the stopped replicas that would come back to one.
+	syncingSlots, fullSyncSlots int
+	syncing, fullSync           []string
 }
 
 // assessShard adds to o and tally what the stop does to the shard of m, a
@@ -421,6 +431,7 @@ func (a *stopAssessor) assessShard(m *Node, stopped map[string]bool, majorityHol
 		}
 	}
 	if !stopped[m.ID] {
+		a.assessResync(m, stopped, tally)
 		if !m.Reachable && len(inside) > 0 && len(outside) == 0 {
 			tally.masterNotReadSlots += m.Slots
 			tally.mastersNotRead = append(tally.mastersNotRead, nodeName(m))
@@ -457,6 +468,56 @@ func (a *stopAssessor) assessShard(m *Node, stopped map[string]bool, majorityHol
 	tally.failoverTo = append(tally.failoverTo, to)
 }
 
+// assessResync adds to tally what a stop of replicas of m, a master that
+// serves slots and is not stopped, does to the shard's resyncs: with a
+// replica of m in a full sync any stop in the shard waits for it (the sync
+// is thrown away, or the shard's other copy goes while it has no usable
+// one), and a stopped replica whose acknowledged offset is no longer in
+// m's backlog comes back to a full sync of the whole data set.
+func (a *stopAssessor) assessResync(m *Node, stopped map[string]bool, tally *stopTally) {
+	if a.b.AllowResyncStops {
+		return
+	}
+	stopsInShard := false
+	for _, r := range a.shardReplicas(m) {
+		if !stopped[r.ID] {
+			continue
+		}
+		stopsInShard = true
+		if r.HasPartialResync && !r.PartialResync {
+			tally.fullSyncSlots += m.Slots
+			tally.fullSync = append(tally.fullSync, nodeName(r))
+		}
+	}
+	if syncing := a.syncingReplica(m); stopsInShard && syncing != "" {
+		tally.syncingSlots += m.Slots
+		tally.syncing = append(tally.syncing, fmt.Sprintf("master %s: %s", nodeName(m), syncing))
+	}
+}
+
+// shardReplicas are every replica of m in the snapshot, healthy or not.
+func (a *stopAssessor) shardReplicas(m *Node) []*Node {
+	var out []*Node
+	for i := range a.snap.Nodes {
+		if r := &a.snap.Nodes[i]; r.Role == RoleReplica && r.MasterID == m.ID {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// reportResync writes the tally's resync reasons into o.
+func (tally *stopTally) reportResync(o *StopOutcome) {
+	if tally.syncingSlots > 0 {
+		o.add(ReasonShardSyncing, tally.syncingSlots, "the shard is resyncing (%s): wait until the replica's master_link_status is up; a stop now throws the sync away or leaves %d slots longer without a usable replica (failure_budget.allow_resync_stops)",
+			strings.Join(bounded(tally.syncing), "; "), tally.syncingSlots)
+	}
+	if tally.fullSyncSlots > 0 {
+		o.add(ReasonFullSyncOnReturn, tally.fullSyncSlots, "%s could not resume from the master's backlog when back: what it acknowledged is no longer in it, so it would take a full sync of the whole data set, %d slots without a usable replica meanwhile; raise repl-backlog-size, or wait until it is caught up (failure_budget.allow_resync_stops)",
+			strings.Join(bounded(tally.fullSync), ", "), tally.fullSyncSlots)
+	}
+}
+
 // report writes the tally's reasons, slots at risk and advice into o.
 func (tally *stopTally) report(o *StopOutcome) {
 	// A failover in the middle of a migration strands it (the promoted
@@ -482,6 +543,7 @@ func (tally *stopTally) report(o *StopOutcome) {
 		o.add(ReasonMasterNotRead, tally.masterNotReadSlots, "not judged: the exporter did not read %s this refresh, so it cannot tell whether %s serving %d slots; the stop takes a replica that may be about to take over",
 			strings.Join(bounded(tally.mastersNotRead), ", "), pluralIsStill(len(tally.mastersNotRead)), tally.masterNotReadSlots)
 	}
+	tally.reportResync(o)
 	if tally.movingSlots > 0 {
 		o.add(ReasonSlotMigration, tally.movingSlots, "the stop interrupts a slot migration in progress: %s; %s",
 			strings.Join(bounded(tally.moving), ", "), tally.migrationRisk)

@@ -30,6 +30,10 @@ type bnode struct {
 	unread               bool
 	migrating, importing []redisproto.SlotMove
 	jobs                 []SlotMigration
+	// syncing: a replica in a full sync (its link down); noResume: a
+	// replica whose acknowledged offset is no longer in its master's
+	// backlog.
+	syncing, noResume bool
 }
 
 // budgetSnapshot builds a snapshot as buildSnapshot would fill the fields
@@ -61,6 +65,10 @@ func budgetSnapshot(nodes ...bnode) *Snapshot {
 			n.Role, n.MasterID = RoleReplica, b.master
 			n.MasterLinkUp = !b.linkDown
 			n.HasReplicationLag, n.ReplicationLagBytes = !b.lagUnknown, b.lag
+			n.HasPartialResync, n.PartialResync = true, !b.noResume
+			if b.syncing {
+				n.MasterLinkUp, n.Sync = false, replicaSync{InProgress: true, ReadBytes: 1000, TotalBytes: 4000}
+			}
 		}
 		index[b.id] = len(s.Nodes)
 		s.Nodes = append(s.Nodes, n)
@@ -169,6 +177,24 @@ func TestBudgetStop(t *testing.T) {
 		{name: "by address", nodes: threeShards(), scope: ScopeNode, id: "10.0.0.2:7001",
 			reasons: "serves_slots", failover: 5462, atRisk: "5461-10922", advice: "replica E (10.0.0.3:7004)", hasLoss: true, tolerated: 1},
 		{name: "a replica is safe", nodes: threeShards(), scope: ScopeNode, id: "D", safe: true, tolerated: 1},
+		{name: "a replica in a full sync: its own stop waits for the sync",
+			nodes: with(threeShards(), "D", func(n *bnode) { n.syncing = true }), scope: ScopeNode, id: "D",
+			reasons: "shard_syncing", tolerated: 1},
+		{name: "another replica of a shard in a full sync waits too; the master names the sync",
+			nodes: append(with(threeShards(), "D", func(n *bnode) { n.syncing = true }), bnode{id: "G", addr: "10.0.0.3:7006", master: "A"}), scope: ScopeNode, id: "G",
+			reasons: "shard_syncing", tolerated: 1},
+		{name: "a replica in a full sync: allowed by allow_resync_stops",
+			nodes: with(threeShards(), "D", func(n *bnode) { n.syncing = true }), cfg: settings.Budget{AllowResyncStops: true}, scope: ScopeNode, id: "D",
+			safe: true, tolerated: 1},
+		{name: "the master of a shard in a full sync: no healthy replica, and the advice names the sync",
+			nodes: with(threeShards(), "D", func(n *bnode) { n.syncing = true }), scope: ScopeNode, id: "A",
+			reasons: "serves_slots,no_healthy_replica", never: 5461, atRisk: "0-5460", advice: "its replica 10.0.0.2:7003 is in a full sync, 1000 of 4000 bytes read", tolerated: 1},
+		{name: "a replica outside its master's backlog would come back to a full sync",
+			nodes: with(threeShards(), "D", func(n *bnode) { n.noResume = true }), scope: ScopeNode, id: "D",
+			reasons: "full_sync_on_return", tolerated: 1},
+		{name: "a replica outside its master's backlog: allowed by allow_resync_stops",
+			nodes: with(threeShards(), "D", func(n *bnode) { n.noResume = true }), cfg: settings.Budget{AllowResyncStops: true}, scope: ScopeNode, id: "D",
+			safe: true, tolerated: 1},
 		{name: "master whose replica failed: its slots unserved for good",
 			nodes: with(threeShards(), "D", func(n *bnode) { n.state = NodeStateFail }), scope: ScopeNode, id: "A",
 			reasons: "serves_slots,no_healthy_replica", never: 5461, atRisk: "0-5460", advice: "master 10.0.0.1:7000 has no healthy replica to fail over to", tolerated: 1},

@@ -138,6 +138,7 @@ func mergedNodeEntry(id string, m *redisproto.MergedNode[nodeView]) Node {
 		n.MemoryUsed = v.UsedMemory
 		if v.Replication.IsMaster && v.Replication.BacklogRead {
 			n.HasBacklog, n.BacklogBytes, n.BacklogHeld = true, v.Replication.Backlog.Size, v.Replication.Backlog.History
+			n.ReplOffset = v.Replication.MasterReplOffset
 		}
 		n.ErrorReplies = v.ErrorReplies
 		n.Syncs = v.Syncs

@@ -53,6 +53,7 @@ type descs struct {
 	nodeSyncTotalBytes  *exposition.Desc
 	nodeBacklogBytes    *exposition.Desc
 	nodeBacklogHeld     *exposition.Desc
+	nodeReplOffset      *exposition.Desc
 	nodeReplicasOutside *exposition.Desc
 	nodeRoleChanges     *exposition.Desc
 
@@ -174,6 +175,8 @@ var metrics = func() descs {
 			"For a master: the size of its replication backlog (repl-backlog-size); 0 while it has none (no replica since its start)."+fromRefresh, node...),
 		nodeBacklogHeld: table.Gauge("redis_cluster_node_repl_backlog_history_bytes",
 			"For a master: the replication stream its backlog holds (repl_backlog_histlen): how far behind a replica may fall and still resume without a full sync."+fromRefresh, node...),
+		nodeReplOffset: table.Gauge("redis_cluster_node_replication_offset_bytes",
+			"For a master: its replication offset (master_repl_offset), the bytes of replication stream it has produced; its rate is the write rate its backlog must cover, and repl_backlog_bytes over that rate the seconds of writes a replica may miss and still resume. A restart without data or a full sync from another master can set it back."+fromRefresh, node...),
 		nodeReplicasOutside: table.Gauge("redis_cluster_node_replicas_outside_failure_domain",
 			"For a master with healthy replicas, how many are on another host (domain=host) or in another availability zone (domain=zone, when every copy reports one)."+fromRefresh,
 			"node_id", "address", "domain"),
@@ -187,7 +190,8 @@ var metrics = func() descs {
 		nodeStopUnsafe: table.Gauge("redis_cluster_node_stop_unsafe",
 			"1 if the reason makes stopping the node unsafe, 0 if not, for every reason: serves_slots (a master that serves slots: fail over first), no_healthy_replica (its slots would be unserved for good), "+
 				"masters_majority (too few slot-serving masters would be left to authorise a failover), last_healthy_replica (its master's last healthy replica, with healthy_replica_headroom), "+
-				"master_not_read (the last read replica of a master the exporter could not read this refresh: not judged), slot_migration (the source or target of a slot migration in progress: keys already moved would be lost or stranded), cluster_degraded (the cluster already is). "+
+				"master_not_read (the last read replica of a master the exporter could not read this refresh: not judged), slot_migration (the source or target of a slot migration in progress: keys already moved would be lost or stranded), cluster_degraded (the cluster already is), "+
+				"shard_syncing (a replica of its shard is in a full sync), full_sync_on_return (a replica that could not resume from its master's backlog when back); the last two unless allow_resync_stops. "+
 				"Only replicas the exporter read this refresh count as healthy."+fromRefresh,
 			"node_id", "address", "reason"),
 		nodeStopUnserved: table.Gauge("redis_cluster_node_stop_unserved_slots",
@@ -344,6 +348,7 @@ func emitNodes(ch exposition.Sink, cluster string, s *Snapshot) {
 		if n.HasBacklog {
 			ch.Add(metrics.nodeBacklogBytes, float64(n.BacklogBytes), nodeLabels...)
 			ch.Add(metrics.nodeBacklogHeld, float64(n.BacklogHeld), nodeLabels...)
+			ch.Add(metrics.nodeReplOffset, float64(n.ReplOffset), nodeLabels...)
 		}
 		if n.Loading {
 			ch.Add(metrics.nodeLoading, 1, nodeLabels...)

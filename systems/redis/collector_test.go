@@ -32,7 +32,7 @@ func testSnapshot() *Snapshot {
 				ConfigEpoch: 7, Slots: 10001, HealthyReplicas: 1, Reachable: true, ClusterStateOK: true, Migrating: []redisproto.SlotMove{{Slot: 7, NodeID: idB}},
 				Zone: "z1", ReplicasOtherHost: 1, HasZoneSpread: true, ReplicasOtherZone: 0,
 				Keys: 42, MemoryUsed: 2e6, RoleChanges: 1, ErrorReplies: map[string]uint64{"MOVED": 3},
-				HasBacklog: true, BacklogBytes: 1048576, BacklogHeld: 4096, Syncs: &SyncCounts{Full: 2, PartialOK: 5, PartialErr: 1}},
+				HasBacklog: true, BacklogBytes: 1048576, BacklogHeld: 4096, ReplOffset: 123456, Syncs: &SyncCounts{Full: 2, PartialOK: 5, PartialErr: 1}},
 			{ID: idB, Addr: "127.0.0.1:7001", Role: RoleMaster, State: NodeStateFail, ConfigEpoch: 2, Slots: 383},
 			{ID: idD, Addr: "127.0.0.1:7003", Role: RoleReplica, MasterID: idA, State: NodeStateOK, LinkConnected: true,
 				ConfigEpoch: 7, Reachable: true, ClusterStateOK: true, MasterLinkUp: true, Keys: 42, MemoryUsed: 1e6,
@@ -99,11 +99,11 @@ func TestCollectorSetRemove(t *testing.T) {
 	// Per cluster of testSnapshot: 5 health series, 16 cluster series (with
 	// the zone row of slots_in_one_failure_domain: it has zones), one series
 	// for its foreign node, and node series: 27 for the reachable master
-	// (with its host and zone spread, its 5 error reply counts, its backlog and its 3 sync counts), 13 for the unreachable one (nothing
+	// (with its host and zone spread, its 5 error reply counts, its backlog and offset and its 3 sync counts), 13 for the unreachable one (nothing
 	// read from the node itself), 21 for the replica (its lag, partial resync, master
 	// link and that it is not syncing).
-	if got := testutil.CollectAndCount(c); got != 2*(5+16+1+30+13+21) {
-		t.Errorf("two clusters: %d series, want %d", got, 2*(5+16+1+30+13+21))
+	if got := testutil.CollectAndCount(c); got != 2*(5+16+1+31+13+21) {
+		t.Errorf("two clusters: %d series, want %d", got, 2*(5+16+1+31+13+21))
 	}
 	c.Set("b", watchtest.Static[Snapshot]("b", &Snapshot{ViewsConsistent: true}, nil))
 	c.Remove("a")
@@ -327,6 +327,9 @@ redis_cluster_node_memory_used_bytes{address="127.0.0.1:7003",node_id="c096849e5
 # TYPE redis_cluster_node_migrating_slots gauge
 redis_cluster_node_migrating_slots{address="127.0.0.1:7000",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 1
 redis_cluster_node_migrating_slots{address="127.0.0.1:7003",node_id="c096849e540e19e62780faa5bf76a837fe1752f6",redis_cluster="main"} 0
+# HELP redis_cluster_node_replication_offset_bytes For a master: its replication offset (master_repl_offset), the bytes of replication stream it has produced; its rate is the write rate its backlog must cover, and repl_backlog_bytes over that rate the seconds of writes a replica may miss and still resume. A restart without data or a full sync from another master can set it back. As of the last refresh.
+# TYPE redis_cluster_node_replication_offset_bytes gauge
+redis_cluster_node_replication_offset_bytes{address="127.0.0.1:7000",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 123456
 # HELP redis_cluster_node_replicas For a master, its healthy replicas (state ok, link to the master up). As of the last refresh.
 # TYPE redis_cluster_node_replicas gauge
 redis_cluster_node_replicas{address="127.0.0.1:7000",node_id="099acb3ad33355bfc624e555c95f92f2c4c98dbe",redis_cluster="main"} 1

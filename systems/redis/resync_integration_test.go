@@ -35,6 +35,22 @@ func syncStats(t *testing.T, c *lab.RedisCluster, port int) (full, partialOK int
 	return get("sync_full"), get("sync_partial_ok")
 }
 
+// replOffset is a master's master_repl_offset, by its own INFO.
+func replOffset(t *testing.T, c *lab.RedisCluster, port int) int64 {
+	t.Helper()
+	for _, line := range strings.Split(c.CLI(t, port, "INFO", "replication"), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "master_repl_offset:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("INFO replication of %d has no master_repl_offset", port)
+	return 0
+}
+
 // TestIntegrationResyncPrediction pauses a replica (SIGSTOP) behind a master
 // whose backlog is 16 KiB, writes a little, then 32 MiB, and asks the
 // exporter each time whether the replica could resume from the backlog
@@ -71,6 +87,29 @@ func TestIntegrationResyncPrediction(t *testing.T) {
 		want := map[bool]float64{true: 1, false: 0}[step.partial]
 		lab.RedisWaitFor(t, 10*time.Second, step.name+": the prediction", func() error {
 			return e.gather().expect(want, "redis_cluster_node_partial_resync_possible", addrLabel(replica.Port)...)
+		})
+		// The master's replication offset, between its own INFO read before
+		// and after the exporter's sample.
+		lab.RedisWaitFor(t, 10*time.Second, step.name+": the master's offset", func() error {
+			before := replOffset(t, c, master.Port)
+			got, ok := e.gather().value("redis_cluster_node_replication_offset_bytes", addrLabel(master.Port)...)
+			after := replOffset(t, c, master.Port)
+			if !ok || got < float64(before) || got > float64(after) {
+				return fmt.Errorf("the exporter says %v (served %v); the master's INFO said %d, then %d", got, ok, before, after)
+			}
+			return nil
+		})
+		// The failure budget: a stop of the replica now would bring it back
+		// to a full sync exactly when the prediction says so.
+		lab.RedisWaitFor(t, 10*time.Second, step.name+": the budget", func() error {
+			a, err := answerBudget(e.w.Current().Snapshot, budget.Question{Scope: ScopeNode, ID: replica.Addr})
+			if err != nil {
+				return err
+			}
+			if got := strings.Contains(reasons(a), string(ReasonFullSyncOnReturn)); got == step.partial {
+				return fmt.Errorf("stopping the replica: reasons %q, want %s: %v", reasons(a), ReasonFullSyncOnReturn, !step.partial)
+			}
+			return nil
 		})
 		full, partial := syncStats(t, c, master.Port)
 		c.CLI(t, master.Port, "CLIENT", "KILL", "TYPE", "replica")
@@ -134,16 +173,29 @@ func TestIntegrationFullSyncUnprotected(t *testing.T) {
 	c.CLI(t, master.Port, "CONFIG", "SET", "loading-process-events-interval-bytes", "1024")
 	restarted := time.Now()
 
-	var samples, inSync, withBytes, unread, loading, advised int
+	var samples, inSync, withBytes, unread, loading, advised, syncingStopRefused int
 	for linkUp := false; !linkUp; time.Sleep(50 * time.Millisecond) {
 		if time.Since(restarted) > time.Minute {
 			t.Fatalf("the returning node's link is not up a minute after its restart:\n%s", c.CLI(t, master.Port, "INFO", "replication"))
 		}
 		// The budget's answer, then the series, then the oracle: neither
 		// of the first two may be newer than the third.
-		a, err := answerBudget(e.w.Current().Snapshot, budget.Question{Scope: ScopeNode, ID: replica.Addr})
+		snap := e.w.Current().Snapshot
+		a, err := answerBudget(snap, budget.Question{Scope: ScopeNode, ID: replica.Addr})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// Stopping the returning node itself while its sync runs throws
+		// the sync away: unsafe by default (failure_budget.allow_resync_stops).
+		if n := snap.findNode(master.Addr); n != nil && (n.Sync.InProgress || n.Loading) {
+			own, err := answerBudget(snap, budget.Question{Scope: ScopeNode, ID: master.Addr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if own.Safe || !strings.Contains(reasons(own), string(ReasonShardSyncing)) {
+				t.Fatalf("stopping %s in its full sync: safe %v, reasons %q; want %s", master.Addr, own.Safe, reasons(own), ReasonShardSyncing)
+			}
+			syncingStopRefused++
 		}
 		s := e.gather()
 		unprotected, _ := s.value("redis_cluster_slots_without_replica")
@@ -178,6 +230,9 @@ func TestIntegrationFullSyncUnprotected(t *testing.T) {
 	if loading == 0 {
 		t.Errorf("the exporter never saw the returning node loading its RDB in %d samples over %v", samples, linkUpAfter.Round(time.Millisecond))
 	}
+	if syncingStopRefused == 0 {
+		t.Errorf("the failure budget never judged a stop of %s during its sync in %d samples", master.Addr, samples)
+	}
 	if advised == 0 {
 		t.Errorf("the failure budget's advice never named the sync of %s in %d samples", master.Addr, samples)
 	}
@@ -187,8 +242,15 @@ func TestIntegrationFullSyncUnprotected(t *testing.T) {
 	protected := lab.RedisWaitFor(t, 10*time.Second, "the shard protected again", func() error {
 		return e.gather().expect(0, "redis_cluster_slots_without_replica")
 	})
-	t.Logf("promotion %v after the kill; the returning node's link up %v after its restart (%d samples: %d with the sync in progress, %d of them with its bytes, %d with the node unread, %d of them loading, %d with the budget's advice naming the sync); the exporter said protected %v after the link came up",
-		promoted.Round(time.Millisecond), linkUpAfter.Round(time.Millisecond), samples, inSync, withBytes, unread, loading, advised, protected.Round(time.Millisecond))
+	lab.RedisWaitFor(t, 10*time.Second, "the synced node safe to stop", func() error {
+		a, err := answerBudget(e.w.Current().Snapshot, budget.Question{Scope: ScopeNode, ID: master.Addr})
+		if err == nil && !a.Safe {
+			err = fmt.Errorf("stopping %s: reasons %q", master.Addr, reasons(a))
+		}
+		return err
+	})
+	t.Logf("promotion %v after the kill; the returning node's link up %v after its restart (%d samples: %d with the sync in progress, %d of them with its bytes, %d with the node unread, %d of them loading, %d with the budget's advice naming the sync, %d with its own stop unsafe: shard_syncing); the exporter said protected %v after the link came up",
+		promoted.Round(time.Millisecond), linkUpAfter.Round(time.Millisecond), samples, inSync, withBytes, unread, loading, advised, syncingStopRefused, protected.Round(time.Millisecond))
 	lab.RedisWaitFor(t, 10*time.Second, "the full sync counted", func() error {
 		f, _ := syncStats(t, c, replica.Port)
 		if f != full+1 {

@@ -197,6 +197,9 @@ type Node struct {
 	// holds, when read.
 	HasBacklog                bool
 	BacklogBytes, BacklogHeld int64
+	// ReplOffset is, with HasBacklog, the master's replication offset
+	// (master_repl_offset): the bytes of writes it has replicated.
+	ReplOffset int64
 
 	// RoleChanges counts role changes this exporter observed.
 	RoleChanges uint64

@@ -26,6 +26,11 @@ type Budget struct {
 	// counts as caught up, the one to fail over to; nil for
 	// DefaultCaughtUpBytes (CaughtUpBound).
 	CaughtUpBytes *int64 `yaml:"caught_up_bytes"`
+	// AllowResyncStops lets a stop be safe that a resync makes unsafe by
+	// default: a stop in a shard whose replica is in a full sync (reason
+	// shard_syncing), and the stop of a replica that could not resume from
+	// its master's backlog when it comes back (full_sync_on_return).
+	AllowResyncStops bool `yaml:"allow_resync_stops"`
 	// Zones maps node addresses ("ip:port", as CLUSTER NODES gives them)
 	// to availability zones. A node listed here is in that zone whatever
 	// its availability_zone (Valkey 8.1+) says; the others keep theirs.
@@ -52,7 +57,7 @@ func (b Budget) CaughtUpBound() int64 {
 }
 
 // budgetKeys are the keys failure_budget accepts.
-var budgetKeys = []string{"healthy_replica_headroom", "caught_up_bytes", "zones"}
+var budgetKeys = []string{"healthy_replica_headroom", "caught_up_bytes", "allow_resync_stops", "zones"}
 
 // UnmarshalYAML decodes failure_budget strictly and validates it at load
 // time: a custom decoder does not inherit the file decoder's KnownFields,
