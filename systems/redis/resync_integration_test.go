@@ -19,36 +19,41 @@ import (
 func syncStats(t *testing.T, c *lab.RedisCluster, port int) (full, partialOK int) {
 	t.Helper()
 	out := c.CLI(t, port, "INFO", "stats")
-	get := func(key string) int {
-		for _, line := range strings.Split(out, "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+":"); ok {
-				n, err := strconv.Atoi(v)
-				if err != nil {
-					t.Fatalf("INFO stats %s: %q", key, v)
-				}
-				return n
+	return int(infoInt(t, out, "sync_full")), int(infoInt(t, out, "sync_partial_ok"))
+}
+
+// infoInt is the integer field key of an INFO reply.
+func infoInt(t *testing.T, info, key string) int64 {
+	t.Helper()
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+":"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("INFO %s: %q", key, v)
 			}
+			return n
 		}
-		t.Fatalf("INFO stats has no %s:\n%s", key, out)
-		return 0
 	}
-	return get("sync_full"), get("sync_partial_ok")
+	t.Fatalf("INFO has no %s:\n%s", key, info)
+	return 0
+}
+
+// resyncLab is a cluster of 3 masters with a replica each, an exporter
+// that sees it healthy, and one master and its replica.
+func resyncLab(t *testing.T) (*lab.RedisCluster, *exporter, lab.RedisNode, lab.RedisNode) {
+	t.Helper()
+	skipIfShort(t)
+	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1})
+	e := startExporter(t, c.Addrs())
+	e.waitHealthy(c, 1)
+	master := c.Masters(t)[0]
+	return c, e, master, replicaOf(t, c, master)
 }
 
 // replOffset is a master's master_repl_offset, by its own INFO.
 func replOffset(t *testing.T, c *lab.RedisCluster, port int) int64 {
 	t.Helper()
-	for _, line := range strings.Split(c.CLI(t, port, "INFO", "replication"), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "master_repl_offset:"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("INFO replication of %d has no master_repl_offset", port)
-	return 0
+	return infoInt(t, c.CLI(t, port, "INFO", "replication"), "master_repl_offset")
 }
 
 // TestIntegrationResyncPrediction pauses a replica (SIGSTOP) behind a master
@@ -63,12 +68,7 @@ func replOffset(t *testing.T, c *lab.RedisCluster, port int) int64 {
 // and 9.1 with 1 MiB): the master's last acknowledged offset, which the
 // prediction reads, is a lower bound of where the replica is.
 func TestIntegrationResyncPrediction(t *testing.T) {
-	skipIfShort(t)
-	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1})
-	e := startExporter(t, c.Addrs())
-	e.waitHealthy(c, 1)
-	master := c.Masters(t)[0]
-	replica := replicaOf(t, c, master)
+	c, e, master, replica := resyncLab(t)
 	c.CLI(t, master.Port, "CONFIG", "SET", "repl-backlog-size", "16384")
 	key := keyInSlotsOf(t, master, "resync")
 
@@ -147,12 +147,7 @@ func TestIntegrationResyncPrediction(t *testing.T) {
 // is protected within a few refreshes of the link coming up; the full sync it
 // counts is the one the new master's sync_full counts.
 func TestIntegrationFullSyncUnprotected(t *testing.T) {
-	skipIfShort(t)
-	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1})
-	e := startExporter(t, c.Addrs())
-	e.waitHealthy(c, 1)
-	master := c.Masters(t)[0]
-	replica := replicaOf(t, c, master)
+	c, e, master, replica := resyncLab(t)
 	fill(t, c, master, 20000)
 
 	c.Kill(t, master.Port)
@@ -272,12 +267,7 @@ func TestIntegrationFullSyncUnprotected(t *testing.T) {
 // count stops where the master's does. The alert on these series
 // (RedisClusterFullResyncLoop) is tested with promtool.
 func TestIntegrationFullResyncLoop(t *testing.T) {
-	skipIfShort(t)
-	c := lab.StartRedisCluster(t, lab.RedisOptions{Masters: 3, Replicas: 1})
-	e := startExporter(t, c.Addrs())
-	e.waitHealthy(c, 1)
-	master := c.Masters(t)[0]
-	replica := replicaOf(t, c, master)
+	c, e, master, replica := resyncLab(t)
 	fill(t, c, master, 20000)
 	for _, kv := range [][2]string{{"repl-diskless-sync-delay", "0"}, {"rdb-key-save-delay", "100"}, {"client-output-buffer-limit", "replica 256kb 0 0"}} {
 		c.CLI(t, master.Port, "CONFIG", "SET", kv[0], kv[1])
