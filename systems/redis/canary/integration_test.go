@@ -348,6 +348,7 @@ func TestCanaryKeyExpiredInAFailoverIsUnverifiable(t *testing.T) {
 		}
 		return nil
 	})
+	beforeKill := time.Now()
 	c.Kill(t, master.Port)
 	killed := time.Now()
 	lab.RedisWaitFor(t, 30*time.Second, "replica promoted", func() error {
@@ -379,5 +380,39 @@ func TestCanaryKeyExpiredInAFailoverIsUnverifiable(t *testing.T) {
 	}
 	if evs := canaryEvents(elog, canary.EventAcknowledgedWritesLost, master.ID); len(evs) != 0 {
 		t.Errorf("acknowledged_writes_lost events for an expired key: %+v", evs)
+	}
+	// With WAIT 1 a write is acknowledged only once the promoted replica
+	// has a replica of its own: the stall a client of WAIT lives ends when
+	// the old master is back as one.
+	rejoin(t, c, master, replica)
+	checkStall(t, w, master, c.NodeTimeout(), beforeKill, killed)
+}
+
+// checkStall waits for the stall clock of master, killed between
+// beforeKill and killed, and checks it against the kill's own clock: it
+// began at the master's last acknowledgement, after beforeKill less a
+// round (the canary writes every 50 ms here; a second of margin for a busy
+// machine) and not after killed, and ended at the first acknowledgement by
+// the promoted replica, which the cluster cannot promote before the
+// node timeout has passed since the kill.
+func checkStall(t *testing.T, w *watch.Watcher[Snapshot], master lab.RedisNode, nodeTimeout time.Duration, beforeKill, killed time.Time) {
+	t.Helper()
+	var seen time.Time
+	lab.RedisWaitFor(t, 15*time.Second, "the stall clock of the killed master", func() error {
+		if h := stats(w, master.ID).Stalls; h == nil || h.Count != 1 {
+			var all []string
+			for id, m := range w.Current().Snapshot.Masters {
+				all = append(all, fmt.Sprintf("%s %+v", id, *m))
+			}
+			return fmt.Errorf("stalls observed: %+v; all %v", h, all)
+		}
+		seen = time.Now()
+		return nil
+	})
+	stall := time.Duration(stats(w, master.ID).Stalls.Sum * float64(time.Second))
+	latest := seen.Sub(beforeKill.Add(-time.Second))
+	t.Logf("FIGURE redis canary stall clock: %v for the killed master (cluster-node-timeout %v; at most %v by the kill's clock)", stall.Round(time.Millisecond), nodeTimeout, latest.Round(time.Millisecond))
+	if stall < nodeTimeout || stall > latest {
+		t.Errorf("stall %v, want between the node timeout %v and %v (the kill's clock)", stall, nodeTimeout, latest)
 	}
 }

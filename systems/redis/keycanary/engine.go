@@ -107,6 +107,12 @@ type keyState struct {
 	// on a new master lost the writes among them whose TTL cannot have run
 	// out; the others may have expired, and are unverifiable.
 	ackedAt []time.Time
+	// lastAck is when the last acknowledged write of the key was
+	// acknowledged, and lastAckBy the master that did; stalled is set when
+	// a write failed since (the stall clock, stallClock).
+	lastAck   time.Time
+	lastAckBy Target
+	stalled   bool
 }
 
 // maxTrackedAcks bounds keyState.ackedAt: a key_ttl of hours at a short
@@ -381,6 +387,12 @@ func (e *Engine) apply(next *Snapshot, at time.Time, st *keyState, r writeResult
 				"old_master", old.ID, "new_master", r.owner.ID, "acknowledged_up_to", st.acked, "found", r.found)
 		}
 	}
+	if r.read && r.found > st.acked {
+		// Another exporter wrote the key since this one last did (it held
+		// the lease meanwhile): a stall this one saw begin may have ended
+		// on its writes, so it is not timed.
+		st.lastAck, st.stalled = time.Time{}, false
+	}
 	switch {
 	case r.read && st.reread && st.holder.Owner == r.owner.Owner:
 		// Read again after a new hold began, same owner: the writes this
@@ -404,6 +416,7 @@ func (e *Engine) apply(next *Snapshot, at time.Time, st *keyState, r writeResult
 		}
 		st.reread = false
 	}
+	e.stallClock(next, st, r)
 	m := next.master(r.owner)
 	m.Attempts++
 	if r.ok {
@@ -423,6 +436,27 @@ func (e *Engine) apply(next *Snapshot, at time.Time, st *keyState, r writeResult
 		}
 	}
 	m.LastError = r.errKind
+}
+
+// stallClock runs the clients' stall clock of st's key: a failed write
+// after an acknowledged one starts a stall, dated from that
+// acknowledgement; the next acknowledged write ends it, observed for the
+// master that acknowledged the last write before (the one whose loss or
+// trouble began the stall). A failure before any acknowledgement this
+// exporter saw (it started during an outage, or took the lease) dates
+// nothing, and so does one across another exporter's writes (apply).
+func (e *Engine) stallClock(next *Snapshot, st *keyState, r writeResult) {
+	if !r.ok {
+		st.stalled = st.stalled || !st.lastAck.IsZero()
+		return
+	}
+	acked := r.sent.Add(r.latency)
+	if st.stalled {
+		m := next.master(st.lastAckBy)
+		m.Stalls = m.Stalls.ObserveDuration(acked.Sub(st.lastAck))
+		st.stalled = false
+	}
+	st.lastAck, st.lastAckBy = acked, r.owner
 }
 
 // judge counts the writes the old master acknowledged (base+1 .. acked)

@@ -283,3 +283,61 @@ func serveFake(conn net.Conn) {
 		}
 	}
 }
+
+// The stall clock: from the last acknowledgement before a failed write to
+// the first acknowledgement after, observed for the master that
+// acknowledged the last write before; failures before any acknowledgement
+// date nothing.
+func TestStallClock(t *testing.T) {
+	e := &Engine{}
+	next := (*Snapshot)(nil).clone()
+	st := &keyState{key: "k"}
+	old, promoted := Target{ID: "old", Addr: "10.0.0.1:7000"}, Target{ID: "new", Addr: "10.0.0.2:7000"}
+	t0 := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	fail := writeResult{owner: old, wrote: true, errKind: "connection"}
+	e.stallClock(next, st, fail) // before any acknowledgement: nothing to date
+	e.stallClock(next, st, writeResult{owner: old, wrote: true, ok: true, sent: t0, latency: time.Millisecond})
+	if next.Masters["old"] != nil && next.Masters["old"].Stalls != nil {
+		t.Fatalf("a failure before any acknowledgement was observed: %+v", next.Masters["old"].Stalls)
+	}
+	e.stallClock(next, st, fail)
+	e.stallClock(next, st, writeResult{owner: promoted, wrote: true, errKind: "CLUSTERDOWN"})
+	e.stallClock(next, st, writeResult{owner: promoted, wrote: true, ok: true, sent: t0.Add(3 * time.Second), latency: 2 * time.Millisecond})
+	h := next.Masters["old"].Stalls
+	if h == nil || h.Count != 1 || h.Sum < 3.0009 || h.Sum > 3.0011 {
+		t.Fatalf("stall observed for the old master: %+v, want one of 3.001 s", h)
+	}
+	if m := next.Masters["new"]; m != nil && m.Stalls != nil {
+		t.Errorf("the new master observed a stall: %+v", m.Stalls)
+	}
+	// Acknowledged again without a failure between: no stall.
+	e.stallClock(next, st, writeResult{owner: promoted, wrote: true, ok: true, sent: t0.Add(4 * time.Second)})
+	if h := next.Masters["old"].Stalls; h.Count != 1 {
+		t.Errorf("%d stalls, want 1", h.Count)
+	}
+}
+
+// A stall across another exporter's writes is not timed: the key, read
+// again when this exporter's new hold of the lease began, holds more than
+// it acknowledged, so the stall it saw begin may have ended on those.
+func TestStallClockAcrossAnotherWriter(t *testing.T) {
+	e := &Engine{logger: log.NewNopLogger()}
+	next := (*Snapshot)(nil).clone()
+	owner := Target{ID: "m", Owner: "m", Addr: "10.0.0.1:7000"}
+	st := &keyState{key: "k", holder: owner}
+	t0 := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	e.apply(next, t0, st, writeResult{owner: owner, wrote: true, ok: true, sent: t0})
+	e.apply(next, t0, st, writeResult{owner: owner, wrote: true, errKind: "connection"})
+	st.reread = true
+	e.apply(next, t0, st, writeResult{owner: owner, read: true, found: st.acked + 5, wrote: true, ok: true, sent: t0.Add(10 * time.Second)})
+	if h := next.Masters["m"].Stalls; h != nil {
+		t.Errorf("a stall across another exporter's 5 writes was timed: %+v", h)
+	}
+	// The same without another writer: timed.
+	e.apply(next, t0, st, writeResult{owner: owner, wrote: true, errKind: "connection"})
+	st.reread = true
+	e.apply(next, t0, st, writeResult{owner: owner, read: true, found: st.acked, wrote: true, ok: true, sent: t0.Add(12 * time.Second)})
+	if h := next.Masters["m"].Stalls; h == nil || h.Count != 1 || h.Sum != 2 {
+		t.Errorf("stall without another writer: %+v, want one of 2 s", h)
+	}
+}

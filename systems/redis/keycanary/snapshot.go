@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/failover-exporter/failover_exporter/collector/canary"
+	"github.com/failover-exporter/failover_exporter/collector/episode"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 )
@@ -51,6 +52,11 @@ type MasterStats struct {
 	Unverifiable uint64
 	// Latency of acknowledged writes, SET and WAIT together.
 	Latency *canary.Histogram
+	// Stalls are the clients' stall clock of the writes this master
+	// acknowledged last before a failed one: from that acknowledgement to
+	// the first acknowledged write after, by whichever master; one
+	// observation per stall, when it ends.
+	Stalls *episode.Histogram
 	// LastError is the last attempt's error kind, "" if it succeeded.
 	LastError string
 }
@@ -86,15 +92,19 @@ func (s *Snapshot) master(t Target) *MasterStats {
 	return m
 }
 
-// EmitMasters emits every master's write counters and latency histogram of
+// EmitMasters emits every master's write counters, latency histogram and
+// (to stall, once one ended) stall clock of
 // s with m's families, in the order of the masters' ids; labels gives a
 // master's label values (its deployment's first).
-func EmitMasters(m *canary.Metrics, sink exposition.Sink, s *Snapshot, labels func(id string, ms *MasterStats) []string) {
+func EmitMasters(m *canary.Metrics, stall *exposition.Desc, sink exposition.Sink, s *Snapshot, labels func(id string, ms *MasterStats) []string) {
 	for _, id := range slices.Sorted(maps.Keys(s.Masters)) {
 		ms := s.Masters[id]
 		values := labels(id, ms)
 		m.EmitWrites(sink, values, ms.Attempts, ms.Acknowledged, ms.Failures, ms.Lost, ms.Unverifiable)
 		count, sum, cumulative := ms.Latency.Values()
 		sink.AddHistogram(m.Duration, count, sum, cumulative, values...)
+		if h := ms.Stalls; h != nil && stall != nil {
+			sink.AddHistogram(stall, h.Count, h.Sum, h.Cumulative, values...)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package sentinelcanary
 
 import (
 	"github.com/failover-exporter/failover_exporter/collector/canary"
+	"github.com/failover-exporter/failover_exporter/collector/episode"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/systems/redis/keycanary"
@@ -46,6 +47,13 @@ var metrics = func() canary.Metrics {
 	}
 }()
 
+// stallSeconds is the clients' stall clock, by the master that acknowledged
+// the last write before the stall.
+var stallSeconds = table.Series.Histogram("redis_sentinel_canary_write_stall_seconds",
+	"The clients' stall clock: how long the canary's writes to a set's master stalled, from the last acknowledged write before a failed one to the first acknowledged after (by the promoted replica after a failover), "+
+		"by the master that acknowledged the last write before. One observation per stall when it ends; a stall the exporter did not see begin (it started during one, or another exporter held the canary lease) is not observed.",
+	episode.Buckets, clusterLabel, "master", "address")
+
 // Sets returns the canary's metric tables, in exposition order, for
 // documentation and contract tests.
 func Sets() []*exposition.Set { return table.Sets() }
@@ -65,5 +73,5 @@ func emitState(health, sink exposition.Sink, cluster string, state *watch.State[
 	if s == nil {
 		return
 	}
-	keycanary.EmitMasters(&metrics, sink, s, func(id string, m *MasterStats) []string { return []string{cluster, m.Set, id} })
+	keycanary.EmitMasters(&metrics, stallSeconds, sink, s, func(id string, m *MasterStats) []string { return []string{cluster, m.Set, id} })
 }
