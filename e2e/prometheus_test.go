@@ -139,7 +139,8 @@ var emptyPanels = func() map[string]string {
 	// TestValkey9AtomicSlotMigration reads it on Valkey 9.1).
 	const noAtomicMigration = "this lab's Redis 7.0 has no atomic slot migration (Valkey 9.0+, Redis 8.4+)"
 	for _, cluster := range []string{liveRedisBare, liveRedisRepl} {
-		for _, title := range []string{"Canary write success rate per master", "Canary write failures per minute by error", "Canary write latency p99 per master", "Acknowledged writes lost / unverifiable", "Canary writer"} {
+		for _, title := range []string{"Canary write success rate per master", "Canary write failures per minute by error", "Canary write latency p99 per master", "Acknowledged writes lost / unverifiable", "Canary writer",
+			"Canary write stalls, by the master that began them"} {
 			empty["redis-cluster.json/"+cluster+"/"+title] = canaryOff
 		}
 		for _, title := range []string{"Hottest slots by keys", "Hottest slots by CPU", "Hottest slots by network"} {
