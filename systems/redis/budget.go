@@ -301,15 +301,19 @@ type stopAssessor struct {
 	b        *FailureBudget
 	index    map[string]int         // snap.Nodes by id
 	replicas map[string][]*Node     // read healthy replicas, by master id
+	all      map[string][]*Node     // every replica, healthy or not, by master id
 	unread   map[string][]*Node     // replicas the cluster calls healthy that the exporter did not read, by master id
 	ranges   map[string][]SlotRange // by owner id
 }
 
 func newStopAssessor(snap *Snapshot, b *FailureBudget) *stopAssessor {
 	a := &stopAssessor{snap: snap, b: b, index: make(map[string]int, len(snap.Nodes)),
-		replicas: map[string][]*Node{}, unread: map[string][]*Node{}, ranges: map[string][]SlotRange{}}
+		replicas: map[string][]*Node{}, all: map[string][]*Node{}, unread: map[string][]*Node{}, ranges: map[string][]SlotRange{}}
 	for i := range snap.Nodes {
 		a.index[snap.Nodes[i].ID] = i
+		if r := &snap.Nodes[i]; r.Role == RoleReplica {
+			a.all[r.MasterID] = append(a.all[r.MasterID], r)
+		}
 		switch r := &snap.Nodes[i]; {
 		case r.IsReadHealthyReplica():
 			a.replicas[r.MasterID] = append(a.replicas[r.MasterID], r)
@@ -479,7 +483,7 @@ func (a *stopAssessor) assessResync(m *Node, stopped map[string]bool, tally *sto
 		return
 	}
 	stopsInShard := false
-	for _, r := range a.shardReplicas(m) {
+	for _, r := range a.all[m.ID] {
 		if !stopped[r.ID] {
 			continue
 		}
@@ -493,17 +497,6 @@ func (a *stopAssessor) assessResync(m *Node, stopped map[string]bool, tally *sto
 		tally.syncingSlots += m.Slots
 		tally.syncing = append(tally.syncing, fmt.Sprintf("master %s: %s", nodeName(m), syncing))
 	}
-}
-
-// shardReplicas are every replica of m in the snapshot, healthy or not.
-func (a *stopAssessor) shardReplicas(m *Node) []*Node {
-	var out []*Node
-	for i := range a.snap.Nodes {
-		if r := &a.snap.Nodes[i]; r.Role == RoleReplica && r.MasterID == m.ID {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // reportResync writes the tally's resync reasons into o.
@@ -581,21 +574,15 @@ func mergeRanges(ranges []SlotRange) []SlotRange {
 // syncingReplica describes a replica of m in a full sync or loading its
 // data set, empty when there is none.
 func (a *stopAssessor) syncingReplica(m *Node) string {
-	for i := range a.snap.Nodes {
-		r := &a.snap.Nodes[i]
-		if r.Role != RoleReplica || r.MasterID != m.ID || !r.Loading && !r.Sync.InProgress {
-			continue
-		}
-		what := "loading its data set (LOADING)"
+	for _, r := range a.all[m.ID] {
 		switch {
-		case r.Sync.TotalBytes > 0:
-			what = fmt.Sprintf("in a full sync, %d of %d bytes read", r.Sync.ReadBytes, r.Sync.TotalBytes)
-		case r.Sync.InProgress && r.Loading:
-			what = fmt.Sprintf("in a full sync, loading (%d bytes read)", r.Sync.ReadBytes)
+		case r.Sync.InProgress && r.Loading && r.Sync.TotalBytes <= 0:
+			return fmt.Sprintf("its replica %s is in a full sync, loading (%d bytes read)", nodeName(r), r.Sync.ReadBytes)
 		case r.Sync.InProgress:
-			what = fmt.Sprintf("in a full sync, %d bytes read", r.Sync.ReadBytes)
+			return fmt.Sprintf("its replica %s is %s", nodeName(r), r.Sync.progress())
+		case r.Loading:
+			return fmt.Sprintf("its replica %s is loading its data set (LOADING)", nodeName(r))
 		}
-		return fmt.Sprintf("its replica %s is %s", nodeName(r), what)
 	}
 	return ""
 }
@@ -818,13 +805,12 @@ func recoveredNode(a *budget.Answer, n *Node, caughtUp int64) {
 	if n.Role != RoleReplica {
 		return
 	}
-	switch {
-	case n.Reachable && !n.MasterLinkUp && n.Sync.TotalBytes > 0:
-		a.Add(ReasonMasterLinkDown, 1, "replica %s has master_link_status down: a full sync, %d of %d bytes read", name, n.Sync.ReadBytes, n.Sync.TotalBytes)
-	case n.Reachable && !n.MasterLinkUp && n.Sync.InProgress:
-		a.Add(ReasonMasterLinkDown, 1, "replica %s has master_link_status down: a full sync, %d bytes read", name, n.Sync.ReadBytes)
-	case n.Reachable && !n.MasterLinkUp:
-		a.Add(ReasonMasterLinkDown, 1, "replica %s has master_link_status down", name)
+	if n.Reachable && !n.MasterLinkUp {
+		if n.Sync.InProgress {
+			a.Add(ReasonMasterLinkDown, 1, "replica %s has master_link_status down: %s", name, n.Sync.progress())
+		} else {
+			a.Add(ReasonMasterLinkDown, 1, "replica %s has master_link_status down", name)
+		}
 	}
 	switch {
 	case !n.HasReplicationLag:

@@ -383,7 +383,7 @@ func emitNodeCounters(ch exposition.Sink, n *Node, labels []string) {
 		for _, r := range []struct {
 			result string
 			count  uint64
-		}{{"full", n.Syncs.Full}, {"partial_ok", n.Syncs.PartialOK}, {"partial_err", n.Syncs.PartialErr}} {
+		}{{"full", s.Full}, {"partial_ok", s.PartialOK}, {"partial_err", s.PartialErr}} {
 			labels[3] = r.result
 			ch.Add(metrics.nodeSyncs, float64(r.count), labels...)
 		}

@@ -61,6 +61,15 @@ type replicaSync struct {
 	TotalBytes int64
 }
 
+// progress describes a sync in progress: "in a full sync, N of M bytes
+// read", without the total when the master announced none.
+func (s replicaSync) progress() string {
+	if s.TotalBytes > 0 {
+		return fmt.Sprintf("in a full sync, %d of %d bytes read", s.ReadBytes, s.TotalBytes)
+	}
+	return fmt.Sprintf("in a full sync, %d bytes read", s.ReadBytes)
+}
+
 // parseReplicaSync reads a replica's master_sync_* fields; the byte counts
 // are only there during a sync, and a total of -1 (a diskless sync, whose
 // size nobody knows in advance) is kept as 0.
@@ -184,10 +193,6 @@ func parseUsedMemory(fields redisproto.InfoFields) (uint64, error) {
 // label's values are these and nothing a client chose.
 var RedirectErrors = []string{"MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN", "READONLY"}
 
-// parseErrorStats reads INFO errorstats (Redis 6.2+, Valkey): the count
-// of each of RedirectErrors the node replied since its start or CONFIG
-// RESETSTAT. read is false when the server has no such section (it then
-// answers an empty string); a kind it never replied is 0.
 // SyncCounts are the syncs a node served to its replicas since its start
 // or CONFIG RESETSTAT (INFO stats): full syncs of the whole data set, and
 // PSYNCs accepted (resumed from its backlog) or refused (which then became
@@ -200,7 +205,7 @@ type SyncCounts struct {
 // from an INFO stats reply; a reply without them is an error.
 func parseSyncStats(text string) (SyncCounts, error) {
 	var c SyncCounts
-	fields, err := redisproto.ParseInfoFields(redisproto.StripVerbatim(text))
+	fields, err := redisproto.ParseInfoFields(text)
 	if err != nil {
 		return c, fmt.Errorf("INFO stats: %w", err)
 	}
@@ -219,6 +224,10 @@ func parseSyncStats(text string) (SyncCounts, error) {
 	return c, nil
 }
 
+// parseErrorStats reads INFO errorstats (Redis 6.2+, Valkey): the count
+// of each of RedirectErrors the node replied since its start or CONFIG
+// RESETSTAT. read is false when the server has no such section (it then
+// answers an empty string); a kind it never replied is 0.
 func parseErrorStats(text string) (counts map[string]uint64, read bool, err error) {
 	text = redisproto.StripVerbatim(text)
 	if !strings.Contains(text, "# Errorstats") {
