@@ -83,6 +83,10 @@ func TestKafkaHangingTransaction(t *testing.T) {
 	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatalf("commit with the follower stopped: %v", err)
 	}
+	// The commit returns once the coordinator has prepared it; it writes
+	// the marker to L after. Killed before that, L leaves the marker to
+	// F, the coordinator writes it there, and nothing hangs.
+	waitTransactionState(t, tx, txID, "CompleteCommit")
 	c.Kill(t, leader)
 	resume()
 	electUnclean(t, c, coordinator, topic, follower)
@@ -202,6 +206,26 @@ func transactionCoordinator(t *testing.T, c *lab.KafkaCluster, id string) int32 
 		return err == nil, fmt.Sprintf("find the coordinator of %q: %v", id, err)
 	})
 	return node
+}
+
+// waitTransactionState waits until transactional id id's coordinator
+// (DescribeTransactions, which cl routes to it) says state.
+func waitTransactionState(t *testing.T, cl *kgo.Client, id, state string) {
+	t.Helper()
+	lab.WaitFor(t, time.Minute, 100*time.Millisecond, func() (bool, string) {
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		req.TransactionalIDs = []string{id}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil && len(resp.TransactionStates) == 1 {
+			if err = kerr.ErrorForCode(resp.TransactionStates[0].ErrorCode); err == nil && resp.TransactionStates[0].State == state {
+				return true, ""
+			}
+			return false, fmt.Sprintf("transaction %q is %s (%v), want %s", id, resp.TransactionStates[0].State, err, state)
+		}
+		return false, fmt.Sprintf("describe transaction %q: %v", id, err)
+	})
 }
 
 // createTopicOn creates topic with one partition on replicas (the first
