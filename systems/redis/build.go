@@ -33,6 +33,9 @@ type nodeView struct {
 	ErrorReplies map[string]uint64
 	// Syncs are the syncs the node served (INFO stats); nil when unread.
 	Syncs *SyncCounts
+	// Clients are the libraries of its clients (CLIENT LIST), read only
+	// from a demoted node watched for stale routing; nil when unread.
+	Clients *ClientLibraries
 }
 
 // buildSnapshot merges the views of the reachable nodes into one snapshot
@@ -142,6 +145,7 @@ func mergedNodeEntry(id string, m *redisproto.MergedNode[nodeView]) Node {
 		}
 		n.ErrorReplies = v.ErrorReplies
 		n.Syncs = v.Syncs
+		n.Clients = v.Clients
 		if !v.Replication.IsMaster {
 			n.Sync = v.Replication.Sync
 		}

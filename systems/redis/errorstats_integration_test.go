@@ -154,6 +154,9 @@ func TestIntegrationStaleRouting(t *testing.T) {
 	})
 
 	client := dialNaive(t, master.Addr)
+	// Redis 7.2+ and Valkey 8+ take a library name (Redis 7.0 answers
+	// ERR); the started event names it then.
+	named := client.do(t, "CLIENT", "SETINFO", "LIB-NAME", "naive-test") == "+OK" && client.do(t, "CLIENT", "SETINFO", "LIB-VER", "1.2.3") == "+OK"
 	var lastMoved time.Time
 	for range 30 {
 		if reply := client.do(t, "SET", key, "v"); strings.HasPrefix(reply, "-MOVED") {
@@ -190,6 +193,11 @@ func TestIntegrationStaleRouting(t *testing.T) {
 	started := log.of(EventStaleRoutingStarted)
 	if len(started) != 1 || started[0].Subject.Address != master.Addr || !strings.Contains(started[0].After, "clients still routing to the demoted node") {
 		t.Errorf("stale_routing_started events %+v, want one for %s", started, master.Addr)
+	} else {
+		t.Logf("stale_routing_started: %s", started[0].After)
+		if libs := strings.Contains(started[0].After, "naive-test 1.2.3 (1)"); libs != named {
+			t.Errorf("stale_routing_started says %q; the client named its library: %v", started[0].After, named)
+		}
 	}
 	if !strings.Contains(ended.Before, fmt.Sprintf("%d MOVED or READONLY replies", moved)) {
 		t.Errorf("stale_routing_ended says %q, want the client's %d", ended.Before, moved)

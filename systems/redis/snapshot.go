@@ -175,6 +175,10 @@ type Node struct {
 	// Syncs are the syncs the node served its replicas since its start
 	// (INFO stats); nil when not read.
 	Syncs *SyncCounts
+	// Clients are the libraries of the clients that may send a demoted
+	// node misrouted commands (CLIENT LIST, read only while the exporter
+	// watches it for stale routing); nil when not read or not named.
+	Clients *ClientLibraries
 	// Sync is, for a reachable or loading replica, its sync from its
 	// master in progress, if any: while it runs the replica's link is down
 	// and it protects nothing.

@@ -91,6 +91,7 @@ func newSource(cfg settings.Cluster, logger log.Logger) (*source, error) {
 func (s *source) Refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	probedAt := time.Now()
 	queried := map[string]bool{}
+	clientsOf := staleRoutingAddrs(prev)
 	var views []nodeView
 	var errs []error
 	query := func(addrs []string) {
@@ -101,7 +102,7 @@ func (s *source) Refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 				todo = append(todo, a)
 			}
 		}
-		v, e := s.queryNodes(ctx, todo)
+		v, e := s.queryNodes(ctx, todo, clientsOf)
 		views, errs = append(views, v...), append(errs, e...)
 	}
 
@@ -167,9 +168,10 @@ func lastAnswer(views []nodeView) time.Time {
 func topologyAddrs(views []nodeView) []string { return redisproto.Addrs(views) }
 
 // queryNodes queries the nodes concurrently and returns the views of those
-// that answered before ctx ended. A node that has not answered by then is
+// that answered before ctx ended; it lists the clients of those in
+// clientsOf. A node that has not answered by then is
 // left to finish (or time out) on its own; refresh does not wait for it.
-func (s *source) queryNodes(ctx context.Context, addrs []string) ([]nodeView, []error) {
+func (s *source) queryNodes(ctx context.Context, addrs []string, clientsOf map[string]bool) ([]nodeView, []error) {
 	type result struct {
 		view nodeView
 		err  error
@@ -181,7 +183,7 @@ func (s *source) queryNodes(ctx context.Context, addrs []string) ([]nodeView, []
 			continue // source closed
 		}
 		go func() {
-			view, err := s.queryNode(ctx, nc)
+			view, err := s.queryNode(ctx, nc, clientsOf[nc.addr])
 			if err != nil {
 				err = fmt.Errorf("%s: %w", nc.addr, s.explain(nc.addr, err))
 			}
@@ -319,8 +321,9 @@ func (nc *nodeClient) get(option rueidis.ClientOption) (rueidis.Client, error) {
 	return client, nil
 }
 
-// queryNode reads one node's view with one pipelined round trip.
-func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error) {
+// queryNode reads one node's view with one pipelined round trip, its
+// clients too when clients is set.
+func (s *source) queryNode(ctx context.Context, nc *nodeClient, clients bool) (nodeView, error) {
 	if !nc.busy.CompareAndSwap(false, true) {
 		return nodeView{}, errNodeBusy
 	}
@@ -338,6 +341,11 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 	if api == migrationAPIValkey || api == migrationAPIRedis {
 		migrationReply = len(cmds)
 		cmds = append(cmds, migrationCommand(client, api))
+	}
+	clientsReply := -1
+	if clients {
+		clientsReply = len(cmds)
+		cmds = append(cmds, clientListCommand(client))
 	}
 	nodeTimeoutReply := -1
 	if nc.nodeTimeout.Load() == 0 {
@@ -372,6 +380,9 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient) (nodeView, error
 	}
 	s.readErrorStats(&view, nc.addr, replies[6])
 	s.readSyncStats(&view, nc.addr, replies[7])
+	if clientsReply >= 0 {
+		s.readClients(&view, nc.addr, replies[clientsReply])
+	}
 	if nodeTimeoutReply >= 0 {
 		nc.nodeTimeout.Store(parseNodeTimeout(replies[nodeTimeoutReply]))
 	}
@@ -482,6 +493,22 @@ func (s *source) readSyncStats(view *nodeView, addr string, reply rueidis.RedisR
 	}
 	if err != nil {
 		level.Debug(s.logger).Log("msg", "reading INFO stats failed", "addr", addr, "err", err)
+	}
+}
+
+// readClients keeps the libraries of the node's clients from its CLIENT
+// LIST reply; a node whose reply cannot be read (an ACL without
+// +client|list, a server naming no library) is still read, without them.
+func (s *source) readClients(view *nodeView, addr string, reply rueidis.RedisResult) {
+	text, err := reply.ToString()
+	if err == nil {
+		var named bool
+		if view.Clients, named, err = parseClientList(text, staleRoutingQuiet); err == nil && !named {
+			view.Clients = nil
+		}
+	}
+	if err != nil {
+		level.Debug(s.logger).Log("msg", "reading CLIENT LIST failed", "addr", addr, "err", err)
 	}
 }
 

@@ -135,14 +135,32 @@ func (w *StaleRouting) advance(next *Snapshot, n *Node) *StaleRouting {
 	}
 	if count > c.counted {
 		if !c.Open() {
-			next.Events.Add(next.ReadAt, EventStaleRoutingStarted, events.NodeSubject(n.ID, n.Addr), "",
-				fmt.Sprintf("clients still routing to the demoted node: %d MOVED or READONLY replies, %s after the promotion", count-c.counted, next.ReadAt.Sub(c.DemotedAt).Round(time.Second)))
+			text := fmt.Sprintf("clients still routing to the demoted node: %d MOVED or READONLY replies, %s after the promotion", count-c.counted, next.ReadAt.Sub(c.DemotedAt).Round(time.Second))
+			if n.Clients != nil {
+				text += "; " + n.Clients.String()
+			}
+			next.Events.Add(next.ReadAt, EventStaleRoutingStarted, events.NodeSubject(n.ID, n.Addr), "", text)
 		}
 		c.Redirections += count - c.counted
 		c.LastRedirectionAt, c.quietSince = next.ReadAt, next.ReadAt
 	}
 	c.counted = count
 	return &c
+}
+
+// staleRoutingAddrs are the addresses of the demoted nodes prev watches
+// for stale routing: the nodes whose clients a refresh lists.
+func staleRoutingAddrs(prev *Snapshot) map[string]bool {
+	if prev == nil || len(prev.StaleRouting) == 0 {
+		return nil
+	}
+	addrs := make(map[string]bool, len(prev.StaleRouting))
+	for i := range prev.Nodes {
+		if prev.StaleRouting[prev.Nodes[i].ID] != nil {
+			addrs[prev.Nodes[i].Addr] = true
+		}
+	}
+	return addrs
 }
 
 // endStaleRouting ends w's episode, if clients were seen on the node.

@@ -39,6 +39,8 @@ func TestStaleRoutingAfterAFailover(t *testing.T) {
 		staleStep(t0.Add(30*time.Second), RoleReplica, 0, true, 9),                  // quiet
 		staleStep(t0.Add(7*time.Second+staleRoutingQuiet), RoleReplica, 0, true, 9), // quiet a minute
 	}
+	// The refresh that sees the count grow lists the node's clients.
+	steps[3].Nodes[0].Clients = &ClientLibraries{Libraries: []ClientLibrary{{Name: "naive", Version: "1.0", Connections: 1}}}
 	var prev *Snapshot
 	for i, next := range steps {
 		carryStaleRouting(prev, next)
@@ -77,6 +79,7 @@ func TestStaleRoutingAfterAFailover(t *testing.T) {
 		}
 	}
 	if len(kinds) != 2 || !strings.HasPrefix(kinds[0], "stale_routing_started: clients still routing to the demoted node: 4 MOVED or READONLY replies, 5s after") ||
+		!strings.HasSuffix(kinds[0], "; connected: naive 1.0 (1)") ||
 		!strings.HasPrefix(kinds[1], "stale_routing_ended: none since 6s after the promotion") {
 		t.Errorf("events %q", kinds)
 	}

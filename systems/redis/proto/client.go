@@ -9,8 +9,9 @@ import (
 	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
 
-// clientName is how the exporter's connections show up in CLIENT LIST.
-const clientName = "failover_exporter"
+// ClientName is how the exporter's connections show up in CLIENT LIST;
+// the canaries' names begin with it.
+const ClientName = "failover_exporter"
 
 // monitorRingScale makes each connection's ring 2^3 entries.
 const monitorRingScale = 3
@@ -32,7 +33,7 @@ func ClientOption(cfg settings.Cluster) (rueidis.ClientOption, error) {
 		DisableRetry: true,
 		// CLIENT SETINFO is not needed and would be one more command to allow.
 		ClientSetInfo: rueidis.DisableClientSetInfo,
-		ClientName:    clientName,
+		ClientName:    ClientName,
 		Username:      cfg.Username,
 		// Bounds both the TCP connect and the HELLO handshake.
 		Dialer: net.Dialer{Timeout: cfg.DialTimeout},
