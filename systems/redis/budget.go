@@ -414,6 +414,10 @@ type stopTally struct {
 	// fullSyncOnReturn the stopped replicas that would come back to one.
 	syncingSlots, fullSyncSlots int
 	syncing, fullSync           []string
+	// resyncUnknown are the stopped healthy replicas whose resume from
+	// the backlog is not judged: their master's backlog was not read.
+	resyncUnknownSlots int
+	resyncUnknown      []string
 }
 
 // assessShard adds to o and tally what the stop does to the shard of m, a
@@ -435,8 +439,9 @@ func (a *stopAssessor) assessShard(m *Node, stopped map[string]bool, majorityHol
 		}
 	}
 	if !stopped[m.ID] {
-		a.assessResync(m, stopped, tally)
-		if !m.Reachable && len(inside) > 0 && len(outside) == 0 {
+		masterNotRead := !m.Reachable && len(inside) > 0 && len(outside) == 0
+		a.assessResync(m, stopped, masterNotRead, tally)
+		if masterNotRead {
 			tally.masterNotReadSlots += m.Slots
 			tally.mastersNotRead = append(tally.mastersNotRead, nodeName(m))
 			o.AtRisk = append(o.AtRisk, a.ranges[m.ID]...)
@@ -477,21 +482,36 @@ func (a *stopAssessor) assessShard(m *Node, stopped map[string]bool, majorityHol
 // replica of m in a full sync any stop in the shard waits for it (the sync
 // is thrown away, or the shard's other copy goes while it has no usable
 // one), and a stopped replica whose acknowledged offset is no longer in
-// m's backlog comes back to a full sync of the whole data set.
-func (a *stopAssessor) assessResync(m *Node, stopped map[string]bool, tally *stopTally) {
+// m's backlog comes back to a full sync of the whole data set. One whose
+// offset there was not read is not judged, unless masterNotRead already
+// says m was not read.
+func (a *stopAssessor) assessResync(m *Node, stopped map[string]bool, masterNotRead bool, tally *stopTally) {
 	if a.b.AllowResyncStops {
 		return
 	}
-	stopsInShard := false
+	stopsInShard, full, unknown := false, 0, 0
 	for _, r := range a.all[m.ID] {
 		if !stopped[r.ID] {
 			continue
 		}
 		stopsInShard = true
-		if r.HasPartialResync && !r.PartialResync {
-			tally.fullSyncSlots += m.Slots
+		switch {
+		case r.HasPartialResync && !r.PartialResync:
+			full++
 			tally.fullSync = append(tally.fullSync, nodeName(r))
+		case !r.HasPartialResync && r.IsHealthyReplica() && !masterNotRead:
+			// Its master's backlog (or its offset there) was not read:
+			// a full sync on its return cannot be ruled out.
+			unknown++
+			tally.resyncUnknown = append(tally.resyncUnknown, fmt.Sprintf("%s (master %s)", nodeName(r), nodeName(m)))
 		}
+	}
+	// The shard's slots count once, however many of its replicas stop.
+	if full > 0 {
+		tally.fullSyncSlots += m.Slots
+	}
+	if unknown > 0 && full == 0 {
+		tally.resyncUnknownSlots += m.Slots
 	}
 	if syncing := a.syncingReplica(m); stopsInShard && syncing != "" {
 		tally.syncingSlots += m.Slots
@@ -505,9 +525,17 @@ func (tally *stopTally) reportResync(o *StopOutcome) {
 		o.add(ReasonShardSyncing, tally.syncingSlots, "the shard is resyncing (%s): wait until the replica's master_link_status is up; a stop now throws the sync away or leaves %d slots longer without a usable replica (failure_budget.allow_resync_stops)",
 			strings.Join(bounded(tally.syncing), "; "), tally.syncingSlots)
 	}
+	var full []string
 	if tally.fullSyncSlots > 0 {
-		o.add(ReasonFullSyncOnReturn, tally.fullSyncSlots, "%s could not resume from the master's backlog when back: what it acknowledged is no longer in it, so it would take a full sync of the whole data set, %d slots without a usable replica meanwhile; raise repl-backlog-size, or wait until it is caught up (failure_budget.allow_resync_stops)",
-			strings.Join(bounded(tally.fullSync), ", "), tally.fullSyncSlots)
+		full = append(full, fmt.Sprintf("%s could not resume from the master's backlog when back: what it acknowledged is no longer in it, so it would take a full sync of the whole data set, %d slots without a usable replica meanwhile; raise repl-backlog-size, or wait until it is caught up",
+			strings.Join(bounded(tally.fullSync), ", "), tally.fullSyncSlots))
+	}
+	if tally.resyncUnknownSlots > 0 {
+		full = append(full, fmt.Sprintf("not judged: the exporter did not read the master's backlog this refresh, so it cannot tell whether %s could resume from it when back or would take a full sync",
+			strings.Join(bounded(tally.resyncUnknown), ", ")))
+	}
+	if len(full) > 0 {
+		o.add(ReasonFullSyncOnReturn, tally.fullSyncSlots+tally.resyncUnknownSlots, "%s (failure_budget.allow_resync_stops)", strings.Join(full, "; "))
 	}
 }
 

@@ -65,7 +65,8 @@ func budgetSnapshot(nodes ...bnode) *Snapshot {
 			n.Role, n.MasterID = RoleReplica, b.master
 			n.MasterLinkUp = !b.linkDown
 			n.HasReplicationLag, n.ReplicationLagBytes = !b.lagUnknown, b.lag
-			n.HasPartialResync, n.PartialResync = true, !b.noResume
+			// Both come from the master's INFO: its replica's offset.
+			n.HasPartialResync, n.PartialResync = !b.lagUnknown, !b.noResume
 			if b.syncing {
 				n.MasterLinkUp, n.Sync = false, replicaSync{InProgress: true, ReadBytes: 1000, TotalBytes: 4000}
 			}
@@ -74,6 +75,10 @@ func budgetSnapshot(nodes ...bnode) *Snapshot {
 		s.Nodes = append(s.Nodes, n)
 	}
 	for i := range s.Nodes {
+		// A master not read: its replicas' offsets in it are unknown.
+		if r := &s.Nodes[i]; r.Role == RoleReplica && !s.Nodes[index[r.MasterID]].Reachable {
+			r.HasReplicationLag, r.HasPartialResync = false, false
+		}
 		if r := &s.Nodes[i]; r.IsHealthyReplica() {
 			s.Nodes[index[r.MasterID]].HealthyReplicas++
 		}
@@ -153,6 +158,18 @@ func reasons(a budget.Answer) string {
 
 var failoverAdvice = regexp.MustCompile(`^fail over to replica \S+ \((\S+)\) first`)
 
+// A stop whose resync the exporter cannot judge says so: the replica's
+// offset in its master's backlog was not read, so a full sync on its
+// return is not ruled out, and the answer is not "safe".
+func TestBudgetResyncNotJudged(t *testing.T) {
+	snap := budgetSnapshot(with(threeShards(), "D", func(n *bnode) { n.lagUnknown = true })...)
+	snap.FailureBudget = assessBudget(snap, settings.Budget{}, 2*time.Second)
+	a := ask(t, snap, budget.Question{Scope: ScopeNode, ID: "D"})
+	if a.Safe || len(a.Findings) != 1 || !strings.HasPrefix(a.Findings[0].Message, "not judged: ") || !strings.Contains(a.Findings[0].Message, "whether 10.0.0.2:7003 (master 10.0.0.1:7000) could resume") {
+		t.Errorf("stopping D, its resume unread: %+v", a)
+	}
+}
+
 func TestBudgetStop(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -194,6 +211,12 @@ func TestBudgetStop(t *testing.T) {
 			reasons: "full_sync_on_return", tolerated: 1},
 		{name: "a replica outside its master's backlog: allowed by allow_resync_stops",
 			nodes: with(threeShards(), "D", func(n *bnode) { n.noResume = true }), cfg: settings.Budget{AllowResyncStops: true}, scope: ScopeNode, id: "D",
+			safe: true, tolerated: 1},
+		{name: "a replica its master does not list (its backlog unread): a full sync on its return is not ruled out",
+			nodes: with(threeShards(), "D", func(n *bnode) { n.lagUnknown = true }), scope: ScopeNode, id: "D",
+			reasons: "full_sync_on_return", tolerated: 1},
+		{name: "a replica whose resume is not judged: allowed by allow_resync_stops",
+			nodes: with(threeShards(), "D", func(n *bnode) { n.lagUnknown = true }), cfg: settings.Budget{AllowResyncStops: true}, scope: ScopeNode, id: "D",
 			safe: true, tolerated: 1},
 		{name: "master whose replica failed: its slots unserved for good",
 			nodes: with(threeShards(), "D", func(n *bnode) { n.state = NodeStateFail }), scope: ScopeNode, id: "A",
@@ -283,8 +306,11 @@ func TestBudgetStop(t *testing.T) {
 		{name: "the replica of a master the exporter did not read: not judged",
 			nodes: with(threeShards(), "A", func(n *bnode) { n.unread = true }), scope: ScopeNode, id: "D",
 			reasons: "master_not_read", atRisk: "0-5460", tolerated: 1},
-		{name: "a master unread: its replica is safe while another read one stays",
+		{name: "a master unread: its replica's resume from the backlog is not judged while another read one stays",
 			nodes: append(with(threeShards(), "A", func(n *bnode) { n.unread = true }), bnode{id: "G", addr: "10.0.0.3:7006", master: "A"}), scope: ScopeNode, id: "D",
+			reasons: "full_sync_on_return", tolerated: 1},
+		{name: "a master unread: its replica is safe while another read one stays, with allow_resync_stops",
+			nodes: append(with(threeShards(), "A", func(n *bnode) { n.unread = true }), bnode{id: "G", addr: "10.0.0.3:7006", master: "A"}), cfg: settings.Budget{AllowResyncStops: true}, scope: ScopeNode, id: "D",
 			safe: true, tolerated: 1},
 		{name: "a master unread: a zone holding both its replicas is not judged",
 			nodes: append(with(threeShards(), "A", func(n *bnode) { n.unread = true }), bnode{id: "G", addr: "10.0.0.3:7006", master: "A", zone: "z2"}), scope: ScopeZone, id: "z2",
