@@ -124,7 +124,7 @@ func TestKafkaCoordinatorOnlyReplica(t *testing.T) {
 
 	restartedAt := time.Now()
 	c.Restart(t, victim)
-	o := waitCoordinatorOutage(t, e, m, partition, killedAt)
+	o := waitCoordinatorOutage(t, e, m, "__consumer_offsets", partition, killedAt)
 	t.Logf("FIGURE kafka coordinator, only replica stopped: the client's commits failed for %s (until %s after the restart); the exporter's episode lasted %s (answering %s after the restart), refresh %s",
 		o.client.Round(10*time.Millisecond), o.recovered.Sub(restartedAt).Round(10*time.Millisecond),
 		o.exporter.Round(10*time.Millisecond), o.up.Time.Sub(restartedAt).Round(10*time.Millisecond), refresh)

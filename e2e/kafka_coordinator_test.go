@@ -56,13 +56,23 @@ func startCommitter(t *testing.T, c *lab.KafkaCluster, group, topic string) *com
 	if err != nil {
 		t.Fatal(err)
 	}
+	offset := int64(-1)
+	return startAttempts(t, cl, func(cl *kgo.Client) error {
+		offset++
+		return commitOnce(cl, group, topic, offset)
+	})
+}
+
+// startAttempts runs once with cl every 100 ms, recording each attempt,
+// until the committer is closed, and then closes cl.
+func startAttempts(t *testing.T, cl *kgo.Client, once func(*kgo.Client) error) *committer {
 	m := &committer{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
 		defer cl.Close()
-		for offset := int64(0); ; offset++ {
+		for {
 			a := commitAttempt{start: time.Now()}
-			a.err = commitOnce(cl, group, topic, offset)
+			a.err = once(cl)
 			a.end = time.Now()
 			m.mu.Lock()
 			m.attempts = append(m.attempts, a)
@@ -254,7 +264,7 @@ func TestKafkaCoordinatorFailover(t *testing.T) {
 	unsettled := watchUnsettled(e, survivor)
 	killedAt := killBrokers(t, c, before)
 	t.Logf("killed broker %d, coordinator of %s (__consumer_offsets/%d), at %s", before, group, partition, killedAt.Format("15:04:05.000"))
-	o := waitCoordinatorOutage(t, e, m, partition, killedAt)
+	o := waitCoordinatorOutage(t, e, m, "__consumer_offsets", partition, killedAt)
 	failed, recovered, exporterOutage, clientOutage, began, up := o.failed, o.recovered, o.exporter, o.client, o.began, o.up
 	// One kafka-consumer-groups.sh run (a JVM) for every group after.
 	coordinatorsAfter := c.GroupCoordinators(t)
@@ -373,16 +383,16 @@ type coordinatorOutage struct {
 	client            time.Duration
 }
 
-// waitCoordinatorOutage waits for the coordinator of __consumer_offsets's
-// partition to answer again after killedAt, in the exporter's event log
+// waitCoordinatorOutage waits for the coordinator of topic's (an internal
+// topic's) partition to answer again after killedAt, in the exporter's event log
 // and to the client m, which it then closes; it fails the test unless the
 // log has exactly one coordinator_unavailable and one coordinator_available
 // event of the partition.
-func waitCoordinatorOutage(t *testing.T, e *exportertest.Exporter, m *committer, partition int32, killedAt time.Time) coordinatorOutage {
+func waitCoordinatorOutage(t *testing.T, e *exportertest.Exporter, m *committer, topic string, partition int32, killedAt time.Time) coordinatorOutage {
 	t.Helper()
 	ofPartition := func(evs []events.Event, kind events.Kind) []events.Event {
 		return slices.DeleteFunc(slices.Clone(evs), func(ev events.Event) bool {
-			return ev.Kind != kind || ev.Subject.Topic != "__consumer_offsets" || ev.Subject.Partition == nil || *ev.Subject.Partition != partition
+			return ev.Kind != kind || ev.Subject.Topic != topic || ev.Subject.Partition == nil || *ev.Subject.Partition != partition
 		})
 	}
 	evs := waitEvents(t, e, 90*time.Second, "the group's coordinator answering again", func(evs []events.Event) bool {
@@ -397,7 +407,7 @@ func waitCoordinatorOutage(t *testing.T, e *exportertest.Exporter, m *committer,
 	o.failed, o.recovered, _ = m.outage(killedAt.Add(-time.Second))
 	down, up := ofPartition(evs, kafka.EventCoordinatorUnavailable), ofPartition(evs, kafka.EventCoordinatorAvailable)
 	if len(down) != 1 || len(up) != 1 {
-		t.Fatalf("want one coordinator_unavailable and one coordinator_available of __consumer_offsets/%d, got:\n%s", partition, describeEvents(append(down, up...)))
+		t.Fatalf("want one coordinator_unavailable and one coordinator_available of %s/%d, got:\n%s", topic, partition, describeEvents(append(down, up...)))
 	}
 	t.Logf("events:\n%s", describeEvents(append(down, up...)))
 	o.up, o.began = up[0], down[0].Time

@@ -384,6 +384,17 @@ func (c *KafkaCluster) groupCoordinators(t testing.TB, which ...string) map[stri
 	return coordinators
 }
 
+// ShareGroups runs Kafka's kafka-share-groups.sh --list (Kafka 4.1+) and
+// returns the share groups it lists.
+func (c *KafkaCluster) ShareGroups(t testing.TB) []string {
+	t.Helper()
+	r := c.run(2*time.Minute, "share-groups", "--list")
+	if r.Err != nil {
+		t.Fatalf("lab: kafka-share-groups.sh --list: %v\n%s", r.Err, r.Output())
+	}
+	return strings.Fields(r.Stdout)
+}
+
 // Transactions runs Kafka's TransactionsCommand (kafka-transactions.sh)
 // with --bootstrap-server filled in and returns what it printed, failing
 // the test when it fails.

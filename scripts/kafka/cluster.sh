@@ -49,6 +49,8 @@
 #   offsets ARGS...  Kafka's GetOffsetShell (kafka-get-offsets.sh) with
 #                    --bootstrap-server filled in, e.g. `cluster.sh offsets
 #                    --topic t --time -5` (the newest tiered offsets, 3.9+)
+#   share-groups ARGS...  Kafka's ShareGroupCommand (kafka-share-groups.sh, 4.1+)
+#                    with --bootstrap-server filled in, e.g. `cluster.sh share-groups --list`
 #   transactions ARGS...  Kafka's TransactionsCommand (kafka-transactions.sh,
 #                    3.0+) with --bootstrap-server filled in, e.g.
 #                    `cluster.sh transactions describe-producers --topic t --partition 0`
@@ -1073,6 +1075,14 @@ main() {
     else
       java_tool kafka.admin.ConsumerGroupCommand --bootstrap-server "$(tool_bootstrap)" "$@"
     fi
+    ;;
+  share-groups)
+    load_lab_env
+    need_java
+    cmd_install
+    grep -qs 'org/apache/kafka/tools/consumer/group/ShareGroupCommand.class' "$KAFKA_LIBS"/kafka-tools-*.jar ||
+      die "kafka-share-groups.sh needs Kafka 4.1+, not $KAFKA_VERSION"
+    java_tool org.apache.kafka.tools.consumer.group.ShareGroupCommand --bootstrap-server "$(tool_bootstrap)" "$@"
     ;;
   transactions)
     load_lab_env

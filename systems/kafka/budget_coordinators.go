@@ -11,8 +11,8 @@ import (
 // leader loads the partition; in a rolling restart the next stop should
 // wait until the last one's moves have settled. So every stop is
 // coordinators_unsettled while:
-//   - a partition of __consumer_offsets or __transaction_state has a
-//     coordinator that is loading or unavailable (moving more now
+//   - a partition of __consumer_offsets, __transaction_state or
+//     __share_group_state has a coordinator that is loading or unavailable (moving more now
 //     lengthens its clients' pause);
 //   - a group a live broker of the stop coordinates is rebalancing or
 //     reconciling (its coordinator's move starts it over).
@@ -52,7 +52,10 @@ func (s *Snapshot) budgetCoordinators(b *Budget, maxAge time.Duration) {
 func (s *Snapshot) coordinatorsUnsettled(maxAge time.Duration) (unsettled []budgetFinding, unread []string) {
 	counts := internalPartitionCounts(s)
 	for k := range coordinatorKinds {
-		if counts[k] == 0 {
+		if counts[k] == 0 || k == CoordinatorShare && s.Coordinators.ShareRefused {
+			// A share question the brokers refuse (ClusterAction, which a
+			// monitor should not hold) is never asked: settled judges the
+			// other kinds (docs/coordinators.md).
 			continue
 		}
 		kind, read := CoordinatorKind(k), s.Coordinators.Reads[k]

@@ -26,6 +26,18 @@ func coordinatorBudgetSnapshot(readAt float64, states [2]CoordinatorState, group
 	return s
 }
 
+// withShare adds __share_group_state to s, read with partitions (nil: not
+// read), or refused.
+func withShare(s *Snapshot, partitions []CoordinatorPartition, refused bool) *Snapshot {
+	s.Internal = append(s.Internal, InternalTopic{Name: "__share_group_state", Partitions: max(len(partitions), 1)})
+	if partitions != nil {
+		s.Coordinators.Reads[CoordinatorShare] = &CoordinatorRead{ReadAt: s.Coordinators.Reads[CoordinatorGroup].ReadAt, Partitions: partitions}
+	}
+	s.Coordinators.ShareRefused = refused
+	s.computeBudget(0)
+	return s
+}
+
 func stableGroups() map[int32]*BrokerGroups {
 	g := func(n int) *BrokerGroups {
 		return &BrokerGroups{Total: n, ByProtocol: map[string]int{"consumer": n}, ByState: map[string]int{"stable": n}}
@@ -64,6 +76,14 @@ func TestBudgetWaitsForCoordinatorsToSettle(t *testing.T) {
 		{"the read stale", coordinatorBudgetSnapshot(11, ok, stableGroups()), map[string]string{"1": "not_judged", "2": "not_judged", "3": "not_judged"}},
 		{"no group states from broker 1", coordinatorBudgetSnapshot(2, ok, noStates), map[string]string{"1": "not_judged", "2": "safe", "3": "safe"}},
 		{"broker 3 did not answer ListGroups", coordinatorBudgetSnapshot(2, ok, noBroker3), map[string]string{"1": "safe", "2": "safe", "3": "not_judged"}},
+		{"__share_group_state exists, its coordinators not read", withShare(coordinatorBudgetSnapshot(2, ok, stableGroups()), nil, false),
+			map[string]string{"1": "not_judged", "2": "not_judged", "3": "not_judged"}},
+		// The brokers refuse the share question (ClusterAction): settled
+		// judges the other kinds.
+		{"the share question refused", withShare(coordinatorBudgetSnapshot(2, ok, stableGroups()), nil, true),
+			map[string]string{"1": "safe", "2": "safe", "3": "safe"}},
+		{"a share coordinator loading", withShare(coordinatorBudgetSnapshot(2, ok, stableGroups()), []CoordinatorPartition{{State: CoordinatorLoading, Coordinator: 3}}, false),
+			map[string]string{"1": "coordinators_unsettled", "2": "coordinators_unsettled", "3": "coordinators_unsettled"}},
 		{"never read", func() *Snapshot {
 			s := coordinatorBudgetSnapshot(2, ok, nil)
 			s.Coordinators.Reads[CoordinatorGroup] = nil

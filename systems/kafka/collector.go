@@ -408,8 +408,9 @@ var metrics = func() descs {
 			"Age of the oldest ongoing episode of an under-replicated partition of the topic"+openEpisodeHelp, topic...),
 	}
 	kind := []string{"kind"}
-	coordinatorOf := " The coordinators are read beside the refreshes (FindCoordinator for one key per partition, then the coordinator named is asked OffsetFetch or DescribeTransactions for it), " +
-		"so they are as of the previous refresh's read; kind: group (__consumer_offsets) or transaction (__transaction_state); absent while the kind's topic does not exist or its brokers lack the requests (Kafka before 3.0)."
+	coordinatorOf := " The coordinators are read beside the refreshes (FindCoordinator for one key per partition, then the coordinator named is asked OffsetFetch, DescribeTransactions or ReadShareGroupStateSummary for it), " +
+		"so they are as of the previous refresh's read; kind: group (__consumer_offsets), transaction (__transaction_state) or share (__share_group_state, Kafka 4.1+); absent while the kind's topic does not exist or its brokers lack the requests (Kafka before 3.0), " +
+		"and for share while the brokers refuse its question (an inter-broker request: ClusterAction)."
 	x.coordinatorPartitions = table.Gauge("kafka_coordinator_partitions",
 		"Partitions of the kind's internal topic by how their coordinator answered the last read: answering; loading (COORDINATOR_LOAD_IN_PROGRESS: clients fail until it loaded); "+
 			"unavailable (no coordinator, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, or the coordinator did not answer); unknown (the read could not tell: no broker answered FindCoordinator, or an ACL refused the question)."+coordinatorOf, "kind", "state")
@@ -427,9 +428,9 @@ var metrics = func() descs {
 		"Broker ID FindCoordinator named as the partition's coordinator at the last read, -1 when none; served for the partitions kafka_coordinator_partition_state is served for.", "kind", "partition")
 	x.brokerCoordinatorPartitions = table.Gauge("kafka_broker_coordinator_partitions",
 		"Partitions of the kind's internal topic whose coordinator the last read found to be the broker: what stopping it moves, each a pause while the new leader loads it "+
-			"(the failure budget's answer gives the sum for a stop: the facts group_coordinator_partitions_moved and transaction_coordinator_partitions_moved)."+coordinatorOf, "broker", "kind")
+			"(the failure budget's answer gives the sum for a stop: the facts group_coordinator_partitions_moved, transaction_coordinator_partitions_moved and share_coordinator_partitions_moved)."+coordinatorOf, "broker", "kind")
 	x.brokerCoordinatedGroups = table.Gauge("kafka_broker_coordinated_groups",
-		"Consumer groups the broker coordinates, by protocol type (consumer, connect, none: a group that only commits offsets, other), as its ListGroups answered in the last coordinator read: "+
+		"Consumer groups the broker coordinates, by protocol type (consumer, connect, share: a share group, none: a group that only commits offsets, other), as its ListGroups answered in the last coordinator read: "+
 			"the groups a stop of it disturbs (the fact groups_moved). Absent for a broker that did not answer, and while the cluster has no __consumer_offsets.", "broker", "protocol")
 	x.brokerCoordinatedTxIDs = table.Gauge("kafka_broker_coordinated_transactional_ids",
 		"Transactional ids the broker coordinates, by state (ongoing; completing: preparing a commit, an abort or an epoch fence; idle: empty or complete; dead; unknown), as its ListTransactions answered in the last coordinator read: "+

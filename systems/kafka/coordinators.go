@@ -39,17 +39,26 @@ type CoordinatorKind int
 const (
 	CoordinatorGroup CoordinatorKind = iota
 	CoordinatorTransaction
+	// CoordinatorShare: the share coordinator (KIP-932, Kafka 4.2+), which
+	// holds share groups' delivery state on __share_group_state for the
+	// brokers that lead the shared partitions. Its question is an
+	// inter-broker one (ClusterAction); refused, the kind is not served.
+	CoordinatorShare
 	coordinatorKinds
 )
 
 // coordinatorKindInfo is each kind's label value, the internal topic whose
-// partitions' leaders are its coordinators, and FindCoordinator's key type.
+// partitions' leaders are its coordinators, FindCoordinator's key type,
+// and the Kafka that answers its question.
 var coordinatorKindInfo = [coordinatorKinds]struct {
 	name, topic string
 	keyType     int8
+	// since is the first Kafka whose coordinators answer its question.
+	since string
 }{
-	CoordinatorGroup:       {"group", "__consumer_offsets", 0},
-	CoordinatorTransaction: {"transaction", "__transaction_state", 1},
+	CoordinatorGroup:       {"group", "__consumer_offsets", 0, "3.0"},
+	CoordinatorTransaction: {"transaction", "__transaction_state", 1, "3.0"},
+	CoordinatorShare:       {"share", "__share_group_state", 2, "4.1"},
 }
 
 func (k CoordinatorKind) String() string { return coordinatorKindInfo[k].name }
@@ -173,16 +182,17 @@ func transactionState(state string) string {
 }
 
 // GroupProtocols are the protocol label's values: consumer (consumers,
-// classic or KIP-848), connect (Kafka Connect workers), none (a group
+// classic or KIP-848), connect (Kafka Connect workers), share (share
+// groups, KIP-932), none (a group
 // that only commits offsets, as MirrorMaker 2's checkpoints and
 // kafka-consumer-groups.sh --reset-offsets make), other (any other name a
 // client chose).
-var GroupProtocols = []string{"consumer", "connect", "none", "other"}
+var GroupProtocols = []string{"consumer", "connect", "share", "none", "other"}
 
 // groupProtocol is a group's protocol type as a label value.
 func groupProtocol(t string) string {
 	switch t {
-	case "consumer", "connect":
+	case "consumer", "connect", "share":
 		return t
 	case "":
 		return "none"
@@ -232,6 +242,9 @@ type Coordinators struct {
 	// broker answered, so that their sum is the cluster's.
 	Groups         map[int32]*BrokerGroups
 	GroupsComplete bool
+	// ShareRefused is set while the brokers refuse the share kind's
+	// question (ClusterAction): it is neither read nor served.
+	ShareRefused bool
 	// Transactions are, per broker that answered ListTransactions in the
 	// last read, the transactional ids it coordinates; nil before a read,
 	// while the cluster has no __transaction_state, or while the
@@ -321,13 +334,28 @@ func CoordinatorPartitionOf(key string, partitions int) int32 {
 	return h % int32(partitions)
 }
 
-// coordinatorProbeKeys returns one key per partition of an internal
-// topic of partitions partitions, by partition: the first key of the form
-// coordinatorProbePrefix + n that maps to it.
-func coordinatorProbeKeys(partitions int) []string {
+// shareProbeKey is the share coordinator's key of partition n of a topic
+// nobody has (the zero topic id, as Kafka's Uuid prints it) in the share
+// group shareProbeGroup: groupId:topicId:partition, the form
+// FindCoordinator takes for a share key.
+func shareProbeKey(n int) string { return shareProbeGroup + ":" + zeroTopicID + ":" + strconv.Itoa(n) }
+
+const (
+	shareProbeGroup = coordinatorProbePrefix + "share"
+	zeroTopicID     = "AAAAAAAAAAAAAAAAAAAAAA"
+)
+
+// coordinatorProbeKeys returns one key of kind per partition of an
+// internal topic of partitions partitions, by partition: the first key of
+// the form coordinatorProbePrefix + n (for shares, shareProbeKey(n)) that
+// maps to it.
+func coordinatorProbeKeys(kind CoordinatorKind, partitions int) []string {
 	keys := make([]string, partitions)
 	for n, left := 0, partitions; left > 0; n++ {
 		key := coordinatorProbePrefix + strconv.Itoa(n)
+		if kind == CoordinatorShare {
+			key = shareProbeKey(n)
+		}
 		if p := CoordinatorPartitionOf(key, partitions); keys[p] == "" {
 			keys[p] = key
 			left--
@@ -358,6 +386,47 @@ type coordinatorReader struct {
 	brokerReader[coordinatorRead]
 	// keys caches coordinatorProbeKeys per kind, for its partition count.
 	keys [coordinatorKinds][]string
+	// shareRefusedAt is when the last read the share coordinators refused
+	// began: the kind is not asked again for shareRefusedPause after it.
+	shareRefusedAt time.Time
+}
+
+// shareRefusedPause is how long the share coordinators are not asked after
+// they refused the question: each refusal is an entry in the brokers'
+// authorizer log, and a permission granted takes effect within it.
+const shareRefusedPause = time.Hour
+
+// shareRefusal is the reason the share coordinators refused read, a
+// ClusterAction refusal (the question is an inter-broker request), or "".
+func shareRefusal(read *CoordinatorRead) string {
+	if read == nil {
+		return ""
+	}
+	for _, p := range read.Partitions {
+		if p.State == CoordinatorUnknown && strings.Contains(p.Reason, kerrName(kerr.ClusterAuthorizationFailed)) {
+			return p.Reason
+		}
+	}
+	return ""
+}
+
+// shareRefused notes a refusal in the last read, logs it once, and reports
+// whether the share kind is refused: neither served nor asked until
+// shareRefusedPause after the refusal.
+func (r *coordinatorReader) shareRefused(s *source) bool {
+	if r.last != nil {
+		read := r.last.reads[CoordinatorShare]
+		switch why := shareRefusal(read); {
+		case why != "" && read.ReadAt.After(r.shareRefusedAt):
+			r.shareRefusedAt = read.ReadAt
+			s.logFailure("coordinators_share_refused", "the share coordinators refused the exporter's question (ReadShareGroupStateSummary is an inter-broker request, allowed by ClusterAction on the cluster); kafka_coordinator_partitions{kind=\"share\"} is not served, asked again in an hour",
+				errors.New(why))
+		case why == "" && read != nil && read.ReadAt.After(r.shareRefusedAt):
+			r.shareRefusedAt = time.Time{}
+			s.logFailure("coordinators_share_refused", "", nil)
+		}
+	}
+	return !r.shareRefusedAt.IsZero() && s.now().Sub(r.shareRefusedAt) < shareRefusedPause
 }
 
 var coordinatorsKind = readKind{
@@ -388,15 +457,20 @@ func (s *source) readCoordinators(brokers map[int32]string, snap *Snapshot) {
 	r := &s.coordinators
 	r.keep(s, coordinatorsKind)
 	counts := internalPartitionCounts(snap)
+	refused := r.shareRefused(s)
+	snap.Coordinators.ShareRefused = refused
 	var keys [coordinatorKinds][]string
 	wanted := false
 	for k := range coordinatorKinds {
+		if k == CoordinatorShare && refused {
+			continue
+		}
 		if counts[k] == 0 {
 			r.keys[k] = nil
 			continue
 		}
 		if len(r.keys[k]) != counts[k] {
-			r.keys[k] = coordinatorProbeKeys(counts[k])
+			r.keys[k] = coordinatorProbeKeys(k, counts[k])
 		}
 		keys[k], wanted = r.keys[k], true
 	}
@@ -412,10 +486,10 @@ func (s *source) readCoordinators(brokers map[int32]string, snap *Snapshot) {
 	if r.last == nil {
 		return
 	}
-	s.logUnknownCoordinators(r.last)
+	s.logUnknownCoordinators(r.last, refused)
 	for k := range coordinatorKinds {
 		// A read of a topic since deleted or grown is not served.
-		if read := r.last.reads[k]; read != nil && len(read.Partitions) == counts[k] {
+		if read := r.last.reads[k]; read != nil && len(read.Partitions) == counts[k] && (k != CoordinatorShare || !refused) {
 			snap.Coordinators.Reads[k] = read
 		}
 	}
@@ -436,8 +510,11 @@ func (s *source) readCoordinators(brokers map[int32]string, snap *Snapshot) {
 // logUnknownCoordinators logs, once while it lasts, why the read could not
 // tell whether some coordinators answer (an ACL's refusal above all):
 // kafka_coordinator_partitions{state="unknown"} says how many.
-func (s *source) logUnknownCoordinators(read *coordinatorRead) {
+func (s *source) logUnknownCoordinators(read *coordinatorRead, shareRefused bool) {
 	for k, r := range read.reads {
+		if CoordinatorKind(k) == CoordinatorShare && shareRefused {
+			continue
+		}
 		var reason string
 		unknown := 0
 		if r != nil {
@@ -691,7 +768,7 @@ func (read *CoordinatorRead) ask(kind CoordinatorKind, handles map[int32]*kgo.Br
 			if err != nil {
 				reason = err.Error()
 			} else {
-				state, reason = CoordinatorUnknown, fmt.Sprintf("coordinator broker %d does not offer %s's question (Kafka 3.0+)", id, kind)
+				state, reason = CoordinatorUnknown, fmt.Sprintf("coordinator broker %d does not offer %s's question (Kafka %s+)", id, kind, coordinatorKindInfo[kind].since)
 			}
 			mu.Lock()
 			for _, i := range parts {
@@ -779,6 +856,52 @@ func askCoordinator(ctx context.Context, kind CoordinatorKind, broker *kgo.Broke
 		}
 		for _, s := range kresp.(*kmsg.DescribeTransactionsResponse).TransactionStates {
 			set(s.TransactionalID, s.ErrorCode)
+		}
+	case CoordinatorShare:
+		return askShareCoordinator(ctx, broker, keys, parts, states)
+	}
+	return states, true, nil
+}
+
+// askShareCoordinator asks a share coordinator for the state summary of
+// its probe keys (ReadShareGroupStateSummary, Kafka 4.1+): a key nobody
+// holds is an answer (UNKNOWN_TOPIC_OR_PARTITION, from the shard that
+// holds it, loaded); the coordinator codes say loading or unavailable.
+func askShareCoordinator(ctx context.Context, broker *kgo.Broker, keys []string, parts []int, states map[int]CoordinatorPartition) (map[int]CoordinatorPartition, bool, error) {
+	req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+	req.GroupID = shareProbeGroup
+	topic := kmsg.NewReadShareGroupStateSummaryRequestTopic() // the zero topic id
+	byProbe := make(map[int32]int, len(parts))
+	for _, i := range parts {
+		n, err := strconv.Atoi(keys[i][strings.LastIndexByte(keys[i], ':')+1:])
+		if err != nil {
+			return nil, false, fmt.Errorf("share probe key %q: %w", keys[i], err)
+		}
+		byProbe[int32(n)] = i
+		p := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
+		p.Partition = int32(n)
+		topic.Partitions = append(topic.Partitions, p)
+	}
+	req.Topics = append(req.Topics, topic)
+	kresp, err := broker.Request(ctx, req)
+	if err != nil {
+		if tooOld(err) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	for _, t := range kresp.(*kmsg.ReadShareGroupStateSummaryResponse).Topics {
+		for _, p := range t.Partitions {
+			i, ok := byProbe[p.Partition]
+			if !ok {
+				continue
+			}
+			code := p.ErrorCode
+			if errors.Is(kerr.ErrorForCode(code), kerr.UnknownTopicOrPartition) {
+				code = 0
+			}
+			state, reason := stateOfError(code)
+			states[i] = CoordinatorPartition{State: state, Reason: reason}
 		}
 	}
 	return states, true, nil

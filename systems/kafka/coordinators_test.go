@@ -1,10 +1,12 @@
 package kafka
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-kit/log"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,13 +35,19 @@ func TestCoordinatorPartitionIsKafkas(t *testing.T) {
 	}
 	// Every key the read asks about maps to its partition (the real
 	// cluster's FindCoordinator checks the mapping: coordinators_integration_test.go).
-	for _, n := range []int{1, 6, 50, 1000} {
-		keys := coordinatorProbeKeys(n)
-		for p, key := range keys {
-			if !strings.HasPrefix(key, coordinatorProbePrefix) || CoordinatorPartitionOf(key, n) != int32(p) {
-				t.Fatalf("%d partitions: key %q for partition %d maps to %d", n, key, p, CoordinatorPartitionOf(key, n))
+	for kind := range coordinatorKinds {
+		for _, n := range []int{1, 6, 50, 1000} {
+			keys := coordinatorProbeKeys(kind, n)
+			for p, key := range keys {
+				if !strings.HasPrefix(key, coordinatorProbePrefix) || CoordinatorPartitionOf(key, n) != int32(p) {
+					t.Fatalf("%s, %d partitions: key %q for partition %d maps to %d", kind, n, key, p, CoordinatorPartitionOf(key, n))
+				}
 			}
 		}
+	}
+	// A share key is groupId:topicId:partition, as FindCoordinator takes it.
+	if key := coordinatorProbeKeys(CoordinatorShare, 1)[0]; key != "failover_exporter.coordinator-probe.share:AAAAAAAAAAAAAAAAAAAAAA:0" {
+		t.Errorf("share probe key %q", key)
 	}
 }
 
@@ -252,7 +260,7 @@ func TestCoordinatorMovesInTheAnswer(t *testing.T) {
 // too old for the question, in a cluster being upgraded, never says
 // answering).
 func TestNamedCoordinatorIsNotAnswering(t *testing.T) {
-	keys := coordinatorProbeKeys(3)
+	keys := coordinatorProbeKeys(CoordinatorGroup, 3)
 	found := kmsg.NewPtrFindCoordinatorResponse()
 	found.Version = findCoordinatorBatchVersion
 	for i, key := range keys {
@@ -272,5 +280,45 @@ func TestNamedCoordinatorIsNotAnswering(t *testing.T) {
 	}
 	if len(byNode) != 1 || len(byNode[1]) != 1 || byNode[1][0] != 0 {
 		t.Errorf("to ask: %v, want partition 0 of broker 1", byNode)
+	}
+}
+
+// The share coordinators' question is an inter-broker request: a cluster
+// with an authorizer refuses it unless the exporter has ClusterAction.
+// Refused, the kind is neither served nor asked for an hour (each refusal
+// is an authorizer log entry), logged once; answered again, it is served.
+func TestShareCoordinatorsRefused(t *testing.T) {
+	var logged bytes.Buffer
+	now := time.Date(2026, 12, 7, 13, 0, 0, 0, time.UTC)
+	s := &source{logger: log.NewLogfmtLogger(&logged), now: func() time.Time { return now }}
+	r := &coordinatorReader{}
+	refusedRead := &CoordinatorRead{ReadAt: now, Partitions: []CoordinatorPartition{
+		{State: CoordinatorUnknown, Coordinator: -1, Reason: kerrName(kerr.ClusterAuthorizationFailed)},
+		{State: CoordinatorUnknown, Coordinator: -1, Reason: kerrName(kerr.ClusterAuthorizationFailed)},
+	}}
+	r.last = &coordinatorRead{}
+	r.last.reads[CoordinatorShare] = refusedRead
+	for _, step := range []struct {
+		after time.Duration
+		want  bool
+	}{{0, true}, {time.Minute, true}, {shareRefusedPause - time.Second, true}, {shareRefusedPause, false}} {
+		now = refusedRead.ReadAt.Add(step.after)
+		if got := r.shareRefused(s); got != step.want {
+			t.Errorf("%s after the refusal: refused %v, want %v", step.after, got, step.want)
+		}
+	}
+	if n := strings.Count(logged.String(), "level=warn"); n != 1 || !strings.Contains(logged.String(), "ClusterAction") {
+		t.Errorf("want one warning naming ClusterAction, got:\n%s", logged.String())
+	}
+	// Asked again after the pause, and answered: served, the pause over.
+	answered := &CoordinatorRead{ReadAt: now, Partitions: []CoordinatorPartition{{State: CoordinatorAnswering, Coordinator: 1}, {State: CoordinatorLoading, Coordinator: 2}}}
+	r.last.reads[CoordinatorShare] = answered
+	if r.shareRefused(s) || !r.shareRefusedAt.IsZero() {
+		t.Errorf("an answered read after the pause: still refused (since %s)", r.shareRefusedAt)
+	}
+	// Another refusal (a group ACL, not ClusterAction) is unknown, not refused.
+	r.last.reads[CoordinatorShare] = &CoordinatorRead{ReadAt: now.Add(time.Minute), Partitions: []CoordinatorPartition{{State: CoordinatorUnknown, Reason: kerrName(kerr.GroupAuthorizationFailed)}}}
+	if r.shareRefused(s) {
+		t.Error("GROUP_AUTHORIZATION_FAILED counted as the share question refused")
 	}
 }
