@@ -422,37 +422,11 @@ type ProducerState struct {
 func (c *KafkaCluster) DescribeProducers(t testing.TB, topic string, partition int32) []ProducerState {
 	t.Helper()
 	out := c.Transactions(t, "describe-producers", "--topic", topic, "--partition", strconv.Itoa(int(partition)))
+	table := readToolTable(t, "describe-producers", out, "ProducerId", "CurrentTransactionStartOffset", "LastTimestamp")
 	var states []ProducerState
-	var cols map[string]int
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		if len(f) > 0 && f[0] == "ProducerId" {
-			cols = map[string]int{}
-			for i, name := range f {
-				cols[name] = i
-			}
-			continue
-		}
-		if cols == nil || len(f) != len(cols) {
-			continue
-		}
-		field := func(name string) int64 {
-			i, ok := cols[name]
-			if !ok {
-				t.Fatalf("lab: kafka-transactions.sh describe-producers has no column %s:\n%s", name, out)
-			}
-			if f[i] == "None" {
-				// No open transaction (Optional.empty as the tool prints it).
-				return -1
-			}
-			v, err := strconv.ParseInt(f[i], 10, 64)
-			if err != nil {
-				t.Fatalf("lab: kafka-transactions.sh describe-producers column %s is %q:\n%s", name, f[i], out)
-			}
-			return v
-		}
-		states = append(states, ProducerState{ProducerID: field("ProducerId"), CurrentTransactionStartOffset: field("CurrentTransactionStartOffset"),
-			LastTimestamp: time.UnixMilli(field("LastTimestamp"))})
+	for _, row := range table.rows {
+		states = append(states, ProducerState{ProducerID: table.number(row, "ProducerId"), CurrentTransactionStartOffset: table.number(row, "CurrentTransactionStartOffset"),
+			LastTimestamp: time.UnixMilli(table.number(row, "LastTimestamp"))})
 	}
 	return states
 }
@@ -474,36 +448,12 @@ type HangingTransaction struct {
 func (c *KafkaCluster) FindHanging(t testing.TB, topic string, maxTimeoutMinutes int) []HangingTransaction {
 	t.Helper()
 	out := c.Transactions(t, "find-hanging", "--topic", topic, "--max-transaction-timeout", strconv.Itoa(maxTimeoutMinutes))
+	table := readToolTable(t, "find-hanging", out, "Topic", "Partition", "ProducerId", "StartOffset", "LastTimestamp")
+	table.mustHaveHeader()
 	var found []HangingTransaction
-	var cols map[string]int
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		if len(f) > 0 && f[0] == "Topic" {
-			cols = map[string]int{}
-			for i, name := range f {
-				cols[name] = i
-			}
-			continue
-		}
-		if cols == nil || len(f) != len(cols) {
-			continue
-		}
-		number := func(name string) int64 {
-			i, ok := cols[name]
-			if !ok {
-				t.Fatalf("lab: kafka-transactions.sh find-hanging has no column %s:\n%s", name, out)
-			}
-			v, err := strconv.ParseInt(f[i], 10, 64)
-			if err != nil {
-				t.Fatalf("lab: kafka-transactions.sh find-hanging column %s is %q:\n%s", name, f[i], out)
-			}
-			return v
-		}
-		found = append(found, HangingTransaction{Topic: f[cols["Topic"]], Partition: int32(number("Partition")),
-			ProducerID: number("ProducerId"), StartOffset: number("StartOffset"), LastTimestamp: time.UnixMilli(number("LastTimestamp"))})
-	}
-	if cols == nil {
-		t.Fatalf("lab: kafka-transactions.sh find-hanging printed no table:\n%s", out)
+	for _, row := range table.rows {
+		found = append(found, HangingTransaction{Topic: table.text(row, "Topic"), Partition: int32(table.number(row, "Partition")),
+			ProducerID: table.number(row, "ProducerId"), StartOffset: table.number(row, "StartOffset"), LastTimestamp: time.UnixMilli(table.number(row, "LastTimestamp"))})
 	}
 	return found
 }
@@ -520,33 +470,73 @@ type TransactionListing struct {
 func (c *KafkaCluster) ListTransactions(t testing.TB) []TransactionListing {
 	t.Helper()
 	out := c.Transactions(t, "list")
+	table := readToolTable(t, "list", out, "TransactionalId", "Coordinator", "TransactionState")
+	table.mustHaveHeader()
 	var listed []TransactionListing
-	var cols map[string]int
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		if len(f) > 0 && f[0] == "TransactionalId" {
-			cols = map[string]int{}
-			for i, name := range f {
-				cols[name] = i
-			}
-			for _, name := range []string{"Coordinator", "TransactionState"} {
-				if _, ok := cols[name]; !ok {
-					t.Fatalf("lab: kafka-transactions.sh list has no column %s:\n%s", name, out)
-				}
-			}
-			continue
-		}
-		if cols == nil || len(f) != len(cols) {
-			continue
-		}
-		coordinator, err := strconv.ParseInt(f[cols["Coordinator"]], 10, 32)
-		if err != nil {
-			t.Fatalf("lab: kafka-transactions.sh list column Coordinator is %q:\n%s", f[cols["Coordinator"]], out)
-		}
-		listed = append(listed, TransactionListing{TransactionalID: f[cols["TransactionalId"]], Coordinator: int32(coordinator), State: f[cols["TransactionState"]]})
-	}
-	if cols == nil {
-		t.Fatalf("lab: kafka-transactions.sh list printed no table:\n%s", out)
+	for _, row := range table.rows {
+		listed = append(listed, TransactionListing{TransactionalID: table.text(row, "TransactionalId"), Coordinator: int32(table.number(row, "Coordinator")),
+			State: table.text(row, "TransactionState")})
 	}
 	return listed
+}
+
+// toolTable is the table a kafka-transactions.sh command printed: a
+// header line, whose first column names it, then rows of as many fields.
+type toolTable struct {
+	t            testing.TB
+	command, out string
+	cols         map[string]int // nil when no header was printed
+	rows         [][]string
+}
+
+// readToolTable reads the table of command's output out whose header
+// begins with first, failing the test when the header lacks a column of
+// required.
+func readToolTable(t testing.TB, command, out, first string, required ...string) *toolTable {
+	t.Helper()
+	table := &toolTable{t: t, command: command, out: out}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) > 0 && f[0] == first:
+			table.cols = map[string]int{}
+			for i, name := range f {
+				table.cols[name] = i
+			}
+			for _, name := range required {
+				if _, ok := table.cols[name]; !ok {
+					t.Fatalf("lab: kafka-transactions.sh %s has no column %s:\n%s", command, name, out)
+				}
+			}
+		case table.cols != nil && len(f) == len(table.cols):
+			table.rows = append(table.rows, f)
+		}
+	}
+	return table
+}
+
+// mustHaveHeader fails the test when the command printed no table.
+func (tt *toolTable) mustHaveHeader() {
+	tt.t.Helper()
+	if tt.cols == nil {
+		tt.t.Fatalf("lab: kafka-transactions.sh %s printed no table:\n%s", tt.command, tt.out)
+	}
+}
+
+// text is row's field in column name (one of the required columns).
+func (tt *toolTable) text(row []string, name string) string { return row[tt.cols[name]] }
+
+// number is row's field in column name as an integer; "None" (an empty
+// Optional, as the tool prints one) is -1.
+func (tt *toolTable) number(row []string, name string) int64 {
+	tt.t.Helper()
+	v := tt.text(row, name)
+	if v == "None" {
+		return -1
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		tt.t.Fatalf("lab: kafka-transactions.sh %s column %s is %q:\n%s", tt.command, name, v, tt.out)
+	}
+	return n
 }

@@ -604,6 +604,8 @@ func mergeRanges(ranges []SlotRange) []SlotRange {
 func (a *stopAssessor) syncingReplica(m *Node) string {
 	for _, r := range a.all[m.ID] {
 		switch {
+		case r.Loading && r.Load.Read:
+			return fmt.Sprintf("its replica %s is loading its data set, %s", nodeName(r), r.Load.text())
 		case r.Sync.InProgress && r.Loading && r.Sync.TotalBytes <= 0:
 			return fmt.Sprintf("its replica %s is in a full sync, loading (%d bytes read)", nodeName(r), r.Sync.ReadBytes)
 		case r.Sync.InProgress:
@@ -819,6 +821,8 @@ func (b *FailureBudget) answerStop(a *budget.Answer, o *StopOutcome) {
 func recoveredNode(a *budget.Answer, n *Node, caughtUp int64) {
 	name := nodeName(n)
 	switch {
+	case n.Loading && n.Load.Read:
+		a.Add(ReasonNotReachable, 1, "node %s is loading its data set (it answers LOADING): %s", name, n.Load.text())
 	case n.Loading:
 		a.Add(ReasonNotReachable, 1, "node %s is loading its data set (it answers LOADING)", name)
 	case !n.Reachable:

@@ -49,7 +49,7 @@ func buildSnapshot(nodeViews []nodeView) (*Snapshot, error) {
 // LOADING, by address: a node loading its data set (after a restart, or the
 // RDB of a full sync) answers INFO but not CLUSTER NODES, so it is not
 // read, and must not pass for a replica the exporter merely cannot reach.
-func buildSnapshotLoading(nodeViews []nodeView, loading map[string]replicaSync) (*Snapshot, error) {
+func buildSnapshotLoading(nodeViews []nodeView, loading map[string]loadingNode) (*Snapshot, error) {
 	mv, err := redisproto.Merge(nodeViews)
 	if err != nil {
 		return nil, err
@@ -64,8 +64,8 @@ func buildSnapshotLoading(nodeViews []nodeView, loading map[string]replicaSync) 
 	for _, id := range ids {
 		index[id] = len(snap.Nodes)
 		n := mergedNodeEntry(id, merged[id])
-		if sync, ok := loading[n.Addr]; ok && !n.Reachable {
-			n.Loading, n.Sync = true, sync
+		if l, ok := loading[n.Addr]; ok && !n.Reachable {
+			n.Loading, n.Sync, n.Load = true, l.sync, l.load
 		}
 		snap.Nodes = append(snap.Nodes, n)
 	}

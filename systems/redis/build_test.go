@@ -243,12 +243,12 @@ func TestBuildSnapshotLoadingReplica(t *testing.T) {
 	if d := nodeByID(t, snap, idD); snap.SlotsWithoutReplica != 0 || d.Loading || !d.IsHealthyReplica() {
 		t.Errorf("D unread: slots without replica %d, D %+v; want it counted healthy", snap.SlotsWithoutReplica, d)
 	}
-	loading := map[string]replicaSync{addrOf[idD]: {InProgress: true, ReadBytes: 10}}
+	loading := map[string]loadingNode{addrOf[idD]: {sync: replicaSync{InProgress: true, ReadBytes: 10}, load: loadProgress{Read: true, LoadedBytes: 5, TotalBytes: 10, ETASeconds: 3}}}
 	if snap, err = buildSnapshotLoading(views, loading); err != nil {
 		t.Fatal(err)
 	}
 	d := nodeByID(t, snap, idD)
-	if snap.SlotsWithoutReplica != 5461 || !d.Loading || d.IsHealthyReplica() || d.Sync != loading[addrOf[idD]] {
+	if snap.SlotsWithoutReplica != 5461 || !d.Loading || d.IsHealthyReplica() || d.Sync != loading[addrOf[idD]].sync || d.Load != loading[addrOf[idD]].load {
 		t.Errorf("D loading: slots without replica %d, D %+v; want A's 5461 slots unprotected", snap.SlotsWithoutReplica, d)
 	}
 	if a := nodeByID(t, snap, idA); a.HealthyReplicas != 0 {

@@ -48,6 +48,9 @@ type descs struct {
 	nodePartialResync   *exposition.Desc
 	nodeSyncs           *exposition.Desc
 	nodeLoading         *exposition.Desc
+	nodeLoadedBytes     *exposition.Desc
+	nodeLoadTotalBytes  *exposition.Desc
+	nodeLoadETA         *exposition.Desc
 	nodeSyncInProgress  *exposition.Desc
 	nodeSyncReadBytes   *exposition.Desc
 	nodeSyncTotalBytes  *exposition.Desc
@@ -165,6 +168,12 @@ var metrics = func() descs {
 			"node_id", "address", "result"),
 		nodeLoading: table.Gauge("redis_cluster_node_loading",
 			"1 for a node that answered the exporter LOADING, absent for the others: it is loading its data set (after a restart, or the RDB of a full sync) and serves nothing until it has; redis_cluster_node_up is 0 meanwhile, and a loading replica protects nothing."+fromRefresh, node...),
+		nodeLoadedBytes: table.Gauge("redis_cluster_node_loading_loaded_bytes",
+			"For a node that answered LOADING: the bytes of its RDB it has loaded (INFO persistence loading_loaded_bytes); absent for the others, and when it did not say."+fromRefresh, node...),
+		nodeLoadTotalBytes: table.Gauge("redis_cluster_node_loading_total_bytes",
+			"For a node that answered LOADING: the size of the RDB it loads (loading_total_bytes); absent as redis_cluster_node_loading_loaded_bytes is."+fromRefresh, node...),
+		nodeLoadETA: table.Gauge("redis_cluster_node_loading_eta_seconds",
+			"For a node that answered LOADING: the server's own estimate of the seconds its load has left (loading_eta_seconds: the time so far scaled by the bytes left); absent as redis_cluster_node_loading_loaded_bytes is."+fromRefresh, node...),
 		nodeSyncInProgress: table.Gauge("redis_cluster_node_sync_in_progress",
 			"For a replica the exporter read: 1 while a full sync from its master is in progress (master_sync_in_progress: from the start of the RDB's transfer until it is loaded); its link is down and its shard has no usable copy in it meanwhile."+fromRefresh, node...),
 		nodeSyncReadBytes: table.Gauge("redis_cluster_node_sync_read_bytes",
@@ -352,6 +361,11 @@ func emitNodes(ch exposition.Sink, cluster string, s *Snapshot) {
 		}
 		if n.Loading {
 			ch.Add(metrics.nodeLoading, 1, nodeLabels...)
+			if l := n.Load; l.Read {
+				ch.Add(metrics.nodeLoadedBytes, float64(l.LoadedBytes), nodeLabels...)
+				ch.Add(metrics.nodeLoadTotalBytes, float64(l.TotalBytes), nodeLabels...)
+				ch.Add(metrics.nodeLoadETA, float64(l.ETASeconds), nodeLabels...)
+			}
 			if n.Role == RoleReplica {
 				emitSync(ch, n.Sync, nodeLabels)
 			}

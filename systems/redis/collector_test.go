@@ -125,7 +125,8 @@ func TestMetricNamesAreCollected(t *testing.T) {
 	// A second replica of A, in a full sync, and a third loading one.
 	snap.Nodes = append(snap.Nodes, Node{ID: idE, Addr: "127.0.0.1:7005", Role: RoleReplica, MasterID: idA, State: NodeStateOK, LinkConnected: true,
 		Reachable: true, ClusterStateOK: true, Sync: replicaSync{InProgress: true, ReadBytes: 1000, TotalBytes: 4000}},
-		Node{ID: idF, Addr: "127.0.0.1:7006", Role: RoleReplica, MasterID: idA, State: NodeStateOK, Loading: true, Sync: replicaSync{InProgress: true}})
+		Node{ID: idF, Addr: "127.0.0.1:7006", Role: RoleReplica, MasterID: idA, State: NodeStateOK, Loading: true, Sync: replicaSync{InProgress: true},
+			Load: loadProgress{Read: true, LoadedBytes: 100, TotalBytes: 400, ETASeconds: 9}})
 	c.Set("main", watchtest.Static[Snapshot]("main", snap, nil))
 	reg.MustRegister(c)
 	families, err := reg.Gather()

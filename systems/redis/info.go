@@ -70,6 +70,47 @@ func (s replicaSync) progress() string {
 	return fmt.Sprintf("in a full sync, %d bytes read", s.ReadBytes)
 }
 
+// loadProgress is a loading node's loading_* fields (INFO persistence):
+// how much of its RDB it has loaded, and the server's own estimate of the
+// time left. Read is false when the node did not say.
+type loadProgress struct {
+	Read                    bool
+	LoadedBytes, TotalBytes int64
+	// ETASeconds is loading_eta_seconds: the time so far scaled by the
+	// bytes left, as the server computes it.
+	ETASeconds int64
+}
+
+// text describes the load: "N of M bytes loaded, about T s left"; "" when
+// unread.
+func (l loadProgress) text() string {
+	if !l.Read {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d bytes loaded, about %d s left (loading_eta_seconds)", l.LoadedBytes, l.TotalBytes, l.ETASeconds)
+}
+
+// parseLoadProgress reads INFO persistence's loading_* fields of a node
+// that is loading; Read is false when it says it is not (loading:0) or a
+// field is missing.
+func parseLoadProgress(fields redisproto.InfoFields) loadProgress {
+	if fields.Value("loading") != "1" {
+		return loadProgress{}
+	}
+	l := loadProgress{Read: true}
+	for _, f := range []struct {
+		key string
+		v   *int64
+	}{{"loading_loaded_bytes", &l.LoadedBytes}, {"loading_total_bytes", &l.TotalBytes}, {"loading_eta_seconds", &l.ETASeconds}} {
+		n, err := strconv.ParseInt(fields.Value(f.key), 10, 64)
+		if err != nil || n < 0 {
+			return loadProgress{}
+		}
+		*f.v = n
+	}
+	return l
+}
+
 // parseReplicaSync reads a replica's master_sync_* fields; the byte counts
 // are only there during a sync, and a total of -1 (a diskless sync, whose
 // size nobody knows in advance) is kept as 0.

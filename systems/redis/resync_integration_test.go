@@ -168,7 +168,9 @@ func TestIntegrationFullSyncUnprotected(t *testing.T) {
 	c.CLI(t, master.Port, "CONFIG", "SET", "loading-process-events-interval-bytes", "1024")
 	restarted := time.Now()
 
-	var samples, inSync, withBytes, unread, loading, advised, syncingStopRefused int
+	var samples, inSync, withBytes, unread, loading, withLoad, advised, syncingStopRefused int
+	// When the load ETA served at half the load said it would end.
+	var halfETA time.Time
 	for linkUp := false; !linkUp; time.Sleep(50 * time.Millisecond) {
 		if time.Since(restarted) > time.Minute {
 			t.Fatalf("the returning node's link is not up a minute after its restart:\n%s", c.CLI(t, master.Port, "INFO", "replication"))
@@ -219,6 +221,15 @@ func TestIntegrationFullSyncUnprotected(t *testing.T) {
 		}
 		if v, _ := s.value("redis_cluster_node_loading", addrLabel(master.Port)...); v == 1 {
 			loading++
+			if checkLoadProgress(t, c, s, master.Port) {
+				withLoad++
+				eta, _ := s.value("redis_cluster_node_loading_eta_seconds", addrLabel(master.Port)...)
+				loaded, _ := s.value("redis_cluster_node_loading_loaded_bytes", addrLabel(master.Port)...)
+				total, _ := s.value("redis_cluster_node_loading_total_bytes", addrLabel(master.Port)...)
+				if halfETA.IsZero() && total > 0 && loaded >= total/2 {
+					halfETA = time.Now().Add(time.Duration(eta) * time.Second)
+				}
+			}
 		}
 	}
 	linkUpAfter := time.Since(restarted)
@@ -230,6 +241,11 @@ func TestIntegrationFullSyncUnprotected(t *testing.T) {
 	}
 	if advised == 0 {
 		t.Errorf("the failure budget's advice never named the sync of %s in %d samples", master.Addr, samples)
+	}
+	if withLoad == 0 {
+		t.Errorf("the exporter never showed the load's progress in %d samples, %d of them loading", samples, loading)
+	} else {
+		t.Logf("FIGURE redis full sync load: at half the load, loading_eta_seconds said it would end %v before the link came up (%d samples with the load's progress)", time.Since(halfETA).Round(time.Millisecond), withLoad)
 	}
 	if inSync == 0 {
 		t.Errorf("the exporter never showed the sync in progress in %d samples over %v", samples, linkUpAfter.Round(time.Millisecond))
@@ -253,6 +269,28 @@ func TestIntegrationFullSyncUnprotected(t *testing.T) {
 		}
 		return e.gather().expect(float64(f), "redis_cluster_node_syncs_total", nodeLabels3(replica.Port, "result", "full")...)
 	})
+}
+
+// checkLoadProgress checks the load progress s serves for the node on
+// port against the node's own INFO persistence, read after: within one
+// load the bytes loaded only grow, and the total is the same. It reports
+// whether s served the progress.
+func checkLoadProgress(t *testing.T, c *lab.RedisCluster, s sample, port int) bool {
+	t.Helper()
+	loaded, ok := s.value("redis_cluster_node_loading_loaded_bytes", addrLabel(port)...)
+	if !ok {
+		return false
+	}
+	total, _ := s.value("redis_cluster_node_loading_total_bytes", addrLabel(port)...)
+	info, err := c.TryCLI(port, "INFO", "persistence")
+	if err != nil || !strings.Contains(info, "loading:1") {
+		return true // done since: nothing to compare
+	}
+	own := infoInt(t, info, "loading_loaded_bytes")
+	if ownTotal := infoInt(t, info, "loading_total_bytes"); ownTotal == int64(total) && own < int64(loaded) {
+		t.Errorf("the exporter served %v bytes loaded of %v; the node's own INFO, read after, says %d", loaded, total, own)
+	}
+	return true
 }
 
 // TestIntegrationFullResyncLoop makes the loop of redis #11534 and #4819: a

@@ -187,6 +187,8 @@ type Node struct {
 	// loading its data set (after a restart, or a full sync's RDB) and
 	// serves nothing until it has; not Reachable, but known to be there.
 	Loading bool
+	// Load is a loading node's progress (INFO persistence), when it said.
+	Load loadProgress
 
 	// HasReplicationLag is set for a replica whose master was reachable and
 	// lists it in INFO replication.

@@ -355,6 +355,12 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient, clients bool) (n
 	replies := client.DoMulti(ctx, cmds...)
 	answeredAt := time.Now()
 	if err := loadingReply(nc.addr, replies); err != nil {
+		// Its load's progress: INFO persistence, only of a loading node.
+		if text, ierr := client.Do(ctx, client.B().Info().Section("persistence").Build()).ToString(); ierr == nil {
+			if fields, ierr := redisproto.ParseInfoFields(text); ierr == nil {
+				err.load = parseLoadProgress(fields)
+			}
+		}
 		return nodeView{}, err
 	}
 	texts := make([]string, 4)
@@ -407,7 +413,14 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient, clients bool) (n
 // replication, for a replica loading a full sync's RDB.
 type loadingError struct {
 	addr string
+	loadingNode
+}
+
+// loadingNode is what a node that answered LOADING said of its load: its
+// sync from its master (a replica) and its load's progress.
+type loadingNode struct {
 	sync replicaSync
+	load loadProgress
 }
 
 func (e *loadingError) Error() string {
@@ -417,7 +430,7 @@ func (e *loadingError) Error() string {
 // loadingReply returns a *loadingError when one of the node's replies is
 // LOADING (Redis refuses CLUSTER NODES while loading, Valkey only DBSIZE),
 // nil otherwise.
-func loadingReply(addr string, replies []rueidis.RedisResult) error {
+func loadingReply(addr string, replies []rueidis.RedisResult) *loadingError {
 	if !slices.ContainsFunc(replies, func(r rueidis.RedisResult) bool {
 		re, ok := rueidis.IsRedisErr(r.Error())
 		return ok && strings.HasPrefix(re.Error(), "LOADING")
@@ -434,15 +447,15 @@ func loadingReply(addr string, replies []rueidis.RedisResult) error {
 }
 
 // loadingNodes are the nodes whose query found them loading, by address.
-func loadingNodes(errs []error) map[string]replicaSync {
-	var loading map[string]replicaSync
+func loadingNodes(errs []error) map[string]loadingNode {
+	var loading map[string]loadingNode
 	for _, err := range errs {
 		var le *loadingError
 		if errors.As(err, &le) {
 			if loading == nil {
-				loading = map[string]replicaSync{}
+				loading = map[string]loadingNode{}
 			}
-			loading[le.addr] = le.sync
+			loading[le.addr] = le.loadingNode
 		}
 	}
 	return loading
