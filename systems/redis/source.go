@@ -355,12 +355,7 @@ func (s *source) queryNode(ctx context.Context, nc *nodeClient, clients bool) (n
 	replies := client.DoMulti(ctx, cmds...)
 	answeredAt := time.Now()
 	if err := loadingReply(nc.addr, replies); err != nil {
-		// Its load's progress: INFO persistence, only of a loading node.
-		if text, ierr := client.Do(ctx, client.B().Info().Section("persistence").Build()).ToString(); ierr == nil {
-			if fields, ierr := redisproto.ParseInfoFields(text); ierr == nil {
-				err.load = parseLoadProgress(fields)
-			}
-		}
+		err.load = readLoadProgress(ctx, client)
 		return nodeView{}, err
 	}
 	texts := make([]string, 4)
@@ -444,6 +439,21 @@ func loadingReply(addr string, replies []rueidis.RedisResult) *loadingError {
 		}
 	}
 	return e
+}
+
+// readLoadProgress asks a loading node its load's progress (INFO
+// persistence, sent only to a node that answered LOADING); unread when it
+// does not say.
+func readLoadProgress(ctx context.Context, client rueidis.Client) loadProgress {
+	text, err := client.Do(ctx, client.B().Info().Section("persistence").Build()).ToString()
+	if err != nil {
+		return loadProgress{}
+	}
+	fields, err := redisproto.ParseInfoFields(text)
+	if err != nil {
+		return loadProgress{}
+	}
+	return parseLoadProgress(fields)
 }
 
 // loadingNodes are the nodes whose query found them loading, by address.
