@@ -82,7 +82,7 @@ func TestEachCommandsHelpShowsItsOwnFlags(t *testing.T) {
 	for _, c := range []struct {
 		command  string
 		maxLines int
-	}{{"safe-to-stop", 42 + 2*scopeCount()}, {"slot", 24}} { // a scope's flag takes one or two lines
+	}{{"safe-to-stop", 54 + 2*scopeCount()}, {"slot", 24}} { // a scope's flag takes one or two lines; --announce and its three, 12
 		out := help(t, c.command)
 		own := commandFlags(t, c.command)
 		for flag := range serverFlags {
@@ -130,6 +130,7 @@ var everyServerFlag = []string{
 	"--log.level=debug", "--log.format=json", "--events.capacity=10",
 	"--probe.max-targets=5", "--probe.discovered-on-metrics", "--probe.idle-timeout=1m",
 	"--web.systemd-socket", "--web.listen-address=127.0.0.1:0", "--web.listen-address=127.0.0.1:1", "--web.config.file=/etc/web.yml",
+	"--web.maintenance-token-file=/run/token",
 }
 
 // TestServerFlagsWithOrWithoutServe: the server is the default command,

@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/maintenance"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/lib/flagvalue"
@@ -44,6 +45,9 @@ type flags struct {
 	probeIdleTimeout         time.Duration
 	probeDiscoveredOnMetrics bool
 	webConfig                *web.FlagConfig
+	// maintenanceTokenFile holds the bearer token of POST and DELETE
+	// /api/v1/maintenance; empty: maintenance windows are off.
+	maintenanceTokenFile string
 	// given says which flags with a default the user wrote, so that a
 	// setting that would be ignored is refused instead.
 	given givenFlags
@@ -75,6 +79,7 @@ func defineServeFlags(cmd *kingpin.CmdClause, f *flags) {
 	cmd.Flag("probe.max-targets", "How many discovered targets (/probe with module=) may be watched at once; a probe of one more is answered 429 (0 to "+strconv.Itoa(maxProbeTargets)+"; 0 turns discovered targets off).").Default("100").SetValue(&flagvalue.Count{Flag: "--probe.max-targets", Dst: &f.probeMaxTargets, Min: 0, Max: maxProbeTargets})
 	cmd.Flag("probe.discovered-on-metrics", "Serve the discovered targets (/probe with module=) on /metrics and the status page too. Off, only /probe serves them, so that no probe changes what /metrics carries.").Default("false").BoolVar(&f.probeDiscoveredOnMetrics)
 	cmd.Flag("probe.idle-timeout", "Stop watching a discovered target no probe asked for this long, and free its memory.").Default("10m").SetValue(&flagvalue.Duration{Flag: "--probe.idle-timeout", Dst: &f.probeIdleTimeout})
+	cmd.Flag("web.maintenance-token-file", "File holding the bearer token that opens and withdraws maintenance windows (POST and DELETE "+maintenance.Path+", safe-to-stop --announce); read access to the other endpoints does not give it. Without it, windows are off.").StringVar(&f.maintenanceTokenFile)
 	f.webConfig = kingpinflag.AddFlags(cmd, ":9877")
 }
 
@@ -117,7 +122,29 @@ func checkFlags(f flags) error {
 			errs = append(errs, err)
 		}
 	}
+	if _, err := maintenanceToken(f.maintenanceTokenFile); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// maintenanceToken reads the token of --web.maintenance-token-file: the
+// file's contents without surrounding white space; nil without the flag.
+// The message never holds the token.
+func maintenanceToken(file string) ([]byte, error) {
+	if file == "" {
+		return nil, nil
+	}
+	const flag = "--web.maintenance-token-file"
+	b, err := readfile.Bounded(flag, file, readfile.SecretLimit)
+	if err != nil {
+		return nil, err
+	}
+	token := []byte(strings.TrimSpace(string(b)))
+	if len(token) < 16 {
+		return nil, fmt.Errorf("%s %s: the token is %d characters long; give at least 16 (e.g. openssl rand -hex 32)", flag, file, len(token))
+	}
+	return token, nil
 }
 
 // checkTelemetryPath refuses paths that http.ServeMux would panic on, that

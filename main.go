@@ -23,6 +23,7 @@ import (
 
 	"github.com/failover-exporter/failover_exporter/collector"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/maintenance"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/status"
 	"github.com/failover-exporter/failover_exporter/systems"
@@ -199,7 +200,17 @@ func buildServer(f flags, cfg *config.Config, logger log.Logger) (*collector.Man
 		reload = (&reloader{flags: f, manager: manager, ok: self.ReloadOK, time: self.ReloadTime, logger: logger}).reload
 	}
 
-	mux, err := newMux(f, reg, managerEndpoints(manager, reg, reload, logger))
+	endpoints := managerEndpoints(manager, reg, reload, logger)
+	token, err := maintenanceToken(f.maintenanceTokenFile)
+	if err != nil {
+		manager.Stop()
+		return nil, nil, nil, err
+	}
+	windows := maintenance.NewRegistry(manager, manager.Events())
+	reg.MustRegister(maintenance.NewCollector(windows, collector.ExporterName))
+	endpoints.maintenance = maintenance.Handler(windows, token)
+	manager.AtStop(windows.Start(time.Second))
+	mux, err := newMux(f, reg, endpoints)
 	if err != nil {
 		manager.Stop()
 		return nil, nil, nil, err

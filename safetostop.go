@@ -34,6 +34,12 @@ type safeToStopFlags struct {
 	username, passwordFile string
 	caFile, certFile       string
 	keyFile, serverName    string
+	// announce opens a maintenance window once the answer is yes, for
+	// ttl, on --url and every announceURLs, with the token of tokenFile.
+	announce     bool
+	ttl          time.Duration
+	tokenFile    string
+	announceURLs []string
 }
 
 // defineSafeToStop declares the command and its flags: one per budget
@@ -61,6 +67,10 @@ func defineSafeToStop(app *kingpin.Application, systems []budget.System) (*kingp
 	cmd.Flag("wait", "How long to keep asking until the answer is yes (0: ask once), e.g. 15m.").Default("0s").DurationVar(&f.wait)
 	cmd.Flag("poll", "Time between two questions while waiting.").Default("5s").DurationVar(&f.poll)
 	cmd.Flag("after-restart", "Ask whether the member is back and caught up (as its system judges it: back in every ISR, a replica linked and synced) instead.").BoolVar(&f.afterRestart)
+	cmd.Flag("announce", "Once the answer is yes, open a maintenance window for the stop on the exporter (docs/maintenance.md), until the member is back and caught up, or --ttl.").BoolVar(&f.announce)
+	cmd.Flag("ttl", "How long the window may stay open at most, if the member is not back and caught up before.").Default("30m").DurationVar(&f.ttl)
+	cmd.Flag("maintenance-token-file", "File holding the token of the exporter's --web.maintenance-token-file, for --announce.").StringVar(&f.tokenFile)
+	cmd.Flag("announce-url", "Another exporter watching the same cluster, to announce the stop to as well (repeat for each): exporters do not tell each other.").StringsVar(&f.announceURLs)
 	cmd.Flag("output", "text (a line per answer) or json (the final answer).").Default("text").EnumVar(&f.output, "text", "json")
 	cmd.Flag("web.username", "Basic auth user of the exporter's web config; the password is read from --web.password-file or $"+passwordEnv+".").StringVar(&f.username)
 	cmd.Flag("web.password-file", "File holding the basic auth password (never the password on the command line).").StringVar(&f.passwordFile)
@@ -94,6 +104,12 @@ func (f *safeToStopFlags) options() (safetostop.Options, error) {
 		return o, errors.New("--web.password-file without --web.username: name the user too")
 	case (f.certFile == "") != (f.keyFile == ""):
 		return o, errors.New("--tls.cert-file and --tls.key-file go together")
+	case f.announce && f.afterRestart:
+		return o, errors.New("--announce and --after-restart: announce before the stop, ask --after-restart after it")
+	case f.announce && f.tokenFile == "":
+		return o, errors.New("--announce needs --maintenance-token-file: the exporter opens windows only for its token")
+	case !f.announce && (f.tokenFile != "" || len(f.announceURLs) > 0):
+		return o, errors.New("--maintenance-token-file and --announce-url are for --announce")
 	}
 	if f.username != "" {
 		o.Username = f.username
@@ -147,8 +163,37 @@ func runSafeToStop(f *safeToStopFlags, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s safe-to-stop: %v\n", exporterName, err)
 		return safetostop.ExitNotSafe
 	}
+	if f.announce {
+		if code := f.announceStop(ctx, o, stdout, stderr); code != safetostop.ExitSafe {
+			return code
+		}
+	}
 	if f.output == "json" {
 		safetostop.PrintJSON(stdout, answer)
+	}
+	return safetostop.ExitSafe
+}
+
+// announceStop opens the stop's maintenance window on every exporter, and
+// returns the command's exit code.
+func (f *safeToStopFlags) announceStop(ctx context.Context, o safetostop.Options, stdout, stderr io.Writer) int {
+	b, err := readfile.Bounded("--maintenance-token-file", f.tokenFile, readfile.SecretLimit)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s safe-to-stop: %v\n", exporterName, err)
+		return safetostop.ExitBadInput
+	}
+	err = safetostop.Announce(ctx, o, f.ttl, strings.TrimSpace(string(b)), f.announceURLs)
+	var qe *safetostop.QuestionError
+	switch {
+	case errors.As(err, &qe):
+		fmt.Fprintf(stderr, "%s safe-to-stop: %v\n", exporterName, err)
+		return safetostop.ExitBadInput
+	case err != nil:
+		fmt.Fprintf(stderr, "%s safe-to-stop: the announcement was refused: %v\n", exporterName, err)
+		return safetostop.ExitNotSafe
+	}
+	if f.output == "text" {
+		fmt.Fprintf(stdout, "announced: a maintenance window is open for %s %s on %d exporter(s), until it is back and caught up or %s\n", o.Scope, o.ID, 1+len(f.announceURLs), f.ttl)
 	}
 	return safetostop.ExitSafe
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector"
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/maintenance"
 	"github.com/failover-exporter/failover_exporter/status"
 )
 
@@ -34,6 +35,8 @@ type endpoints struct {
 	budget budget.Asker
 	// status is what the status page on / reads.
 	status status.Sources
+	// maintenance serves the maintenance windows.
+	maintenance http.Handler
 }
 
 // newMux routes the exporter's endpoints.
@@ -46,6 +49,9 @@ func newMux(f flags, reg *prometheus.Registry, e endpoints) (*http.ServeMux, err
 	mux.Handle("/api/v1/events", e.events)
 	mux.Handle(budget.SafeToStopPath, budget.Handler(e.budget, false))
 	mux.Handle(budget.RecoveredPath, budget.Handler(e.budget, true))
+	if e.maintenance != nil {
+		mux.Handle(maintenance.Path, e.maintenance)
+	}
 	// As Prometheus's own, the probes answer GET and HEAD only.
 	mux.Handle("/-/healthy", onlyGet("probe with GET or HEAD", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "Healthy")
@@ -89,6 +95,7 @@ func newMux(f flags, reg *prometheus.Registry, e endpoints) (*http.ServeMux, err
 			{Address: "/api/v1/events", Text: "Events", Description: "the latest cluster events as JSON, newest first; ?system=SYSTEM&cluster=NAME&since=15m"},
 			{Address: budget.SafeToStopPath, Text: "Safe to stop?", Description: "what stopping a member now would do: ?cluster=NAME&broker=ID (rack=, node=, zone=); 200 safe, 409 not, 503 stale"},
 			{Address: budget.RecoveredPath, Text: "Recovered?", Description: "after a restart: back and caught up? Same parameters"},
+			{Address: maintenance.Path, Text: "Maintenance windows", Description: "the announced stops (GET); POST (with the maintenance token) opens one for a safe stop: same parameters and ttl=30m; DELETE ?system=&cluster= withdraws it"},
 		}
 		// The profile links work only when the profiles are served.
 		if f.enablePprof {

@@ -70,6 +70,16 @@ type Manager struct {
 	// testHookApplyDecided, when set by a test, runs in Apply between its
 	// decision of what runs and its start of the new watchers.
 	testHookApplyDecided func()
+	// atStop run when the manager stops, before its watchers do.
+	atStop []func()
+}
+
+// AtStop has Stop run f first: for what works beside the manager on its
+// answers (the maintenance windows' sweep).
+func (m *Manager) AtStop(f func()) {
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
+	m.atStop = append(m.atStop, f)
 }
 
 // NewManager returns a manager of the given systems (the registry,
@@ -388,6 +398,10 @@ func (m *Manager) Ready() bool {
 func (m *Manager) Stop() {
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
+	for _, f := range m.atStop {
+		f()
+	}
+	m.atStop = nil
 	m.stopReaper()
 	m.discovery.mu.Lock()
 	defer m.discovery.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -88,35 +89,35 @@ func Handler(a Asker, recovered bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			writeJSON(w, http.StatusMethodNotAllowed, ErrorResponse{"method not allowed: use GET"})
+			WriteJSON(w, http.StatusMethodNotAllowed, ErrorResponse{"method not allowed: use GET"})
 			return
 		}
-		system, cluster, q, err := parseQuestion(r, a.BudgetSystems())
+		system, cluster, q, err := ParseQuestion(r.URL.Query(), a.BudgetSystems())
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, ErrorResponse{err.Error()})
+			WriteJSON(w, http.StatusBadRequest, ErrorResponse{err.Error()})
 			return
 		}
 		q.Recovered = recovered
 		answer, err := a.Budget(system, cluster, q, time.Now())
 		switch {
 		case errors.Is(err, ErrStale), errors.Is(err, ErrUnreadable):
-			writeJSON(w, http.StatusServiceUnavailable, ErrorResponse{err.Error()})
+			WriteJSON(w, http.StatusServiceUnavailable, ErrorResponse{err.Error()})
 		case err != nil:
-			writeJSON(w, http.StatusBadRequest, ErrorResponse{err.Error()})
+			WriteJSON(w, http.StatusBadRequest, ErrorResponse{err.Error()})
 		case answer.Safe:
-			writeJSON(w, http.StatusOK, answer)
+			WriteJSON(w, http.StatusOK, answer)
 		default:
-			writeJSON(w, http.StatusConflict, answer)
+			WriteJSON(w, http.StatusConflict, answer)
 		}
 	})
 }
 
-// parseQuestion reads the query string strictly: every parameter known,
-// given once, not empty, and one member or domain named.
-func parseQuestion(r *http.Request, systems []System) (system, cluster string, q Question, err error) {
-	values := r.URL.Query()
+// ParseQuestion reads a query string strictly: every parameter known (the
+// question's, and extra), given once, not empty, and one member or domain
+// named.
+func ParseQuestion(values url.Values, systems []System, extra ...string) (system, cluster string, q Question, err error) {
 	scopes := Scopes(systems)
-	known := []string{"system", "cluster"}
+	known := append([]string{"system", "cluster"}, extra...)
 	for _, s := range scopes {
 		known = append(known, string(s))
 	}
@@ -135,7 +136,7 @@ func parseQuestion(r *http.Request, systems []System) (system, cluster string, q
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return "", "", q, fmt.Errorf("unknown parameter %s: want system, cluster and one of %s", strings.Join(unknown, ", "), strings.Join(known[2:], ", "))
+		return "", "", q, fmt.Errorf("unknown parameter %s: want system, cluster and one of %s", strings.Join(unknown, ", "), strings.Join(known[2+len(extra):], ", "))
 	}
 	for _, s := range scopes {
 		if id := values.Get(string(s)); id != "" {
@@ -210,7 +211,8 @@ func listOr(names []string) string {
 	return strings.Join(names, ", ")
 }
 
-func writeJSON(w http.ResponseWriter, status int, body any) {
+// WriteJSON writes body as the endpoints' JSON answer with status.
+func WriteJSON(w http.ResponseWriter, status int, body any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)

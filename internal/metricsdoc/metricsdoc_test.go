@@ -5,11 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/failover-exporter/failover_exporter/collector"
+	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/maintenance"
 	"github.com/failover-exporter/failover_exporter/systems"
 )
 
@@ -17,12 +20,27 @@ var update = flag.Bool("update", false, "rewrite METRICS.md from the collectors"
 
 func sections(t *testing.T) []Section {
 	t.Helper()
-	out, err := Sections(systems.All, collector.NewSelfMetrics(systems.All).Collectors()...)
+	// One window open, for the maintenance series to be gathered.
+	windows := maintenance.NewRegistry(safeAsker{}, nil)
+	if _, _, err := windows.Open("kafka", "lab", budget.Question{Scope: "broker", ID: "1"}, time.Hour, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	self := append(collector.NewSelfMetrics(systems.All).Collectors(), maintenance.NewCollector(windows, collector.ExporterName))
+	out, err := Sections(systems.All, self...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
 }
+
+// safeAsker calls every stop safe.
+type safeAsker struct{}
+
+func (safeAsker) Budget(system, cluster string, q budget.Question, _ time.Time) (budget.Answer, error) {
+	return budget.Answer{System: system, Cluster: cluster, Scope: q.Scope, ID: q.ID, Safe: true}, nil
+}
+
+func (safeAsker) BudgetSystems() []budget.System { return nil }
 
 func TestMetricsDocIsUpToDate(t *testing.T) {
 	path := filepath.Join("..", "..", "METRICS.md")

@@ -268,3 +268,80 @@ func PrintJSON(w io.Writer, v any) {
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
 }
+
+// Announce opens a maintenance window for o's stop on the exporter at
+// each of urls (o.URL first): POST /api/v1/maintenance with the question,
+// ttl and the token. Every exporter watching the cluster must know
+// of the stop for its alert rules to treat it as planned, and exporters
+// do not tell each other: the command posts to each. Each exporter judges
+// the stop again; one that refuses it (409: not safe now, or another
+// window open) fails the announcement, and the windows already opened are
+// withdrawn.
+func Announce(ctx context.Context, o Options, ttl time.Duration, token string, urls []string) error {
+	var opened []string
+	for _, base := range append([]string{o.URL}, urls...) {
+		o.URL = base
+		u, err := questionURL(o)
+		if err != nil {
+			return &QuestionError{err.Error()}
+		}
+		u = strings.Replace(u, budget.SafeToStopPath+"?", maintenancePath+"?ttl="+url.QueryEscape(ttl.String())+"&", 1)
+		if err := send(ctx, o, http.MethodPost, u, token); err != nil {
+			for _, done := range opened {
+				o.URL = done
+				_ = Withdraw(ctx, o, token)
+			}
+			return err
+		}
+		opened = append(opened, base)
+	}
+	return nil
+}
+
+// Withdraw closes the maintenance window of o's cluster on the exporter
+// at o.URL (o.System and o.Cluster must be set).
+func Withdraw(ctx context.Context, o Options, token string) error {
+	base, err := url.Parse(o.URL)
+	if err != nil {
+		return &QuestionError{err.Error()}
+	}
+	q := url.Values{"system": {o.System}, "cluster": {o.Cluster}}
+	return send(ctx, o, http.MethodDelete, strings.TrimSuffix(base.String(), "/")+maintenancePath+"?"+q.Encode(), token)
+}
+
+// TokenHeader carries the maintenance token (collector/maintenance): its
+// own header, as Authorization carries the web config's basic auth.
+const TokenHeader = "X-Maintenance-Token"
+
+// maintenancePath is the exporter's endpoint of the windows
+// (collector/maintenance.Path).
+const maintenancePath = "/api/v1/maintenance"
+
+// send sends one request of the windows with the token, and says what the
+// exporter refused.
+func send(ctx context.Context, o Options, method, u, token string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return &QuestionError{err.Error()}
+	}
+	req.Header.Set(TokenHeader, token)
+	if o.Username != "" {
+		req.SetBasicAuth(o.Username, o.Password)
+	}
+	client := o.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, redact(u), err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode == http.StatusOK {
+		return nil
+	}
+	return fmt.Errorf("%s %s: %s", method, redact(u), errorMessage(resp.Status, body))
+}
