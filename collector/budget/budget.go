@@ -87,8 +87,9 @@ type Answer struct {
 	// FailoverTo is the address of the member to hand over to before the
 	// stop (a Redis master's healthy, caught-up replica), when there is one.
 	FailoverTo string `json:"failover_to,omitempty"`
-	// Members are the members the domain holds (a rack's brokers, a zone's
-	// nodes), for a domain question.
+	// Members are the members the question covers, as the system's series
+	// label them: a rack's brokers, a zone's nodes' addresses, a Redis
+	// node's address; empty for a member its ID names already (a broker).
 	Members []string `json:"members,omitempty"`
 	// Facts are figures behind the verdict that a script may want (the
 	// bytes a failover now would lose, seconds slots would be unserved).

@@ -133,7 +133,7 @@ func NewCollector(r *Registry, prefix string) *Collector {
 	labels := []string{"system", "cluster", "scope", "member"}
 	return &Collector{r: r,
 		active: prometheus.NewDesc(prefix+"_maintenance_active",
-			"1 for each open maintenance window: a stop announced (safe-to-stop --announce, POST /api/v1/maintenance) while the failure budget called it safe; "+
+			"1 for each member (member: a broker id, a Redis node's address) of each open maintenance window (scope: how it was announced: broker, rack, node, zone): a stop announced (safe-to-stop --announce, POST /api/v1/maintenance) while the failure budget called it safe; "+
 				"it closes when the member is back and caught up after it was seen stopped, at its TTL, or when withdrawn (docs/maintenance.md).", labels, nil),
 		ends: prometheus.NewDesc(prefix+"_maintenance_end_timestamp_seconds",
 			"When each open maintenance window's TTL runs out, as a Unix time.", labels, nil),
@@ -146,8 +146,10 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) { ch <- c.active; ch <-
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, w := range c.r.Windows() {
-		labels := []string{w.System, w.Cluster, string(w.Scope), w.Member}
-		ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, 1, labels...)
-		ch <- prometheus.MustNewConstMetric(c.ends, prometheus.GaugeValue, float64(w.Until.UnixMilli())/1000, labels...)
+		for _, m := range w.Members {
+			labels := []string{w.System, w.Cluster, string(w.Scope), m}
+			ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, 1, labels...)
+			ch <- prometheus.MustNewConstMetric(c.ends, prometheus.GaugeValue, float64(w.Until.UnixMilli())/1000, labels...)
+		}
 	}
 }

@@ -28,8 +28,10 @@ type Window struct {
 	// Member is the member or domain as the failure budget names it (a
 	// broker id, a rack, a node id, a zone).
 	Member string `json:"member"`
-	// Members are the members a domain holds, from the answer.
-	Members []string `json:"members,omitempty"`
+	// Members are the members the window covers, as the system's series
+	// label them (the answer's members; the Member alone when it has none):
+	// a rack's broker ids, a Redis node's or zone's addresses.
+	Members []string `json:"members"`
 	// OpenedAt is when it was announced; Until when its TTL runs out.
 	OpenedAt time.Time `json:"opened_at"`
 	Until    time.Time `json:"until"`
@@ -89,6 +91,9 @@ func (r *Registry) Open(system, cluster string, q budget.Question, ttl time.Dura
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := Window{System: system, Cluster: cluster, Scope: a.Scope, Member: a.ID, Members: a.Members, OpenedAt: now, Until: now.Add(ttl)}
+	if len(w.Members) == 0 {
+		w.Members = []string{a.ID}
+	}
 	i := slices.IndexFunc(r.open, func(o Window) bool { return o.System == system && o.Cluster == cluster })
 	if i >= 0 && (r.open[i].Scope != w.Scope || r.open[i].Member != w.Member) {
 		o := r.open[i]

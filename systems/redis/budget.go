@@ -745,6 +745,9 @@ func answerBudget(snap *Snapshot, q budget.Question) (budget.Answer, error) {
 		if n == nil {
 			return budget.Answer{}, fmt.Errorf("redis node %q: %w node (give a node id or ip:port of a member)", q.ID, budget.ErrUnknown)
 		}
+		// The node as the series label it: its address (a question may
+		// name it by id).
+		a.Members = []string{nodeName(n)}
 		if q.Recovered {
 			recoveredNode(&a, n, b.CaughtUpBytes)
 			return a, nil
