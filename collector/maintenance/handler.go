@@ -133,7 +133,7 @@ func NewCollector(r *Registry, prefix string) *Collector {
 	labels := []string{"system", "cluster", "scope", "member"}
 	return &Collector{r: r,
 		active: prometheus.NewDesc(prefix+"_maintenance_active",
-			"1 for each member (member: a broker id, a Redis node's address) of each open maintenance window (scope: how it was announced: broker, rack, node, zone): a stop announced (safe-to-stop --announce, POST /api/v1/maintenance) while the failure budget called it safe; "+
+			"1 for each member of each open maintenance window (member: as the system's own series label it; scope: how the stop was announced): a stop announced (safe-to-stop --announce, POST /api/v1/maintenance) while the failure budget called it safe; "+
 				"it closes when the member is back and caught up after it was seen stopped, at its TTL, or when withdrawn (docs/maintenance.md).", labels, nil),
 		ends: prometheus.NewDesc(prefix+"_maintenance_end_timestamp_seconds",
 			"When each open maintenance window's TTL runs out, as a Unix time.", labels, nil),
