@@ -285,8 +285,21 @@ func TestValkey9BudgetAtomicMigration(t *testing.T) {
 		}
 	}
 	lb.expect(r0.ID, "M0's replica safe", "")
+	// No ASK while the job runs: the source serves the slots in flight
+	// until they are handed over (a classic reshard answers ASK for the
+	// keys already moved: testRedirections). By a client that follows no
+	// redirection, and by the source's own count.
+	beforeASK := e.errorReplies(t, m0.Port)["ASK"]
+	client := dialNaive(t, m0.Addr)
+	for i := 0; i < 5; i++ {
+		client.do(t, "GET", keyInSlotRange(t, "inflight", first, last))
+	}
 	if out := c.CLI(t, m0.Port, "CLUSTER", "GETSLOTMIGRATIONS"); strings.Contains(out, "success") || strings.Contains(out, "failed") {
 		t.Fatalf("the job ended before the answers were checked; slow it down more:\n%s", out)
+	}
+
+	if client.errors["ASK"] != 0 {
+		t.Errorf("the client got %v from the source of an atomic migration, want no ASK", client.errors)
 	}
 
 	// The outcome: the target killed by its PID, the job fails.
@@ -300,6 +313,10 @@ func TestValkey9BudgetAtomicMigration(t *testing.T) {
 		}
 		return nil
 	})
+	time.Sleep(2 * testRefreshInterval) // a refresh that read the source after the GETs
+	if got := e.errorReplies(t, m0.Port)["ASK"]; got != beforeASK {
+		t.Errorf("the source's ASK replies went %v -> %v during the atomic migration, want none", beforeASK, got)
+	}
 	if n := c.Node(t, m0.Port); !n.OwnsSlot(first) || !n.OwnsSlot(last) {
 		t.Errorf("after the failed move M0 owns %v, want 0-3000 still", n.SlotRanges)
 	}
@@ -310,4 +327,17 @@ func TestValkey9BudgetAtomicMigration(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// keyInSlotRange is the first key prefix+N whose slot is in [first, last].
+func keyInSlotRange(t *testing.T, prefix string, first, last int) string {
+	t.Helper()
+	for i := range 1_000_000 {
+		key := prefix + strconv.Itoa(i)
+		if slot := int(redisproto.KeySlot(key)); slot >= first && slot <= last {
+			return key
+		}
+	}
+	t.Fatalf("no key of %s in slots %d-%d", prefix, first, last)
+	return ""
 }

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
+	"github.com/failover-exporter/failover_exporter/systems/redis/proto"
 )
 
 // naiveClient speaks raw RESP to one node and follows no redirection, as a
@@ -106,10 +108,17 @@ func testRedirections(t *testing.T, c *lab.RedisCluster, e *exporter) {
 	}
 	t.Logf("client's error replies: from the other master %v, from the owner's replica %v", stale.errors, toReplica.errors)
 
+	beforeOwner := e.errorReplies(t, owner.Port)
+	asked := askDuringReshard(t, c, owner, other, key)
+	t.Logf("client's error replies from the owner while its slot migrated (MIGRATE-based): %v", asked)
+
 	for _, n := range []struct {
 		port int
 		want map[string]int
-	}{{other.Port, stale.errors}, {replica.Port, toReplica.errors}} {
+	}{{other.Port, stale.errors}, {replica.Port, toReplica.errors}, {owner.Port, asked}} {
+		if n.port == owner.Port {
+			before[owner.Port] = beforeOwner
+		}
 		lab.RedisWaitFor(t, 10*time.Second, "error replies counted", func() error {
 			got := e.errorReplies(t, n.port)
 			for _, kind := range RedirectErrors {
@@ -120,6 +129,40 @@ func testRedirections(t *testing.T, c *lab.RedisCluster, e *exporter) {
 			return nil
 		})
 	}
+}
+
+// askDuringReshard starts a MIGRATE-based reshard of key's slot from
+// owner to other (SETSLOT IMPORTING and MIGRATING, the key MIGRATEd), has
+// a client that follows no redirection GET the key from owner 5 times
+// (each an ASK: the key left, the slot is migrating), then undoes the move
+// (the key MIGRATEd back, SETSLOT STABLE on both), and returns the
+// client's count of error replies from owner.
+func askDuringReshard(t *testing.T, c *lab.RedisCluster, owner, other lab.RedisNode, key string) map[string]int {
+	t.Helper()
+	slot := strconv.Itoa(int(redisproto.KeySlot(key)))
+	c.CLI(t, owner.Port, "SET", key, "v")
+	c.CLI(t, other.Port, "CLUSTER", "SETSLOT", slot, "IMPORTING", owner.ID)
+	c.CLI(t, owner.Port, "CLUSTER", "SETSLOT", slot, "MIGRATING", other.ID)
+	c.CLI(t, owner.Port, "MIGRATE", c.Host(other.Port), strconv.Itoa(other.Port), key, "0", "5000")
+	client := dialNaive(t, owner.Addr)
+	for range 5 {
+		client.do(t, "GET", key)
+	}
+	// Back as it was: the owner stable, the key back to it (ASKING lets
+	// the importing end serve the key), then the importing end stable.
+	c.CLI(t, owner.Port, "CLUSTER", "SETSLOT", slot, "STABLE") // it takes the key back
+	importer := dialNaive(t, other.Addr)
+	if reply := importer.do(t, "ASKING"); reply != "+OK" {
+		t.Fatalf("ASKING: %s", reply)
+	}
+	if reply := importer.do(t, "MIGRATE", c.Host(owner.Port), strconv.Itoa(owner.Port), key, "0", "5000"); reply != "+OK" {
+		t.Fatalf("MIGRATE back to the owner: %s", reply)
+	}
+	c.CLI(t, other.Port, "CLUSTER", "SETSLOT", slot, "STABLE")
+	if client.errors["ASK"] != 5 {
+		t.Fatalf("the client got %v from the migrating owner, want 5 ASK", client.errors)
+	}
+	return client.errors
 }
 
 // TestIntegrationStaleRouting kills a master by PID, lets its replica take
