@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/budget"
+	"github.com/failover-exporter/failover_exporter/collector/maintenance"
 	"github.com/failover-exporter/failover_exporter/config"
 )
 
@@ -123,15 +124,55 @@ func Run(ctx context.Context, o Options) (budget.Answer, error) {
 // error is no verdict (the exporter unreachable, its snapshot stale, or a
 // *QuestionError).
 func Ask(ctx context.Context, o Options) (budget.Answer, error) {
-	u, err := questionURL(o)
+	path := budget.SafeToStopPath
+	if o.AfterRestart {
+		path = budget.RecoveredPath
+	}
+	u, err := questionURL(o, path, nil)
 	if err != nil {
 		return budget.Answer{}, &QuestionError{err.Error()}
 	}
+	status, body, err := do(ctx, o, http.MethodGet, u, nil)
+	if err != nil {
+		return budget.Answer{}, err
+	}
+	switch status.code {
+	case http.StatusOK, http.StatusConflict:
+		var answer budget.Answer
+		if err := json.Unmarshal(body, &answer); err != nil {
+			return budget.Answer{}, fmt.Errorf("%s answered %s with no verdict: %w", redact(u), status.text, err)
+		}
+		// The status is the verdict; the body must agree with it.
+		if answer.Safe != (status.code == http.StatusOK) {
+			return budget.Answer{}, fmt.Errorf("%s answered %s with safe=%v", redact(u), status.text, answer.Safe)
+		}
+		return answer, nil
+	case http.StatusBadRequest, http.StatusNotFound:
+		return budget.Answer{}, &QuestionError{errorMessage(status.text, body)}
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return budget.Answer{}, &QuestionError{fmt.Sprintf("%s: check --web.username and the password file or environment variable", status.text)}
+	}
+	return budget.Answer{}, fmt.Errorf("%s: %s", status.text, errorMessage(status.text, body))
+}
+
+type httpStatus struct {
+	code int
+	text string
+}
+
+// do sends one request to the exporter (basic auth when o has a user,
+// extra headers, a 30 s bound) and returns its status and body (at most
+// 1 MiB). An error is no answer: the exporter unreachable, or the body
+// unread.
+func do(ctx context.Context, o Options, method, u string, header http.Header) (httpStatus, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
-		return budget.Answer{}, &QuestionError{err.Error()}
+		return httpStatus{}, nil, &QuestionError{err.Error()}
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	if o.Username != "" {
 		req.SetBasicAuth(o.Username, o.Password)
@@ -142,30 +183,14 @@ func Ask(ctx context.Context, o Options) (budget.Answer, error) {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return budget.Answer{}, fmt.Errorf("ask %s: %w", redact(u), err)
+		return httpStatus{}, nil, fmt.Errorf("%s %s: %w", method, redact(u), err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return budget.Answer{}, fmt.Errorf("read the answer of %s: %w", redact(u), err)
+		return httpStatus{}, nil, fmt.Errorf("read the answer of %s: %w", redact(u), err)
 	}
-	switch resp.StatusCode {
-	case http.StatusOK, http.StatusConflict:
-		var answer budget.Answer
-		if err := json.Unmarshal(body, &answer); err != nil {
-			return budget.Answer{}, fmt.Errorf("%s answered %s with no verdict: %w", redact(u), resp.Status, err)
-		}
-		// The status is the verdict; the body must agree with it.
-		if answer.Safe != (resp.StatusCode == http.StatusOK) {
-			return budget.Answer{}, fmt.Errorf("%s answered %s with safe=%v", redact(u), resp.Status, answer.Safe)
-		}
-		return answer, nil
-	case http.StatusBadRequest, http.StatusNotFound:
-		return budget.Answer{}, &QuestionError{errorMessage(resp.Status, body)}
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return budget.Answer{}, &QuestionError{fmt.Sprintf("%s: check --web.username and the password file or environment variable", resp.Status)}
-	}
-	return budget.Answer{}, fmt.Errorf("%s: %s", resp.Status, errorMessage(resp.Status, body))
+	return httpStatus{resp.StatusCode, resp.Status}, body, nil
 }
 
 func errorMessage(status string, body []byte) string {
@@ -176,19 +201,17 @@ func errorMessage(status string, body []byte) string {
 	return strings.TrimSpace(status + " " + string(body))
 }
 
-func questionURL(o Options) (string, error) {
-	base, err := url.Parse(o.URL)
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return "", fmt.Errorf("--url %q: want the exporter's address, such as http://127.0.0.1:9877", o.URL)
-	}
-	if base.User != nil || base.RawQuery != "" || base.Fragment != "" {
-		return "", fmt.Errorf("--url %s: give only scheme, host and port (credentials with --web.username and a password file)", redact(o.URL))
-	}
-	path := budget.SafeToStopPath
-	if o.AfterRestart {
-		path = budget.RecoveredPath
+// questionURL is o's question (system, cluster, scope=id) and extra, at
+// path of the exporter at o.URL.
+func questionURL(o Options, path string, extra url.Values) (string, error) {
+	base, err := baseURL(o)
+	if err != nil {
+		return "", err
 	}
 	q := url.Values{}
+	for k, v := range extra {
+		q[k] = v
+	}
 	if o.System != "" {
 		q.Set("system", o.System)
 	}
@@ -196,7 +219,19 @@ func questionURL(o Options) (string, error) {
 		q.Set("cluster", o.Cluster)
 	}
 	q.Set(string(o.Scope), o.ID)
-	return strings.TrimSuffix(base.String(), "/") + path + "?" + q.Encode(), nil
+	return base + path + "?" + q.Encode(), nil
+}
+
+// baseURL is o.URL checked: scheme, host and port only.
+func baseURL(o Options) (string, error) {
+	base, err := url.Parse(o.URL)
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return "", fmt.Errorf("--url %q: want the exporter's address, such as http://127.0.0.1:9877", o.URL)
+	}
+	if base.User != nil || base.RawQuery != "" || base.Fragment != "" {
+		return "", fmt.Errorf("--url %s: give only scheme, host and port (credentials with --web.username and a password file)", redact(o.URL))
+	}
+	return strings.TrimSuffix(base.String(), "/"), nil
 }
 
 // redact drops any user:password from a URL before it is printed.
@@ -276,24 +311,38 @@ func PrintJSON(w io.Writer, v any) {
 // do not tell each other: the command posts to each. Each exporter judges
 // the stop again; one that refuses it (409: not safe now, or another
 // window open) fails the announcement, and the windows already opened are
-// withdrawn.
+// withdrawn, by the system and cluster each exporter named in its window
+// (the question may have left them for the exporter to resolve). A
+// withdrawal that fails is part of the error: that window stays open
+// until its TTL unless withdrawn by hand.
 func Announce(ctx context.Context, o Options, ttl time.Duration, token string, urls []string) error {
-	var opened []string
+	type opened struct{ url, system, cluster string }
+	var done []opened
 	for _, base := range append([]string{o.URL}, urls...) {
 		o.URL = base
-		u, err := questionURL(o)
+		u, err := questionURL(o, maintenance.Path, url.Values{"ttl": {ttl.String()}})
 		if err != nil {
 			return &QuestionError{err.Error()}
 		}
-		u = strings.Replace(u, budget.SafeToStopPath+"?", maintenancePath+"?ttl="+url.QueryEscape(ttl.String())+"&", 1)
-		if err := send(ctx, o, http.MethodPost, u, token); err != nil {
-			for _, done := range opened {
-				o.URL = done
-				_ = Withdraw(ctx, o, token)
+		win, err := send(ctx, o, http.MethodPost, u, token)
+		if err != nil {
+			var failed []string
+			for _, d := range done {
+				o.URL, o.System, o.Cluster = d.url, d.system, d.cluster
+				if werr := Withdraw(ctx, o, token); werr != nil {
+					failed = append(failed, werr.Error())
+				}
+			}
+			if len(failed) > 0 {
+				return fmt.Errorf("%w; and withdrawing the windows already opened failed, withdraw them by hand (DELETE %s?system=&cluster=): %s",
+					err, maintenance.Path, strings.Join(failed, "; "))
 			}
 			return err
 		}
-		opened = append(opened, base)
+		if win == nil {
+			return fmt.Errorf("POST %s: the exporter opened no window it named", redact(u))
+		}
+		done = append(done, opened{base, win.System, win.Cluster})
 	}
 	return nil
 }
@@ -301,47 +350,31 @@ func Announce(ctx context.Context, o Options, ttl time.Duration, token string, u
 // Withdraw closes the maintenance window of o's cluster on the exporter
 // at o.URL (o.System and o.Cluster must be set).
 func Withdraw(ctx context.Context, o Options, token string) error {
-	base, err := url.Parse(o.URL)
+	if o.System == "" || o.Cluster == "" {
+		return &QuestionError{"withdrawing a window needs its system and cluster"}
+	}
+	base, err := baseURL(o)
 	if err != nil {
 		return &QuestionError{err.Error()}
 	}
 	q := url.Values{"system": {o.System}, "cluster": {o.Cluster}}
-	return send(ctx, o, http.MethodDelete, strings.TrimSuffix(base.String(), "/")+maintenancePath+"?"+q.Encode(), token)
+	_, err = send(ctx, o, http.MethodDelete, base+maintenance.Path+"?"+q.Encode(), token)
+	return err
 }
 
-// TokenHeader carries the maintenance token (collector/maintenance): its
-// own header, as Authorization carries the web config's basic auth.
-const TokenHeader = "X-Maintenance-Token"
-
-// maintenancePath is the exporter's endpoint of the windows
-// (collector/maintenance.Path).
-const maintenancePath = "/api/v1/maintenance"
-
-// send sends one request of the windows with the token, and says what the
-// exporter refused.
-func send(ctx context.Context, o Options, method, u, token string) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+// send sends one request of the windows with the token, and returns the
+// window the exporter named, or what it refused.
+func send(ctx context.Context, o Options, method, u, token string) (*maintenance.Window, error) {
+	status, body, err := do(ctx, o, method, u, http.Header{maintenance.TokenHeader: {token}})
 	if err != nil {
-		return &QuestionError{err.Error()}
+		return nil, err
 	}
-	req.Header.Set(TokenHeader, token)
-	if o.Username != "" {
-		req.SetBasicAuth(o.Username, o.Password)
+	if status.code != http.StatusOK {
+		return nil, fmt.Errorf("%s %s: %s", method, redact(u), errorMessage(status.text, body))
 	}
-	client := o.Client
-	if client == nil {
-		client = http.DefaultClient
+	var r maintenance.Response
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("%s %s answered %s: %w", method, redact(u), status.text, err)
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, redact(u), err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode == http.StatusOK {
-		return nil
-	}
-	return fmt.Errorf("%s %s: %s", method, redact(u), errorMessage(resp.Status, body))
+	return r.Window, nil
 }

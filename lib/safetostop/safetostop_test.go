@@ -5,14 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/failover-exporter/failover_exporter/collector/budget"
+	"github.com/failover-exporter/failover_exporter/collector/maintenance"
 )
 
 // turning answers "not safe" until it has been asked safeAfter times, and
@@ -119,5 +122,79 @@ func TestAfterRestartAsksRecovered(t *testing.T) {
 	answer, err := Ask(context.Background(), Options{URL: serve(t, asker), Scope: budget.Scope("broker"), ID: "2", AfterRestart: true})
 	if err != nil || !answer.Recovered {
 		t.Fatalf("%+v, %v: want the recovered question asked", answer, err)
+	}
+}
+
+// windowExporter is an exporter's maintenance endpoint over the real
+// registry, answering as turning does (safe once asked safeAfter times).
+func windowExporter(t *testing.T, a budget.Asker, token string) (string, *maintenance.Registry) {
+	r := maintenance.NewRegistry(a, nil)
+	mux := http.NewServeMux()
+	mux.Handle(maintenance.Path, maintenance.Handler(r, []byte(token)))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL, r
+}
+
+// An announcement one exporter refuses withdraws the window the first
+// opened, although the question left the system and cluster for the
+// exporters to resolve.
+func TestAnnounceWithdrawsWhenOneRefuses(t *testing.T) {
+	const token = "a-token-of-24-characters"
+	first, firstWindows := windowExporter(t, &turning{safeAfter: 0}, token)
+	second, _ := windowExporter(t, &turning{safeAfter: 100}, token)
+	o := Options{URL: first, Scope: "broker", ID: "2"}
+	err := Announce(context.Background(), o, 30*time.Minute, token, []string{second})
+	if err == nil || !strings.Contains(err.Error(), "not safe") {
+		t.Fatalf("the second exporter's 409: %v", err)
+	}
+	if ws := firstWindows.Windows(); len(ws) != 0 {
+		t.Fatalf("the first exporter kept its window after the announcement failed: %+v", ws)
+	}
+
+	// Both agree: a window on each, named by the cluster each resolved.
+	third, thirdWindows := windowExporter(t, &turning{safeAfter: 0}, token)
+	if err := Announce(context.Background(), o, 30*time.Minute, token, []string{third}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*maintenance.Registry{firstWindows, thirdWindows} {
+		if ws := r.Windows(); len(ws) != 1 || ws[0].System != "kafka" || ws[0].Cluster != "orders" || ws[0].Member != "2" {
+			t.Fatalf("windows: %+v", ws)
+		}
+	}
+}
+
+// A withdrawal that fails is reported, not dropped: the window would stay
+// open until its TTL.
+func TestAnnounceReportsAFailedWithdrawal(t *testing.T) {
+	const token = "a-token-of-24-characters"
+	var deletes atomic.Int32
+	first, _ := windowExporter(t, &turning{safeAfter: 0}, token)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			deletes.Add(1)
+			http.Error(w, `{"error":"the exporter is shutting down"}`, http.StatusServiceUnavailable)
+			return
+		}
+		req, err := http.NewRequest(r.Method, first+r.URL.RequestURI(), nil)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(proxy.Close)
+	second, _ := windowExporter(t, &turning{safeAfter: 100}, token)
+	err := Announce(context.Background(), Options{URL: proxy.URL, Scope: "broker", ID: "2"}, 30*time.Minute, token, []string{second})
+	if deletes.Load() != 1 || err == nil || !strings.Contains(err.Error(), "withdraw them by hand") || !strings.Contains(err.Error(), "shutting down") {
+		t.Fatalf("%d withdrawals, error %v", deletes.Load(), err)
 	}
 }
