@@ -19,6 +19,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/maintenance"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/status/model"
@@ -80,6 +81,15 @@ func (m *Manager) AtStop(f func()) {
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
 	m.atStop = append(m.atStop, f)
+}
+
+// ServeWindows has every system with maintenance series serve the open
+// windows that windows returns (maintenance.Registry.Windows, read at
+// every scrape) with its clusters' series.
+func (m *Manager) ServeWindows(windows func() []maintenance.Window) {
+	for _, s := range m.serving {
+		s.ServeWindows(windows)
+	}
 }
 
 // NewManager returns a manager of the given systems (the registry,

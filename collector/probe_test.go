@@ -2,6 +2,7 @@ package collector
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/maintenance"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/internal/fakesystem"
@@ -20,7 +22,7 @@ import (
 // "shared" names a cluster of two systems.
 func probeSystems(f *fakesystem.Sources) []system.System {
 	part := fakesystem.Spec(f)
-	part.Name, part.EventSystem, part.Part = "fake_part", "fake", "part"
+	part.Name, part.EventSystem, part.Part, part.Maintenance = "fake_part", "fake", "part", nil
 	partHealth, partSeries := fakesystem.CountingTables("fake_part")
 	part.Sets = func() []*exposition.Set { return []*exposition.Set{partHealth, partSeries} }
 	part.NewCollector = func() system.Collector[fakesystem.Snapshot, fakesystem.Settings] {
@@ -28,7 +30,7 @@ func probeSystems(f *fakesystem.Sources) []system.System {
 	}
 
 	twin := fakesystem.Spec(f)
-	twin.Name = "twin"
+	twin.Name, twin.Maintenance = "twin", nil
 	twinHealth, twinSeries := fakesystem.CountingTables("twin")
 	twin.Sets = func() []*exposition.Set { return []*exposition.Set{twinHealth, twinSeries} }
 	twin.NewCollector = func() system.Collector[fakesystem.Snapshot, fakesystem.Settings] {
@@ -128,6 +130,59 @@ func TestProbeServesOneClusterOfItsSystem(t *testing.T) {
 	}
 	if _, err := m.Probe("", "one"); !errors.Is(err, ErrUnknownTarget) {
 		t.Errorf("Probe of a removed cluster: err = %v, want ErrUnknownTarget", err)
+	}
+}
+
+// A cluster's open maintenance window is served with its series, on
+// /probe and /metrics, labelled as the system's series are, so that a rule
+// can join them; another cluster's window is not in its probe.
+func TestProbeServesTheClustersWindows(t *testing.T) {
+	f := &fakesystem.Sources{}
+	m := NewManager(probeSystems(f), log.NewNopLogger(), 0)
+	t.Cleanup(m.Stop)
+	cfg := fakesystem.Config(t, fakesystem.Cluster("one", 100*time.Millisecond), fakesystem.Cluster("shared", 100*time.Millisecond))
+	if err := apply(t, m, cfg); err != nil {
+		t.Fatal(err)
+	}
+	until := time.Unix(1_800_000_000, 0)
+	windows := []maintenance.Window{
+		{System: "fake", Cluster: "one", Scope: "member", Member: "a", Members: []string{"a"}, Until: until},
+		{System: "fake", Cluster: "shared", Scope: "zone", Member: "z", Members: []string{"b", "c"}, Until: until},
+		{System: "fake", Cluster: "gone", Scope: "member", Member: "a", Members: []string{"a"}, Until: until},
+	}
+	if got := probeText(t, m, "fake", "one"); strings.Contains(got, "maintenance") {
+		t.Fatalf("windows served before ServeWindows:\n%s", got)
+	}
+	m.ServeWindows(func() []maintenance.Window { return windows })
+
+	text := probeText(t, m, "fake", "one")
+	got := slices.DeleteFunc(seriesLines(text), func(l string) bool { return !strings.Contains(l, "maintenance") })
+	want := []string{`fake_maintenance_active{fake_cluster="one",member="a",scope="member"}`, `fake_maintenance_end_timestamp_seconds{fake_cluster="one",member="a",scope="member"}`}
+	if !sameSet(got, want) {
+		t.Errorf("probe of one serves the windows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !strings.Contains(text, `fake_maintenance_end_timestamp_seconds{fake_cluster="one",member="a",scope="member"} 1800000000`+"\n") {
+		t.Errorf("the window's end is not its TTL:\n%s", text)
+	}
+	if got := probeText(t, m, "twin", "shared"); strings.Contains(got, "maintenance") {
+		t.Errorf("another system's probe serves fake's window:\n%s", got)
+	}
+	all, err := exposition.PlainText(m.TextWriters()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = slices.DeleteFunc(seriesLines(string(all)), func(l string) bool { return !strings.Contains(l, "maintenance_active") })
+	want = []string{`fake_maintenance_active{fake_cluster="one",member="a",scope="member"}`,
+		`fake_maintenance_active{fake_cluster="shared",member="b",scope="zone"}`, `fake_maintenance_active{fake_cluster="shared",member="c",scope="zone"}`}
+	if !sameSet(got, want) {
+		t.Errorf("/metrics serves the windows\n%s\nwant\n%s (not the window of a cluster not served)", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if n := strings.Count(string(all), "# TYPE fake_maintenance_active "); n != 1 {
+		t.Errorf("/metrics has %d TYPE lines of fake_maintenance_active, want 1", n)
+	}
+	windows = nil
+	if got := probeText(t, m, "fake", "one"); strings.Contains(got, "maintenance") {
+		t.Errorf("a closed window is still served:\n%s", got)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -24,6 +25,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/maintenance"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
 	"github.com/failover-exporter/failover_exporter/status/model"
@@ -110,6 +112,11 @@ type Spec[S, C any] struct {
 	// Dashboards are the Grafana dashboards the system ships, for the
 	// contract tests; none for a part shown on its cluster's dashboard.
 	Dashboards []Dashboard
+	// Maintenance serves the open maintenance windows of the system's
+	// clusters with their series (maintenance.NewFamilies), for alert
+	// rules that leave out what an announced stop explains; nil for a
+	// system without a failure budget. Sets should list its Set.
+	Maintenance *maintenance.Families
 }
 
 // Dashboard is a Grafana dashboard a system ships, and what the contract
@@ -281,6 +288,10 @@ type Serving interface {
 	// that state is fresh (budget.Fresh); Served names the clusters served.
 	Budget(cluster string, q budget.Question, now time.Time) (budget.Answer, error)
 	Served() []string
+	// ServeWindows has the writers serve the open maintenance windows
+	// windows returns (read at every scrape) with the clusters' series,
+	// for a system with Spec.Maintenance.
+	ServeWindows(windows func() []maintenance.Window)
 }
 
 // Unit is one watcher a config asks for.
@@ -387,8 +398,13 @@ func (d defined[S, C]) Sets() []*exposition.Set          { return d.spec.Sets() 
 func (d defined[S, C]) Doc() Doc                         { return d.spec.Doc }
 func (d defined[S, C]) BudgetScopes() []budget.ScopeSpec { return d.spec.BudgetScopes }
 func (d defined[S, C]) Dashboards() []Dashboard          { return d.spec.Dashboards }
-func (d defined[S, C]) Collector() prometheus.Collector  { return d.spec.NewCollector() }
-func (d defined[S, C]) Discovers() bool                  { return d.spec.Discover != nil }
+func (d defined[S, C]) Collector() prometheus.Collector {
+	if d.spec.Maintenance == nil {
+		return d.spec.NewCollector()
+	}
+	return withWindows{d.spec.NewCollector(), d.spec.Maintenance.Set}
+}
+func (d defined[S, C]) Discovers() bool { return d.spec.Discover != nil }
 
 func (d defined[S, C]) HasModule(cfg *config.Config, module string) bool {
 	if d.spec.Discover == nil {
@@ -403,6 +419,18 @@ func (d defined[S, C]) Serving(log *events.Log, logger log.Logger) Serving {
 		served: map[string]*unitWatcher[S, C]{}}
 }
 
+// withWindows is a system's collector that also describes its
+// maintenance families, which the serving's writers add at each scrape.
+type withWindows struct {
+	prometheus.Collector
+	windows *exposition.Set
+}
+
+func (c withWindows) Describe(ch chan<- *prometheus.Desc) {
+	c.Collector.Describe(ch)
+	c.windows.Describe(ch)
+}
+
 type serving[S, C any] struct {
 	spec      Spec[S, C]
 	collector Collector[S, C]
@@ -414,6 +442,21 @@ type serving[S, C any] struct {
 	// snapshot's age is judged by).
 	servedMu sync.Mutex
 	served   map[string]*unitWatcher[S, C]
+
+	windows atomic.Pointer[func() []maintenance.Window]
+}
+
+func (s *serving[S, C]) ServeWindows(windows func() []maintenance.Window) { s.windows.Store(&windows) }
+
+// appendWindows adds the system's open maintenance windows of the clusters
+// keep accepts to st.
+func (s *serving[S, C]) appendWindows(st *exposition.Stream, keep func(cluster string) bool) {
+	f := s.windows.Load()
+	if f == nil || s.spec.Maintenance == nil {
+		return
+	}
+	windows := slices.DeleteFunc((*f)(), func(w maintenance.Window) bool { return w.System != s.spec.Name })
+	s.spec.Maintenance.Append(st, windows, keep)
 }
 
 func (s *serving[S, C]) Served() []string {
@@ -475,9 +518,18 @@ type servedWriter[S, C any] struct {
 func (w servedWriter[S, C]) AppendText(st *exposition.Stream) {
 	if w.withDiscovered() {
 		w.s.collector.AppendText(st)
+		w.s.appendWindows(st, w.s.isServed)
 		return
 	}
 	w.s.collector.AppendClustersText(st, w.s.configured)
+	w.s.appendWindows(st, w.s.configured)
+}
+
+// isServed reports whether the cluster called name is served.
+func (s *serving[S, C]) isServed(name string) bool {
+	s.servedMu.Lock()
+	defer s.servedMu.Unlock()
+	return s.served[name] != nil
 }
 
 // configured reports whether the cluster called name is served and is one
@@ -496,7 +548,20 @@ func (s *serving[S, C]) ClusterWriter(cluster string) (exposition.TextWriter, bo
 	if !ok {
 		return nil, false
 	}
-	return exposition.ClusterWriter(s.collector, cluster), true
+	return clusterWriter[S, C]{s, cluster}, true
+}
+
+// clusterWriter serves one cluster's series and its open maintenance
+// window, for /probe.
+type clusterWriter[S, C any] struct {
+	s       *serving[S, C]
+	cluster string
+}
+
+func (w clusterWriter[S, C]) AppendText(st *exposition.Stream) {
+	if w.s.collector.AppendClusterText(st, w.cluster) {
+		w.s.appendWindows(st, func(name string) bool { return name == w.cluster })
+	}
 }
 
 func (s *serving[S, C]) Views(now time.Time, withDiscovered bool) []model.Cluster {

@@ -25,6 +25,7 @@ import (
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/events"
 	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/maintenance"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/config"
@@ -225,6 +226,10 @@ func (f *Sources) source(c Settings, _ log.Logger) (system.Source[Snapshot], err
 	return system.Source[Snapshot]{Refresh: refresh, Close: closeSource}, nil
 }
 
+// Maintenance are the fake system's series of its open maintenance
+// windows: fake_maintenance_active{fake_cluster, scope, member}.
+var Maintenance = maintenance.NewFamilies(Key+"_", Key+"_cluster", "member", "member")
+
 // System is the fake system over f's sources.
 func System(f *Sources) system.System { return system.Define(Spec(f)) }
 
@@ -248,9 +253,11 @@ func Spec(f *Sources) system.Spec[Snapshot, Settings] {
 		Events:       func(s *Snapshot) []events.Event { return s.Events.All() },
 		EventKinds:   []events.Kind{Counted},
 		NewCollector: func() system.Collector[Snapshot, Settings] { return CountingCollector(Health, Series) },
-		Sets:         func() []*exposition.Set { return []*exposition.Set{Health, Series} },
+		Sets:         func() []*exposition.Set { return []*exposition.Set{Health, Series, Maintenance.Set} },
 		Doc:          system.Doc{Title: "Fake", Intro: "A system of the tests."},
-		Views:        Views,
+		// Its open maintenance windows, served with its clusters' series.
+		Maintenance: Maintenance,
+		Views:       Views,
 		// Its failure budget: of its members a, b and c, only a may stop.
 		BudgetScopes: []budget.ScopeSpec{{Scope: "member", Member: "NAME", Help: "A fake member."}},
 		Budget:       Budget,

@@ -3,6 +3,8 @@ package kafka
 import (
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/maintenance"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/collector/watch"
 	"github.com/failover-exporter/failover_exporter/systems/kafka/settings"
@@ -27,7 +29,8 @@ var Spec = system.Spec[Snapshot, settings.Cluster]{
 		EventTransactionHanging, EventTransactionHangingEnded, events.EventsTruncated,
 	},
 	NewCollector: func() system.Collector[Snapshot, settings.Cluster] { return servingCollector{NewCollector()} },
-	Sets:         Sets,
+	Sets:         func() []*exposition.Set { return append(Sets(), maintenanceFamilies.Set) },
+	Maintenance:  maintenanceFamilies,
 	// kafka_topic_leader_changes_total is served with every partition_metrics
 	// setting, kafka_partition_leader_changes_total only with full.
 	Dashboards: []system.Dashboard{{File: "grafana/dashboards/kafka-replication.json", UID: "failover-kafka", ClusterVar: "kafka_cluster",
@@ -51,6 +54,10 @@ var Spec = system.Spec[Snapshot, settings.Cluster]{
 		{Scope: ScopeRack, Member: "NAME", Help: "A Kafka broker.rack: every broker in it."},
 	},
 }
+
+// maintenanceFamilies serve the open maintenance windows with the
+// clusters' series: kafka_maintenance_active{kafka_cluster, scope, broker}.
+var maintenanceFamilies = maintenance.NewFamilies("kafka_", "kafka_cluster", "broker", "broker")
 
 // System is Kafka's registry entry.
 var System = system.Define(Spec)

@@ -3,6 +3,8 @@ package redis
 import (
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/maintenance"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/systems/redis/settings"
 )
@@ -24,7 +26,8 @@ var Spec = system.Spec[Snapshot, settings.Cluster]{
 		events.EventsTruncated,
 	},
 	NewCollector: system.Unconfigured[Snapshot, settings.Cluster](NewCollector),
-	Sets:         Sets,
+	Sets:         func() []*exposition.Set { return append(Sets(), maintenanceFamilies.Set) },
+	Maintenance:  maintenanceFamilies,
 	Dashboards: []system.Dashboard{{File: "grafana/dashboards/redis-cluster.json", UID: "failover-redis", ClusterVar: "redis_cluster",
 		LinksTo: "failover-kafka", FailoverCounters: []string{"redis_cluster_failovers_total"}}},
 	Doc: system.Doc{
@@ -39,6 +42,10 @@ var Spec = system.Spec[Snapshot, settings.Cluster]{
 		{Scope: ScopeZone, Member: "NAME", Help: "A Redis availability zone: every node in it."},
 	},
 }
+
+// maintenanceFamilies serve the open maintenance windows with the
+// clusters' series: redis_cluster_maintenance_active{redis_cluster, scope, address}.
+var maintenanceFamilies = maintenance.NewFamilies("redis_cluster_", "redis_cluster", "address", "node")
 
 // System is Redis Cluster's registry entry.
 var System = system.Define(Spec)

@@ -11,6 +11,8 @@ package sentinel
 import (
 	"github.com/failover-exporter/failover_exporter/collector/budget"
 	"github.com/failover-exporter/failover_exporter/collector/events"
+	"github.com/failover-exporter/failover_exporter/collector/exposition"
+	"github.com/failover-exporter/failover_exporter/collector/maintenance"
 	"github.com/failover-exporter/failover_exporter/collector/system"
 	"github.com/failover-exporter/failover_exporter/systems/sentinel/settings"
 )
@@ -29,7 +31,8 @@ var Spec = system.Spec[Snapshot, settings.Set]{
 		EventMasterWritable, EventMasterNotWritable, events.EventsTruncated,
 	},
 	NewCollector: system.Unconfigured[Snapshot, settings.Set](NewCollector),
-	Sets:         Sets,
+	Sets:         func() []*exposition.Set { return append(Sets(), maintenanceFamilies.Set) },
+	Maintenance:  maintenanceFamilies,
 	Dashboards: []system.Dashboard{{File: "grafana/dashboards/redis-sentinel.json", UID: "failover-sentinel", ClusterVar: "sentinel_cluster",
 		LinksTo: "failover-redis", FailoverCounters: []string{"redis_sentinel_master_failovers_total"}}},
 	Doc: system.Doc{
@@ -46,6 +49,10 @@ var Spec = system.Spec[Snapshot, settings.Set]{
 		{Scope: ScopeZone, Member: "NAME", Help: "A Sentinel zone: its sentinels and nodes."},
 	},
 }
+
+// maintenanceFamilies serve the open maintenance windows with the
+// clusters' series: redis_sentinel_maintenance_active{sentinel_cluster, scope, address}.
+var maintenanceFamilies = maintenance.NewFamilies("redis_sentinel_", "sentinel_cluster", "address", "node or sentinel")
 
 // System is Redis Sentinel's registry entry.
 var System = system.Define(Spec)
