@@ -46,7 +46,7 @@ func maintenanceCall(t *testing.T, e *exportertest.Exporter, method, query, toke
 // nodes through the safe-to-stop command and the endpoint: a master that
 // serves slots gets no window (the failure budget says no: 409, and the
 // command exits 1 without announcing); a replica gets one, served as
-// failover_exporter_maintenance_active and listed; a second window of the
+// failover_exporter_maintenance_active and redis_cluster_maintenance_active, and listed; a second window of the
 // same cluster is refused while it is open; opening needs the token.
 // The replica is then killed by PID and restarted: the window stays open
 // while it is down and closes once it is back and caught up, which its own
@@ -104,8 +104,14 @@ func TestMaintenanceWindowRedis(t *testing.T) {
 	member := r.Windows[0].Member
 	// The series names the node by its address, as the Redis series do.
 	active := map[string]string{"system": "redis", "cluster": "lab", "scope": "node", "member": replica.Addr}
-	if v, ok := e.Scrape(t).Value("failover_exporter_maintenance_active", active); !ok || v != 1 {
+	// And with the cluster's series, labelled as they are, for the rules.
+	clusterActive := map[string]string{"redis_cluster": "lab", "scope": "node", "address": replica.Addr}
+	m := e.Scrape(t)
+	if v, ok := m.Value("failover_exporter_maintenance_active", active); !ok || v != 1 {
 		t.Errorf("failover_exporter_maintenance_active%v = %v (served %v), want 1", active, v, ok)
+	}
+	if v, ok := m.Value("redis_cluster_maintenance_active", clusterActive); !ok || v != 1 {
+		t.Errorf("redis_cluster_maintenance_active%v = %v (served %v), want 1", clusterActive, v, ok)
 	}
 	if status, r := maintenanceCall(t, e, http.MethodPost, "node="+other.Addr+"&ttl=10m", token); status != http.StatusConflict || !strings.Contains(r.Error, "another maintenance window") {
 		t.Errorf("a second window of the cluster: %d %q, want 409", status, r.Error)
@@ -144,8 +150,11 @@ func TestMaintenanceWindowRedis(t *testing.T) {
 	if closedAt.Before(linkUp.Add(-time.Second)) {
 		t.Errorf("the window closed %s before the replica's own INFO said its link was up", linkUp.Sub(closedAt))
 	}
-	if _, ok := e.Scrape(t).Value("failover_exporter_maintenance_active", active); ok {
-		t.Error("failover_exporter_maintenance_active still served after the window closed")
+	m = e.Scrape(t)
+	for name, labels := range map[string]map[string]string{"failover_exporter_maintenance_active": active, "redis_cluster_maintenance_active": clusterActive} {
+		if _, ok := m.Value(name, labels); ok {
+			t.Errorf("%s still served after the window closed", name)
+		}
 	}
 	evs := fetchEvents(t, e, "?system=redis&cluster=lab")
 	kinds := func(k events.Kind) int {

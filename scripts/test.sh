@@ -75,8 +75,8 @@ scripts/check-rules.sh
 # without slowing each other much; one after the other they took 45 minutes
 # of a fresh machine's make test in 2026-11, and two lanes took 42 minutes
 # in 2026-12 (the Kafka lane alone 34). The lanes are balanced by time:
-#   kafka: the e2e tests of the Kafka canary's lease, the failure budget
-#          and the faults (kafka_e2e_a), the Kafka write canary, the
+#   kafka: the e2e tests of the Kafka canary's lease, the failure budget,
+#          the faults and the maintenance alerts (kafka_e2e_a), the Kafka write canary, the
 #          Kafka version matrix, the Valkey 9 rerun;
 #   e2e:   the other e2e tests that start Kafka clusters, the e2e tests
 #          without one, the Kafka collector under the race detector;
@@ -90,7 +90,7 @@ scripts/check-rules.sh
 # Each lane writes its own log, shown whole when the lane ends; the steps'
 # start times are shown as they begin.
 kafka_e2e='Kafka|LiveFailover|Reloads|StatusPage'
-kafka_e2e_a='^(TestCanaryKafka|TestFaultKafka|TestKafkaBudget.*|TestKafkaCanaryLease.*)$'
+kafka_e2e_a='^(TestCanaryKafka|TestFaultKafka|TestKafkaBudget.*|TestKafkaCanaryLease.*|TestMaintenanceAlertsKafka)$'
 
 # short_fuzz_runs gives each fuzz target a short run; the seed corpora run
 # in every go test. It runs first in the lane without the Kafka tests, at a
