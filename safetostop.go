@@ -69,8 +69,8 @@ func defineSafeToStop(app *kingpin.Application, systems []budget.System) (*kingp
 	cmd.Flag("after-restart", "Ask whether the member is back and caught up (as its system judges it: back in every ISR, a replica linked and synced) instead.").BoolVar(&f.afterRestart)
 	cmd.Flag("announce", "Once the answer is yes, open a maintenance window for the stop on the exporter (docs/maintenance.md), until the member is back and caught up, or --ttl.").BoolVar(&f.announce)
 	cmd.Flag("ttl", "How long the window may stay open at most, if the member is not back and caught up before.").Default("30m").DurationVar(&f.ttl)
-	cmd.Flag("maintenance-token-file", "File holding the token of the exporter's --web.maintenance-token-file, for --announce.").StringVar(&f.tokenFile)
-	cmd.Flag("announce-url", "Another exporter watching the same cluster, to announce the stop to as well (repeat for each): exporters do not tell each other.").StringsVar(&f.announceURLs)
+	cmd.Flag("maintenance-token-file", "File holding the token of the exporter's --web.maintenance-token-file: for --announce, and for --after-restart to end the window once the answer is yes.").StringVar(&f.tokenFile)
+	cmd.Flag("announce-url", "Another exporter watching the same cluster, to announce the stop to (and end its window) as well (repeat for each): exporters do not tell each other.").StringsVar(&f.announceURLs)
 	cmd.Flag("output", "text (a line per answer) or json (the final answer).").Default("text").EnumVar(&f.output, "text", "json")
 	cmd.Flag("web.username", "Basic auth user of the exporter's web config; the password is read from --web.password-file or $"+passwordEnv+".").StringVar(&f.username)
 	cmd.Flag("web.password-file", "File holding the basic auth password (never the password on the command line).").StringVar(&f.passwordFile)
@@ -108,8 +108,8 @@ func (f *safeToStopFlags) options() (safetostop.Options, error) {
 		return o, errors.New("--announce and --after-restart: announce before the stop, ask --after-restart after it")
 	case f.announce && f.tokenFile == "":
 		return o, errors.New("--announce needs --maintenance-token-file: the exporter opens windows only for its token")
-	case !f.announce && (f.tokenFile != "" || len(f.announceURLs) > 0):
-		return o, errors.New("--maintenance-token-file and --announce-url are for --announce")
+	case !f.announce && !f.afterRestart && (f.tokenFile != "" || len(f.announceURLs) > 0):
+		return o, errors.New("--maintenance-token-file and --announce-url are for --announce, and for --after-restart to end the window")
 	}
 	if f.username != "" {
 		o.Username = f.username
@@ -168,6 +168,11 @@ func runSafeToStop(f *safeToStopFlags, stdout, stderr io.Writer) int {
 			return code
 		}
 	}
+	if f.afterRestart && f.tokenFile != "" {
+		if code := f.endWindows(ctx, o, stdout, stderr); code != safetostop.ExitSafe {
+			return code
+		}
+	}
 	if f.output == "json" {
 		safetostop.PrintJSON(stdout, answer)
 	}
@@ -194,6 +199,25 @@ func (f *safeToStopFlags) announceStop(ctx context.Context, o safetostop.Options
 	}
 	if f.output == "text" {
 		fmt.Fprintf(stdout, "announced: a maintenance window is open for %s %s on %d exporter(s), until it is back and caught up or %s\n", o.Scope, o.ID, 1+len(f.announceURLs), f.ttl)
+	}
+	return safetostop.ExitSafe
+}
+
+// endWindows closes the member's maintenance windows once it is back and
+// caught up, and returns the command's exit code: the member is back, so
+// a window that could not be closed is a warning, not a failure.
+func (f *safeToStopFlags) endWindows(ctx context.Context, o safetostop.Options, stdout, stderr io.Writer) int {
+	b, err := readfile.Bounded("--maintenance-token-file", f.tokenFile, readfile.SecretLimit)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s safe-to-stop: %v\n", exporterName, err)
+		return safetostop.ExitBadInput
+	}
+	closed, err := safetostop.EndWindows(ctx, o, strings.TrimSpace(string(b)), f.announceURLs)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s safe-to-stop: %s %s is back, but ending its maintenance window failed (it ends at its TTL): %v\n", exporterName, o.Scope, o.ID, err)
+	}
+	if f.output == "text" {
+		fmt.Fprintf(stdout, "maintenance window of %s %s ended on %d exporter(s)\n", o.Scope, o.ID, closed)
 	}
 	return safetostop.ExitSafe
 }

@@ -462,8 +462,11 @@ cmd_up() {
 	write_configs
 	spawn producer "$DEMO_DIR/bin/demo-producer" --kafka.brokers="$(kafka_bootstrap)" --kafka.topic=demo \
 		--redis.addrs="$(redis_addrs)" --interval=250ms
+	# The token that opens maintenance windows (make roll announces each
+	# stop): random, readable only by its owner, never on a command line.
+	(umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$DEMO_DIR/maintenance-token")
 	spawn exporter "$DEMO_DIR/bin/failover_exporter" --config.file="$DEMO_DIR/exporter.yml" \
-		--web.listen-address="127.0.0.1:$EXPORTER_PORT"
+		--web.listen-address="127.0.0.1:$EXPORTER_PORT" --web.maintenance-token-file="$DEMO_DIR/maintenance-token"
 	spawn alertmanager prometheus-alertmanager --config.file="$REPO_ROOT/examples/alertmanager/alertmanager.yml" \
 		--storage.path="$DEMO_DIR/alertmanager" --web.listen-address="127.0.0.1:$ALERTMANAGER_PORT" \
 		--cluster.listen-address=
@@ -1075,6 +1078,22 @@ acks_refused() {
 		{ grep -E 'error="NOT_ENOUGH_REPLICAS' || true; } | awk '{ s += $NF } END { print s + 0 }'
 }
 
+# prom_alertnames QUERY: the alertname labels of the demo Prometheus's
+# answer to QUERY, space-separated.
+prom_alertnames() {
+	curl -sS --max-time 10 -G "http://127.0.0.1:$PROMETHEUS_PORT/api/v1/query" --data-urlencode "query=$1" |
+		grep -o '"alertname":"[^"]*"' | cut -d'"' -f4 | sort -u | tr '\n' ' '
+}
+
+# pages_firing: the critical and warning alerts firing now.
+pages_firing() { prom_alertnames 'group by (alertname) (ALERTS{alertstate="firing",severity=~"critical|warning"})'; }
+
+# pages_fired_since SECONDS: the critical and warning alerts that fired in
+# the last SECONDS.
+pages_fired_since() {
+	prom_alertnames "group by (alertname) (max_over_time(ALERTS{alertstate=\"firing\",severity=~\"critical|warning\"}[$1s]))"
+}
+
 # A rolling restart as an SRE would run it, every step gated by the
 # exporter's failure budget: the three brokers one at a time (SIGTERM, a
 # controlled shutdown), then each Redis master, failed over to the replica
@@ -1091,15 +1110,23 @@ cmd_roll() {
 	klost0=$(total "$text" kafka_canary_acknowledged_lost_total kafka_cluster=demo)
 	rlost0=$(total "$text" redis_canary_acknowledged_lost_writes_total redis_cluster=demo)
 	t0=$SECONDS
+	# Each stop is announced once the answer is yes: a maintenance window
+	# (docs/maintenance.md) that makes a ticket, not a page, of what the stop
+	# explains; the --after-restart that says it is back and caught up ends
+	# it (the exporter may never see a quick restart's member down).
+	local token=(--maintenance-token-file "$DEMO_DIR/maintenance-token")
+	local announce=(--announce "${token[@]}" --ttl 15m)
+	local firing0
+	firing0=$(pages_firing)
 
 	for id in 1 2 3; do
 		echo "kafka: may broker $id stop? (waiting up to $wait)"
-		ask --system kafka --cluster demo --broker "$id" --wait "$wait" || die "broker $id never became safe to stop: roll stopped"
+		ask --system kafka --cluster demo --broker "$id" --wait "$wait" "${announce[@]}" || die "broker $id never became safe to stop: roll stopped"
 		"$KAFKA" stop-node "$id"
 		echo "kafka: broker $id stopped (SIGTERM); starting it again"
 		"$KAFKA" start-node "$id"
 		echo "kafka: is broker $id back in every ISR? (waiting up to $wait)"
-		ask --system kafka --cluster demo --broker "$id" --after-restart --wait "$wait" || die "broker $id did not catch up: roll stopped"
+		ask --system kafka --cluster demo --broker "$id" --after-restart --wait "$wait" "${token[@]}" || die "broker $id did not catch up: roll stopped"
 	done
 
 	# The masters with slots, in the exporter's view.
@@ -1121,12 +1148,12 @@ cmd_roll() {
 			echo "redis: the exporter names no replica of $addr to fail over to: $(sed -n 's/.*"advice": "\([^"]*\)".*/\1/p' <<<"$answer")"
 		fi
 		echo "redis: may $addr stop? (waiting up to $wait)"
-		ask --system redis --cluster demo --node "$addr" --wait "$wait" || die "$addr never became safe to stop: roll stopped"
+		ask --system redis --cluster demo --node "$addr" --wait "$wait" "${announce[@]}" || die "$addr never became safe to stop: roll stopped"
 		"$REDIS" stop-node "$port"
 		echo "redis: $addr stopped (SIGTERM); starting it again"
 		"$REDIS" start-node "$port"
 		echo "redis: is $addr back, linked and synced? (waiting up to $wait)"
-		ask --system redis --cluster demo --node "$addr" --after-restart --wait "$wait" || die "$addr did not catch up: roll stopped"
+		ask --system redis --cluster demo --node "$addr" --after-restart --wait "$wait" "${token[@]}" || die "$addr did not catch up: roll stopped"
 	done
 
 	text=$(scrape)
@@ -1138,6 +1165,9 @@ cmd_roll() {
 	echo "roll done in $((SECONDS - t0))s: 3 brokers and ${#masters[@]} Redis masters restarted one at a time"
 	echo "acks=all canary writes refused for want of in-sync replicas: $refused"
 	echo "acknowledged writes lost: Kafka $klost, Redis $rlost"
+	local paged
+	paged=$(comm -13 <(tr ' ' '\n' <<<"$firing0" | sort -u) <(pages_fired_since $((SECONDS - t0 + 5)) | tr ' ' '\n' | sort -u) | grep -v '^$' | tr '\n' ' ' || true)
+	echo "pages during the roll (critical or warning alerts not firing before it): $(wc -w <<<"$paged")${paged:+ ($paged)}"
 	((refused == 0 && klost == 0 && rlost == 0))
 }
 

@@ -176,6 +176,10 @@ func TestDemoUpKillDown(t *testing.T) {
 		"acks=all canary writes refused for want of in-sync replicas: 0\n",
 		"acknowledged writes lost: Kafka 0, Redis 0\n",
 		"3 brokers and 3 Redis masters restarted one at a time",
+		// Each stop announced: the demo's Prometheus, with the shipped
+		// rules, made tickets of what the stops explain and paged for
+		// nothing.
+		"pages during the roll (critical or warning alerts not firing before it): 0\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("roll did not print %q", want)

@@ -362,6 +362,55 @@ func Withdraw(ctx context.Context, o Options, token string) error {
 	return err
 }
 
+// EndWindows closes, on the exporter at o.URL and each of urls, the open
+// maintenance window of o's member (its scope and id, in o's system and
+// cluster when given): what `safe-to-stop --after-restart` does once the
+// member is back and caught up, so that a window ends when the operator's
+// own question says so, even when the exporter never saw the member down
+// (a restart quicker than a refresh), which its sweep waits for. It
+// returns how many windows it closed; an exporter without such a window
+// is not an error.
+func EndWindows(ctx context.Context, o Options, token string, urls []string) (int, error) {
+	closed := 0
+	var failed []string
+	for _, base := range append([]string{o.URL}, urls...) {
+		o.URL = base
+		b, err := baseURL(o)
+		if err != nil {
+			return closed, &QuestionError{err.Error()}
+		}
+		status, body, err := do(ctx, o, http.MethodGet, b+maintenance.Path, nil)
+		var r maintenance.Response
+		switch {
+		case err != nil:
+			failed = append(failed, err.Error())
+			continue
+		case status.code != http.StatusOK:
+			failed = append(failed, fmt.Sprintf("GET %s: %s", redact(b+maintenance.Path), errorMessage(status.text, body)))
+			continue
+		case json.Unmarshal(body, &r) != nil:
+			failed = append(failed, fmt.Sprintf("GET %s: not a list of windows", redact(b+maintenance.Path)))
+			continue
+		}
+		for _, w := range r.Windows {
+			if w.Scope != o.Scope || w.Member != o.ID || (o.System != "" && w.System != o.System) || (o.Cluster != "" && w.Cluster != o.Cluster) {
+				continue
+			}
+			wo := o
+			wo.System, wo.Cluster = w.System, w.Cluster
+			if err := Withdraw(ctx, wo, token); err != nil {
+				failed = append(failed, err.Error())
+				continue
+			}
+			closed++
+		}
+	}
+	if len(failed) > 0 {
+		return closed, errors.New(strings.Join(failed, "; "))
+	}
+	return closed, nil
+}
+
 // send sends one request of the windows with the token, and returns the
 // window the exporter named, or what it refused.
 func send(ctx context.Context, o Options, method, u, token string) (*maintenance.Window, error) {

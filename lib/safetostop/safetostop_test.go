@@ -198,3 +198,37 @@ func TestAnnounceReportsAFailedWithdrawal(t *testing.T) {
 		t.Fatalf("%d withdrawals, error %v", deletes.Load(), err)
 	}
 }
+
+// --after-restart with the token ends the member's window on each
+// exporter, and leaves another member's alone.
+func TestEndWindows(t *testing.T) {
+	const token = "a-token-of-24-characters"
+	first, firstWindows := windowExporter(t, &turning{safeAfter: 0}, token)
+	second, secondWindows := windowExporter(t, &turning{safeAfter: 0}, token)
+	o := Options{URL: first, Scope: "broker", ID: "2"}
+	if err := Announce(context.Background(), o, 30*time.Minute, token, []string{second}); err != nil {
+		t.Fatal(err)
+	}
+	other := o
+	other.ID = "3"
+	if n, err := EndWindows(context.Background(), other, token, []string{second}); n != 0 || err != nil {
+		t.Fatalf("ending broker 3's windows: %d closed, %v; want none and no error", n, err)
+	}
+	if n, err := EndWindows(context.Background(), o, token, []string{second}); n != 2 || err != nil {
+		t.Fatalf("ending broker 2's windows: %d closed, %v; want 2", n, err)
+	}
+	for _, r := range []*maintenance.Registry{firstWindows, secondWindows} {
+		if ws := r.Windows(); len(ws) != 0 {
+			t.Errorf("still open: %+v", ws)
+		}
+	}
+	if _, err := EndWindows(context.Background(), o, "wrong-token-0123456789", nil); err != nil {
+		t.Errorf("no window left to end: %v", err)
+	}
+	if err := Announce(context.Background(), o, 30*time.Minute, token, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := EndWindows(context.Background(), o, "wrong-token-0123456789", nil); n != 0 || err == nil || !strings.Contains(err.Error(), "wrong maintenance token") {
+		t.Errorf("a wrong token: %d closed, %v; want the exporter's refusal", n, err)
+	}
+}
