@@ -209,6 +209,7 @@ func buildServer(f flags, cfg *config.Config, logger log.Logger) (*collector.Man
 	windows := maintenance.NewRegistry(manager, manager.Events())
 	reg.MustRegister(maintenance.NewCollector(windows, collector.ExporterName))
 	manager.ServeWindows(windows.Windows)
+	endpoints.status.Clusters = windows.WithViews(endpoints.status.Clusters)
 	endpoints.maintenance = maintenance.Handler(windows, token)
 	manager.AtStop(windows.Start(time.Second))
 	mux, err := newMux(f, reg, endpoints)

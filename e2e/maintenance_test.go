@@ -113,6 +113,14 @@ func TestMaintenanceWindowRedis(t *testing.T) {
 	if v, ok := m.Value("redis_cluster_maintenance_active", clusterActive); !ok || v != 1 {
 		t.Errorf("redis_cluster_maintenance_active%v = %v (served %v), want 1", clusterActive, v, ok)
 	}
+	// The status page's section of the cluster shows the window.
+	resp, err := http.Get(e.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := readAll(t, resp); !strings.Contains(page, `data-maintenance="node/`) || !strings.Contains(page, "Maintenance window: node ") {
+		t.Errorf("the status page does not show the window of %s", replica.Addr)
+	}
 	if status, r := maintenanceCall(t, e, http.MethodPost, "node="+other.Addr+"&ttl=10m", token); status != http.StatusConflict || !strings.Contains(r.Error, "another maintenance window") {
 		t.Errorf("a second window of the cluster: %d %q, want 409", status, r.Error)
 	}
