@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,6 +9,9 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/failover-exporter/failover_exporter/internal/exportertest"
 	"github.com/failover-exporter/failover_exporter/internal/lab"
@@ -149,6 +153,7 @@ func runKafkaCoreScenarios(t *testing.T, cluster *lab.KafkaCluster, quorum bool,
 	})
 	assertAgreesWithKafkaTopics(t, cluster, exporter, coreTopics, "healthy", coreCompare)
 	assertVersionSeries(t, exporter.Scrape(t), cluster, quorum, elr, false)
+	assertReplicaLogEnds(t, cluster, bootstrap)
 	// Every group and transaction coordinator answers the exporter's
 	// questions (FindCoordinator, OffsetFetch v8, DescribeTransactions).
 	waitMetrics(t, exporter, 30*time.Second, "every coordinator answering", func(m exportertest.Metrics) (bool, string) {
@@ -340,4 +345,59 @@ func assertVersionSeries(t *testing.T, m exportertest.Metrics, cluster *lab.Kafk
 			}
 		}
 	}
+}
+
+// assertReplicaLogEnds checks, on the version, what the catch-up read
+// relies on: ListOffsets for the latest offset with the debugging replica
+// id (-2) is answered by every replica from its own log (a follower too,
+// which refuses a consumer's), with its log end offset: at rest, the
+// high watermark kafka-get-offsets.sh reads from the leader.
+func assertReplicaLogEnds(t *testing.T, cluster *lab.KafkaCluster, bootstrap []string) {
+	t.Helper()
+	produceBytes(t, bootstrap, coreOrders, 500_000)
+	want := cluster.Offsets(t, coreOrders, -1)[0]
+	followers := 0
+	for id := int32(1); id <= 3; id++ {
+		end, err := replicaLogEnd(cluster.BrokerAddr(id), coreOrders, 0, -2)
+		if err != nil || end != want {
+			t.Errorf("kafka %s: broker %d's log end of %s/0 (ListOffsets, replica id -2) = %d, %v; kafka-get-offsets.sh says %d",
+				cluster.Version(), id, coreOrders, end, err, want)
+		}
+		if _, err := replicaLogEnd(cluster.BrokerAddr(id), coreOrders, 0, -1); errors.Is(err, kerr.NotLeaderForPartition) {
+			followers++
+		}
+	}
+	if followers != 2 {
+		t.Errorf("kafka %s: %d brokers refused a consumer's ListOffsets of %s/0 as followers, want 2: the debugging replica id is what lets them answer",
+			cluster.Version(), followers, coreOrders)
+	}
+}
+
+// replicaLogEnd sends ListOffsets for the latest offset of topic's
+// partition to the broker at addr alone, as replica replicaID.
+func replicaLogEnd(addr, topic string, partition, replicaID int32) (int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = replicaID
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp = partition, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	p := resp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return 0, err
+	}
+	return p.Offset, nil
 }

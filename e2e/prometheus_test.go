@@ -112,6 +112,11 @@ var emptyPanels = func() map[string]string {
 		// TestKafkaVersions) on a 4.1 lab.
 		kafka("Broker up, reachable, fenced and cordoned/D", "Kafka 4.1 does not say whether a log directory is cordoned (DescribeLogDirs v5 is 4.3+)")
 		kafka("Replicas being added and removed per broker/C", "Kafka 4.1 does not say whether a log directory is cordoned (TestKafkaCordonedLogDirs shows a reassignment adding to a cordoned broker)")
+		// A catch-up is measured on a live broker with replicas out of the
+		// ISR; the killed broker stays down while the dashboard is read.
+		const noCatchUp = "the killed broker is still down while the dashboard is read: no live broker is catching up (TestKafkaCatchUp and TestKafkaVersions' heal step measure one)"
+		kafka("Catch-up after a restart: records behind, ETA, leadership back too early/A", noCatchUp)
+		kafka("Catch-up after a restart: records behind, ETA, leadership back too early/B", noCatchUp)
 		kafka("Records only on local replicas, per tiered topic", "the lab has no tiered storage (the 4.3 and 4.4 runs of TestKafkaVersions have)")
 		kafka("Oldest record only on local replicas, per tiered topic", "the lab has no tiered storage (the 4.3 and 4.4 runs of TestKafkaVersions have)")
 		switch k.mode {

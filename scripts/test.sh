@@ -76,7 +76,7 @@ scripts/check-rules.sh
 # of a fresh machine's make test in 2026-11, and two lanes took 42 minutes
 # in 2026-12 (the Kafka lane alone 34). The lanes are balanced by time:
 #   kafka: the e2e tests of the Kafka canary's lease, the failure budget,
-#          the faults and the maintenance alerts (kafka_e2e_a), the Kafka write canary, the
+#          the faults, the maintenance alerts and the catch-up (kafka_e2e_a), the Kafka write canary, the
 #          Kafka version matrix, the Valkey 9 rerun;
 #   e2e:   the other e2e tests that start Kafka clusters, the e2e tests
 #          without one, the Kafka collector under the race detector;
@@ -90,7 +90,7 @@ scripts/check-rules.sh
 # Each lane writes its own log, shown whole when the lane ends; the steps'
 # start times are shown as they begin.
 kafka_e2e='Kafka|LiveFailover|Reloads|StatusPage'
-kafka_e2e_a='^(TestCanaryKafka|TestFaultKafka|TestKafkaBudget.*|TestKafkaCanaryLease.*|TestMaintenanceAlertsKafka)$'
+kafka_e2e_a='^(TestCanaryKafka|TestFaultKafka|TestKafkaBudget.*|TestKafkaCanaryLease.*|TestMaintenanceAlertsKafka|TestKafkaCatchUp)$'
 
 # short_fuzz_runs gives each fuzz target a short run; the seed corpora run
 # in every go test. It runs first in the lane without the Kafka tests, at a

@@ -802,13 +802,40 @@ func answerRecovered(snap *Snapshot, id int32, a *budget.Answer) {
 			}
 		}
 	}
-	if outOfSync > 0 {
-		a.Add(ReasonOutOfSync, outOfSync, "broker %d is not in the ISR of %d of its partitions yet", id, outOfSync)
-	}
 	a.Facts = map[string]float64{"out_of_sync_partitions": float64(outOfSync)}
+	if outOfSync > 0 {
+		a.Add(ReasonOutOfSync, outOfSync, "broker %d is not in the ISR of %d of its partitions yet%s", id, outOfSync, catchUpProgress(snap, id, br, a.Facts))
+	}
 	if !a.Safe {
 		a.Advice = "wait: it is not caught up yet"
 	}
+}
+
+// catchUpProgress is how far broker id is from catching up, for the
+// recovered answer ("; recovering: N records behind on M partitions, ETA
+// 40s"), also set in facts; empty when the catch-up read has not measured
+// it. A broker that already leads partitions is said to: leadership came
+// back before it caught up.
+func catchUpProgress(snap *Snapshot, id int32, br *Broker, facts map[string]float64) string {
+	c, ok := snap.CatchUpOf(id)
+	if !ok {
+		return ""
+	}
+	facts["records_behind"] = float64(c.Records)
+	progress := fmt.Sprintf("; recovering: %d records behind on %d partitions", c.Records, c.Partitions)
+	if c.Unread > 0 {
+		progress += fmt.Sprintf(" (%d more not measured)", c.Unread)
+	}
+	if eta, ok := c.ETA(snap.CatchUp.ReadAt); ok {
+		facts["catchup_eta_seconds"] = eta.Seconds()
+		progress += fmt.Sprintf(", ETA %s", eta.Round(time.Second))
+	} else {
+		progress += fmt.Sprintf(", no ETA yet (timed once the gap has been shrinking for %s)", minCatchUpTiming)
+	}
+	if br != nil && br.LeaderPartitions > 0 {
+		progress += fmt.Sprintf("; it already leads %d partitions: leadership came back before it caught up", br.LeaderPartitions)
+	}
+	return progress
 }
 
 // knownIDs lists the scopes' ids for an error message, at most ten.

@@ -82,6 +82,12 @@ type descs struct {
 	brokerLeaderPartitions  *exposition.Desc
 	brokerReplicaPartitions *exposition.Desc
 	brokerOutOfSync         *exposition.Desc
+	brokerCatchUpRecords    *exposition.Desc
+	brokerCatchUpPartitions *exposition.Desc
+	brokerCatchUpUnread     *exposition.Desc
+	brokerCatchUpRate       *exposition.Desc
+	brokerCatchUpETA        *exposition.Desc
+	brokerLeadingBehind     *exposition.Desc
 	brokerAddingReplicas    *exposition.Desc
 	brokerRemovingReplicas  *exposition.Desc
 	brokerLeadershipsGained *exposition.Desc
@@ -309,6 +315,24 @@ var metrics = func() descs {
 			"Partition replicas assigned to this broker, across all topics"+fromRefresh, broker...),
 		brokerOutOfSync: table.Gauge("kafka_broker_out_of_sync_replicas",
 			"Replicas on this broker that are not in their partition's ISR, across all topics"+fromRefresh, broker...),
+		brokerCatchUpRecords: table.Gauge("kafka_broker_catchup_records_behind",
+			"Records the broker's out-of-sync replicas still lack: the sum of each one's leader log end offset minus its own, "+
+				"read beside the refreshes from the replicas themselves (ListOffsets with the debugging replica id), so as of the previous refresh. "+
+				"Served while the broker is live and has replicas out of the ISR.", broker...),
+		brokerCatchUpPartitions: table.Gauge("kafka_broker_catchup_partitions_behind",
+			"Of the broker's out-of-sync replicas, those the catch-up read found behind their leader's log end (as kafka_broker_catchup_records_behind).", broker...),
+		brokerCatchUpUnread: table.Gauge("kafka_broker_catchup_partitions_unread",
+			"Of the broker's out-of-sync replicas, those the catch-up read could not measure (the broker or the leader did not answer, or the partition has no live leader): "+
+				"kafka_broker_catchup_records_behind leaves them out.", broker...),
+		brokerCatchUpRate: table.Gauge("kafka_broker_catchup_records_per_second",
+			"How fast kafka_broker_catchup_records_behind has shrunk since it was largest in this catch-up, in records per second: "+
+				"the replicas' fetching minus the writes they must also fetch. Absent until it has shrunk.", broker...),
+		brokerCatchUpETA: table.Gauge("kafka_broker_catchup_eta_seconds",
+			"Seconds until the broker's out-of-sync replicas reach their leaders' log ends, at kafka_broker_catchup_records_per_second; "+
+				"they rejoin the ISR then. Absent while the rate is unknown.", broker...),
+		brokerLeadingBehind: table.Gauge("kafka_broker_leading_while_behind",
+			"Partitions the broker leads while some of its other replicas are out of the ISR: leadership returned before it caught up "+
+				"(a preferred-leader election too early), 0 otherwise"+fromRefresh, broker...),
 		brokerAddingReplicas: table.Gauge("kafka_broker_adding_replicas",
 			"Replicas in-progress reassignments are adding to this broker, across all topics"+fromRefresh, broker...),
 		brokerRemovingReplicas: table.Gauge("kafka_broker_removing_replicas",
@@ -675,6 +699,7 @@ func emitBrokers(ch exposition.Sink, cluster string, s *Snapshot) {
 		ch.Add(metrics.brokerLeaderPartitions, float64(b.LeaderPartitions), brokerLabels...)
 		ch.Add(metrics.brokerReplicaPartitions, float64(b.ReplicaPartitions), brokerLabels...)
 		ch.Add(metrics.brokerOutOfSync, float64(b.OutOfSyncReplicas), brokerLabels...)
+		emitCatchUp(ch, s, b, brokerLabels)
 		if s.ReassignmentsKnown {
 			ch.Add(metrics.brokerAddingReplicas, float64(b.AddingReplicas), brokerLabels...)
 			ch.Add(metrics.brokerRemovingReplicas, float64(b.RemovingReplicas), brokerLabels...)
@@ -684,6 +709,28 @@ func emitBrokers(ch exposition.Sink, cluster string, s *Snapshot) {
 		ch.Add(metrics.brokerISRShrinks, float64(b.Transitions.ISRShrinks), brokerLabels...)
 		ch.Add(metrics.brokerISRExpands, float64(b.Transitions.ISRExpands), brokerLabels...)
 		ch.Add(metrics.brokerUncleanElections, float64(b.Transitions.UncleanElections), brokerLabels...)
+	}
+}
+
+// emitCatchUp emits the broker's catch-up series: while it is live with
+// replicas out of the ISR, from the last catch-up read that measured it.
+func emitCatchUp(ch exposition.Sink, s *Snapshot, b *Broker, brokerLabels []string) {
+	leading := 0
+	if b.Up && b.OutOfSyncReplicas > 0 {
+		leading = b.LeaderPartitions
+	}
+	ch.Add(metrics.brokerLeadingBehind, float64(leading), brokerLabels...)
+	c, ok := s.CatchUpOf(b.ID)
+	if !ok {
+		return
+	}
+	ch.Add(metrics.brokerCatchUpRecords, float64(c.Records), brokerLabels...)
+	ch.Add(metrics.brokerCatchUpPartitions, float64(c.Partitions), brokerLabels...)
+	ch.Add(metrics.brokerCatchUpUnread, float64(c.Unread), brokerLabels...)
+	if rate, ok := c.Rate(s.CatchUp.ReadAt); ok {
+		ch.Add(metrics.brokerCatchUpRate, rate, brokerLabels...)
+		eta, _ := c.ETA(s.CatchUp.ReadAt)
+		ch.Add(metrics.brokerCatchUpETA, eta.Seconds(), brokerLabels...)
 	}
 }
 

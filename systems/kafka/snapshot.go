@@ -68,6 +68,11 @@ type Snapshot struct {
 	// the watched partitions, as of the last transaction read that ended
 	// (transactions.go); nil before one did.
 	Transactions *TransactionRead
+	// CatchUp is the last read of how far the out-of-sync replicas are
+	// behind their leaders (catchup.go), as of the previous refresh; nil
+	// when every replica of a live broker is in sync, or before a read
+	// ended. Only brokers that still have out-of-sync replicas count.
+	CatchUp *CatchUp
 	// Events are the transitions between the previous snapshot and this
 	// one, in broker then topic and partition order.
 	Events events.List

@@ -60,6 +60,9 @@ type source struct {
 	// transactions reads, beside the refreshes, the read_committed gaps
 	// and hanging transactions (transactions.go).
 	transactions transactionReader
+	// catchUp measures, beside the refreshes, how far the replicas out of
+	// the ISR are behind their leaders (catchup.go).
+	catchUp catchUpReader
 	// logged holds the last error logged per kind of optional request, so
 	// that a lasting failure is a warning once, then debug lines.
 	logged map[string]string
@@ -144,6 +147,7 @@ func (s *source) Refresh(ctx context.Context, prev *Snapshot) (*Snapshot, error)
 	s.readTiered(live, snap)
 	s.readCoordinators(live, snap)
 	s.readTransactions(live, snap)
+	s.readCatchUp(live, snap)
 	// The quorum request is forwarded to the active controller and hangs
 	// when there is none; reading it beside the broker probes keeps it from
 	// eating the probes' time, which is when they matter most. It works on
@@ -607,6 +611,7 @@ func (s *source) Close() {
 	s.tiered.close()
 	s.coordinators.close()
 	s.transactions.close()
+	s.catchUp.close()
 	for addr, done := range s.inFlight {
 		go func() { s.discard(addr, <-done) }()
 	}
