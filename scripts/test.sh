@@ -133,7 +133,7 @@ short_fuzz_runs() {
 }
 
 lane_kafka() {
-	step "e2e: the Kafka canary's lease, the failure budget and the faults"
+	step "e2e: the Kafka canary's lease, the failure budget, the faults, the maintenance alerts and the catch-up"
 	go test -count=1 -timeout 30m -run "$kafka_e2e_a" ./e2e/
 
 	step "the Kafka write canary against real clusters"
