@@ -204,10 +204,7 @@ func brokerList(s string) ([]int32, error) {
 // LeaderEpoch, HighWatermark, MaxFollowerLag, ...).
 func (c *KafkaCluster) QuorumStatus(t testing.TB) map[string]string {
 	t.Helper()
-	r := c.run(2*time.Minute, "quorum", "describe", "--status")
-	if r.Err != nil {
-		t.Fatalf("lab: kafka-metadata-quorum.sh describe --status: %v\n%s", r.Err, r.Output())
-	}
+	r := c.describeQuorum(t, "--status")
 	status := map[string]string{}
 	for _, line := range strings.Split(r.Stdout, "\n") {
 		if key, value, ok := strings.Cut(line, ":"); ok {
@@ -218,6 +215,24 @@ func (c *KafkaCluster) QuorumStatus(t testing.TB) map[string]string {
 		t.Fatalf("lab: kafka-metadata-quorum.sh describe --status printed no LeaderId:\n%s", r.Stdout)
 	}
 	return status
+}
+
+// describeQuorum runs MetadataQuorumCommand `describe what` against the
+// controllers. A cluster just started on a busy machine may have no
+// controller answering yet: the tool waits for one, then gives up ("Timed
+// out waiting for a node assignment"); it is asked again, twice at most.
+func (c *KafkaCluster) describeQuorum(t testing.TB, what string) RunResult {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		r := c.run(2*time.Minute, "quorum", "describe", what)
+		if r.Err == nil {
+			return r
+		}
+		if attempt == 3 || !strings.Contains(r.Output(), "Timed out waiting for a node assignment") {
+			t.Fatalf("lab: kafka-metadata-quorum.sh describe %s: %v\n%s", what, r.Err, r.Output())
+		}
+		t.Logf("lab: kafka-metadata-quorum.sh describe %s found no controller (attempt %d); asking again", what, attempt)
+	}
 }
 
 // QuorumReplica is one row of Kafka's MetadataQuorumCommand `describe
@@ -235,10 +250,7 @@ type QuorumReplica struct {
 // and returns its rows.
 func (c *KafkaCluster) QuorumReplication(t testing.TB) []QuorumReplica {
 	t.Helper()
-	r := c.run(2*time.Minute, "quorum", "describe", "--replication")
-	if r.Err != nil {
-		t.Fatalf("lab: kafka-metadata-quorum.sh describe --replication: %v\n%s", r.Err, r.Output())
-	}
+	r := c.describeQuorum(t, "--replication")
 	var rows []QuorumReplica
 	for _, line := range strings.Split(r.Stdout, "\n") {
 		// NodeId DirectoryId LogEndOffset Lag LastFetchTimestamp LastCaughtUpTimestamp Status
