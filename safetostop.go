@@ -40,6 +40,10 @@ type safeToStopFlags struct {
 	ttl          time.Duration
 	tokenFile    string
 	announceURLs []string
+	// token is tokenFile's contents, read by options before any question
+	// is asked: a file that cannot be read fails at once, not after the
+	// wait.
+	token string
 }
 
 // defineSafeToStop declares the command and its flags: one per budget
@@ -125,6 +129,13 @@ func (f *safeToStopFlags) options() (safetostop.Options, error) {
 			return o, fmt.Errorf("--web.username %s: give its password in --web.password-file or $%s", f.username, passwordEnv)
 		}
 	}
+	if f.tokenFile != "" {
+		b, err := readfile.Bounded("--maintenance-token-file", f.tokenFile, readfile.SecretLimit)
+		if err != nil {
+			return o, err
+		}
+		f.token = strings.TrimSpace(string(b))
+	}
 	client, err := safetostop.Client(f.caFile, f.certFile, f.keyFile, f.serverName)
 	if err != nil {
 		return o, fmt.Errorf("--tls.ca-file, --tls.cert-file or --tls.key-file: %w", err)
@@ -182,12 +193,7 @@ func runSafeToStop(f *safeToStopFlags, stdout, stderr io.Writer) int {
 // announceStop opens the stop's maintenance window on every exporter, and
 // returns the command's exit code.
 func (f *safeToStopFlags) announceStop(ctx context.Context, o safetostop.Options, stdout, stderr io.Writer) int {
-	b, err := readfile.Bounded("--maintenance-token-file", f.tokenFile, readfile.SecretLimit)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s safe-to-stop: %v\n", exporterName, err)
-		return safetostop.ExitBadInput
-	}
-	err = safetostop.Announce(ctx, o, f.ttl, strings.TrimSpace(string(b)), f.announceURLs)
+	err := safetostop.Announce(ctx, o, f.ttl, f.token, f.announceURLs)
 	var qe *safetostop.QuestionError
 	switch {
 	case errors.As(err, &qe):
@@ -207,12 +213,7 @@ func (f *safeToStopFlags) announceStop(ctx context.Context, o safetostop.Options
 // caught up, and returns the command's exit code: the member is back, so
 // a window that could not be closed is a warning, not a failure.
 func (f *safeToStopFlags) endWindows(ctx context.Context, o safetostop.Options, stdout, stderr io.Writer) int {
-	b, err := readfile.Bounded("--maintenance-token-file", f.tokenFile, readfile.SecretLimit)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s safe-to-stop: %v\n", exporterName, err)
-		return safetostop.ExitBadInput
-	}
-	closed, err := safetostop.EndWindows(ctx, o, strings.TrimSpace(string(b)), f.announceURLs)
+	closed, err := safetostop.EndWindows(ctx, o, f.token, f.announceURLs)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s safe-to-stop: %s %s is back, but ending its maintenance window failed (it ends at its TTL): %v\n", exporterName, o.Scope, o.ID, err)
 	}

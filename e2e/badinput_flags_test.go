@@ -203,4 +203,13 @@ func TestBadInputFlagsOfCommands(t *testing.T) {
 	if code, out := runExporterWithin(t, 30*time.Second, "safe-to-stop", "--kafka.server=x", "--broker", "1"); code != 2 || !strings.Contains(out, want) {
 		t.Errorf("safe-to-stop with a server flag: exit %d, output %q; want exit 2 and %q", code, out, want)
 	}
+	// A token file that cannot be read is refused before any question is
+	// asked, not after a wait of ten minutes against an exporter that is
+	// not there.
+	missing := filepath.Join(t.TempDir(), "no-such-token")
+	code, out := runExporterWithin(t, 30*time.Second, "safe-to-stop", "--url", "http://"+deadAddr(t), "--broker", "1", "--wait", "10m",
+		"--announce", "--maintenance-token-file", missing)
+	if code != 2 || !strings.Contains(out, "--maintenance-token-file") {
+		t.Errorf("safe-to-stop --announce with a missing token file: exit %d, output %q; want exit 2 naming the flag", code, out)
+	}
 }

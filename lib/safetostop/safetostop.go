@@ -324,7 +324,7 @@ func Announce(ctx context.Context, o Options, ttl time.Duration, token string, u
 		if err != nil {
 			return &QuestionError{err.Error()}
 		}
-		win, err := send(ctx, o, http.MethodPost, u, token)
+		r, err := send(ctx, o, http.MethodPost, u, token)
 		if err != nil {
 			var failed []string
 			for _, d := range done {
@@ -339,10 +339,10 @@ func Announce(ctx context.Context, o Options, ttl time.Duration, token string, u
 			}
 			return err
 		}
-		if win == nil {
+		if r.Window == nil {
 			return fmt.Errorf("POST %s: the exporter opened no window it named", redact(u))
 		}
-		done = append(done, opened{base, win.System, win.Cluster})
+		done = append(done, opened{base, r.Window.System, r.Window.Cluster})
 	}
 	return nil
 }
@@ -379,17 +379,9 @@ func EndWindows(ctx context.Context, o Options, token string, urls []string) (in
 		if err != nil {
 			return closed, &QuestionError{err.Error()}
 		}
-		status, body, err := do(ctx, o, http.MethodGet, b+maintenance.Path, nil)
-		var r maintenance.Response
-		switch {
-		case err != nil:
+		r, err := send(ctx, o, http.MethodGet, b+maintenance.Path, "")
+		if err != nil {
 			failed = append(failed, err.Error())
-			continue
-		case status.code != http.StatusOK:
-			failed = append(failed, fmt.Sprintf("GET %s: %s", redact(b+maintenance.Path), errorMessage(status.text, body)))
-			continue
-		case json.Unmarshal(body, &r) != nil:
-			failed = append(failed, fmt.Sprintf("GET %s: not a list of windows", redact(b+maintenance.Path)))
 			continue
 		}
 		for _, w := range r.Windows {
@@ -411,10 +403,15 @@ func EndWindows(ctx context.Context, o Options, token string, urls []string) (in
 	return closed, nil
 }
 
-// send sends one request of the windows with the token, and returns the
-// window the exporter named, or what it refused.
-func send(ctx context.Context, o Options, method, u, token string) (*maintenance.Window, error) {
-	status, body, err := do(ctx, o, method, u, http.Header{maintenance.TokenHeader: {token}})
+// send sends one request of the windows, with the token unless it is
+// empty (a GET needs none), and returns the exporter's answer, or what it
+// refused.
+func send(ctx context.Context, o Options, method, u, token string) (*maintenance.Response, error) {
+	header := http.Header{}
+	if token != "" {
+		header.Set(maintenance.TokenHeader, token)
+	}
+	status, body, err := do(ctx, o, method, u, header)
 	if err != nil {
 		return nil, err
 	}
@@ -425,5 +422,5 @@ func send(ctx context.Context, o Options, method, u, token string) (*maintenance
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("%s %s answered %s: %w", method, redact(u), status.text, err)
 	}
-	return r.Window, nil
+	return &r, nil
 }

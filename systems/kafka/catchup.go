@@ -119,13 +119,13 @@ func catchUpRequestsOf(snap *Snapshot, live map[int32]string) catchUpRequests {
 			for pi := range t.Partitions {
 				p := &t.Partitions[pi]
 				led := false
+				_, leaderLive := live[p.Leader]
 				for _, id := range p.Replicas {
 					if slices.Contains(p.ISR, id) {
 						continue
 					}
 					_, followerLive := live[id]
-					_, leaderLive := live[p.Leader]
-					if !followerLive || !leaderLive || p.Leader < 0 {
+					if !followerLive || !leaderLive {
 						if followerLive {
 							r.unread[id]++
 						}
