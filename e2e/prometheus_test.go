@@ -388,6 +388,16 @@ func (l *liveLab) exporterKilledMidIncident(t *testing.T) {
 	l.waitAlert(t, 90*time.Second, "KafkaPartitionUnderReplicated", alertLabels, true)
 	l.waitNotified(t, 30*time.Second, notified, "firing", "KafkaPartitionUnderReplicated", alertLabels)
 	l.waitNotified(t, 30*time.Second, notified, "firing", "KafkaBrokerDown", brokerLabels)
+	// The same cluster is watched under other names (one per
+	// partition_metrics mode), each refreshed on its own clock: their pages
+	// and the resolves they bring (KafkaBrokerUnreachable once the broker is
+	// fenced) may still be on their way. The kill comes once every name has
+	// paged and Alertmanager has been quiet for a while, so that what
+	// follows it is the kill's doing.
+	for _, k := range liveKafkaModes {
+		l.waitNotified(t, 30*time.Second, notified, "firing", "KafkaBrokerDown", map[string]string{"kafka_cluster": k.name, "broker": fmt.Sprint(broker)})
+	}
+	l.waitNotificationsQuiet(t, 60*time.Second, 5*time.Second)
 	startsAt := func() map[string]time.Time {
 		out := map[string]time.Time{}
 		for _, a := range l.am.AMAlerts(t) {
@@ -437,6 +447,21 @@ func (l *liveLab) exporterKilledMidIncident(t *testing.T) {
 	l.waitNotified(t, 30*time.Second, notified, "resolved", "KafkaPartitionUnderReplicated", alertLabels)
 	l.waitNotified(t, 30*time.Second, notified, "resolved", "KafkaBrokerDown", brokerLabels)
 	l.checkNotifiedOnce(t, notified, "KafkaPartitionUnderReplicated", "KafkaBrokerDown")
+}
+
+// waitNotificationsQuiet waits up to timeout until no notification has
+// arrived for quiet (five of the lab's group intervals are enough for what
+// Prometheus already sent to be notified).
+func (l *liveLab) waitNotificationsQuiet(t *testing.T, timeout, quiet time.Duration) {
+	t.Helper()
+	lab.WaitFor(t, timeout, 200*time.Millisecond, func() (bool, string) {
+		ns := l.hook.Notifications()
+		if len(ns) == 0 {
+			return true, ""
+		}
+		last := ns[len(ns)-1]
+		return time.Since(last.Received) >= quiet, fmt.Sprintf("last notification %s ago: %v", time.Since(last.Received).Round(time.Millisecond), last.Alerts)
+	})
 }
 
 // notifications counts, from the from-th notification on, those of each

@@ -78,7 +78,17 @@ func TestIntegrationMembership(t *testing.T) {
 				listing, listedAt = whoLists(c, all, forgotten.ID), time.Now()
 			}
 			if err != nil {
-				return fmt.Errorf("%w (members that list it, by their own CLUSTER NODES: %s)", err, listing)
+				refreshes, _ := s.value("redis_cluster_exporter_refreshes_total")
+				failures, _ := s.value("redis_cluster_exporter_refresh_failures_total")
+				last, _ := s.value("redis_cluster_exporter_last_refresh_success_timestamp_seconds")
+				state := "not a member"
+				for _, st := range []string{"ok", "pfail", "fail", "handshake", "noaddr"} {
+					if v, _ := s.value("redis_cluster_node_state", "node_id", forgotten.ID, "state", st); v == 1 {
+						state = st
+					}
+				}
+				return fmt.Errorf("%w (members that list it, by their own CLUSTER NODES: %s; the exporter: %g refreshes, %g failed, the last good %.1fs ago, the node's state %s)",
+					err, listing, refreshes, failures, float64(time.Now().UnixNano())/1e9-last, state)
 			}
 			return nil
 		})

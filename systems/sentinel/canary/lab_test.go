@@ -173,6 +173,12 @@ func burst(t *testing.T, c *labCanary, master, replica int) (atPause, atKill, on
 	t.Helper()
 	l := c.l
 	key := c.stats(master).Key
+	// The master holds its clients' writes while the replica is stopped and
+	// its link cut: a write applied between the two would sit in the
+	// stopped replica's socket buffer and be applied at its resume, and the
+	// master would hold nothing the replica lacks (a CI run of the WAIT case
+	// had the master's one unconfirmed write reach the replica that way).
+	l.CLI(t, master, "CLIENT", "PAUSE", "5000", "WRITE")
 	l.Pause(t, replica)
 	resumed := false
 	defer func() {
@@ -181,6 +187,7 @@ func burst(t *testing.T, c *labCanary, master, replica int) (atPause, atKill, on
 		}
 	}()
 	l.CLI(t, master, "CLIENT", "KILL", "TYPE", "replica")
+	l.CLI(t, master, "CLIENT", "UNPAUSE")
 	atPause = c.stats(master).Acknowledged
 	time.Sleep(2 * time.Second)
 	onMaster = readAndKill(t, l, master, key)
