@@ -117,6 +117,7 @@ var emptyPanels = func() map[string]string {
 		const noCatchUp = "the killed broker is still down while the dashboard is read: no live broker is catching up (TestKafkaCatchUp and TestKafkaVersions' heal step measure one)"
 		kafka("Catch-up after a restart: records behind, ETA, leadership back too early/A", noCatchUp)
 		kafka("Catch-up after a restart: records behind, ETA, leadership back too early/B", noCatchUp)
+		kafka("What an unclean election would lose, per candidate", "every partition keeps a clean leader in the live lab (TestKafkaUncleanEstimate makes one without)")
 		kafka("Records only on local replicas, per tiered topic", "the lab has no tiered storage (the 4.3 and 4.4 runs of TestKafkaVersions have)")
 		kafka("Oldest record only on local replicas, per tiered topic", "the lab has no tiered storage (the 4.3 and 4.4 runs of TestKafkaVersions have)")
 		switch k.mode {

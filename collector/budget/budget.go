@@ -100,6 +100,11 @@ type Answer struct {
 	// (Kafka topics outside the exporter's topic filter): a "safe" is
 	// safe for what was judged only.
 	NotJudged []string `json:"not_judged,omitempty"`
+	// Notes are what the answer knows beside its verdict that an operator
+	// deciding what to do next needs (a Kafka partition without a clean
+	// leader, and what an unclean election of each live replica would
+	// lose).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // AddAtRisk appends names to AtRisk while it has room, and counts them all.

@@ -255,7 +255,7 @@ func Describe(a budget.Answer) string {
 		if len(a.NotJudged) > 0 {
 			line += " (not judged: " + strings.Join(a.NotJudged, "; ") + ")"
 		}
-		return line
+		return line + notes(a)
 	}
 	var reasons []string
 	for _, f := range a.Findings {
@@ -279,7 +279,17 @@ func Describe(a budget.Answer) string {
 	if len(a.NotJudged) > 0 {
 		line += " (not judged: " + strings.Join(a.NotJudged, "; ") + ")"
 	}
-	return line
+	return line + notes(a)
+}
+
+// notes are the answer's notes, each on a line of its own after the
+// verdict's.
+func notes(a budget.Answer) string {
+	var out string
+	for _, n := range a.Notes {
+		out += "\n  note: " + n
+	}
+	return out
 }
 
 // Client is the HTTP client that asks the exporter: verified by caFile

@@ -628,6 +628,7 @@ func answerBudget(snap *Snapshot, q budget.Question) (budget.Answer, error) {
 			// unknown, so that --after-restart --wait waits for it.
 			answerRecovered(snap, int32(id), &a)
 			notJudged(snap, &a)
+			describeUnclean(snap, &a)
 			return a, nil
 		}
 		if effect == nil {
@@ -636,6 +637,7 @@ func answerBudget(snap *Snapshot, q budget.Question) (budget.Answer, error) {
 		if q.Recovered {
 			answerRecovered(snap, effect.Members[0], &a)
 			notJudged(snap, &a)
+			describeUnclean(snap, &a)
 			return a, nil
 		}
 	case ScopeRack:
@@ -662,7 +664,25 @@ func answerBudget(snap *Snapshot, q budget.Question) (budget.Answer, error) {
 	describeStop(effect, b, &a)
 	describeCoordinatorMoves(snap, effect.Members, &a)
 	notJudged(snap, &a)
+	describeUnclean(snap, &a)
 	return a, nil
+}
+
+// describeUnclean adds to an answer the partitions without a clean leader
+// and what an unclean election of each live replica would lose, as notes
+// (they are the cluster's state, not the stop's effect: the verdict
+// already counts them as degraded where the stop touches them), and their
+// count as the fact partitions_without_clean_leader.
+func describeUnclean(snap *Snapshot, a *budget.Answer) {
+	estimates := snap.UncleanEstimates()
+	if len(estimates) == 0 {
+		return
+	}
+	a.Notes = append(a.Notes, snap.UncleanNotes(snap.ReadAt)...)
+	if a.Facts == nil {
+		a.Facts = map[string]float64{}
+	}
+	a.Facts["partitions_without_clean_leader"] = float64(len(estimates))
 }
 
 // describeCoordinatorMoves adds to a stop's facts what it would move to

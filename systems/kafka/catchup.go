@@ -32,6 +32,10 @@ import (
 // DEBUGGING_REPLICA_ID).
 const debuggingReplicaID = -2
 
+// consumerReplicaID is ListOffsets' replica id of a consumer: only the
+// leader answers, and the latest offset is the high watermark.
+const consumerReplicaID = -1
+
 // CatchUp is one read of the out-of-sync replicas' distance to their
 // leaders. It is shared between snapshots until the next read ends, and
 // never modified.
@@ -40,6 +44,14 @@ type CatchUp struct {
 	// Brokers are the brokers with replicas out of the ISR that the read
 	// measured, by ID.
 	Brokers map[int32]BrokerCatchUp
+	// Watermarks are the high watermarks last read of the watched
+	// partitions with a replica out of the ISR, carried from read to read
+	// while the leader does not answer (or there is none); a partition back
+	// in sync is dropped (unclean.go).
+	Watermarks map[PartitionKey]Watermark
+	// Candidates are, for each watched partition without a clean leader,
+	// the log end offsets of its live replicas that answered, by broker.
+	Candidates map[PartitionKey]map[int32]int64
 }
 
 // BrokerCatchUp is how far one broker's out-of-sync replicas are behind
@@ -104,20 +116,31 @@ var catchUpKind = readKind{
 // that have one (leaders). Only live brokers are asked; an out-of-sync
 // replica on a broker that is down, or of a partition without a live
 // leader, is counted unread.
+//
+// For the unclean election's estimate (unclean.go), the watched partitions
+// with a replica out of the ISR are tracked: their live leaders are asked
+// for the high watermark (watermarks), and the live replicas of those
+// without a clean leader for their log end (candidates).
 type catchUpRequests struct {
-	followers, leaders map[int32][]PartitionKey
-	leaderOf           map[PartitionKey]int32
-	unread             map[int32]int
+	followers, leaders     map[int32][]PartitionKey
+	watermarks, candidates map[int32][]PartitionKey
+	leaderOf               map[PartitionKey]int32
+	unread                 map[int32]int
+	tracked                map[PartitionKey]bool
 }
 
 func catchUpRequestsOf(snap *Snapshot, live map[int32]string) catchUpRequests {
 	r := catchUpRequests{followers: map[int32][]PartitionKey{}, leaders: map[int32][]PartitionKey{},
-		leaderOf: map[PartitionKey]int32{}, unread: map[int32]int{}}
-	for _, topics := range [][]Topic{snap.Topics, snap.UnwatchedJudged} {
+		watermarks: map[int32][]PartitionKey{}, candidates: map[int32][]PartitionKey{},
+		leaderOf: map[PartitionKey]int32{}, unread: map[int32]int{}, tracked: map[PartitionKey]bool{}}
+	for i, topics := range [][]Topic{snap.Topics, snap.UnwatchedJudged} {
 		for ti := range topics {
 			t := &topics[ti]
 			for pi := range t.Partitions {
 				p := &t.Partitions[pi]
+				if i == 0 {
+					r.trackUnclean(t.Name, p, live)
+				}
 				led := false
 				_, leaderLive := live[p.Leader]
 				for _, id := range p.Replicas {
@@ -145,6 +168,28 @@ func catchUpRequestsOf(snap *Snapshot, live map[int32]string) catchUpRequests {
 	return r
 }
 
+// trackUnclean adds a watched partition's requests for the unclean
+// election's estimate: its leader's high watermark while a replica is out
+// of the ISR, its candidates' log ends while it has no clean leader.
+func (r *catchUpRequests) trackUnclean(topic string, p *Partition, live map[int32]string) {
+	if len(p.ISR) >= len(p.Replicas) && !p.Offline() {
+		return
+	}
+	key := PartitionKey{Topic: topic, Partition: p.ID}
+	r.tracked[key] = true
+	if _, ok := live[p.Leader]; ok {
+		r.watermarks[p.Leader] = append(r.watermarks[p.Leader], key)
+	}
+	for _, id := range uncleanCandidates(p, live) {
+		r.candidates[id] = append(r.candidates[id], key)
+	}
+}
+
+// nothingToAsk is true when no live broker has anything to answer.
+func (r *catchUpRequests) nothingToAsk() bool {
+	return len(r.followers) == 0 && len(r.watermarks) == 0 && len(r.candidates) == 0
+}
+
 // readCatchUp takes the outcome of the read the previous refreshes
 // started, starts the next one while some live broker has replicas out of
 // the ISR, and gives snap the last read (nil once none has).
@@ -152,17 +197,27 @@ func (s *source) readCatchUp(brokers map[int32]string, snap *Snapshot) {
 	r := &s.catchUp
 	r.keep(s, catchUpKind)
 	reqs := catchUpRequestsOf(snap, brokers)
-	if len(reqs.followers) == 0 {
-		// Nothing to measure: every replica in sync, or only replicas on
-		// brokers that are down.
+	if len(reqs.tracked) == 0 {
+		// Nothing to measure: every replica in sync.
 		r.last = nil
 		return
 	}
-	if !r.running() && !r.paused(s.now()) {
-		var prev *CatchUp
-		if r.last != nil {
-			prev = r.last.read
+	var prev *CatchUp
+	if r.last != nil {
+		prev = r.last.read
+	}
+	if reqs.nothingToAsk() {
+		// Only replicas on brokers that are down, or partitions without a
+		// leader nor a live replica: their high watermarks are carried.
+		if !r.running() {
+			r.last = &catchUpRead{read: carryOnly(reqs, prev, s.now())}
 		}
+		if r.last != nil {
+			snap.CatchUp = r.last.read
+		}
+		return
+	}
+	if !r.running() && !r.paused(s.now()) {
 		timeout, at := s.cfg.RequestTimeout, s.now()
 		err := r.start(s.cfg, brokers, func(handles map[int32]*kgo.Broker) catchUpRead {
 			return readLogEnds(handles, reqs, prev, timeout, at)
@@ -179,20 +234,25 @@ func (s *source) readCatchUp(brokers map[int32]string, snap *Snapshot) {
 // readLogEnds asks the followers, then the leaders, for their log end
 // offsets, and sums each follower's distance.
 func readLogEnds(handles map[int32]*kgo.Broker, reqs catchUpRequests, prev *CatchUp, timeout time.Duration, at time.Time) catchUpRead {
-	followerEnds, o := logEndOffsets(handles, reqs.followers, timeout)
+	replicaEnds, o := logEndOffsets(handles, joinKeys(reqs.followers, reqs.candidates), timeout, debuggingReplicaID)
 	if o.unsupported {
 		return catchUpRead{readOutcome: o}
 	}
-	leaderEnds, lo := logEndOffsets(handles, reqs.leaders, timeout)
+	leaderEnds, lo := logEndOffsets(handles, reqs.leaders, timeout, debuggingReplicaID)
 	o = o.plus(lo)
-	read := &CatchUp{ReadAt: at, Brokers: map[int32]BrokerCatchUp{}}
-	for id, unread := range reqs.unread {
-		read.Brokers[id] = BrokerCatchUp{Unread: unread}
+	watermarks, wo := logEndOffsets(handles, reqs.watermarks, timeout, consumerReplicaID)
+	o = o.plus(wo)
+	read := carryOnly(reqs, prev, at)
+	read.keepUnclean(reqs, watermarks, replicaEnds)
+	if len(reqs.followers) > 0 {
+		for id, unread := range reqs.unread {
+			read.Brokers[id] = BrokerCatchUp{Unread: unread}
+		}
 	}
 	for id, keys := range reqs.followers {
 		b := read.Brokers[id]
 		for _, key := range keys {
-			f, fok := followerEnds[id][key]
+			f, fok := replicaEnds[id][key]
 			l, lok := leaderEnds[reqs.leaderOf[key]][key]
 			if !fok || !lok {
 				b.Unread++
@@ -207,6 +267,56 @@ func readLogEnds(handles map[int32]*kgo.Broker, reqs catchUpRequests, prev *Catc
 	}
 	carryPeaks(read, prev)
 	return catchUpRead{read: read, readOutcome: o}
+}
+
+// keepUnclean records the high watermarks the leaders answered and the
+// log ends of the unclean candidates.
+func (read *CatchUp) keepUnclean(reqs catchUpRequests, watermarks, replicaEnds map[int32]map[PartitionKey]int64) {
+	for leader, keys := range reqs.watermarks {
+		for _, key := range keys {
+			if hw, ok := watermarks[leader][key]; ok {
+				read.Watermarks[key] = Watermark{Offset: hw, ReadAt: read.ReadAt}
+			}
+		}
+	}
+	for id, keys := range reqs.candidates {
+		for _, key := range keys {
+			if end, ok := replicaEnds[id][key]; ok {
+				if read.Candidates[key] == nil {
+					read.Candidates[key] = map[int32]int64{}
+				}
+				read.Candidates[key][id] = end
+			}
+		}
+	}
+}
+
+// carryOnly is a read that asked nothing: the tracked partitions' high
+// watermarks carried from prev.
+func carryOnly(reqs catchUpRequests, prev *CatchUp, at time.Time) *CatchUp {
+	read := &CatchUp{ReadAt: at, Brokers: map[int32]BrokerCatchUp{}, Watermarks: map[PartitionKey]Watermark{},
+		Candidates: map[PartitionKey]map[int32]int64{}}
+	if prev == nil {
+		return read
+	}
+	for key, w := range prev.Watermarks {
+		if reqs.tracked[key] {
+			read.Watermarks[key] = w
+		}
+	}
+	return read
+}
+
+// joinKeys is the union of two requests by broker (whose partitions do
+// not overlap: one asks about partitions with a leader, one without).
+func joinKeys(a, b map[int32][]PartitionKey) map[int32][]PartitionKey {
+	out := make(map[int32][]PartitionKey, len(a)+len(b))
+	for _, m := range []map[int32][]PartitionKey{a, b} {
+		for id, keys := range m {
+			out[id] = append(out[id], keys...)
+		}
+	}
+	return out
 }
 
 // carryPeaks sets each broker's peak and when its gap began to shrink
@@ -233,11 +343,14 @@ func carryPeaks(read, prev *CatchUp) {
 // logEndOffsets asks each broker of byBroker, at once, for the log end
 // offsets of its partitions (the debugging replica id), and returns those
 // it answered without an error, by broker.
-func logEndOffsets(handles map[int32]*kgo.Broker, byBroker map[int32][]PartitionKey, timeout time.Duration) (map[int32]map[PartitionKey]int64, readOutcome) {
+func logEndOffsets(handles map[int32]*kgo.Broker, byBroker map[int32][]PartitionKey, timeout time.Duration, replicaID int32) (map[int32]map[PartitionKey]int64, readOutcome) {
+	if len(byBroker) == 0 {
+		return nil, readOutcome{}
+	}
 	asked, missing := liveLeaders(handles, byBroker, func(keys []PartitionKey) int { return len(keys) }, "out-of-sync partitions")
 	ends := map[int32]map[PartitionKey]int64{}
 	o := askBrokers(asked, timeout, func(ctx context.Context, id int32, broker *kgo.Broker) (func(), bool, error) {
-		got, err := listLogEnds(ctx, broker, byBroker[id])
+		got, err := listLogEnds(ctx, broker, byBroker[id], replicaID)
 		if err != nil {
 			return nil, false, fmt.Errorf("list the log end offsets of %d partitions on broker %d: %w", len(byBroker[id]), id, err)
 		}
@@ -247,11 +360,13 @@ func logEndOffsets(handles map[int32]*kgo.Broker, byBroker map[int32][]Partition
 }
 
 // listLogEnds sends one ListOffsets request for the latest offsets of
-// keys with the debugging replica id. A partition answered with an error
-// (the broker no longer holds it, or is not its replica) is left out.
-func listLogEnds(ctx context.Context, broker *kgo.Broker, keys []PartitionKey) (map[PartitionKey]int64, error) {
+// keys with replicaID: with the debugging replica id, the log end offsets
+// of any replica; with the consumer's, the leader's high watermarks. A
+// partition answered with an error (the broker no longer holds it, or is
+// not its replica, or not its leader) is left out.
+func listLogEnds(ctx context.Context, broker *kgo.Broker, keys []PartitionKey, replicaID int32) (map[PartitionKey]int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = debuggingReplicaID
+	req.ReplicaID = replicaID
 	byTopic := map[string][]int32{}
 	for _, k := range keys {
 		byTopic[k.Topic] = append(byTopic[k.Topic], k.Partition)

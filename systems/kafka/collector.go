@@ -141,6 +141,10 @@ type descs struct {
 	hangingTransactions            *exposition.Desc
 	transactionMaxTimeout          *exposition.Desc
 	transactionsReadTimestamp      *exposition.Desc
+	// What an unclean election would lose (unclean.go).
+	partitionUncleanBehind   *exposition.Desc
+	partitionLastWatermark   *exposition.Desc
+	partitionLastWatermarkAt *exposition.Desc
 
 	// The failure budget (budget.go).
 	brokerSafeToStop           *exposition.Desc
@@ -464,8 +468,24 @@ var metrics = func() descs {
 		"Consumer groups of the cluster by state (stable; rebalancing: preparing or completing a rebalance, or assigning; reconciling; empty; dead; unknown), summed over every live broker's ListGroups in the last coordinator read; "+
 			"absent when a broker did not answer or does not say (ListGroups before v4).", "state")
 	transactionsMetrics(&x, partition)
+	uncleanMetrics(&x, partition)
 	return x
 }()
+
+// uncleanMetrics defines the series of what an unclean election would
+// lose.
+func uncleanMetrics(x *descs, partition []string) {
+	served := " Served only for watched partitions without a leader whose live replicas are all out of the ISR and ELR (only kafka-leader-election.sh --election-type unclean brings them back), with every partition_metrics setting but none;" +
+		" read beside the refreshes: the high watermark from the leader (ListOffsets, as a consumer asks) while a replica is out of the ISR, and kept once the leader is gone."
+	x.partitionUncleanBehind = table.Gauge("kafka_partition_unclean_candidate_records_behind",
+		"Records a live replica of a partition without a clean leader lacks of the partition's last known high watermark (its log end offset, read with ListOffsets' debugging replica id): "+
+			"at least what an unclean election of that replica would lose; the writes acknowledged after the last read of the high watermark are not counted. "+
+			"Absent for a replica that did not answer, and for every replica of a partition whose high watermark this exporter never read (it started after the leader was lost)."+served, append(slices.Clone(partition), "broker")...)
+	x.partitionLastWatermark = table.Gauge("kafka_partition_last_high_watermark",
+		"The high watermark the partition's leader last answered before the partition lost its last clean leader: the offset kafka_partition_unclean_candidate_records_behind counts from."+served, partition...)
+	x.partitionLastWatermarkAt = table.Gauge("kafka_partition_last_high_watermark_timestamp_seconds",
+		"When kafka_partition_last_high_watermark was read, in seconds since the epoch: writes acknowledged after it are not counted in what an unclean election would lose."+served, partition...)
+}
 
 // transactionsMetrics defines the series of the transaction read.
 func transactionsMetrics(x *descs, partition []string) {
@@ -598,6 +618,9 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, mode settings
 	emitInternal(ch, cluster, s.Internal)
 	emitCoordinators(ch, cluster, s, mode)
 	emitTransactions(ch, cluster, s.Transactions, mode)
+	if mode != settings.PartitionMetricsNone {
+		emitUnclean(ch, cluster, s)
+	}
 	// While rendering one non-partition family, skip the partition loop,
 	// nine tenths of the work.
 	partitions := mode != settings.PartitionMetricsNone && exposition.Wants(ch, metrics.partitionFamilies()...)
@@ -619,6 +642,24 @@ func emitSnapshot(ch exposition.Sink, cluster string, s *Snapshot, mode settings
 				emitFullPartition(ch, s, t, p, partLabels)
 			} else {
 				emitLeanPartition(ch, s, t, p, partLabels)
+			}
+		}
+	}
+}
+
+// emitUnclean emits, for each partition without a clean leader, its last
+// known high watermark and what each live candidate lacks of it.
+func emitUnclean(ch exposition.Sink, cluster string, s *Snapshot) {
+	for _, e := range s.UncleanEstimates() {
+		if !e.WatermarkKnown {
+			continue
+		}
+		partition := strconv.FormatInt(int64(e.Key.Partition), 10)
+		ch.Add(metrics.partitionLastWatermark, float64(e.Watermark.Offset), cluster, e.Key.Topic, partition)
+		ch.Add(metrics.partitionLastWatermarkAt, float64(e.Watermark.ReadAt.UnixMilli())/1000, cluster, e.Key.Topic, partition)
+		for _, c := range e.Candidates {
+			if n, ok := e.Behind(c); ok {
+				ch.Add(metrics.partitionUncleanBehind, float64(n), cluster, e.Key.Topic, partition, brokerLabel(c.Broker))
 			}
 		}
 	}

@@ -204,8 +204,12 @@ func TestMetricNamesCoverEverythingCollected(t *testing.T) {
 		Gaps: map[PartitionKey]ReadCommittedGap{{"t", 0}: {Records: 2, LSO: 5, StalledSince: after.ReadAt.Add(-time.Minute), Open: 1, OldestIdle: time.Minute}}}
 	// Broker 2, live with replicas out of the offline partition's ISR, half
 	// caught up over 20 s: its catch-up series and ETA.
+	// The offline partition has no clean leader: what electing broker 2
+	// would lose.
 	after.CatchUp = &CatchUp{ReadAt: after.ReadAt, Brokers: map[int32]BrokerCatchUp{
-		2: {Records: 5, Partitions: 1, Unread: 1, Peak: 10, PeakAt: after.ReadAt.Add(-20 * time.Second)}}}
+		2: {Records: 5, Partitions: 1, Unread: 1, Peak: 10, PeakAt: after.ReadAt.Add(-20 * time.Second)}},
+		Watermarks: map[PartitionKey]Watermark{{"t", 1}: {Offset: 100, ReadAt: after.ReadAt.Add(-time.Second)}},
+		Candidates: map[PartitionKey]map[int32]int64{{"t", 1}: {2: 90}}}
 	w := watcherServing(t, before, after)
 	c := NewCollector()
 	c.SetEmit("main", w, EmitState(settings.PartitionMetricsFull))

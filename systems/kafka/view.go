@@ -23,7 +23,18 @@ const (
 var conditionText = [...]string{ConditionOffline: "offline", ConditionUnderMinISR: "under min ISR", ConditionUnderReplicated: "under-replicated"}
 
 // Views are the status page's parts of the given clusters, as of now.
-var Views = system.Views("kafka", "Kafka cluster ", func(c *model.Cluster, s *Snapshot) { summarize(s).parts(c) })
+var Views = system.Views("kafka", "Kafka cluster ", func(c *model.Cluster, s *Snapshot) {
+	summarize(s).parts(c)
+	uncleanNotes(c, s)
+})
+
+// uncleanNotes says, for each partition without a clean leader, what an
+// unclean election of each live replica would lose.
+func uncleanNotes(c *model.Cluster, s *Snapshot) {
+	for _, text := range s.UncleanNotes(s.ReadAt) {
+		c.Notes = append(c.Notes, model.Note{Level: "error", Attrs: []model.Attr{{Name: "data-unclean", Value: "estimate"}}, Text: text})
+	}
+}
 
 // summary is a Kafka cluster's section as counted, bounded and formatted
 // values; parts lays it out as the page's generic parts.

@@ -54,7 +54,7 @@ var metrics = func() descs {
 			Duration: table.Histogram("kafka_canary_produce_duration_seconds",
 				"Latency of acknowledged canary records, by the leader that acknowledged them.", "broker"),
 			Lost: table.Counter("kafka_canary_acknowledged_lost_total",
-				"Canary records this leader acknowledged that were not at their offset when read back after the partition's next leader change.", partition...),
+				"Canary records this leader acknowledged that were not at their offset when read back after a later leader change of the partition (the last 1000 records found at their offset are read again after each: an unclean election loses records read back before it too).", partition...),
 			Unverifiable: table.Counter("kafka_canary_acknowledged_unverifiable_total",
 				"Canary records this leader acknowledged that the canary dropped without reading them back, so counted neither lost nor kept: gone from the log (retention, DeleteRecords), written to a canary topic since deleted and re-created, acknowledged during an earlier hold of the canary lease, or more than 1000 waiting on a partition whose read-backs failed.", partition...),
 			Checks: table.Counter("kafka_canary_read_back_checks_total",

@@ -172,7 +172,7 @@ func TestCompareReadBack(t *testing.T) {
 		{offset: 13, value: "r:0:4", leader: 2},
 	}
 	got := readResult{values: map[int64]string{10: "r:0:1", 11: "other:0:7", 12: "other:0:8"}}
-	keep, lost, unverifiable, _ := compareReadBack(pending, got)
+	keep, lost, unverifiable, _, _ := compareReadBack(pending, got)
 	if lost[1] != 2 || lost[2] != 0 || len(lost) != 1 || len(unverifiable) != 0 {
 		t.Errorf("lost = %v, unverifiable %v, want 2 lost, acknowledged by broker 1", lost, unverifiable)
 	}
@@ -180,8 +180,8 @@ func TestCompareReadBack(t *testing.T) {
 		t.Errorf("kept %+v, want only offset 13 (not readable yet)", keep)
 	}
 	all := readResult{values: map[int64]string{10: "r:0:1", 11: "r:0:2", 12: "r:0:3", 13: "r:0:4"}}
-	if keep, lost, unverifiable, dups := compareReadBack(pending, all); len(keep) != 0 || len(lost) != 0 || len(unverifiable) != 0 || len(dups) != 0 {
-		t.Errorf("everything read back: kept %v, lost %v, unverifiable %v, duplicates %v", keep, lost, unverifiable, dups)
+	if keep, lost, unverifiable, dups, intact := compareReadBack(pending, all); len(intact) != 4 || len(keep) != 0 || len(lost) != 0 || len(unverifiable) != 0 || len(dups) != 0 {
+		t.Errorf("everything read back: kept %v, lost %v, unverifiable %v, duplicates %v, intact %v", keep, lost, unverifiable, dups, intact)
 	}
 }
 
@@ -199,7 +199,7 @@ func TestCompareReadBackCountsDuplicates(t *testing.T) {
 	// 10: the tail of the previous read-back; 12 and 14: copies of the
 	// records acknowledged at 13 (twice) and of the one at 11 once.
 	got := readResult{values: map[int64]string{10: "r:0:1", 11: "r:0:2", 12: "r:0:3", 13: "r:0:3", 14: "r:0:2", 15: "x:0:9"}}
-	keep, lost, _, dups := compareReadBack(pending, got)
+	keep, lost, _, dups, _ := compareReadBack(pending, got)
 	if dups[1] != 1 || dups[2] != 1 || len(dups) != 2 {
 		t.Errorf("duplicates %v, want one extra copy acknowledged by broker 1 and one by broker 2", dups)
 	}
@@ -218,7 +218,7 @@ func TestCompareReadBackBelowLogStart(t *testing.T) {
 		{offset: 13, value: "r:0:4", leader: 2},
 	}
 	got := readResult{logStart: 12, values: map[int64]string{12: "r:0:3", 13: "other:0:9"}}
-	keep, lost, unverifiable, _ := compareReadBack(pending, got)
+	keep, lost, unverifiable, _, _ := compareReadBack(pending, got)
 	if unverifiable[1] != 1 || unverifiable[2] != 1 || len(unverifiable) != 2 {
 		t.Errorf("unverifiable = %v, want one by broker 1 and one by broker 2", unverifiable)
 	}
@@ -297,5 +297,37 @@ func TestNewTenureStartsClean(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), "earlier hold") {
 		t.Errorf("the drop is not logged:\n%s", logged.String())
+	}
+}
+
+// Records found before are read again after a leader change: one another
+// value replaced is lost (by the leader that acknowledged it, once: it
+// leaves the window); one beyond the new leader's shorter log waits; one
+// below the log's start is dropped without a count; one still there is
+// verified under the new leader.
+func TestRecheckVerified(t *testing.T) {
+	verified := []ack{
+		{offset: 5, value: "r:0:0", leader: 1, checkedUnder: 1},
+		{offset: 10, value: "r:0:1", leader: 1, checkedUnder: 1},
+		{offset: 11, value: "r:0:2", leader: 1, checkedUnder: 1},
+		{offset: 12, value: "r:0:3", leader: 2, checkedUnder: 1},
+	}
+	got := readResult{logStart: 6, values: map[int64]string{10: "r:0:1", 11: "other:0:7"}}
+	still, lost := recheckVerified(verified, got, 3)
+	if len(lost) != 1 || lost[1] != 1 {
+		t.Errorf("lost %v, want 1 acknowledged by broker 1", lost)
+	}
+	if len(still) != 2 || still[0].offset != 10 || still[0].checkedUnder != 3 || still[1].offset != 12 || still[1].checkedUnder != 1 {
+		t.Errorf("still verified %+v, want 10 (under 3) and 12 (not read yet, under 1)", still)
+	}
+	s := &source{verified: map[int32][]ack{}}
+	s.keepVerified(0, true, still, []ack{{offset: 13, value: "r:0:4", leader: 3}}, 3)
+	if v := s.verified[0]; len(v) != 3 || v[2].checkedUnder != 3 {
+		t.Errorf("verified after the read %+v, want 10, 12 and 13 (under 3)", v)
+	}
+	many := make([]ack, maxPending+5)
+	s.keepVerified(0, false, nil, many, 3)
+	if v := s.verified[0]; len(v) != maxPending {
+		t.Errorf("%d verified records kept, want the last %d", len(v), maxPending)
 	}
 }

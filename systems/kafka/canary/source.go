@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -51,6 +52,12 @@ type source struct {
 	// pending are acknowledged records not yet read back, by partition,
 	// oldest first, at most maxPending each.
 	pending map[int32][]ack
+	// verified are acknowledged records a read-back found at their
+	// offset, by partition, oldest first, the last maxPending of each: each
+	// leader change since they were found reads them again, for a replica
+	// elected uncleanly lacks what its predecessor had served (issue 47: a
+	// record verified on the old leader is lost all the same).
+	verified map[int32][]ack
 	// readFrom is, per partition, the offset after the last one a
 	// read-back compared: the next read starts there, below its first
 	// pending record, so that an extra copy of that record appended
@@ -93,6 +100,9 @@ type ack struct {
 	offset int64
 	value  string
 	leader int32
+	// checkedUnder is the leader under which a read-back last found a
+	// verified record at its offset.
+	checkedUnder int32
 }
 
 // readBackAfter is how many acknowledged records of a partition wait for a
@@ -153,6 +163,7 @@ func newSource(cfg settings.Cluster, logger log.Logger) (*source, error) {
 		run:            hex.EncodeToString(run),
 		seq:            map[int32]uint64{},
 		pending:        map[int32][]ack{},
+		verified:       map[int32][]ack{},
 		overflowLogged: map[int32]bool{},
 		lastError:      map[int32]string{},
 		lastAck:        map[int32]Stall{},
@@ -543,8 +554,8 @@ func (s *source) stall(next *Snapshot, r produceResult) {
 // longer be read: it is dropped as unverifiable, and the read carries on
 // from the log's start.
 func (s *source) readBack(ctx context.Context, next *Snapshot, at time.Time, p int32) {
-	pending := s.pending[p]
-	if len(pending) == 0 {
+	pending, verified := s.pending[p], s.verified[p]
+	if len(pending) == 0 && len(verified) == 0 {
 		return
 	}
 	c, topic, timeout := s.c, s.cfg.Canary.Topic, s.cfg.RequestTimeout
@@ -552,19 +563,18 @@ func (s *source) readBack(ctx context.Context, next *Snapshot, at time.Time, p i
 	if err != nil || leader < 0 {
 		return
 	}
-	changed := false
-	for _, a := range pending {
-		if a.leader != leader {
-			changed = true
-			break
-		}
-	}
+	changed := slices.ContainsFunc(pending, func(a ack) bool { return a.leader != leader }) ||
+		slices.ContainsFunc(verified, func(a ack) bool { return a.checkedUnder != leader })
 	if !changed && len(pending) < readBackAfter {
 		return
 	}
-	first, last := pending[0].offset, pending[len(pending)-1].offset
-	if from, ok := s.readFrom[p]; ok && from < first && first-from <= maxPending {
-		first = from
+	var recheck []ack
+	if changed {
+		recheck = verified
+	}
+	first, last, ok := readRange(pending, recheck, s.readFrom[p])
+	if !ok {
+		return
 	}
 	got, err := call(ctx, s, "read back", func() (readResult, error) { return read(ctx, c, topic, p, first, last, timeout) }, nil)
 	if err != nil {
@@ -574,7 +584,11 @@ func (s *source) readBack(ctx context.Context, next *Snapshot, at time.Time, p i
 	if changed {
 		next.Checks++
 	}
-	keep, lost, unverifiable, duplicates := compareReadBack(pending, got)
+	keep, lost, unverifiable, duplicates, intact := compareReadBack(pending, got)
+	stillVerified, lostVerified := recheckVerified(recheck, got, leader)
+	for l, n := range lostVerified {
+		lost[l] += n
+	}
 	if len(lost) > 0 {
 		if recreated, known := s.recreated(ctx, next); recreated || !known {
 			// Recreated: the records were the old topic's, dropped. Not
@@ -582,13 +596,14 @@ func (s *source) readBack(ctx context.Context, next *Snapshot, at time.Time, p i
 			return
 		}
 	}
+	s.keepVerified(p, changed, stillVerified, intact, leader)
 	s.pending[p] = keep
 	s.overflowLogged[p] = false
-	if len(keep) == 0 {
+	if len(keep) == 0 && len(pending) > 0 {
 		if s.readFrom == nil {
 			s.readFrom = map[int32]int64{}
 		}
-		s.readFrom[p] = last + 1
+		s.readFrom[p] = pending[len(pending)-1].offset + 1
 	}
 	for _, l := range sortedKeys(duplicates) {
 		next.stats(p, l).Duplicates += duplicates[l]
@@ -610,8 +625,75 @@ func (s *source) readBack(ctx context.Context, next *Snapshot, at time.Time, p i
 	}
 	if changed && len(lost) == 0 {
 		level.Info(s.logger).Log("msg", "no acknowledged canary record lost after the leader changed", "partition", p, "leader", leader,
-			"read", len(pending)-len(keep), "still_pending", len(keep))
+			"read", len(pending)-len(keep), "still_pending", len(keep), "verified_again", len(recheck))
 	}
+}
+
+// readRange is the offsets a read-back reads: from the first record to
+// check (or from, the offset after the last one compared, when it is
+// below and near: an extra copy of the first pending record appended
+// before it is read too) to the last; false when there is none.
+func readRange(pending, recheck []ack, from int64) (first, last int64, ok bool) {
+	all := [][]ack{recheck, pending}
+	first, last = int64(math.MaxInt64), int64(-1)
+	for _, list := range all {
+		for _, a := range list {
+			first, last = min(first, a.offset), max(last, a.offset)
+		}
+	}
+	if last < 0 {
+		return 0, 0, false
+	}
+	if len(pending) > 0 && from > 0 && from < first && first-from <= maxPending {
+		first = from
+	}
+	return first, last, true
+}
+
+// recheckVerified reads again records found before, after a leader
+// change: one with another value at its offset is lost (by the leader
+// that acknowledged it); one still there is verified under leader; one
+// beyond what can be read yet (a new leader's shorter log, before the
+// canary's next writes fill it) stays as it was, to be read again next
+// round; one below the log's start is dropped (it was verified once: not
+// unverifiable).
+func recheckVerified(recheck []ack, got readResult, leader int32) (still []ack, lost map[int32]uint64) {
+	lost = map[int32]uint64{}
+	for _, a := range recheck {
+		if a.offset < got.logStart {
+			continue
+		}
+		value, ok := got.values[a.offset]
+		switch {
+		case !ok:
+			still = append(still, a)
+		case value != a.value:
+			lost[a.leader]++
+		default:
+			a.checkedUnder = leader
+			still = append(still, a)
+		}
+	}
+	return still, lost
+}
+
+// keepVerified stores the partition's verified records after a read-back:
+// those read again (on a leader change) or kept as they were, then those
+// just found, under leader, the last maxPending of them.
+func (s *source) keepVerified(p int32, changed bool, still, intact []ack, leader int32) {
+	verified := s.verified[p]
+	if changed {
+		verified = still
+	}
+	verified = slices.Clone(verified)
+	for _, a := range intact {
+		a.checkedUnder = leader
+		verified = append(verified, a)
+	}
+	if excess := len(verified) - maxPending; excess > 0 {
+		verified = slices.Clone(verified[excess:])
+	}
+	s.verified[p] = verified
 }
 
 // boundPending drops a partition's oldest pending records past maxPending
@@ -658,6 +740,8 @@ func (s *source) dropPending(next *Snapshot, why string) {
 		delete(s.pending, p)
 		s.overflowLogged[p] = false
 	}
+	// The records found before were the old topic's, or another hold's.
+	clear(s.verified)
 	clear(s.readFrom)
 	if dropped > 0 {
 		level.Warn(s.logger).Log("msg", why, "topic", s.cfg.Canary.Topic, "unverifiable", dropped)
@@ -808,7 +892,7 @@ func (s *source) subject(p, leader int32) events.Subject {
 // other offset read that holds its value is a duplicate. The counts are by
 // the leader that acknowledged the record. Every record is judged once (it
 // leaves pending), so no copy is counted twice.
-func compareReadBack(pending []ack, got readResult) (keep []ack, lost, unverifiable, duplicates map[int32]uint64) {
+func compareReadBack(pending []ack, got readResult) (keep []ack, lost, unverifiable, duplicates map[int32]uint64, intact []ack) {
 	lost, unverifiable, duplicates = map[int32]uint64{}, map[int32]uint64{}, map[int32]uint64{}
 	var copies map[string]int
 	for _, a := range pending {
@@ -823,6 +907,7 @@ func compareReadBack(pending []ack, got readResult) (keep []ack, lost, unverifia
 		case value != a.value:
 			lost[a.leader]++
 		default:
+			intact = append(intact, a)
 			if copies == nil {
 				copies = make(map[string]int, len(got.values))
 				for _, v := range got.values {
@@ -834,7 +919,7 @@ func compareReadBack(pending []ack, got readResult) (keep []ack, lost, unverifia
 			}
 		}
 	}
-	return keep, lost, unverifiable, duplicates
+	return keep, lost, unverifiable, duplicates, intact
 }
 
 // readResult is what a read-back found: the values at the offsets it
